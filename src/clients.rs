@@ -1,0 +1,111 @@
+//! The registry of connected clients: what CLIENT LIST/INFO show and how CLIENT KILL reaches a
+//! connection that another task is serving.
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::Notify;
+
+/// What other connections may read or signal about one client.
+pub struct ClientInfo {
+    pub id: u64,
+    pub addr: SocketAddr,
+    pub laddr: SocketAddr,
+    pub connected_at: Instant,
+    pub name: Mutex<Option<Bytes>>,
+    pub lib_name: Mutex<Option<Bytes>>,
+    pub lib_ver: Mutex<Option<Bytes>>,
+    /// ms since `connected_at` of the last command.
+    pub last_active_ms: AtomicU64,
+    /// Name of the last command run (a static name from the command table).
+    pub last_cmd: Mutex<&'static str>,
+    pub resp: AtomicU8,
+    pub killed: AtomicBool,
+    pub kill: Notify,
+}
+
+impl ClientInfo {
+    pub fn idle_secs(&self) -> u64 {
+        let now = self.connected_at.elapsed().as_millis() as u64;
+        now.saturating_sub(self.last_active_ms.load(Ordering::Relaxed)) / 1000
+    }
+
+    /// Marks the client killed and wakes its connection task, which closes it.
+    pub fn kill(&self) {
+        self.killed.store(true, Ordering::Relaxed);
+        self.kill.notify_one();
+    }
+
+    /// One line of CLIENT LIST / the CLIENT INFO reply, with Redis's field names.
+    pub fn describe(&self) -> String {
+        let text = |m: &Mutex<Option<Bytes>>| {
+            m.lock()
+                .as_ref()
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+                .unwrap_or_default()
+        };
+        format!(
+            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 watch=0 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+            self.id,
+            self.addr,
+            self.laddr,
+            text(&self.name),
+            self.connected_at.elapsed().as_secs(),
+            self.idle_secs(),
+            self.last_cmd.lock(),
+            self.resp.load(Ordering::Relaxed),
+            text(&self.lib_name),
+            text(&self.lib_ver),
+        )
+    }
+}
+
+/// All connected clients by id.
+#[derive(Default)]
+pub struct ClientRegistry {
+    next_id: AtomicU64,
+    clients: Mutex<BTreeMap<u64, Arc<ClientInfo>>>,
+}
+
+impl ClientRegistry {
+    pub fn register(&self, addr: SocketAddr, laddr: SocketAddr) -> Arc<ClientInfo> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        let info = Arc::new(ClientInfo {
+            id,
+            addr,
+            laddr,
+            connected_at: Instant::now(),
+            name: Mutex::new(None),
+            lib_name: Mutex::new(None),
+            lib_ver: Mutex::new(None),
+            last_active_ms: AtomicU64::new(0),
+            last_cmd: Mutex::new("NULL"),
+            resp: AtomicU8::new(2),
+            killed: AtomicBool::new(false),
+            kill: Notify::new(),
+        });
+        self.clients.lock().insert(id, info.clone());
+        info
+    }
+
+    pub fn unregister(&self, id: u64) {
+        self.clients.lock().remove(&id);
+    }
+
+    pub fn len(&self) -> usize {
+        self.clients.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A snapshot of the connected clients, in id order.
+    pub fn all(&self) -> Vec<Arc<ClientInfo>> {
+        self.clients.lock().values().cloned().collect()
+    }
+}

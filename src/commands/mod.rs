@@ -1,0 +1,206 @@
+//! Dispatch: one table lookup without allocating, then the checks every command shares (arity,
+//! authentication, MULTI queueing), done once here, then the handler.
+
+pub mod args;
+pub mod connection;
+pub mod keys;
+pub mod server;
+pub mod strings;
+pub mod table;
+pub mod transactions;
+
+use crate::clients::ClientInfo;
+use crate::protocol::Reply;
+use crate::server::Shared;
+use crate::store::Locked;
+use bytes::Bytes;
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+pub use table::{lookup, Command, COMMANDS};
+
+/// What a handler returns: `Err` carries an error reply, so handlers can use `?` on argument parsing.
+pub type CmdResult = Result<Reply, Reply>;
+
+/// A command handler. `args[0]` is the command name, as in Redis's argv.
+pub type Handler = fn(&mut Ctx<'_, '_>, &[&[u8]]) -> CmdResult;
+
+/// The exact error texts shared by many commands.
+pub mod err {
+    pub const SYNTAX: &str = "ERR syntax error";
+    pub const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+    pub const NOT_FLOAT: &str = "ERR value is not a valid float";
+    pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+    pub const NOAUTH: &str = "NOAUTH Authentication required.";
+    pub const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+    pub const NO_SUCH_KEY: &str = "ERR no such key";
+    pub const OVERFLOW: &str = "ERR increment or decrement would overflow";
+}
+
+/// Per-connection state that commands read and change.
+pub struct ConnState {
+    pub info: Arc<ClientInfo>,
+    pub resp3: bool,
+    pub authenticated: bool,
+    /// Set by QUIT: the connection closes once this reply is written.
+    pub close_after_reply: bool,
+    /// Commands queued since MULTI (owned copies: the read buffer moves on).
+    pub multi: Option<Vec<Vec<Bytes>>>,
+    /// A command failed to queue: EXEC must answer EXECABORT.
+    pub multi_failed: bool,
+    /// WATCHed keys with the version each had (None: absent) when watched.
+    pub watched: Vec<(Bytes, Option<u64>)>,
+}
+
+impl ConnState {
+    pub fn new(info: Arc<ClientInfo>, authenticated: bool) -> Self {
+        ConnState {
+            info,
+            resp3: false,
+            authenticated,
+            close_after_reply: false,
+            multi: None,
+            multi_failed: false,
+            watched: Vec::new(),
+        }
+    }
+}
+
+/// What a handler sees: the shared server, its connection, and (inside EXEC) the held keyspace lock.
+pub struct Ctx<'c, 's> {
+    pub shared: &'s Shared,
+    pub conn: &'c mut ConnState,
+    held: Option<&'c mut Locked<'s>>,
+}
+
+/// The shards a command locked itself, or the whole-keyspace lock EXEC holds.
+pub enum KeyLock<'g, 's> {
+    Own(Locked<'s>),
+    Held(&'g mut Locked<'s>),
+}
+
+impl<'s> Deref for KeyLock<'_, 's> {
+    type Target = Locked<'s>;
+    fn deref(&self) -> &Locked<'s> {
+        match self {
+            KeyLock::Own(l) => l,
+            KeyLock::Held(l) => l,
+        }
+    }
+}
+
+impl<'s> DerefMut for KeyLock<'_, 's> {
+    fn deref_mut(&mut self) -> &mut Locked<'s> {
+        match self {
+            KeyLock::Own(l) => l,
+            KeyLock::Held(l) => l,
+        }
+    }
+}
+
+impl<'c, 's> Ctx<'c, 's> {
+    pub fn new(shared: &'s Shared, conn: &'c mut ConnState) -> Self {
+        Ctx {
+            shared,
+            conn,
+            held: None,
+        }
+    }
+
+    /// Locks the shards of `keys` (or reuses EXEC's lock) for one atomic command.
+    pub fn lock<K: AsRef<[u8]>>(&mut self, keys: &[K]) -> KeyLock<'_, 's> {
+        match self.held.as_deref_mut() {
+            Some(held) => KeyLock::Held(held),
+            None if keys.len() == 1 => KeyLock::Own(self.shared.store.lock_one(keys[0].as_ref())),
+            None => KeyLock::Own(self.shared.store.lock(keys)),
+        }
+    }
+
+    /// Locks the whole keyspace (or reuses EXEC's lock).
+    pub fn lock_all(&mut self) -> KeyLock<'_, 's> {
+        match self.held.as_deref_mut() {
+            Some(held) => KeyLock::Held(held),
+            None => KeyLock::Own(self.shared.store.lock_all()),
+        }
+    }
+
+    /// True while running the commands of an EXEC (blocking commands must not block then).
+    pub fn in_exec(&self) -> bool {
+        self.held.is_some()
+    }
+}
+
+/// Runs one request.
+pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
+    let Some(cmd) = lookup(args[0]) else {
+        let reply = Reply::Error(unknown_command(args).into());
+        if ctx.conn.multi.is_some() {
+            ctx.conn.multi_failed = true;
+        }
+        return reply;
+    };
+    if !cmd.arity_ok(args.len()) {
+        if ctx.conn.multi.is_some() {
+            ctx.conn.multi_failed = true;
+        }
+        return Reply::Error(wrong_arity(cmd.name).into());
+    }
+    if !ctx.conn.authenticated && !cmd.has(table::NO_AUTH) {
+        return Reply::error(err::NOAUTH);
+    }
+    if ctx.conn.multi.is_some() && !cmd.has(table::NOT_QUEUED) {
+        return transactions::queue(ctx, args);
+    }
+    *ctx.conn.info.last_cmd.lock() = cmd.name;
+    run(ctx, cmd, args)
+}
+
+/// Calls the handler of an already checked command.
+pub fn run(ctx: &mut Ctx<'_, '_>, cmd: &Command, args: &[&[u8]]) -> Reply {
+    let reply = match (cmd.handler)(ctx, args) {
+        Ok(reply) | Err(reply) => reply,
+    };
+    if reply.is_error() {
+        crate::metrics::Stats::add(&ctx.shared.stats.total_error_replies, 1);
+    }
+    reply
+}
+
+/// `ERR wrong number of arguments for 'get' command`.
+pub fn wrong_arity(name: &str) -> String {
+    format!("ERR wrong number of arguments for '{name}' command")
+}
+
+/// Redis's text for an unknown command, quoting the start of its arguments.
+fn unknown_command(args: &[&[u8]]) -> String {
+    let mut text = format!(
+        "ERR unknown command '{}', with args beginning with: ",
+        printable(args[0], 128)
+    );
+    let mut budget = 128usize;
+    for arg in &args[1..] {
+        if budget == 0 {
+            break;
+        }
+        let shown = printable(arg, budget);
+        budget = budget.saturating_sub(shown.len());
+        text.push_str(&format!("'{shown}' "));
+    }
+    text
+}
+
+/// An argument shown inside an error: at most `max` bytes, lossy UTF-8, no line breaks.
+pub fn printable(arg: &[u8], max: usize) -> String {
+    String::from_utf8_lossy(&arg[..arg.len().min(max)]).replace(['\r', '\n'], " ")
+}
+
+/// `ERR unknown subcommand 'x'. Try CLIENT HELP.`
+pub fn unknown_subcommand(sub: &[u8], container: &str) -> Reply {
+    Reply::Error(
+        format!(
+            "ERR unknown subcommand '{}'. Try {} HELP.",
+            printable(sub, 128),
+            container
+        )
+        .into(),
+    )
+}

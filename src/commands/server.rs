@@ -1,0 +1,443 @@
+//! Server commands: INFO, CONFIG, COMMAND, DBSIZE, FLUSHDB/FLUSHALL, TIME, SHUTDOWN, LASTSAVE.
+
+use super::args::is;
+use super::connection::{help_reply, REDIS_VERSION};
+use super::table::{self, lookup, Command, COMMANDS};
+use super::{err, unknown_subcommand, CmdResult, Ctx};
+use crate::config::{find_param, PARAMS};
+use crate::glob;
+use crate::metrics::rss_bytes;
+use crate::protocol::Reply;
+use std::fmt::Write;
+use std::sync::atomic::Ordering;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+const DEFAULT_SECTIONS: &[&str] = &["server", "clients", "memory", "stats", "stm", "keyspace"];
+const ALL_SECTIONS: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "stm",
+    "keyspace",
+];
+
+pub fn info(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let mut wanted: Vec<&str> = Vec::new();
+    for arg in &args[1..] {
+        let name = String::from_utf8_lossy(arg).to_ascii_lowercase();
+        match name.as_str() {
+            "default" => wanted.extend(DEFAULT_SECTIONS),
+            "all" | "everything" => wanted.extend(ALL_SECTIONS),
+            other => {
+                if let Some(s) = ALL_SECTIONS.iter().find(|s| **s == other) {
+                    wanted.push(s);
+                }
+            }
+        }
+    }
+    if args.len() == 1 {
+        wanted.extend(DEFAULT_SECTIONS);
+    }
+    let mut text = String::new();
+    for section in ALL_SECTIONS.iter().filter(|s| wanted.contains(s)) {
+        if !text.is_empty() {
+            text.push_str("\r\n");
+        }
+        render_section(ctx, section, &mut text);
+    }
+    Ok(Reply::Verbatim(text))
+}
+
+fn render_section(ctx: &Ctx, section: &str, out: &mut String) {
+    let shared = ctx.shared;
+    let mut title = section.to_string();
+    title[..1].make_ascii_uppercase();
+    let _ = write!(
+        out,
+        "# {}\r\n",
+        if section == "cpu" {
+            "CPU"
+        } else if section == "stm" {
+            "STM"
+        } else {
+            &title
+        }
+    );
+    let mut line = |name: &str, value: &dyn std::fmt::Display| {
+        let _ = write!(out, "{name}:{value}\r\n");
+    };
+    match section {
+        "server" => {
+            let uptime = shared.started.elapsed().as_secs();
+            line("redis_version", &REDIS_VERSION);
+            line("stmd_version", &env!("CARGO_PKG_VERSION"));
+            line("redis_mode", &"standalone");
+            line("os", &std::env::consts::OS);
+            line("arch_bits", &(usize::BITS));
+            line("process_id", &std::process::id());
+            line("run_id", &shared.run_id);
+            line("tcp_port", &shared.local_addr.port());
+            line("uptime_in_seconds", &uptime);
+            line("uptime_in_days", &(uptime / 86400));
+            line(
+                "executable",
+                &std::env::current_exe()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default(),
+            );
+        }
+        "clients" => {
+            line("connected_clients", &shared.clients.len());
+            line("maxclients", &shared.config.read().maxclients);
+            line("blocked_clients", &0);
+        }
+        "memory" => {
+            let rss = rss_bytes();
+            line("used_memory", &rss);
+            line("used_memory_human", &human_bytes(rss));
+            line("used_memory_rss", &rss);
+            line("used_memory_rss_human", &human_bytes(rss));
+            line("maxmemory", &0);
+            line("maxmemory_policy", &"noeviction");
+        }
+        "persistence" => {
+            line("loading", &0);
+            line("rdb_changes_since_last_save", &0);
+            line("aof_enabled", &0);
+        }
+        "stats" => {
+            let s = &shared.stats;
+            let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
+            line(
+                "total_connections_received",
+                &get(&s.total_connections_received),
+            );
+            line(
+                "total_commands_processed",
+                &get(&s.total_commands_processed),
+            );
+            line("total_net_input_bytes", &get(&s.total_net_input_bytes));
+            line("total_net_output_bytes", &get(&s.total_net_output_bytes));
+            line("rejected_connections", &get(&s.rejected_connections));
+            line(
+                "expired_keys",
+                &shared.store.expired_keys.load(Ordering::Relaxed),
+            );
+            line("keyspace_hits", &get(&s.keyspace_hits));
+            line("keyspace_misses", &get(&s.keyspace_misses));
+            line("total_error_replies", &get(&s.total_error_replies));
+        }
+        "replication" => {
+            line("role", &"master");
+            line("connected_slaves", &0);
+        }
+        "cpu" => {}
+        "stm" => shared
+            .stm
+            .render_info(&shared.store, &mut |n, v| line(n, &v)),
+        "keyspace" => {
+            let keys = shared.store.len();
+            if keys > 0 {
+                line(
+                    "db0",
+                    &format!(
+                        "keys={keys},expires={},avg_ttl=0",
+                        shared.store.volatile_len()
+                    ),
+                );
+            }
+        }
+        _ => {}
+    }
+}
+
+fn human_bytes(n: u64) -> String {
+    const UNITS: &[&str] = &["B", "K", "M", "G", "T"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n}B")
+    } else {
+        format!("{value:.2}{}", UNITS[unit])
+    }
+}
+
+pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let sub = args[1];
+    if is(sub, "GET") && args.len() >= 3 {
+        let config = ctx.shared.config.read();
+        let mut pairs = Vec::new();
+        for param in PARAMS {
+            if args[2..]
+                .iter()
+                .any(|p| glob::matches(p, param.name.as_bytes(), true))
+            {
+                pairs.push((
+                    Reply::bulk_str(param.name),
+                    Reply::bulk((param.get)(&config)),
+                ));
+            }
+        }
+        Ok(Reply::Map(pairs))
+    } else if is(sub, "SET") && args.len() >= 4 && args.len() % 2 == 0 {
+        // Validate every pair on a copy first, so a bad pair changes nothing.
+        let mut updated = ctx.shared.config.read().clone();
+        for pair in args[2..].chunks(2) {
+            let name = String::from_utf8_lossy(pair[0]).into_owned();
+            let Some(param) = find_param(pair[0]) else {
+                return Err(Reply::Error(
+                    format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'")
+                        .into(),
+                ));
+            };
+            let Some(set) = param.set else {
+                return Err(Reply::Error(
+                    format!("ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config").into(),
+                ));
+            };
+            let value = String::from_utf8_lossy(pair[1]);
+            set(&mut updated, &value).map_err(|why| {
+                Reply::Error(
+                    format!(
+                        "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
+                    )
+                    .into(),
+                )
+            })?;
+        }
+        *ctx.shared.config.write() = updated;
+        Ok(Reply::OK)
+    } else if is(sub, "RESETSTAT") && args.len() == 2 {
+        ctx.shared.stats.reset();
+        ctx.shared.store.expired_keys.store(0, Ordering::Relaxed);
+        ctx.shared.stm.reset_stats();
+        Ok(Reply::OK)
+    } else if is(sub, "REWRITE") && args.len() == 2 {
+        Err(Reply::error(
+            "ERR The server is running without a config file",
+        ))
+    } else if is(sub, "HELP") && args.len() == 2 {
+        Ok(help_reply(&[
+            "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "GET <pattern>",
+            "    Return parameters matching the glob-like <pattern> and their values.",
+            "SET <directive> <value>",
+            "    Set the configuration <directive> to <value>.",
+            "RESETSTAT",
+            "    Reset statistics reported by the INFO command.",
+            "HELP",
+            "    Print this help.",
+        ]))
+    } else if ["GET", "SET", "RESETSTAT", "REWRITE", "HELP"]
+        .iter()
+        .any(|s| is(sub, s))
+    {
+        Err(Reply::Error(
+            format!(
+                "ERR unknown subcommand or wrong number of arguments for '{}'. Try CONFIG HELP.",
+                super::printable(sub, 128)
+            )
+            .into(),
+        ))
+    } else {
+        Err(unknown_subcommand(sub, "CONFIG"))
+    }
+}
+
+fn status_set(items: impl Iterator<Item = String>) -> Reply {
+    Reply::Set(items.map(|s| Reply::Status(s.into())).collect())
+}
+
+fn acl_categories(cmd: &Command) -> impl Iterator<Item = String> {
+    let mut cats = vec![format!("@{}", cmd.group)];
+    if cmd.has(table::WRITE) {
+        cats.push("@write".into());
+    }
+    if cmd.has(table::READONLY) {
+        cats.push("@read".into());
+    }
+    cats.push(
+        if cmd.has(table::FAST) {
+            "@fast"
+        } else {
+            "@slow"
+        }
+        .into(),
+    );
+    if cmd.has(table::ADMIN) {
+        cats.extend(["@admin".into(), "@dangerous".into()]);
+    }
+    cats.into_iter()
+}
+
+/// One COMMAND / COMMAND INFO entry, in Redis 7's ten-field layout.
+fn command_info(cmd: &Command) -> Reply {
+    Reply::Array(vec![
+        Reply::bulk_str(cmd.name),
+        Reply::Int(cmd.arity.into()),
+        status_set(cmd.flag_names().map(String::from)),
+        Reply::Int(cmd.first_key.into()),
+        Reply::Int(cmd.last_key.into()),
+        Reply::Int(cmd.step.into()),
+        status_set(acl_categories(cmd)),
+        Reply::Set(vec![]),
+        Reply::Array(vec![]),
+        Reply::Array(vec![]),
+    ])
+}
+
+/// One COMMAND DOCS entry.
+fn command_docs(cmd: &Command) -> Reply {
+    let text = |s: &'static str| Reply::bulk_str(s);
+    Reply::Map(vec![
+        (text("summary"), text(cmd.summary)),
+        (text("since"), text(cmd.since)),
+        (text("group"), text(cmd.group)),
+        (
+            text("syntax"),
+            Reply::bulk(format!("{} {}", cmd.name.to_ascii_uppercase(), cmd.syntax).trim_end()),
+        ),
+    ])
+}
+
+pub fn command(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    if args.len() == 1 {
+        return Ok(Reply::Array(COMMANDS.iter().map(command_info).collect()));
+    }
+    let sub = args[1];
+    if is(sub, "COUNT") && args.len() == 2 {
+        Ok(Reply::Int(COMMANDS.len() as i64))
+    } else if is(sub, "LIST") {
+        Ok(Reply::Array(
+            COMMANDS.iter().map(|c| Reply::bulk_str(c.name)).collect(),
+        ))
+    } else if is(sub, "INFO") {
+        if args.len() == 2 {
+            return Ok(Reply::Array(COMMANDS.iter().map(command_info).collect()));
+        }
+        Ok(Reply::Array(
+            args[2..]
+                .iter()
+                .map(|name| lookup(name).map_or(Reply::NilArray, command_info))
+                .collect(),
+        ))
+    } else if is(sub, "DOCS") {
+        let chosen: Vec<&Command> = if args.len() == 2 {
+            COMMANDS.iter().collect()
+        } else {
+            args[2..].iter().filter_map(|n| lookup(n)).collect()
+        };
+        Ok(Reply::Map(
+            chosen
+                .into_iter()
+                .map(|c| (Reply::bulk_str(c.name), command_docs(c)))
+                .collect(),
+        ))
+    } else if is(sub, "GETKEYS") && args.len() >= 3 {
+        let target = &args[2..];
+        let Some(cmd) = lookup(target[0]) else {
+            return Err(Reply::error("ERR Invalid command specified"));
+        };
+        if !cmd.arity_ok(target.len()) {
+            return Err(Reply::error(
+                "ERR Invalid number of arguments specified for command",
+            ));
+        }
+        let keys: Vec<Reply> = cmd
+            .key_positions(target.len())
+            .map(|i| Reply::bulk(target[i]))
+            .collect();
+        if keys.is_empty() {
+            return Err(Reply::error("ERR The command has no key arguments"));
+        }
+        Ok(Reply::Array(keys))
+    } else if is(sub, "HELP") && args.len() == 2 {
+        Ok(help_reply(&[
+            "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "(no subcommand)",
+            "    Return details about all commands.",
+            "COUNT",
+            "    Return the total number of commands in this server.",
+            "LIST",
+            "    Return a list of all commands in this server.",
+            "INFO [<command-name> ...]",
+            "    Return details about multiple commands.",
+            "DOCS [<command-name> ...]",
+            "    Return documentation details about multiple commands.",
+            "GETKEYS <full-command>",
+            "    Return the keys from a full command.",
+            "HELP",
+            "    Print this help.",
+        ]))
+    } else {
+        let _ = ctx;
+        Err(unknown_subcommand(sub, "COMMAND"))
+    }
+}
+
+pub fn dbsize(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
+    Ok(Reply::Int(ctx.shared.store.len() as i64))
+}
+
+pub fn flushall(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let valid = match args {
+        [_] => true,
+        [_, mode] => is(mode, "ASYNC") || is(mode, "SYNC"),
+        _ => false,
+    };
+    if !valid {
+        return Err(Reply::error(err::SYNTAX));
+    }
+    ctx.lock_all().clear();
+    Ok(Reply::OK)
+}
+
+pub fn time(_ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    Ok(Reply::Array(vec![
+        Reply::bulk(now.as_secs().to_string()),
+        Reply::bulk(now.subsec_micros().to_string()),
+    ]))
+}
+
+pub fn lastsave(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    Ok(Reply::Int(
+        now.as_secs()
+            .saturating_sub(ctx.shared.started.elapsed().as_secs()) as i64,
+    ))
+}
+
+pub fn shutdown(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    for arg in &args[1..] {
+        if !["NOSAVE", "SAVE", "NOW", "FORCE", "ABORT"]
+            .iter()
+            .any(|w| is(arg, w))
+        {
+            return Err(Reply::error(err::SYNTAX));
+        }
+        if is(arg, "ABORT") {
+            return Err(Reply::error("ERR No shutdown in progress."));
+        }
+    }
+    if !ctx.conn.authenticated {
+        return Err(Reply::error(err::NOAUTH));
+    }
+    tracing::info!(client = ctx.conn.info.id, "SHUTDOWN requested by a client");
+    ctx.shared.shutdown_requested.notify_one();
+    // Like Redis, a successful SHUTDOWN closes the connection without a reply.
+    ctx.conn.close_after_reply = true;
+    Ok(Reply::Raw(bytes::Bytes::new()))
+}

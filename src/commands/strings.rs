@@ -1,0 +1,416 @@
+//! String commands.
+
+use super::args::{float, int, is, Cursor};
+use super::{err, CmdResult, Ctx};
+use crate::metrics::Stats;
+use crate::protocol::{parse_i64_strict, Reply};
+use crate::store::{Entry, Value};
+use bytes::{Bytes, BytesMut};
+
+/// Largest string SETRANGE and APPEND may build, as Redis's default proto-max-bulk-len.
+const MAX_STRING: usize = 512 * 1024 * 1024;
+
+/// The string held by an entry, or WRONGTYPE.
+fn string_of(entry: &Entry) -> Result<&Bytes, Reply> {
+    match &entry.value {
+        Value::Str(b) => Ok(b),
+        _ => Err(Reply::error(err::WRONGTYPE)),
+    }
+}
+
+fn owned(bytes: &[u8]) -> Value {
+    Value::Str(Bytes::copy_from_slice(bytes))
+}
+
+fn count_lookup(ctx: &Ctx, hit: bool) {
+    let stats = &ctx.shared.stats;
+    Stats::add(
+        if hit {
+            &stats.keyspace_hits
+        } else {
+            &stats.keyspace_misses
+        },
+        1,
+    );
+}
+
+pub fn get(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let reply = {
+        let mut locked = ctx.lock(&args[1..2]);
+        match locked.get(args[1]) {
+            Some(entry) => Reply::Bulk(string_of(entry)?.clone()),
+            None => Reply::Nil,
+        }
+    };
+    count_lookup(ctx, reply != Reply::Nil);
+    Ok(reply)
+}
+
+/// Turns a relative or absolute expiry argument into a deadline in ms, with Redis's errors.
+fn deadline(
+    amount: &[u8],
+    unit_ms: i64,
+    absolute: bool,
+    now: u64,
+    cmd: &str,
+) -> Result<u64, Reply> {
+    let amount = int(amount)?;
+    let invalid = || Reply::Error(format!("ERR invalid expire time in '{cmd}' command").into());
+    if amount <= 0 {
+        return Err(invalid());
+    }
+    let ms = amount.checked_mul(unit_ms).ok_or_else(invalid)?;
+    let at = if absolute {
+        ms
+    } else {
+        ms.checked_add(now as i64).ok_or_else(invalid)?
+    };
+    Ok(at as u64)
+}
+
+pub fn set(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let (key, value) = (args[1], args[2]);
+    let mut options = Cursor::new(args, 3);
+    let (mut nx, mut xx, mut get, mut keepttl) = (false, false, false, false);
+    let mut expiry: Option<(&[u8], i64, bool)> = None;
+    while !options.is_done() {
+        let option = options.next_arg()?;
+        let timed = [
+            ("EX", 1000, false),
+            ("PX", 1, false),
+            ("EXAT", 1000, true),
+            ("PXAT", 1, true),
+        ]
+        .into_iter()
+        .find(|(name, _, _)| is(option, name));
+        if let Some((_, unit, absolute)) = timed {
+            if expiry.is_some() || keepttl || options.is_done() {
+                return Err(Reply::error(err::SYNTAX));
+            }
+            expiry = Some((options.next_arg()?, unit, absolute));
+        } else if is(option, "NX") && !xx {
+            nx = true;
+        } else if is(option, "XX") && !nx {
+            xx = true;
+        } else if is(option, "GET") {
+            get = true;
+        } else if is(option, "KEEPTTL") && expiry.is_none() {
+            keepttl = true;
+        } else {
+            return Err(Reply::error(err::SYNTAX));
+        }
+    }
+    let mut locked = ctx.lock(&args[1..2]);
+    let expire_at = match expiry {
+        Some((amount, unit, absolute)) => deadline(amount, unit, absolute, locked.now, "set")?,
+        None => 0,
+    };
+    let existing = locked.get(key);
+    let old = match existing {
+        Some(entry) if get => Some(string_of(entry)?.clone()),
+        _ => None,
+    };
+    let exists = existing.is_some();
+    let kept_ttl = existing.map_or(0, |e| e.expire_at);
+    let old_reply = || {
+        if get {
+            old.clone().map_or(Reply::Nil, Reply::Bulk)
+        } else {
+            Reply::Nil
+        }
+    };
+    if (nx && exists) || (xx && !exists) {
+        return Ok(old_reply());
+    }
+    let expire_at = if keepttl { kept_ttl } else { expire_at };
+    locked.set(key, owned(value), expire_at);
+    Ok(if get { old_reply() } else { Reply::OK })
+}
+
+pub fn setnx(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let mut locked = ctx.lock(&args[1..2]);
+    if locked.contains(args[1]) {
+        return Ok(Reply::Int(0));
+    }
+    locked.set(args[1], owned(args[2]), 0);
+    Ok(Reply::Int(1))
+}
+
+/// SETEX and PSETEX.
+pub fn setex(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let psetex = is(args[0], "psetex");
+    let mut locked = ctx.lock(&args[1..2]);
+    let name = if psetex { "psetex" } else { "setex" };
+    let at = deadline(
+        args[2],
+        if psetex { 1 } else { 1000 },
+        false,
+        locked.now,
+        name,
+    )?;
+    locked.set(args[1], owned(args[3]), at);
+    Ok(Reply::OK)
+}
+
+pub fn getset(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let mut locked = ctx.lock(&args[1..2]);
+    let old = match locked.get(args[1]) {
+        Some(entry) => Reply::Bulk(string_of(entry)?.clone()),
+        None => Reply::Nil,
+    };
+    locked.set(args[1], owned(args[2]), 0);
+    Ok(old)
+}
+
+pub fn getdel(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let mut locked = ctx.lock(&args[1..2]);
+    let old = match locked.get(args[1]) {
+        Some(entry) => Reply::Bulk(string_of(entry)?.clone()),
+        None => return Ok(Reply::Nil),
+    };
+    locked.remove(args[1]);
+    Ok(old)
+}
+
+pub fn getex(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let mut options = Cursor::new(args, 2);
+    // None: leave the TTL alone; Some(0): persist; Some(t): expire at t.
+    let mut change: Option<(Option<&[u8]>, i64, bool)> = None;
+    while !options.is_done() {
+        let option = options.next_arg()?;
+        let timed = [
+            ("EX", 1000, false),
+            ("PX", 1, false),
+            ("EXAT", 1000, true),
+            ("PXAT", 1, true),
+        ]
+        .into_iter()
+        .find(|(name, _, _)| is(option, name));
+        if change.is_some() {
+            return Err(Reply::error(err::SYNTAX));
+        }
+        if let Some((_, unit, absolute)) = timed {
+            change = Some((Some(options.next_arg()?), unit, absolute));
+        } else if is(option, "PERSIST") {
+            change = Some((None, 0, false));
+        } else {
+            return Err(Reply::error(err::SYNTAX));
+        }
+    }
+    let mut locked = ctx.lock(&args[1..2]);
+    let now = locked.now;
+    let new_deadline = match change {
+        Some((Some(amount), unit, absolute)) => {
+            Some(deadline(amount, unit, absolute, now, "getex")?)
+        }
+        Some((None, _, _)) => Some(0),
+        None => None,
+    };
+    let value = match locked.get(args[1]) {
+        Some(entry) => string_of(entry)?.clone(),
+        None => return Ok(Reply::Nil),
+    };
+    if let Some(at) = new_deadline {
+        if at != 0 && at <= now {
+            locked.remove(args[1]);
+        } else if let Some(entry) = locked.get_mut(args[1]) {
+            entry.expire_at = at;
+        }
+    }
+    Ok(Reply::Bulk(value))
+}
+
+pub fn mget(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let keys = &args[1..];
+    let mut locked = ctx.lock(keys);
+    let values: Vec<Reply> = keys
+        .iter()
+        .map(|k| match locked.get(k).map(|e| &e.value) {
+            Some(Value::Str(b)) => Reply::Bulk(b.clone()),
+            _ => Reply::Nil,
+        })
+        .collect();
+    Ok(Reply::Array(values))
+}
+
+/// MSET and MSETNX: all pairs are written atomically (MSETNX: only when no key exists).
+pub fn mset(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let nx = is(args[0], "msetnx");
+    if args.len() % 2 == 0 {
+        return Err(Reply::Error(
+            super::wrong_arity(if nx { "msetnx" } else { "mset" }).into(),
+        ));
+    }
+    let keys: Vec<&[u8]> = args[1..].iter().step_by(2).copied().collect();
+    let mut locked = ctx.lock(&keys);
+    if nx && keys.iter().any(|k| locked.contains(k)) {
+        return Ok(Reply::Int(0));
+    }
+    for pair in args[1..].chunks(2) {
+        locked.set(pair[0], owned(pair[1]), 0);
+    }
+    Ok(if nx { Reply::Int(1) } else { Reply::OK })
+}
+
+/// INCR, DECR, INCRBY, DECRBY. The key keeps its TTL.
+pub fn incr(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let name = String::from_utf8_lossy(args[0]).to_ascii_lowercase();
+    let delta = match name.as_str() {
+        "incr" => 1,
+        "decr" => -1,
+        "incrby" => int(args[2])?,
+        _ => {
+            let by = int(args[2])?;
+            by.checked_neg()
+                .ok_or_else(|| Reply::error("ERR decrement would overflow"))?
+        }
+    };
+    let mut locked = ctx.lock(&args[1..2]);
+    let current = match locked.get(args[1]) {
+        Some(entry) => {
+            parse_i64_strict(string_of(entry)?).ok_or_else(|| Reply::error(err::NOT_INTEGER))?
+        }
+        None => 0,
+    };
+    let new = current
+        .checked_add(delta)
+        .ok_or_else(|| Reply::error(err::OVERFLOW))?;
+    let text = Bytes::copy_from_slice(itoa::Buffer::new().format(new).as_bytes());
+    match locked.get_mut(args[1]) {
+        Some(entry) => entry.value = Value::Str(text),
+        None => {
+            locked.set(args[1], Value::Str(text), 0);
+        }
+    }
+    Ok(Reply::Int(new))
+}
+
+/// Formats a float as INCRBYFLOAT does: plain decimal, shortest digits, no exponent.
+fn human_float(value: f64) -> String {
+    let text = format!("{value}");
+    if text == "-0" {
+        "0".into()
+    } else {
+        text
+    }
+}
+
+pub fn incrbyfloat(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let delta = float(args[2])?;
+    let mut locked = ctx.lock(&args[1..2]);
+    let current = match locked.get(args[1]) {
+        Some(entry) => super::args::parse_float(string_of(entry)?)
+            .ok_or_else(|| Reply::error(err::NOT_FLOAT))?,
+        None => 0.0,
+    };
+    let new = current + delta;
+    if !new.is_finite() {
+        return Err(Reply::error("ERR increment would produce NaN or Infinity"));
+    }
+    let text = Bytes::from(human_float(new));
+    match locked.get_mut(args[1]) {
+        Some(entry) => entry.value = Value::Str(text.clone()),
+        None => {
+            locked.set(args[1], Value::Str(text.clone()), 0);
+        }
+    }
+    Ok(Reply::Bulk(text))
+}
+
+pub fn append(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let mut locked = ctx.lock(&args[1..2]);
+    let current_len = match locked.get(args[1]) {
+        Some(entry) => Some(string_of(entry)?.len()),
+        None => None,
+    };
+    let Some(len) = current_len else {
+        locked.set(args[1], owned(args[2]), 0);
+        return Ok(Reply::Int(args[2].len() as i64));
+    };
+    if len + args[2].len() > MAX_STRING {
+        return Err(Reply::error(
+            "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
+        ));
+    }
+    let entry = locked
+        .get_mut(args[1])
+        .ok_or_else(|| Reply::error(err::NO_SUCH_KEY))?;
+    if let Value::Str(bytes) = &mut entry.value {
+        let mut grown = BytesMut::from(std::mem::take(bytes));
+        grown.extend_from_slice(args[2]);
+        *bytes = grown.freeze();
+        return Ok(Reply::Int(bytes.len() as i64));
+    }
+    Err(Reply::error(err::WRONGTYPE))
+}
+
+pub fn strlen(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let mut locked = ctx.lock(&args[1..2]);
+    match locked.get(args[1]) {
+        Some(entry) => Ok(Reply::Int(string_of(entry)?.len() as i64)),
+        None => Ok(Reply::Int(0)),
+    }
+}
+
+/// GETRANGE and SUBSTR, with Redis's negative-index rules.
+pub fn getrange(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let (start, end) = (int(args[2])?, int(args[3])?);
+    let mut locked = ctx.lock(&args[1..2]);
+    let value = match locked.get(args[1]) {
+        Some(entry) => string_of(entry)?.clone(),
+        None => return Ok(Reply::bulk(b"")),
+    };
+    let len = value.len() as i64;
+    if start < 0 && end < 0 && start > end {
+        return Ok(Reply::bulk(b""));
+    }
+    let start = if start < 0 {
+        (len + start).max(0)
+    } else {
+        start
+    };
+    let end = if end < 0 {
+        (len + end).max(0)
+    } else {
+        end.min(len - 1)
+    };
+    if len == 0 || start > end || start >= len {
+        return Ok(Reply::bulk(b""));
+    }
+    Ok(Reply::Bulk(value.slice(start as usize..=end as usize)))
+}
+
+pub fn setrange(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let offset = int(args[2])?;
+    if offset < 0 {
+        return Err(Reply::error("ERR offset is out of range"));
+    }
+    let offset = offset as usize;
+    let patch = args[3];
+    let mut locked = ctx.lock(&args[1..2]);
+    let current = match locked.get(args[1]) {
+        Some(entry) => Some(string_of(entry)?.clone()),
+        None => None,
+    };
+    if patch.is_empty() {
+        return Ok(Reply::Int(current.map_or(0, |c| c.len() as i64)));
+    }
+    if offset + patch.len() > MAX_STRING {
+        return Err(Reply::error(
+            "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
+        ));
+    }
+    let mut bytes = BytesMut::from(&current.unwrap_or_default()[..]);
+    if bytes.len() < offset + patch.len() {
+        bytes.resize(offset + patch.len(), 0);
+    }
+    bytes[offset..offset + patch.len()].copy_from_slice(patch);
+    let new_len = bytes.len() as i64;
+    match locked.get_mut(args[1]) {
+        Some(entry) => entry.value = Value::Str(bytes.freeze()),
+        None => {
+            locked.set(args[1], Value::Str(bytes.freeze()), 0);
+        }
+    }
+    Ok(Reply::Int(new_len))
+}

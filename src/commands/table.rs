@@ -1,0 +1,234 @@
+//! The one command table. Everything about a command that is data lives here: name, arity, flags,
+//! key positions, group, summary, syntax and handler. Dispatch checks it centrally; COMMAND,
+//! COMMAND INFO/DOCS/COUNT/LIST are rendered from it.
+
+use super::{connection as conn, keys, server, strings, transactions as tx, Handler};
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+// Flags, rendered by COMMAND INFO under Redis's names.
+pub const WRITE: u32 = 1;
+pub const READONLY: u32 = 1 << 1;
+pub const DENYOOM: u32 = 1 << 2;
+pub const ADMIN: u32 = 1 << 3;
+pub const PUBSUB: u32 = 1 << 4;
+pub const NOSCRIPT: u32 = 1 << 5;
+pub const BLOCKING: u32 = 1 << 6;
+pub const LOADING: u32 = 1 << 7;
+pub const STALE: u32 = 1 << 8;
+pub const FAST: u32 = 1 << 9;
+pub const NO_AUTH: u32 = 1 << 10;
+/// Runs at once even inside MULTI (MULTI, EXEC, DISCARD, WATCH, QUIT, RESET…).
+pub const NOT_QUEUED: u32 = 1 << 11;
+
+const FLAG_NAMES: &[(u32, &str)] = &[
+    (WRITE, "write"),
+    (READONLY, "readonly"),
+    (DENYOOM, "denyoom"),
+    (ADMIN, "admin"),
+    (PUBSUB, "pubsub"),
+    (NOSCRIPT, "noscript"),
+    (BLOCKING, "blocking"),
+    (LOADING, "loading"),
+    (STALE, "stale"),
+    (FAST, "fast"),
+    (NO_AUTH, "no_auth"),
+];
+
+/// One command's metadata and handler.
+pub struct Command {
+    /// Lower-case name.
+    pub name: &'static str,
+    /// Redis arity: exact count when positive, minimum count when negative (name included).
+    pub arity: i32,
+    pub flags: u32,
+    pub first_key: i32,
+    /// Last key position; -1 means the last argument, -2 the one before, …
+    pub last_key: i32,
+    pub step: i32,
+    pub group: &'static str,
+    pub summary: &'static str,
+    /// Redis version that introduced the command (or the stmd version for STM commands).
+    pub since: &'static str,
+    /// Arguments after the name, in Redis's documentation notation.
+    pub syntax: &'static str,
+    pub handler: Handler,
+}
+
+impl Command {
+    pub fn has(&self, flag: u32) -> bool {
+        self.flags & flag != 0
+    }
+
+    pub fn arity_ok(&self, argc: usize) -> bool {
+        let argc = argc as i64;
+        let arity = i64::from(self.arity);
+        if arity >= 0 {
+            argc == arity
+        } else {
+            argc >= -arity
+        }
+    }
+
+    pub fn flag_names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        FLAG_NAMES
+            .iter()
+            .filter(|(bit, _)| self.has(*bit))
+            .map(|(_, name)| *name)
+    }
+
+    /// The key arguments of a request, per first/last/step (for locking, WATCH and COMMAND GETKEYS).
+    pub fn key_positions(&self, argc: usize) -> impl Iterator<Item = usize> {
+        let first = self.first_key.max(0) as usize;
+        let last = if self.last_key < 0 {
+            (argc as i64 + i64::from(self.last_key)).max(0) as usize
+        } else {
+            (self.last_key as usize).min(argc.saturating_sub(1))
+        };
+        let step = self.step.max(1) as usize;
+        let valid = self.first_key > 0;
+        (first..=last).step_by(step).filter(move |_| valid)
+    }
+}
+
+macro_rules! commands {
+    ($( $name:literal, $arity:expr, $flags:expr, ($first:expr, $last:expr, $step:expr), $group:literal, $since:literal, $handler:path, $syntax:literal, $summary:literal; )*) => {
+        &[ $( Command {
+            name: $name, arity: $arity, flags: $flags, first_key: $first, last_key: $last,
+            step: $step, group: $group, summary: $summary, since: $since, syntax: $syntax,
+            handler: $handler,
+        }, )* ]
+    };
+}
+
+/// Every command stmd knows, grouped as Redis groups them.
+pub static COMMANDS: &[Command] = commands![
+    // connection
+    "ping", -1, FAST | STALE, (0, 0, 0), "connection", "1.0.0", conn::ping, "[message]", "Returns the server's liveliness response.";
+    "echo", 2, FAST | STALE, (0, 0, 0), "connection", "1.0.0", conn::echo, "message", "Returns the given string.";
+    "hello", -1, NO_AUTH | FAST | STALE | NOSCRIPT | LOADING, (0, 0, 0), "connection", "6.0.0", conn::hello, "[protover [AUTH username password] [SETNAME clientname]]", "Handshakes with the Redis server.";
+    "auth", -2, NO_AUTH | FAST | STALE | NOSCRIPT | LOADING, (0, 0, 0), "connection", "1.0.0", conn::auth, "[username] password", "Authenticates the connection.";
+    "select", 2, FAST | LOADING | STALE, (0, 0, 0), "connection", "1.0.0", conn::select, "index", "Changes the selected database.";
+    "quit", -1, NO_AUTH | FAST | STALE | LOADING | NOSCRIPT | NOT_QUEUED, (0, 0, 0), "connection", "1.0.0", conn::quit, "", "Closes the connection.";
+    "reset", 1, NO_AUTH | FAST | STALE | LOADING | NOSCRIPT | NOT_QUEUED, (0, 0, 0), "connection", "6.2.0", conn::reset, "", "Resets the connection.";
+    "client", -2, STALE | LOADING | NOSCRIPT, (0, 0, 0), "connection", "2.4.0", conn::client, "ID | INFO | LIST | GETNAME | SETNAME connection-name | SETINFO <LIB-NAME libname | LIB-VER libver> | KILL <ip:port | ID client-id>", "A container for client connection commands.";
+    // server
+    "info", -1, STALE | LOADING, (0, 0, 0), "server", "1.0.0", server::info, "[section [section ...]]", "Returns information and statistics about the server.";
+    "config", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "2.0.0", server::config, "GET parameter [parameter ...] | SET parameter value [parameter value ...] | RESETSTAT", "A container for server configuration commands.";
+    "command", -1, LOADING | STALE, (0, 0, 0), "server", "2.8.13", server::command, "[COUNT | INFO [command-name ...] | DOCS [command-name ...] | LIST | GETKEYS command [arg ...]]", "Returns detailed information about all commands.";
+    "dbsize", 1, READONLY | FAST, (0, 0, 0), "server", "1.0.0", server::dbsize, "", "Returns the number of keys in the database.";
+    "flushdb", -1, WRITE, (0, 0, 0), "server", "1.0.0", server::flushall, "[ASYNC | SYNC]", "Removes all keys from the current database.";
+    "flushall", -1, WRITE, (0, 0, 0), "server", "1.0.0", server::flushall, "[ASYNC | SYNC]", "Removes all keys from all databases.";
+    "time", 1, FAST | LOADING | STALE, (0, 0, 0), "server", "2.6.0", server::time, "", "Returns the server time.";
+    "shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "1.0.0", server::shutdown, "[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]", "Stops the server.";
+    "lastsave", 1, FAST | LOADING | STALE, (0, 0, 0), "server", "1.0.0", server::lastsave, "", "Returns the Unix timestamp of the last successful save to disk.";
+    // transactions
+    "multi", 1, NOSCRIPT | LOADING | STALE | FAST | NOT_QUEUED, (0, 0, 0), "transactions", "1.2.0", tx::multi, "", "Starts a transaction.";
+    "exec", 1, NOSCRIPT | LOADING | STALE | NOT_QUEUED, (0, 0, 0), "transactions", "1.2.0", tx::exec, "", "Executes all commands in a transaction.";
+    "discard", 1, NOSCRIPT | LOADING | STALE | FAST | NOT_QUEUED, (0, 0, 0), "transactions", "2.0.0", tx::discard, "", "Discards a transaction.";
+    "watch", -2, NOSCRIPT | LOADING | STALE | FAST | NOT_QUEUED, (1, -1, 1), "transactions", "2.2.0", tx::watch, "key [key ...]", "Monitors changes to keys to determine the execution of a transaction.";
+    "unwatch", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "transactions", "2.2.0", tx::unwatch, "", "Forgets about watched keys of a transaction.";
+    // generic
+    "del", -2, WRITE, (1, -1, 1), "generic", "1.0.0", keys::del, "key [key ...]", "Deletes one or more keys.";
+    "unlink", -2, WRITE | FAST, (1, -1, 1), "generic", "4.0.0", keys::del, "key [key ...]", "Asynchronously deletes one or more keys.";
+    "exists", -2, READONLY | FAST, (1, -1, 1), "generic", "1.0.0", keys::exists, "key [key ...]", "Determines whether one or more keys exist.";
+    "type", 2, READONLY | FAST, (1, 1, 1), "generic", "1.0.0", keys::type_, "key", "Determines the type of value stored at a key.";
+    "expire", -3, WRITE | FAST, (1, 1, 1), "generic", "1.0.0", keys::expire, "key seconds [NX | XX | GT | LT]", "Sets the expiration time of a key in seconds.";
+    "pexpire", -3, WRITE | FAST, (1, 1, 1), "generic", "2.6.0", keys::expire, "key milliseconds [NX | XX | GT | LT]", "Sets the expiration time of a key in milliseconds.";
+    "expireat", -3, WRITE | FAST, (1, 1, 1), "generic", "1.2.0", keys::expire, "key unix-time-seconds [NX | XX | GT | LT]", "Sets the expiration time of a key to a Unix timestamp.";
+    "pexpireat", -3, WRITE | FAST, (1, 1, 1), "generic", "2.6.0", keys::expire, "key unix-time-milliseconds [NX | XX | GT | LT]", "Sets the expiration time of a key to a Unix milliseconds timestamp.";
+    "ttl", 2, READONLY | FAST, (1, 1, 1), "generic", "1.0.0", keys::ttl, "key", "Returns the expiration time in seconds of a key.";
+    "pttl", 2, READONLY | FAST, (1, 1, 1), "generic", "2.6.0", keys::ttl, "key", "Returns the expiration time in milliseconds of a key.";
+    "expiretime", 2, READONLY | FAST, (1, 1, 1), "generic", "7.0.0", keys::ttl, "key", "Returns the expiration time of a key as a Unix timestamp.";
+    "pexpiretime", 2, READONLY | FAST, (1, 1, 1), "generic", "7.0.0", keys::ttl, "key", "Returns the expiration time of a key as a Unix milliseconds timestamp.";
+    "persist", 2, WRITE | FAST, (1, 1, 1), "generic", "2.2.0", keys::persist, "key", "Removes the expiration time of a key.";
+    "keys", 2, READONLY, (0, 0, 0), "generic", "1.0.0", keys::keys, "pattern", "Returns all key names that match a pattern.";
+    "scan", -2, READONLY, (0, 0, 0), "generic", "2.8.0", keys::scan, "cursor [MATCH pattern] [COUNT count] [TYPE type]", "Iterates over the key names in the database.";
+    "rename", 3, WRITE, (1, 2, 1), "generic", "1.0.0", keys::rename, "key newkey", "Renames a key and overwrites the destination.";
+    "renamenx", 3, WRITE | FAST, (1, 2, 1), "generic", "1.0.0", keys::rename, "key newkey", "Renames a key only when the target key name doesn't exist.";
+    "randomkey", 1, READONLY, (0, 0, 0), "generic", "1.0.0", keys::randomkey, "", "Returns a random key name from the database.";
+    // string
+    "get", 2, READONLY | FAST, (1, 1, 1), "string", "1.0.0", strings::get, "key", "Returns the string value of a key.";
+    "set", -3, WRITE | DENYOOM, (1, 1, 1), "string", "1.0.0", strings::set, "key value [NX | XX] [GET] [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]", "Sets the string value of a key, ignoring its type.";
+    "setnx", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "1.0.0", strings::setnx, "key value", "Set the string value of a key only when the key doesn't exist.";
+    "setex", 4, WRITE | DENYOOM, (1, 1, 1), "string", "2.0.0", strings::setex, "key seconds value", "Sets the string value and expiration time of a key.";
+    "psetex", 4, WRITE | DENYOOM, (1, 1, 1), "string", "2.6.0", strings::setex, "key milliseconds value", "Sets both string value and expiration time in milliseconds of a key.";
+    "getset", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "1.0.0", strings::getset, "key value", "Returns the previous string value of a key after setting it to a new value.";
+    "getdel", 2, WRITE | FAST, (1, 1, 1), "string", "6.2.0", strings::getdel, "key", "Returns the string value of a key after deleting the key.";
+    "getex", -2, WRITE | FAST, (1, 1, 1), "string", "6.2.0", strings::getex, "key [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | PERSIST]", "Returns the string value of a key after setting its expiration time.";
+    "mget", -2, READONLY | FAST, (1, -1, 1), "string", "1.0.0", strings::mget, "key [key ...]", "Atomically returns the string values of one or more keys.";
+    "mset", -3, WRITE | DENYOOM, (1, -1, 2), "string", "1.0.1", strings::mset, "key value [key value ...]", "Atomically creates or modifies the string values of one or more keys.";
+    "msetnx", -3, WRITE | DENYOOM, (1, -1, 2), "string", "1.0.1", strings::mset, "key value [key value ...]", "Atomically modifies the string values of one or more keys only when all keys don't exist.";
+    "incr", 2, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "1.0.0", strings::incr, "key", "Increments the integer value of a key by one.";
+    "decr", 2, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "1.0.0", strings::incr, "key", "Decrements the integer value of a key by one.";
+    "incrby", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "1.0.0", strings::incr, "key increment", "Increments the integer value of a key by a number.";
+    "decrby", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "1.0.0", strings::incr, "key decrement", "Decrements a number from the integer value of a key.";
+    "incrbyfloat", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "2.6.0", strings::incrbyfloat, "key increment", "Increment the floating point value of a key by a number.";
+    "append", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "2.0.0", strings::append, "key value", "Appends a string to the value of a key.";
+    "strlen", 2, READONLY | FAST, (1, 1, 1), "string", "2.2.0", strings::strlen, "key", "Returns the length of a string value.";
+    "getrange", 4, READONLY, (1, 1, 1), "string", "2.4.0", strings::getrange, "key start end", "Returns a substring of the string stored at a key.";
+    "substr", 4, READONLY, (1, 1, 1), "string", "1.0.0", strings::getrange, "key start end", "Returns a substring from a string value.";
+    "setrange", 4, WRITE | DENYOOM, (1, 1, 1), "string", "2.2.0", strings::setrange, "key offset value", "Overwrites a part of a string value with another by an offset.";
+];
+
+static BY_NAME: LazyLock<HashMap<&'static str, &'static Command>> =
+    LazyLock::new(|| COMMANDS.iter().map(|c| (c.name, c)).collect());
+
+/// Finds a command by case-insensitive name without allocating.
+pub fn lookup(name: &[u8]) -> Option<&'static Command> {
+    let mut buf = [0u8; 32];
+    let lower = buf.get_mut(..name.len())?;
+    for (dst, src) in lower.iter_mut().zip(name) {
+        *dst = src.to_ascii_lowercase();
+    }
+    let lower = std::str::from_utf8(lower).ok()?;
+    BY_NAME.get(lower).copied()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_invariants_hold() {
+        let mut names = std::collections::HashSet::new();
+        for c in COMMANDS {
+            assert!(names.insert(c.name), "{} listed twice", c.name);
+            assert_eq!(c.name, c.name.to_ascii_lowercase());
+            assert!(c.arity != 0, "{} has no arity", c.name);
+            assert!(!c.group.is_empty() && !c.summary.is_empty(), "{}", c.name);
+            assert!(c.summary.ends_with('.'), "{} summary", c.name);
+            if c.first_key > 0 {
+                assert!(c.step > 0, "{} step", c.name);
+                if c.arity > 0 {
+                    assert!(c.first_key < c.arity, "{} first key outside arity", c.name);
+                    assert!(c.last_key < c.arity, "{} last key outside arity", c.name);
+                }
+            } else {
+                assert_eq!((c.first_key, c.last_key, c.step), (0, 0, 0), "{}", c.name);
+            }
+            assert!(
+                !(c.has(WRITE) && c.has(READONLY)),
+                "{} is both write and readonly",
+                c.name
+            );
+        }
+    }
+
+    #[test]
+    fn lookup_is_case_insensitive() {
+        assert_eq!(lookup(b"GeT").map(|c| c.name), Some("get"));
+        assert!(lookup(b"nosuchcommand").is_none());
+        assert!(lookup(&[b'a'; 100]).is_none());
+    }
+
+    #[test]
+    fn key_positions_follow_first_last_step() {
+        let mset = lookup(b"mset").expect("mset");
+        assert_eq!(mset.key_positions(5).collect::<Vec<_>>(), vec![1, 3]);
+        let del = lookup(b"del").expect("del");
+        assert_eq!(del.key_positions(4).collect::<Vec<_>>(), vec![1, 2, 3]);
+        let ping = lookup(b"ping").expect("ping");
+        assert_eq!(ping.key_positions(1).count(), 0);
+    }
+}

@@ -1,0 +1,90 @@
+//! MULTI/EXEC/DISCARD/WATCH/UNWATCH. EXEC runs the queue under a lock of the whole keyspace, so it is
+//! atomic against every other client; WATCH compares entry versions taken at WATCH time.
+
+use super::{lookup, CmdResult, Ctx};
+use crate::protocol::Reply;
+use bytes::Bytes;
+
+pub fn multi(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
+    if ctx.conn.multi.is_some() {
+        return Err(Reply::error("ERR MULTI calls can not be nested"));
+    }
+    ctx.conn.multi = Some(Vec::new());
+    ctx.conn.multi_failed = false;
+    Ok(Reply::OK)
+}
+
+/// Queues a checked command inside MULTI (dispatch already validated name, arity and auth).
+pub fn queue(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    if let Some(queue) = ctx.conn.multi.as_mut() {
+        queue.push(args.iter().map(|a| Bytes::copy_from_slice(a)).collect());
+    }
+    Reply::Status("QUEUED".into())
+}
+
+pub fn discard(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
+    if ctx.conn.multi.take().is_none() {
+        return Err(Reply::error("ERR DISCARD without MULTI"));
+    }
+    ctx.conn.multi_failed = false;
+    ctx.conn.watched.clear();
+    Ok(Reply::OK)
+}
+
+pub fn exec(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
+    let Some(queue) = ctx.conn.multi.take() else {
+        return Err(Reply::error("ERR EXEC without MULTI"));
+    };
+    let watched = std::mem::take(&mut ctx.conn.watched);
+    if std::mem::take(&mut ctx.conn.multi_failed) {
+        return Err(Reply::error(
+            "EXECABORT Transaction discarded because of previous errors.",
+        ));
+    }
+    let shared = ctx.shared;
+    let mut all = shared.store.lock_all();
+    if watched
+        .iter()
+        .any(|(key, version)| all.version(key) != *version)
+    {
+        return Ok(Reply::NilArray);
+    }
+    let mut replies = Vec::with_capacity(queue.len());
+    for command in &queue {
+        let args: Vec<&[u8]> = command.iter().map(|a| &a[..]).collect();
+        let reply = match lookup(args[0]) {
+            Some(cmd) => {
+                all.refresh_clock();
+                let mut inner = Ctx {
+                    shared,
+                    conn: &mut *ctx.conn,
+                    held: Some(&mut all),
+                };
+                super::run(&mut inner, cmd, &args)
+            }
+            None => Reply::error("ERR unknown command"),
+        };
+        replies.push(reply);
+    }
+    Ok(Reply::Array(replies))
+}
+
+pub fn watch(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    if ctx.conn.multi.is_some() {
+        return Err(Reply::error("ERR WATCH inside MULTI is not allowed"));
+    }
+    let keys = &args[1..];
+    let mut locked = ctx.shared.store.lock(keys);
+    for key in keys {
+        let version = locked.version(key);
+        ctx.conn
+            .watched
+            .push((Bytes::copy_from_slice(key), version));
+    }
+    Ok(Reply::OK)
+}
+
+pub fn unwatch(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
+    ctx.conn.watched.clear();
+    Ok(Reply::OK)
+}

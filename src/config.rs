@@ -1,0 +1,328 @@
+//! Configuration: clap flags with Redis's option names (each also an `STMD_*` environment variable),
+//! and the `CONFIG GET/SET` view of the same settings, driven by one parameter table.
+
+use clap::Parser;
+use std::path::PathBuf;
+
+/// Every setting of the server. Flags use Redis's names so operators can reuse what they know.
+#[derive(Parser, Clone, Debug)]
+#[command(
+    name = "stmd",
+    version,
+    about = "A Redis-compatible short-term memory server for chat bots"
+)]
+pub struct Config {
+    /// TCP port to listen on (0 picks a free one).
+    #[arg(
+        long,
+        env = "STMD_PORT",
+        default_value_t = 6379,
+        help_heading = "Network"
+    )]
+    pub port: u16,
+    /// Address to bind.
+    #[arg(
+        long,
+        env = "STMD_BIND",
+        default_value = "127.0.0.1",
+        help_heading = "Network"
+    )]
+    pub bind: String,
+    /// Maximum number of connected clients.
+    #[arg(
+        long,
+        env = "STMD_MAXCLIENTS",
+        default_value_t = 10000,
+        help_heading = "Network"
+    )]
+    pub maxclients: usize,
+    /// Close a client idle for this many seconds (0: never).
+    #[arg(
+        long,
+        env = "STMD_TIMEOUT",
+        default_value_t = 0,
+        help_heading = "Network"
+    )]
+    pub timeout: u64,
+
+    /// Password required from clients (AUTH / HELLO AUTH). Empty: no password.
+    #[arg(
+        long,
+        env = "STMD_REQUIREPASS",
+        default_value = "",
+        help_heading = "Security"
+    )]
+    pub requirepass: String,
+
+    /// Largest bulk string a request may declare (units: b, k, kb, m, mb, g, gb).
+    #[arg(long, env = "STMD_PROTO_MAX_BULK_LEN", default_value = "512mb", value_parser = parse_memory, help_heading = "Limits")]
+    pub proto_max_bulk_len: u64,
+    /// Largest number of arguments one request may declare.
+    #[arg(long, env = "STMD_PROTO_MAX_MULTIBULK_LEN", default_value_t = 16 * 1024 * 1024, help_heading = "Limits")]
+    pub proto_max_multibulk_len: u64,
+    /// Largest unparsed input buffered for one client.
+    #[arg(long, env = "STMD_CLIENT_QUERY_BUFFER_LIMIT", default_value = "1gb", value_parser = parse_memory, help_heading = "Limits")]
+    pub client_query_buffer_limit: u64,
+
+    /// Working directory: where the embedded database file lives.
+    #[arg(long, env = "STMD_DIR", default_value = ".", help_heading = "Storage")]
+    pub dir: PathBuf,
+
+    /// Messages kept per STM entry (the newest ones).
+    #[arg(
+        long,
+        env = "STMD_STM_MAX_MESSAGES",
+        default_value_t = 10,
+        help_heading = "Short-term memory"
+    )]
+    pub stm_max_messages: u64,
+    /// Seconds an STM entry lives after its last write.
+    #[arg(
+        long,
+        env = "STMD_STM_TTL",
+        default_value_t = 43200,
+        help_heading = "Short-term memory"
+    )]
+    pub stm_ttl: u64,
+    /// Seconds an STM entry with a summary or categories lives after its last write.
+    #[arg(
+        long,
+        env = "STMD_STM_SUMMARY_TTL",
+        default_value_t = 86400,
+        help_heading = "Short-term memory"
+    )]
+    pub stm_summary_ttl: u64,
+    /// Characters kept of a summary or a category text.
+    #[arg(
+        long,
+        env = "STMD_STM_MAX_SUMMARY_CHARS",
+        default_value_t = 1500,
+        help_heading = "Short-term memory"
+    )]
+    pub stm_max_summary_chars: u64,
+    /// Largest MSG/REPLY content in bytes; a longer one is an error.
+    #[arg(
+        long,
+        env = "STMD_STM_MAX_CONTENT_BYTES",
+        default_value_t = 65536,
+        help_heading = "Short-term memory"
+    )]
+    pub stm_max_content_bytes: u64,
+    /// Largest number of MSG/REPLY items in one capture.
+    #[arg(
+        long,
+        env = "STMD_STM_MAX_ITEMS",
+        default_value_t = 1000,
+        help_heading = "Short-term memory"
+    )]
+    pub stm_max_items: u64,
+    /// Pending scope-row operations before new ones are dropped and counted.
+    #[arg(
+        long,
+        env = "STMD_STM_PERSIST_QUEUE",
+        default_value_t = 100000,
+        help_heading = "Short-term memory"
+    )]
+    pub stm_persist_queue: u64,
+    /// Extra regex removed from stored text, like the built-in annotations (repeatable).
+    #[arg(
+        long = "stm-strip-pattern",
+        env = "STMD_STM_STRIP_PATTERN",
+        value_delimiter = '\n',
+        help_heading = "Short-term memory"
+    )]
+    pub stm_strip_patterns: Vec<String>,
+
+    /// Log level filter (error, warn, info, debug, trace, or a tracing directive).
+    #[arg(
+        long,
+        env = "STMD_LOG_LEVEL",
+        default_value = "info",
+        help_heading = "Logging"
+    )]
+    pub log_level: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config::parse_from(["stmd"])
+    }
+}
+
+/// Applies a CONFIG SET value to a configuration, or says why it cannot.
+pub type ParamSetter = fn(&mut Config, &str) -> Result<(), String>;
+
+/// One `CONFIG GET/SET` parameter. `set` is `None` for settings fixed at start-up.
+pub struct Param {
+    pub name: &'static str,
+    pub get: fn(&Config) -> String,
+    pub set: Option<ParamSetter>,
+}
+
+macro_rules! number_param {
+    ($name:literal, $field:ident) => {
+        Param {
+            name: $name,
+            get: |c| c.$field.to_string(),
+            set: Some(|c, v| {
+                c.$field = v
+                    .parse()
+                    .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+                Ok(())
+            }),
+        }
+    };
+}
+
+macro_rules! memory_param {
+    ($name:literal, $field:ident) => {
+        Param {
+            name: $name,
+            get: |c| c.$field.to_string(),
+            set: Some(|c, v| {
+                c.$field = parse_memory(v)?;
+                Ok(())
+            }),
+        }
+    };
+}
+
+macro_rules! fixed_param {
+    ($name:literal, $value:literal) => {
+        Param {
+            name: $name,
+            get: |_| $value.to_string(),
+            set: Some(|_, _| Ok(())),
+        }
+    };
+}
+
+/// The parameter table behind CONFIG GET/SET. The fixed entries answer what clients and
+/// redis-benchmark ask about (persistence, databases) so they do not fail on us.
+pub static PARAMS: &[Param] = &[
+    Param {
+        name: "port",
+        get: |c| c.port.to_string(),
+        set: None,
+    },
+    Param {
+        name: "bind",
+        get: |c| c.bind.clone(),
+        set: None,
+    },
+    number_param!("maxclients", maxclients),
+    number_param!("timeout", timeout),
+    Param {
+        name: "requirepass",
+        get: |c| c.requirepass.clone(),
+        set: Some(|c, v| {
+            c.requirepass = v.to_string();
+            Ok(())
+        }),
+    },
+    memory_param!("proto-max-bulk-len", proto_max_bulk_len),
+    number_param!("proto-max-multibulk-len", proto_max_multibulk_len),
+    memory_param!("client-query-buffer-limit", client_query_buffer_limit),
+    Param {
+        name: "dir",
+        get: |c| c.dir.display().to_string(),
+        set: None,
+    },
+    number_param!("stm-max-messages", stm_max_messages),
+    number_param!("stm-ttl", stm_ttl),
+    number_param!("stm-summary-ttl", stm_summary_ttl),
+    number_param!("stm-max-summary-chars", stm_max_summary_chars),
+    number_param!("stm-max-content-bytes", stm_max_content_bytes),
+    number_param!("stm-max-items", stm_max_items),
+    Param {
+        name: "stm-persist-queue",
+        get: |c| c.stm_persist_queue.to_string(),
+        set: None,
+    },
+    Param {
+        name: "loglevel",
+        get: |c| c.log_level.clone(),
+        set: None,
+    },
+    fixed_param!("save", ""),
+    fixed_param!("appendonly", "no"),
+    fixed_param!("databases", "1"),
+    fixed_param!("maxmemory", "0"),
+    fixed_param!("maxmemory-policy", "noeviction"),
+];
+
+/// Finds a parameter by its case-insensitive name.
+pub fn find_param(name: &[u8]) -> Option<&'static Param> {
+    PARAMS
+        .iter()
+        .find(|p| p.name.as_bytes().eq_ignore_ascii_case(name))
+}
+
+/// Parses a memory size the way redis.conf does: a plain number of bytes or a number with a unit
+/// (`k`/`kb` are 1000/1024, `m`/`mb`, `g`/`gb` likewise), case-insensitive.
+pub fn parse_memory(text: &str) -> Result<u64, String> {
+    let lower = text.trim().to_ascii_lowercase();
+    let split = lower
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(lower.len());
+    let (digits, unit) = lower.split_at(split);
+    let base: u64 = digits
+        .parse()
+        .map_err(|_| format!("argument must be a memory value: '{text}'"))?;
+    let factor: u64 = match unit {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return Err(format!("argument must be a memory value: '{text}'")),
+    };
+    base.checked_mul(factor)
+        .ok_or_else(|| format!("argument must be a memory value: '{text}'"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_units_follow_redis_conf() {
+        assert_eq!(parse_memory("512mb"), Ok(512 * 1024 * 1024));
+        assert_eq!(parse_memory("1GB"), Ok(1024 * 1024 * 1024));
+        assert_eq!(parse_memory("10k"), Ok(10_000));
+        assert_eq!(parse_memory("77"), Ok(77));
+        assert!(parse_memory("12xb").is_err());
+        assert!(parse_memory("").is_err());
+    }
+
+    #[test]
+    fn every_flag_default_matches_the_documented_one() {
+        let c = Config::default();
+        assert_eq!(
+            (c.port, c.bind.as_str(), c.maxclients),
+            (6379, "127.0.0.1", 10000)
+        );
+        assert_eq!(c.proto_max_bulk_len, 512 * 1024 * 1024);
+        assert_eq!(c.client_query_buffer_limit, 1024 * 1024 * 1024);
+        assert_eq!(
+            (c.stm_max_messages, c.stm_ttl, c.stm_summary_ttl),
+            (10, 43200, 86400)
+        );
+        assert_eq!(
+            (c.stm_max_summary_chars, c.stm_max_content_bytes),
+            (1500, 65536)
+        );
+        assert_eq!((c.stm_max_items, c.stm_persist_queue), (1000, 100000));
+    }
+
+    #[test]
+    fn parameter_names_are_unique_lowercase() {
+        let mut names: Vec<_> = PARAMS.iter().map(|p| p.name).collect();
+        assert!(names.iter().all(|n| n.to_ascii_lowercase() == *n));
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), PARAMS.len());
+    }
+}

@@ -1,0 +1,24 @@
+//! stmd: a Redis-compatible in-memory server that gives multi-persona chat bots a shared short-term
+//! memory. The library does the work; `main.rs` only parses flags, sets up logging and binds.
+
+pub mod clients;
+pub mod commands;
+pub mod config;
+pub mod connection;
+pub mod glob;
+pub mod metrics;
+pub mod protocol;
+pub mod server;
+pub mod stm;
+pub mod store;
+
+/// Errors that end the server (start-up and I/O), as opposed to command errors, which are replies.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("configuration error: {0}")]
+    Config(String),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

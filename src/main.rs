@@ -1,0 +1,62 @@
+//! The `stmd` binary: flags → logging → bind → `server::run` until SIGINT or SIGTERM.
+
+use clap::Parser;
+use stmd::config::Config;
+use tokio::net::TcpListener;
+use tracing_subscriber::EnvFilter;
+
+fn main() -> std::process::ExitCode {
+    let config = Config::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_new(&config.log_level).unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(err) => {
+            tracing::error!(%err, "cannot start the runtime");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(serve(config)) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            tracing::error!(%err, "stmd failed");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve(config: Config) -> stmd::Result<()> {
+    let addr = format!("{}:{}", config.bind, config.port);
+    let listener = TcpListener::bind(&addr)
+        .await
+        .map_err(|e| stmd::Error::Config(format!("cannot bind {addr}: {e}")))?;
+    stmd::server::run(listener, config, shutdown_signal()).await
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(term) => term,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = ctrl_c => {},
+            _ = term.recv() => {},
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}

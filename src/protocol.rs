@@ -1,0 +1,527 @@
+//! RESP glue: turning request bytes into argument slices (with our own limits checked first, because
+//! `redis-protocol` enforces none) and turning [`Reply`] values into RESP2 or RESP3 bytes.
+
+use bytes::{BufMut, BytesMut};
+use redis_protocol::resp2::{decode::decode_range, types::RangeFrame};
+use std::borrow::Cow;
+
+/// Inline commands longer than this without a newline are refused, as Redis does.
+pub const MAX_INLINE_SIZE: usize = 64 * 1024;
+
+/// The limits a connection enforces while decoding; read from the live configuration.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub max_bulk_len: usize,
+    pub max_args: usize,
+}
+
+/// What the parser found at the head of the read buffer.
+#[derive(Debug, PartialEq)]
+pub enum Parsed {
+    /// A whole request of this many bytes: its argument ranges were pushed.
+    Request(usize),
+    /// Not enough bytes yet; `min_total` is a lower bound of the bytes the request needs.
+    Incomplete { min_total: usize },
+    /// A request that cannot be resynchronised: reply with this error and close.
+    Error(String),
+}
+
+/// Reads one request from the start of `buf`, pushing the byte range of each argument into `args`.
+/// Multibulk requests are checked against `limits` header by header before `redis-protocol` decodes
+/// them, so a declared length over a limit is refused without waiting for (or allocating) its bytes.
+pub fn parse_request(buf: &[u8], limits: Limits, args: &mut Vec<(usize, usize)>) -> Parsed {
+    args.clear();
+    match buf.first() {
+        None => Parsed::Incomplete { min_total: 1 },
+        Some(b'*') => parse_multibulk(buf, limits, args),
+        Some(_) => parse_inline(buf, args),
+    }
+}
+
+fn parse_multibulk(buf: &[u8], limits: Limits, args: &mut Vec<(usize, usize)>) -> Parsed {
+    // Pass 1: walk the headers only, checking every declared length before anything is decoded.
+    let Some((count, mut pos)) = read_header(buf, 1) else {
+        return incomplete_header(buf, 1, "multibulk");
+    };
+    let count = match count {
+        Ok(n) if n <= 0 => return Parsed::Request(pos), // `*0` / `*-1`: Redis ignores it
+        Ok(n) if n as u64 > limits.max_args as u64 => {
+            return Parsed::Error("Protocol error: invalid multibulk length".into())
+        }
+        Ok(n) => n as usize,
+        Err(()) => return Parsed::Error("Protocol error: invalid multibulk length".into()),
+    };
+    for _ in 0..count {
+        match buf.get(pos) {
+            None => return Parsed::Incomplete { min_total: pos + 4 },
+            Some(b'$') => {}
+            Some(&other) => {
+                return Parsed::Error(format!(
+                    "Protocol error: expected '$', got '{}'",
+                    char::from(other)
+                ))
+            }
+        }
+        let Some((len, after)) = read_header(buf, pos + 1) else {
+            return incomplete_header(buf, pos + 1, "bulk");
+        };
+        let len = match len {
+            Ok(n) if n >= 0 && n as u64 <= limits.max_bulk_len as u64 => n as usize,
+            _ => return Parsed::Error("Protocol error: invalid bulk length".into()),
+        };
+        pos = after + len + 2;
+        if pos > buf.len() {
+            return Parsed::Incomplete { min_total: pos };
+        }
+    }
+    // Pass 2: the request is complete and within limits; let redis-protocol decode it.
+    match decode_range(&buf[..pos]) {
+        Ok(Some((RangeFrame::Array(items), used))) => {
+            for item in items {
+                match item {
+                    RangeFrame::BulkString(range) => args.push(range),
+                    _ => return Parsed::Error("Protocol error: invalid bulk length".into()),
+                }
+            }
+            Parsed::Request(used)
+        }
+        Ok(_) | Err(_) => Parsed::Error("Protocol error: invalid bulk length".into()),
+    }
+}
+
+/// Reads `<integer>\r\n` starting at `start`. `None` when the line is not complete yet.
+fn read_header(buf: &[u8], start: usize) -> Option<(Result<i64, ()>, usize)> {
+    let rest = buf.get(start..)?;
+    let nl = memchr_newline(rest)?;
+    let line = &rest[..nl];
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    Some((parse_i64_strict(line).ok_or(()), start + nl + 1))
+}
+
+/// A header line still without its newline: refuse it when it is already too long to be a number.
+fn incomplete_header(buf: &[u8], start: usize, what: &str) -> Parsed {
+    if buf.len().saturating_sub(start) > 32 {
+        Parsed::Error(format!("Protocol error: too big {what} count string"))
+    } else {
+        Parsed::Incomplete {
+            min_total: buf.len() + 1,
+        }
+    }
+}
+
+fn memchr_newline(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|&b| b == b'\n')
+}
+
+fn parse_inline(buf: &[u8], args: &mut Vec<(usize, usize)>) -> Parsed {
+    let Some(nl) = memchr_newline(buf) else {
+        if buf.len() > MAX_INLINE_SIZE {
+            return Parsed::Error("Protocol error: too big inline request".into());
+        }
+        return Parsed::Incomplete {
+            min_total: buf.len() + 1,
+        };
+    };
+    let line_end = if nl > 0 && buf[nl - 1] == b'\r' {
+        nl - 1
+    } else {
+        nl
+    };
+    match split_inline(&buf[..line_end], args) {
+        Ok(()) => Parsed::Request(nl + 1),
+        Err(()) => Parsed::Error("Protocol error: unbalanced quotes in request".into()),
+    }
+}
+
+/// Splits an inline command line on blanks, honouring double and single quotes like redis-cli.
+/// Quoted arguments are pushed as the range inside the quotes (escapes are not unescaped: inline
+/// mode is for telnet and PING, not for binary data).
+fn split_inline(line: &[u8], args: &mut Vec<(usize, usize)>) -> Result<(), ()> {
+    let mut i = 0;
+    while i < line.len() {
+        while i < line.len() && line[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= line.len() {
+            break;
+        }
+        let quote = line[i];
+        if quote == b'"' || quote == b'\'' {
+            let start = i + 1;
+            let mut j = start;
+            while j < line.len() && line[j] != quote {
+                if line[j] == b'\\' && quote == b'"' {
+                    j += 1;
+                }
+                j += 1;
+            }
+            if j >= line.len() {
+                return Err(());
+            }
+            args.push((start, j));
+            i = j + 1;
+            if i < line.len() && !line[i].is_ascii_whitespace() {
+                return Err(());
+            }
+        } else {
+            let start = i;
+            while i < line.len() && !line[i].is_ascii_whitespace() {
+                i += 1;
+            }
+            args.push((start, i));
+        }
+    }
+    Ok(())
+}
+
+/// Parses a decimal i64 the way Redis's `string2ll` does: optional `-`, no `+`, no spaces, no
+/// leading zeros (except "0" itself).
+pub fn parse_i64_strict(s: &[u8]) -> Option<i64> {
+    let (neg, digits) = match s.first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(_) => (false, s),
+        None => return None,
+    };
+    if digits.is_empty() || digits.len() > 20 {
+        return None;
+    }
+    if digits[0] == b'0' && (digits.len() > 1 || neg) {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        let d = i64::from(d - b'0');
+        v = if neg {
+            v.checked_mul(10)?.checked_sub(d)?
+        } else {
+            v.checked_mul(10)?.checked_add(d)?
+        };
+    }
+    Some(v)
+}
+
+/// A reply in protocol-neutral form; [`Reply::encode`] renders it for the connection's RESP version.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// `+OK`-style status line.
+    Status(Cow<'static, str>),
+    /// A full error line without the leading `-`, e.g. `ERR syntax error`.
+    Error(Cow<'static, str>),
+    Int(i64),
+    Bulk(bytes::Bytes),
+    /// Null bulk string (RESP2 `$-1`, RESP3 `_`).
+    Nil,
+    /// Null array (RESP2 `*-1`, RESP3 `_`).
+    NilArray,
+    Array(Vec<Reply>),
+    /// RESP3 map; a flat array of alternating keys and values in RESP2.
+    Map(Vec<(Reply, Reply)>),
+    /// RESP3 set; an array in RESP2.
+    Set(Vec<Reply>),
+    /// RESP3 double; a bulk string in RESP2.
+    Double(f64),
+    /// RESP3 boolean; the integer 1 or 0 in RESP2.
+    Bool(bool),
+    /// RESP3 verbatim text (`=…txt:`); a bulk string in RESP2.
+    Verbatim(String),
+    /// RESP3 out-of-band push; an array in RESP2.
+    Push(Vec<Reply>),
+    /// Already encoded bytes, written as they are (used for replies shared by many clients).
+    Raw(bytes::Bytes),
+}
+
+impl Reply {
+    pub const OK: Reply = Reply::Status(Cow::Borrowed("OK"));
+
+    pub fn error(text: impl Into<Cow<'static, str>>) -> Reply {
+        Reply::Error(text.into())
+    }
+
+    pub fn bulk(bytes: impl AsRef<[u8]>) -> Reply {
+        Reply::Bulk(bytes::Bytes::copy_from_slice(bytes.as_ref()))
+    }
+
+    pub fn bulk_str(text: &'static str) -> Reply {
+        Reply::Bulk(bytes::Bytes::from_static(text.as_bytes()))
+    }
+
+    pub fn is_error(&self) -> bool {
+        matches!(self, Reply::Error(_))
+    }
+
+    /// Appends this reply's bytes for protocol version 2 or 3 to `out`.
+    pub fn encode(&self, resp3: bool, out: &mut BytesMut) {
+        match self {
+            Reply::Status(s) => line(out, b'+', s.as_bytes()),
+            Reply::Error(s) => line(out, b'-', s.as_bytes()),
+            Reply::Int(n) => int_line(out, b':', *n),
+            Reply::Bulk(b) => bulk(out, b),
+            Reply::Nil => out.put_slice(if resp3 { b"_\r\n" } else { b"$-1\r\n" }),
+            Reply::NilArray => out.put_slice(if resp3 { b"_\r\n" } else { b"*-1\r\n" }),
+            Reply::Array(items) => {
+                int_line(out, b'*', items.len() as i64);
+                for item in items {
+                    item.encode(resp3, out);
+                }
+            }
+            Reply::Map(pairs) => {
+                if resp3 {
+                    int_line(out, b'%', pairs.len() as i64);
+                } else {
+                    int_line(out, b'*', pairs.len() as i64 * 2);
+                }
+                for (k, v) in pairs {
+                    k.encode(resp3, out);
+                    v.encode(resp3, out);
+                }
+            }
+            Reply::Set(items) | Reply::Push(items) => {
+                let prefix = match (resp3, self) {
+                    (true, Reply::Set(_)) => b'~',
+                    (true, _) => b'>',
+                    (false, _) => b'*',
+                };
+                int_line(out, prefix, items.len() as i64);
+                for item in items {
+                    item.encode(resp3, out);
+                }
+            }
+            Reply::Double(d) => {
+                let text = format_double(*d);
+                if resp3 {
+                    line(out, b',', text.as_bytes());
+                } else {
+                    bulk(out, text.as_bytes());
+                }
+            }
+            Reply::Bool(b) => {
+                if resp3 {
+                    out.put_slice(if *b { b"#t\r\n" } else { b"#f\r\n" });
+                } else {
+                    out.put_slice(if *b { b":1\r\n" } else { b":0\r\n" });
+                }
+            }
+            Reply::Verbatim(text) => {
+                if resp3 {
+                    int_line(out, b'=', text.len() as i64 + 4);
+                    out.put_slice(b"txt:");
+                    out.put_slice(text.as_bytes());
+                    out.put_slice(b"\r\n");
+                } else {
+                    bulk(out, text.as_bytes());
+                }
+            }
+            Reply::Raw(bytes) => out.put_slice(bytes),
+        }
+    }
+}
+
+fn line(out: &mut BytesMut, prefix: u8, text: &[u8]) {
+    out.reserve(text.len() + 3);
+    out.put_u8(prefix);
+    out.put_slice(text);
+    out.put_slice(b"\r\n");
+}
+
+fn int_line(out: &mut BytesMut, prefix: u8, n: i64) {
+    let mut buf = itoa::Buffer::new();
+    line(out, prefix, buf.format(n).as_bytes());
+}
+
+fn bulk(out: &mut BytesMut, data: &[u8]) {
+    int_line(out, b'$', data.len() as i64);
+    out.reserve(data.len() + 2);
+    out.put_slice(data);
+    out.put_slice(b"\r\n");
+}
+
+/// Formats a double the way Redis replies with one: `inf`, `-inf`, `nan`, otherwise the shortest
+/// representation that reads back to the same value (`%.17g` semantics without trailing noise).
+pub fn format_double(d: f64) -> String {
+    if d.is_infinite() {
+        return if d > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if d.is_nan() {
+        return "nan".into();
+    }
+    if d == d.trunc() && d.abs() < 1e17 {
+        // Integral values print without a fraction, as Redis does ("3", not "3.0").
+        return format!("{}", d as i64);
+    }
+    let mut buf = ryu::Buffer::new();
+    let s = buf.format_finite(d);
+    // ryu prints exponents as "1e300"; Redis (%.17g) prints "1e+300".
+    match s.find('e') {
+        Some(pos) if !s[pos + 1..].starts_with('-') => format!("{}e+{}", &s[..pos], &s[pos + 1..]),
+        _ => s.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMITS: Limits = Limits {
+        max_bulk_len: 512 * 1024 * 1024,
+        max_args: 1024 * 1024,
+    };
+
+    fn parse(buf: &[u8]) -> (Parsed, Vec<Vec<u8>>) {
+        let mut ranges = Vec::new();
+        let parsed = parse_request(buf, LIMITS, &mut ranges);
+        let args = ranges.iter().map(|&(s, e)| buf[s..e].to_vec()).collect();
+        (parsed, args)
+    }
+
+    #[test]
+    fn multibulk_is_decoded_into_argument_ranges() {
+        let (parsed, args) = parse(b"*2\r\n$3\r\nGET\r\n$3\r\nkey\r\n+extra");
+        assert_eq!(parsed, Parsed::Request(22));
+        assert_eq!(args, vec![b"GET".to_vec(), b"key".to_vec()]);
+    }
+
+    #[test]
+    fn every_prefix_of_a_request_is_incomplete() {
+        let req = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nv\r\nal\r\n";
+        for cut in 0..req.len() {
+            let (parsed, _) = parse(&req[..cut]);
+            assert!(
+                matches!(parsed, Parsed::Incomplete { .. }),
+                "cut {cut}: {parsed:?}"
+            );
+        }
+        let (parsed, args) = parse(req);
+        assert_eq!(parsed, Parsed::Request(req.len()));
+        assert_eq!(args[2], b"v\r\nal".to_vec());
+    }
+
+    #[test]
+    fn over_limit_lengths_are_refused_before_the_bytes_arrive() {
+        let small = Limits {
+            max_bulk_len: 10,
+            max_args: 3,
+        };
+        let mut ranges = Vec::new();
+        assert_eq!(
+            parse_request(b"*1\r\n$11\r\n", small, &mut ranges),
+            Parsed::Error("Protocol error: invalid bulk length".into())
+        );
+        assert_eq!(
+            parse_request(b"*4\r\n", small, &mut ranges),
+            Parsed::Error("Protocol error: invalid multibulk length".into())
+        );
+        assert_eq!(
+            parse_request(b"*1\r\n$-5\r\n", small, &mut ranges),
+            Parsed::Error("Protocol error: invalid bulk length".into())
+        );
+        assert_eq!(
+            parse_request(b"*x\r\n", small, &mut ranges),
+            Parsed::Error("Protocol error: invalid multibulk length".into())
+        );
+    }
+
+    #[test]
+    fn non_bulk_argument_is_a_protocol_error() {
+        let (parsed, _) = parse(b"*1\r\n:5\r\n");
+        assert_eq!(
+            parsed,
+            Parsed::Error("Protocol error: expected '$', got ':'".into())
+        );
+    }
+
+    #[test]
+    fn inline_commands_split_on_blanks_and_quotes() {
+        let (parsed, args) = parse(b"SET  k \"hello world\"\r\nPING");
+        assert_eq!(parsed, Parsed::Request(22));
+        assert_eq!(
+            args,
+            vec![b"SET".to_vec(), b"k".to_vec(), b"hello world".to_vec()]
+        );
+        let (parsed, args) = parse(b"PING\n");
+        assert_eq!(parsed, Parsed::Request(5));
+        assert_eq!(args, vec![b"PING".to_vec()]);
+        assert!(matches!(parse(b"PING").0, Parsed::Incomplete { .. }));
+        assert!(matches!(parse(b"SET \"x\r\n").0, Parsed::Error(_)));
+    }
+
+    #[test]
+    fn strict_integers_follow_redis() {
+        assert_eq!(parse_i64_strict(b"0"), Some(0));
+        assert_eq!(parse_i64_strict(b"-12"), Some(-12));
+        assert_eq!(parse_i64_strict(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_i64_strict(b"-9223372036854775808"), Some(i64::MIN));
+        for bad in [
+            &b""[..],
+            b"-",
+            b"+1",
+            b"01",
+            b"-0",
+            b" 1",
+            b"1.0",
+            b"9223372036854775808",
+        ] {
+            assert_eq!(parse_i64_strict(bad), None, "{bad:?}");
+        }
+    }
+
+    fn encoded(reply: &Reply, resp3: bool) -> Vec<u8> {
+        let mut out = BytesMut::new();
+        reply.encode(resp3, &mut out);
+        out.to_vec()
+    }
+
+    #[test]
+    fn replies_encode_exactly_for_each_protocol() {
+        let cases: Vec<(Reply, &[u8], &[u8])> = vec![
+            (Reply::OK, b"+OK\r\n", b"+OK\r\n"),
+            (
+                Reply::error("ERR syntax error"),
+                b"-ERR syntax error\r\n",
+                b"-ERR syntax error\r\n",
+            ),
+            (Reply::Int(-3), b":-3\r\n", b":-3\r\n"),
+            (Reply::bulk(b"ab"), b"$2\r\nab\r\n", b"$2\r\nab\r\n"),
+            (Reply::Nil, b"$-1\r\n", b"_\r\n"),
+            (Reply::NilArray, b"*-1\r\n", b"_\r\n"),
+            (
+                Reply::Map(vec![(Reply::bulk(b"a"), Reply::Int(1))]),
+                b"*2\r\n$1\r\na\r\n:1\r\n",
+                b"%1\r\n$1\r\na\r\n:1\r\n",
+            ),
+            (
+                Reply::Set(vec![Reply::bulk(b"x")]),
+                b"*1\r\n$1\r\nx\r\n",
+                b"~1\r\n$1\r\nx\r\n",
+            ),
+            (Reply::Double(1.5), b"$3\r\n1.5\r\n", b",1.5\r\n"),
+            (Reply::Bool(true), b":1\r\n", b"#t\r\n"),
+            (
+                Reply::Verbatim("hi".into()),
+                b"$2\r\nhi\r\n",
+                b"=6\r\ntxt:hi\r\n",
+            ),
+            (
+                Reply::Push(vec![Reply::Int(1)]),
+                b"*1\r\n:1\r\n",
+                b">1\r\n:1\r\n",
+            ),
+        ];
+        for (reply, resp2, resp3) in cases {
+            assert_eq!(encoded(&reply, false), resp2, "{reply:?} in RESP2");
+            assert_eq!(encoded(&reply, true), resp3, "{reply:?} in RESP3");
+        }
+    }
+
+    #[test]
+    fn doubles_format_like_redis() {
+        assert_eq!(format_double(3.0), "3");
+        assert_eq!(format_double(-0.5), "-0.5");
+        assert_eq!(format_double(f64::INFINITY), "inf");
+        assert_eq!(format_double(f64::NEG_INFINITY), "-inf");
+        assert_eq!(format_double(1e300), "1e+300");
+        assert_eq!(format_double(10.5), "10.5");
+    }
+}

@@ -1,0 +1,134 @@
+//! The accept loop, the connection limit and graceful shutdown. The caller binds the listener and
+//! passes a shutdown future, so tests run the same server in-process on `127.0.0.1:0`.
+
+use crate::clients::ClientRegistry;
+use crate::config::Config;
+use crate::connection;
+use crate::metrics::Stats;
+use crate::stm::StmState;
+use crate::store::{expiry, Store};
+use crate::{Error, Result};
+use parking_lot::RwLock;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, watch, Notify};
+
+/// How long shutdown waits for connections to finish the replies they are writing.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Everything the connections share. One per server.
+pub struct Shared {
+    pub store: Arc<Store>,
+    pub config: RwLock<Config>,
+    pub stats: Stats,
+    pub clients: ClientRegistry,
+    pub stm: StmState,
+    pub started: Instant,
+    /// 40 hex characters, new every start, as Redis's `run_id`.
+    pub run_id: String,
+    pub local_addr: SocketAddr,
+    /// Woken by the SHUTDOWN command.
+    pub shutdown_requested: Notify,
+}
+
+impl Shared {
+    pub fn new(config: Config, local_addr: SocketAddr) -> Result<Shared> {
+        let stm = StmState::new(&config).map_err(Error::Config)?;
+        Ok(Shared {
+            store: Arc::new(Store::new()),
+            config: RwLock::new(config),
+            stats: Stats::default(),
+            clients: ClientRegistry::default(),
+            stm,
+            started: Instant::now(),
+            run_id: (0..40)
+                .map(|_| char::from(b"0123456789abcdef"[rand::random::<usize>() % 16]))
+                .collect(),
+            local_addr,
+            shutdown_requested: Notify::new(),
+        })
+    }
+}
+
+/// Serves `listener` until `shutdown` resolves or a client sends SHUTDOWN; then stops accepting,
+/// lets every connection finish the replies in flight, and returns.
+pub async fn run(listener: TcpListener, config: Config, shutdown: impl Future) -> Result<()> {
+    let local_addr = listener.local_addr()?;
+    let shared = Arc::new(Shared::new(config, local_addr)?);
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        addr = %local_addr,
+        "stmd ready to accept connections"
+    );
+
+    let (stop_tx, stop_rx) = watch::channel(false);
+    // Every connection holds a clone; when all are dropped, the drain is complete.
+    let (done_tx, mut done_rx) = mpsc::channel::<()>(1);
+
+    let expiry_task = {
+        let mut rx = stop_rx.clone();
+        let store = shared.store.clone();
+        tokio::spawn(expiry::run(store, async move {
+            let _ = rx.changed().await;
+        }))
+    };
+
+    tokio::pin!(shutdown);
+    loop {
+        let accepted = tokio::select! {
+            _ = &mut shutdown => break,
+            _ = shared.shutdown_requested.notified() => break,
+            accepted = listener.accept() => accepted,
+        };
+        let (stream, peer) = match accepted {
+            Ok(pair) => pair,
+            Err(err) => {
+                // Out of file descriptors and the like: back off instead of spinning.
+                tracing::warn!(%err, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        shared
+            .stats
+            .total_connections_received
+            .fetch_add(1, Ordering::Relaxed);
+        let maxclients = shared.config.read().maxclients;
+        if shared.clients.len() >= maxclients {
+            shared
+                .stats
+                .rejected_connections
+                .fetch_add(1, Ordering::Relaxed);
+            tokio::spawn(connection::refuse(
+                stream,
+                "ERR max number of clients reached",
+            ));
+            continue;
+        }
+        let shared = shared.clone();
+        let stop = stop_rx.clone();
+        let done = done_tx.clone();
+        tokio::spawn(async move {
+            connection::serve(stream, peer, shared, stop).await;
+            drop(done);
+        });
+    }
+
+    tracing::info!("shutting down: no new connections, finishing replies in flight");
+    drop(listener);
+    let _ = stop_tx.send(true);
+    drop(done_tx);
+    if tokio::time::timeout(DRAIN_TIMEOUT, done_rx.recv())
+        .await
+        .is_err()
+    {
+        tracing::warn!("some connections did not finish within the drain timeout");
+    }
+    let _ = expiry_task.await;
+    tracing::info!("stmd stopped");
+    Ok(())
+}

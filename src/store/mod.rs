@@ -1,0 +1,386 @@
+//! The keyspace: a sharded `dashmap` behind our own API. Callers lock the shards of the keys they
+//! touch (ascending shard order, so multi-key commands are atomic and deadlock-free) and work on a
+//! [`Locked`] view; nobody outside this module sees dashmap.
+
+pub mod expiry;
+pub mod scan;
+pub mod value;
+
+use crate::stm::index::StmIndex;
+use bytes::Bytes;
+use dashmap::{DashMap, RwLockWriteGuard, SharedValue};
+use smallvec::SmallVec;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+pub use value::Value;
+
+/// Number of shards. More shards make SCAN's per-call work smaller and contention rarer; locking all
+/// of them (MULTI/EXEC, FLUSHALL) stays cheap.
+const SHARDS: usize = 256;
+
+type Hasher = ahash::RandomState;
+type Shard = hashbrown::HashMap<Bytes, SharedValue<Entry>, Hasher>;
+type ShardGuard<'a> = RwLockWriteGuard<'a, Shard>;
+
+/// A stored value with its expiry and a version that changes on every write (for WATCH).
+#[derive(Debug)]
+pub struct Entry {
+    pub value: Value,
+    /// Unix time in ms at which the key expires; 0 means never.
+    pub expire_at: u64,
+    pub version: u64,
+}
+
+impl Entry {
+    pub fn is_expired(&self, now: u64) -> bool {
+        self.expire_at != 0 && self.expire_at <= now
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// The whole keyspace (database 0) plus the bookkeeping that must change with it.
+pub struct Store {
+    map: DashMap<Bytes, Entry, Hasher>,
+    next_version: AtomicU64,
+    /// Owner/channel → STM keys, kept exact by every insert and removal below.
+    pub stm_index: StmIndex,
+    pub expired_keys: AtomicU64,
+    pub expired_stm_entries: AtomicU64,
+}
+
+impl Default for Store {
+    fn default() -> Self {
+        Store::new()
+    }
+}
+
+impl Store {
+    pub fn new() -> Store {
+        Store {
+            map: DashMap::with_capacity_and_hasher_and_shard_amount(0, Hasher::new(), SHARDS),
+            next_version: AtomicU64::new(1),
+            stm_index: StmIndex::default(),
+            expired_keys: AtomicU64::new(0),
+            expired_stm_entries: AtomicU64::new(0),
+        }
+    }
+
+    pub fn shard_count(&self) -> usize {
+        self.map.shards().len()
+    }
+
+    pub fn shard_of(&self, key: &[u8]) -> usize {
+        self.map.determine_map(key)
+    }
+
+    /// Locks the shard of one key.
+    pub fn lock_one(&self, key: &[u8]) -> Locked<'_> {
+        let shard = self.shard_of(key);
+        let mut guards = SmallVec::new();
+        guards.push((shard, self.map.shards()[shard].write()));
+        Locked::new(self, guards)
+    }
+
+    /// Locks the shards of all `keys`, in ascending shard order.
+    pub fn lock<K: AsRef<[u8]>>(&self, keys: &[K]) -> Locked<'_> {
+        let mut shards: SmallVec<[usize; 8]> =
+            keys.iter().map(|k| self.shard_of(k.as_ref())).collect();
+        shards.sort_unstable();
+        shards.dedup();
+        let guards = shards
+            .into_iter()
+            .map(|s| (s, self.map.shards()[s].write()))
+            .collect();
+        Locked::new(self, guards)
+    }
+
+    /// Locks every shard, in order: for MULTI/EXEC, FLUSHALL and whole-keyspace reads.
+    pub fn lock_all(&self) -> Locked<'_> {
+        let guards = self
+            .map
+            .shards()
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (i, s.write()))
+            .collect();
+        Locked::new(self, guards)
+    }
+
+    /// Locks one shard by index (SCAN, KEYS, the active expiry cycle).
+    pub fn lock_shard(&self, shard: usize) -> Locked<'_> {
+        let mut guards = SmallVec::new();
+        guards.push((shard, self.map.shards()[shard].write()));
+        Locked::new(self, guards)
+    }
+
+    /// Number of keys, including expired ones not reclaimed yet (as Redis's DBSIZE).
+    pub fn len(&self) -> usize {
+        self.map.shards().iter().map(|s| s.read().len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Number of keys with an expiry set (for INFO keyspace).
+    pub fn volatile_len(&self) -> usize {
+        self.map
+            .shards()
+            .iter()
+            .map(|s| s.read().values().filter(|e| e.get().expire_at != 0).count())
+            .sum()
+    }
+
+    fn bump_version(&self) -> u64 {
+        self.next_version.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Bookkeeping for a value leaving the keyspace (deleted, overwritten, expired, flushed).
+    fn on_remove(&self, key: &[u8], value: &Value) {
+        if let Value::Stm(entry) = value {
+            self.stm_index.remove(key, entry);
+        }
+    }
+
+    /// Bookkeeping for a value entering the keyspace.
+    fn on_insert(&self, key: &Bytes, value: &Value) {
+        if let Value::Stm(entry) = value {
+            self.stm_index.insert(key, entry);
+        }
+    }
+}
+
+/// Write access to the keys of some locked shards. Expired keys are removed lazily as they are met.
+pub struct Locked<'a> {
+    store: &'a Store,
+    guards: SmallVec<[(usize, ShardGuard<'a>); 2]>,
+    /// The command's clock: one reading per lock, as Redis caches the time per command.
+    pub now: u64,
+}
+
+impl<'a> Locked<'a> {
+    fn new(store: &'a Store, guards: SmallVec<[(usize, ShardGuard<'a>); 2]>) -> Self {
+        Locked {
+            store,
+            guards,
+            now: now_ms(),
+        }
+    }
+
+    pub fn store(&self) -> &'a Store {
+        self.store
+    }
+
+    /// Refreshes the clock (EXEC runs many commands under one lock).
+    pub fn refresh_clock(&mut self) {
+        self.now = now_ms();
+    }
+
+    fn shard_mut(&mut self, key: &[u8]) -> &mut Shard {
+        let shard = self.store.shard_of(key);
+        let slot = if self.guards.len() == self.store.shard_count() {
+            shard
+        } else {
+            // A handler that touches a key it did not lock is a bug in that handler, not bad input.
+            self.guards
+                .iter()
+                .position(|(s, _)| *s == shard)
+                .expect("key's shard was not locked by its command")
+        };
+        &mut self.guards[slot].1
+    }
+
+    /// Removes `key` if it has expired; true when it did.
+    fn expire_if_due(&mut self, key: &[u8]) -> bool {
+        let now = self.now;
+        let store = self.store;
+        let shard = self.shard_mut(key);
+        let expired = shard.get(key).is_some_and(|e| e.get().is_expired(now));
+        if expired {
+            if let Some((k, old)) = shard.remove_entry(key) {
+                store.on_remove(&k, &old.get().value);
+                store.expired_keys.fetch_add(1, Ordering::Relaxed);
+                if matches!(old.get().value, Value::Stm(_)) {
+                    store.expired_stm_entries.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        expired
+    }
+
+    /// The live entry at `key`.
+    pub fn get(&mut self, key: &[u8]) -> Option<&Entry> {
+        self.expire_if_due(key);
+        self.shard_mut(key).get(key).map(|e| e.get())
+    }
+
+    /// The live entry at `key`, for a write: its version changes, so WATCH sees the write.
+    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        self.expire_if_due(key);
+        let version = self.store.bump_version();
+        self.shard_mut(key).get_mut(key).map(|e| {
+            let e = e.get_mut();
+            e.version = version;
+            e
+        })
+    }
+
+    pub fn contains(&mut self, key: &[u8]) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// Version of the live entry, or `None` when the key does not exist (for WATCH).
+    pub fn version(&mut self, key: &[u8]) -> Option<u64> {
+        self.get(key).map(|e| e.version)
+    }
+
+    /// Stores `value` at `key`, replacing whatever was there; returns the old live entry.
+    pub fn set(&mut self, key: &[u8], value: Value, expire_at: u64) -> Option<Entry> {
+        let old = self.remove(key);
+        let entry = Entry {
+            value,
+            expire_at,
+            version: self.store.bump_version(),
+        };
+        let owned = Bytes::copy_from_slice(key);
+        self.store.on_insert(&owned, &entry.value);
+        self.shard_mut(key).insert(owned, SharedValue::new(entry));
+        old
+    }
+
+    /// Removes the live entry at `key`.
+    pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
+        self.expire_if_due(key);
+        let store = self.store;
+        let (k, old) = self.shard_mut(key).remove_entry(key)?;
+        let old = old.into_inner();
+        store.on_remove(&k, &old.value);
+        store.bump_version();
+        Some(old)
+    }
+
+    /// Calls `f` with every live key and entry of the locked shards (expired ones are skipped).
+    pub fn for_each(&self, mut f: impl FnMut(&Bytes, &Entry)) {
+        for (_, guard) in &self.guards {
+            for (k, v) in guard.iter() {
+                if !v.get().is_expired(self.now) {
+                    f(k, v.get());
+                }
+            }
+        }
+    }
+
+    /// Like [`Locked::for_each`], for one of the locked shards only.
+    pub fn for_each_in_shard(&self, shard: usize, mut f: impl FnMut(&Bytes, &Entry)) {
+        for (_, guard) in self.guards.iter().filter(|(s, _)| *s == shard) {
+            for (k, v) in guard.iter() {
+                if !v.get().is_expired(self.now) {
+                    f(k, v.get());
+                }
+            }
+        }
+    }
+
+    /// Removes every key of the locked shards.
+    pub fn clear(&mut self) {
+        for (_, guard) in self.guards.iter_mut() {
+            for (k, v) in guard.drain() {
+                self.store.on_remove(&k, &v.get().value);
+            }
+        }
+        self.store.bump_version();
+    }
+
+    /// Removes the expired keys of the locked shards; returns how many.
+    pub fn remove_expired(&mut self) -> usize {
+        let (store, now) = (self.store, self.now);
+        let mut removed = 0;
+        for (_, guard) in self.guards.iter_mut() {
+            guard.retain(|k, v| {
+                let expired = v.get().is_expired(now);
+                if expired {
+                    removed += 1;
+                    store.on_remove(k, &v.get().value);
+                    if matches!(v.get().value, Value::Stm(_)) {
+                        store.expired_stm_entries.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                !expired
+            });
+        }
+        store
+            .expired_keys
+            .fetch_add(removed as u64, Ordering::Relaxed);
+        removed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn string(v: &str) -> Value {
+        Value::Str(Bytes::copy_from_slice(v.as_bytes()))
+    }
+
+    #[test]
+    fn set_get_remove() {
+        let store = Store::new();
+        let mut l = store.lock_one(b"a");
+        assert!(l.set(b"a", string("1"), 0).is_none());
+        assert!(matches!(l.get(b"a").map(|e| &e.value), Some(Value::Str(v)) if v == "1"));
+        assert!(l.set(b"a", string("2"), 0).is_some());
+        assert!(l.remove(b"a").is_some());
+        assert!(l.get(b"a").is_none());
+    }
+
+    #[test]
+    fn expired_keys_are_gone_on_access_and_reclaimed_by_the_sweep() {
+        let store = Store::new();
+        {
+            let mut l = store.lock(&[b"x", b"y"]);
+            let past = l.now - 1;
+            l.set(b"x", string("1"), past);
+            l.set(b"y", string("1"), past);
+            assert!(l.get(b"x").is_none());
+        }
+        assert_eq!(store.len(), 1, "y is still held until reclaimed");
+        let mut all = store.lock_all();
+        assert_eq!(all.remove_expired(), 1);
+        drop(all);
+        assert_eq!(store.len(), 0);
+        assert_eq!(store.expired_keys.load(Ordering::Relaxed), 2);
+    }
+
+    #[test]
+    fn versions_change_on_every_write() {
+        let store = Store::new();
+        let mut l = store.lock_one(b"k");
+        l.set(b"k", string("1"), 0);
+        let v1 = l.version(b"k");
+        let _ = l.get_mut(b"k");
+        assert_ne!(v1, l.version(b"k"));
+        l.remove(b"k");
+        assert_eq!(l.version(b"k"), None);
+    }
+
+    #[test]
+    fn multi_key_lock_orders_and_dedups_shards() {
+        let store = Store::new();
+        let keys: Vec<Vec<u8>> = (0..50).map(|i| format!("key{i}").into_bytes()).collect();
+        let mut l = store.lock(&keys);
+        for k in &keys {
+            l.set(k, string("v"), 0);
+        }
+        drop(l);
+        assert_eq!(store.len(), 50);
+    }
+}
