@@ -1,0 +1,148 @@
+//! Test harness: a real stmd server in-process on 127.0.0.1:0, reached over real TCP.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+use stmd::config::Config;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+
+/// A running server; dropping it shuts the server down.
+pub struct TestServer {
+    pub addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    pub task: Option<tokio::task::JoinHandle<stmd::Result<()>>>,
+}
+
+impl TestServer {
+    pub async fn start() -> TestServer {
+        Self::start_with(|_| {}).await
+    }
+
+    /// Starts a server whose configuration `tweak` may change first.
+    pub async fn start_with(tweak: impl FnOnce(&mut Config)) -> TestServer {
+        let mut config = Config::default();
+        config.port = 0;
+        tweak(&mut config);
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(stmd::server::run(listener, config, async move {
+            let _ = stopped.await;
+        }));
+        TestServer {
+            addr,
+            stop: Some(stop),
+            task: Some(task),
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://{}", self.addr)
+    }
+
+    pub fn url_resp3(&self) -> String {
+        format!("redis://{}/?protocol=resp3", self.addr)
+    }
+
+    /// A multiplexed async connection speaking RESP2.
+    pub async fn client(&self) -> redis::aio::MultiplexedConnection {
+        redis::Client::open(self.url())
+            .expect("client")
+            .get_multiplexed_async_connection()
+            .await
+            .expect("connect")
+    }
+
+    /// A multiplexed async connection speaking RESP3 (HELLO 3).
+    pub async fn client3(&self) -> redis::aio::MultiplexedConnection {
+        redis::Client::open(self.url_resp3())
+            .expect("client")
+            .get_multiplexed_async_connection()
+            .await
+            .expect("connect")
+    }
+
+    /// A raw TCP connection for byte-exact protocol tests.
+    pub async fn raw(&self) -> RawConn {
+        RawConn {
+            stream: TcpStream::connect(self.addr).await.expect("connect"),
+        }
+    }
+
+    /// Stops the server and waits for it to return.
+    pub async fn shutdown(mut self) -> stmd::Result<()> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match self.task.take() {
+            Some(task) => task.await.expect("server task"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// A plain socket: send bytes, read exactly the bytes expected back.
+pub struct RawConn {
+    pub stream: TcpStream,
+}
+
+impl RawConn {
+    pub async fn send(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).await.expect("write");
+    }
+
+    /// Reads until `n` bytes arrived (or fails after 5 s).
+    pub async fn read_n(&mut self, n: usize) -> Vec<u8> {
+        let mut buf = vec![0u8; n];
+        tokio::time::timeout(Duration::from_secs(5), self.stream.read_exact(&mut buf))
+            .await
+            .expect("timed out reading reply")
+            .expect("read");
+        buf
+    }
+
+    /// Sends `request` and asserts the reply is exactly `expected`.
+    pub async fn roundtrip(&mut self, request: &[u8], expected: &[u8]) {
+        self.send(request).await;
+        let got = self.read_n(expected.len()).await;
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            String::from_utf8_lossy(expected),
+            "reply to {:?}",
+            String::from_utf8_lossy(request)
+        );
+    }
+
+    /// True when the server closed the connection (EOF within 5 s).
+    pub async fn is_closed(&mut self) -> bool {
+        let mut buf = [0u8; 256];
+        loop {
+            match tokio::time::timeout(Duration::from_secs(5), self.stream.read(&mut buf)).await {
+                Ok(Ok(0)) | Ok(Err(_)) => return true,
+                Ok(Ok(_)) => continue,
+                Err(_) => return false,
+            }
+        }
+    }
+}
+
+/// Encodes a command as a RESP multibulk request.
+pub fn resp(args: &[&[u8]]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
