@@ -7,6 +7,7 @@ pub mod config;
 pub mod connection;
 pub mod glob;
 pub mod metrics;
+pub mod persist;
 pub mod protocol;
 pub mod server;
 pub mod stm;

@@ -5,6 +5,7 @@ pub mod args;
 pub mod connection;
 pub mod keys;
 pub mod server;
+pub mod stm;
 pub mod strings;
 pub mod table;
 pub mod transactions;
