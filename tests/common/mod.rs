@@ -1,6 +1,8 @@
 //! Test harness: a real stmd server in-process on 127.0.0.1:0, reached over real TCP.
 #![allow(dead_code)]
 
+pub mod stm;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 use stmd::config::Config;
