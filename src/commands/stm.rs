@@ -268,13 +268,12 @@ pub fn tick(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     };
     let shared = ctx.shared;
     let mut locked = ctx.lock(&[key]);
-    let (count, scope) = match entry_at(&mut locked, key) {
-        Err(()) => return Err(Reply::error(err::WRONGTYPE)),
-        Ok(Some(entry)) => {
+    let (count, scope) = match entry_at(&mut locked, key)? {
+        Some(entry) => {
             entry.turns_since_refresh = entry.turns_since_refresh.saturating_add(by);
             (Reply::Int(entry.turns_since_refresh), entry.scope_key())
         }
-        Ok(None) => (Reply::Nil, parsed),
+        None => (Reply::Nil, parsed),
     };
     shared.stm.persist.send(PersistOp::Tick { scope, by });
     shared.stm.stats.ticks.fetch_add(1, Ordering::Relaxed);

@@ -5,6 +5,7 @@
 use super::text::TextCleaner;
 use super::{Role, Scope, ScopeKey, StmEntry, StmMessage};
 use crate::persist::{PersistHandle, PersistOp};
+use crate::protocol::Reply;
 use crate::store::{Locked, Value};
 use bytes::Bytes;
 use std::sync::Arc;
@@ -180,12 +181,12 @@ impl Ttls {
     }
 }
 
-/// The STM entry at `key`: Ok(None) when absent, Err when the key holds another type.
-pub fn entry_at<'l>(locked: &'l mut Locked, key: &[u8]) -> Result<Option<&'l mut StmEntry>, ()> {
+/// The STM entry at `key` for a write: Ok(None) when absent, WRONGTYPE for another type.
+pub fn entry_at<'l>(locked: &'l mut Locked, key: &[u8]) -> Result<Option<&'l mut StmEntry>, Reply> {
     match locked.get_mut(key).map(|e| &mut e.value) {
         None => Ok(None),
         Some(Value::Stm(entry)) => Ok(Some(entry)),
-        Some(_) => Err(()),
+        Some(_) => Err(Reply::error(crate::commands::err::WRONGTYPE)),
     }
 }
 
