@@ -21,6 +21,14 @@ const READ_CHUNK: usize = 16 * 1024;
 /// length and sends nothing must not make us allocate it.
 const MAX_RESERVE_AHEAD: usize = 1024 * 1024;
 
+/// Resolves after `secs` seconds (the `timeout` setting); never when it is 0.
+async fn idle_timeout(secs: u64) {
+    if secs == 0 {
+        std::future::pending::<()>().await;
+    }
+    tokio::time::sleep(std::time::Duration::from_secs(secs)).await;
+}
+
 /// Tells a client it cannot be served, then closes.
 pub async fn refuse(mut stream: TcpStream, error: &'static str) {
     let _ = stream.write_all(format!("-{error}\r\n").as_bytes()).await;
@@ -58,10 +66,15 @@ async fn serve_loop(
         if inbuf.capacity() - inbuf.len() < READ_CHUNK / 2 {
             inbuf.reserve(READ_CHUNK);
         }
+        let idle_limit = shared.config.read().timeout;
         let read = tokio::select! {
             read = stream.read_buf(&mut inbuf) => read?,
             _ = info.kill.notified() => return Ok(()),
             _ = stop.changed() => return Ok(()),
+            _ = idle_timeout(idle_limit) => {
+                tracing::debug!(client = info.id, "closing idle client");
+                return Ok(());
+            }
         };
         if read == 0 {
             return Ok(());
