@@ -24,8 +24,10 @@ impl TestServer {
 
     /// Starts a server whose configuration `tweak` may change first.
     pub async fn start_with(tweak: impl FnOnce(&mut Config)) -> TestServer {
+        // No database unless a test asks for one: tests must not leave files behind.
         let mut config = Config {
             port: 0,
+            no_database: true,
             ..Config::default()
         };
         tweak(&mut config);
