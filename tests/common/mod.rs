@@ -161,7 +161,11 @@ impl RawConn {
                     frame.extend_from_slice(&body);
                 }
                 b'*' | b'~' | b'>' | b'%' | b'|' if n > 0 => {
-                    let items = if matches!(kind, b'%' | b'|') { n * 2 } else { n };
+                    let items = if matches!(kind, b'%' | b'|') {
+                        n * 2
+                    } else {
+                        n
+                    };
                     for _ in 0..items {
                         self.read_frame(frame).await;
                     }
