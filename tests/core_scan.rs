@@ -11,7 +11,7 @@ use std::sync::Arc;
 /// Parses `*2 $cursor *n $key…` into the next cursor and the keys.
 fn parse_scan(reply: &[u8]) -> (String, Vec<Vec<u8>>) {
     let mut pos = 0;
-    let mut line = |pos: &mut usize| {
+    let line = |pos: &mut usize| {
         let end = reply[*pos..]
             .windows(2)
             .position(|w| w == b"\r\n")

@@ -418,7 +418,7 @@ fn command_list(filter: &[&[u8]]) -> CmdResult {
                 Box::new(|_| false) // no modules
             } else if is(kind, "ACLCAT") {
                 Box::new(move |c| {
-                    acl_categories(c).any(|cat| cat[1..].as_bytes().eq_ignore_ascii_case(&value))
+                    acl_categories(c).any(|cat| cat.as_bytes()[1..].eq_ignore_ascii_case(&value))
                 })
             } else if is(kind, "PATTERN") {
                 Box::new(move |c| glob::matches(&value, c.name.as_bytes(), true))

@@ -22,8 +22,10 @@ impl TestServer {
 
     /// Starts a server whose configuration `tweak` may change first.
     pub async fn start_with(tweak: impl FnOnce(&mut Config)) -> TestServer {
-        let mut config = Config::default();
-        config.port = 0;
+        let mut config = Config {
+            port: 0,
+            ..Config::default()
+        };
         tweak(&mut config);
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
