@@ -167,15 +167,31 @@ pub struct Param {
     pub set: Option<ParamSetter>,
 }
 
+/// Parses an integer setting within `min..=max`, with Redis's CONFIG SET texts.
+pub fn parse_bounded(value: &str, min: i64, max: i64) -> Result<u64, String> {
+    let n: i64 = value
+        .parse()
+        .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+    if n < min || n > max {
+        return Err(format!(
+            "argument must be between {min} and {max} inclusive"
+        ));
+    }
+    Ok(n as u64)
+}
+
 macro_rules! number_param {
     ($name:literal, $field:ident) => {
+        number_param!($name, $field, 0, i64::MAX)
+    };
+    ($name:literal, $field:ident, $min:expr, $max:expr) => {
         Param {
             name: $name,
             get: |c| c.$field.to_string(),
             set: Some(|c, v| {
-                c.$field = v
-                    .parse()
-                    .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+                c.$field = parse_bounded(v, $min, $max)?
+                    .try_into()
+                    .map_err(|_| "argument is out of range".to_string())?;
                 Ok(())
             }),
         }
@@ -188,7 +204,8 @@ macro_rules! memory_param {
             name: $name,
             get: |c| c.$field.to_string(),
             set: Some(|c, v| {
-                c.$field = parse_memory(v)?;
+                c.$field =
+                    parse_memory(v).map_err(|_| "argument must be a memory value".to_string())?;
                 Ok(())
             }),
         }
@@ -218,8 +235,8 @@ pub static PARAMS: &[Param] = &[
         get: |c| c.bind.clone(),
         set: None,
     },
-    number_param!("maxclients", maxclients),
-    number_param!("timeout", timeout),
+    number_param!("maxclients", maxclients, 1, i64::MAX),
+    number_param!("timeout", timeout, 0, i32::MAX as i64),
     Param {
         name: "requirepass",
         get: |c| c.requirepass.clone(),

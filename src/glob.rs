@@ -77,8 +77,8 @@ fn class(pattern: &[u8], start: usize, c: u8, nocase: bool) -> Option<(bool, usi
         i += 1;
     }
     let mut matched = false;
-    loop {
-        let cur = *pattern.get(i)?;
+    // Like Redis, the end of the pattern closes a class left open.
+    while let Some(&cur) = pattern.get(i) {
         if cur == b']' {
             break;
         }
@@ -99,7 +99,7 @@ fn class(pattern: &[u8], start: usize, c: u8, nocase: bool) -> Option<(bool, usi
             i += 1;
         }
     }
-    Some((matched != negate, i + 1))
+    Some((matched != negate, (i + 1).min(pattern.len())))
 }
 
 #[cfg(test)]
@@ -119,6 +119,8 @@ mod tests {
             ("shortterm:user:*", "shortterm:user:1:2"),
             ("a\\*b", "a*b"),
             ("*a*b*", "xxaxxbxx"),
+            ("a[b", "ab"),
+            ("[abc", "a"),
         ];
         for (p, t) in yes {
             assert!(matches(p.as_bytes(), t.as_bytes(), false), "{p} ~ {t}");
@@ -129,7 +131,7 @@ mod tests {
             ("h[a-b]llo", "hcllo"),
             ("a\\*b", "axb"),
             ("abc", "abcd"),
-            ("[abc", "a"),
+            ("[abc", "d"),
         ];
         for (p, t) in no {
             assert!(!matches(p.as_bytes(), t.as_bytes(), false), "{p} !~ {t}");

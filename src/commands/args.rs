@@ -25,9 +25,31 @@ pub fn parse_float(arg: &[u8]) -> Option<f64> {
     let value = match text.to_ascii_lowercase().as_str() {
         "inf" | "+inf" | "infinity" | "+infinity" => f64::INFINITY,
         "-inf" | "-infinity" => f64::NEG_INFINITY,
-        _ => text.parse::<f64>().ok()?,
+        _ => match text.parse::<f64>() {
+            Ok(v) => v,
+            Err(_) => parse_hex_integer(text)?,
+        },
     };
     (!value.is_nan()).then_some(value)
+}
+
+/// `0x10`, `-0X1f`: the hexadecimal integers `strtold` accepts (hex fractions are not supported).
+fn parse_hex_integer(text: &str) -> Option<f64> {
+    let (sign, rest) = match text.as_bytes().first()? {
+        b'-' => (-1.0, &text[1..]),
+        b'+' => (1.0, &text[1..]),
+        _ => (1.0, text),
+    };
+    let digits = rest
+        .strip_prefix("0x")
+        .or_else(|| rest.strip_prefix("0X"))?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let value = digits.bytes().fold(0.0f64, |acc, b| {
+        acc * 16.0 + f64::from((b as char).to_digit(16).unwrap_or(0))
+    });
+    Some(sign * value)
 }
 
 /// True when `arg` equals the keyword `word` (ASCII case-insensitive).
@@ -96,6 +118,9 @@ mod tests {
         assert_eq!(parse_float(b"-1e3"), Some(-1000.0));
         assert_eq!(parse_float(b"+inf"), Some(f64::INFINITY));
         assert_eq!(parse_float(b"-INF"), Some(f64::NEG_INFINITY));
+        assert_eq!(parse_float(b"0x10"), Some(16.0));
+        assert_eq!(parse_float(b"-0XfF"), Some(-255.0));
+        assert_eq!(parse_float(b"0x"), None);
         for bad in [&b""[..], b"nan", b" 1", b"1 ", b"abc", b"1.2.3"] {
             assert_eq!(parse_float(bad), None, "{bad:?}");
         }

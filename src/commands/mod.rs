@@ -3,6 +3,7 @@
 
 pub mod args;
 pub mod connection;
+pub mod docs;
 pub mod keys;
 pub mod server;
 pub mod stm;
@@ -133,26 +134,38 @@ impl<'c, 's> Ctx<'c, 's> {
 /// Runs one request.
 pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
     let Some(cmd) = lookup(args[0]) else {
-        let reply = Reply::Error(unknown_command(args).into());
-        if ctx.conn.multi.is_some() {
-            ctx.conn.multi_failed = true;
-        }
-        return reply;
+        return reject(ctx, None, unknown_command(args));
     };
     if !cmd.arity_ok(args.len()) {
-        if ctx.conn.multi.is_some() {
-            ctx.conn.multi_failed = true;
-        }
-        return Reply::Error(wrong_arity(cmd.name).into());
+        return reject(ctx, Some(cmd), wrong_arity(cmd.name));
     }
     if !ctx.conn.authenticated && !cmd.has(table::NO_AUTH) {
-        return Reply::error(err::NOAUTH);
+        return reject(ctx, Some(cmd), err::NOAUTH.to_string());
     }
     if ctx.conn.multi.is_some() && !cmd.has(table::NOT_QUEUED) {
         return transactions::queue(ctx, args);
     }
     *ctx.conn.info.last_cmd.lock() = cmd.name;
     run(ctx, cmd, args)
+}
+
+/// A command refused before running. Inside MULTI it dooms the transaction; a refused EXEC
+/// discards it at once with `EXECABORT`, as Redis does.
+fn reject(ctx: &mut Ctx<'_, '_>, cmd: Option<&Command>, error: String) -> Reply {
+    if ctx.conn.multi.is_none() {
+        return Reply::Error(error.into());
+    }
+    if cmd.is_some_and(|c| c.name == "exec") {
+        ctx.conn.multi = None;
+        ctx.conn.multi_failed = false;
+        ctx.conn.watched.clear();
+        let reason = error.strip_prefix("ERR ").unwrap_or(&error);
+        return Reply::Error(
+            format!("EXECABORT Transaction discarded because of: {reason}").into(),
+        );
+    }
+    ctx.conn.multi_failed = true;
+    Reply::Error(error.into())
 }
 
 /// Calls the handler of an already checked command.

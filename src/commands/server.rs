@@ -316,15 +316,16 @@ fn command_info(cmd: &Command) -> Reply {
 /// One COMMAND DOCS entry.
 fn command_docs(cmd: &Command) -> Reply {
     let text = |s: &'static str| Reply::bulk_str(s);
-    Reply::Map(vec![
+    let mut fields = vec![
         (text("summary"), text(cmd.summary)),
         (text("since"), text(cmd.since)),
         (text("group"), text(cmd.group)),
-        (
-            text("syntax"),
-            Reply::bulk(format!("{} {}", cmd.name.to_ascii_uppercase(), cmd.syntax).trim_end()),
-        ),
-    ])
+    ];
+    let arguments = super::docs::parse(cmd.syntax);
+    if !arguments.is_empty() {
+        fields.push((text("arguments"), super::docs::render(&arguments)));
+    }
+    Reply::Map(fields)
 }
 
 /// COMMAND's subcommands with their Redis arities.

@@ -397,7 +397,7 @@ fn write_distilled(
         }
         entry.turns_since_refresh = 0;
         entry.last_refreshed_turn += 1;
-        entry.last_updated = now;
+        entry.touch(now);
         let deadline = limits.ttls.deadline(entry, now);
         let lineage = entry.lineage;
         match fresh {
@@ -540,11 +540,7 @@ pub fn recent(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             }
         }
     }
-    found.sort_by(|a, b| {
-        b.1.last_updated
-            .cmp(&a.1.last_updated)
-            .then_with(|| a.0.cmp(b.0))
-    });
+    found.sort_by_key(|(_, e, _)| std::cmp::Reverse((e.last_updated, e.write_seq)));
     found.truncate(limit);
     if json {
         let items: Vec<serde_json::Value> = found

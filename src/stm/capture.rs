@@ -251,7 +251,7 @@ fn write_snapshot(
     entry.messages = plan.messages.clone();
     entry.parent = plan.parent.clone();
     entry.lineage = lineage;
-    entry.last_updated = now;
+    entry.touch(now);
     if live {
         entry.turns_since_refresh += 1;
     }

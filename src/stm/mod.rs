@@ -181,6 +181,8 @@ pub struct StmEntry {
     pub last_refreshed_turn: i64,
     /// Time of the last write (capture, summary or categories) in ms.
     pub last_updated: u64,
+    /// Orders writes made in the same millisecond (STM.RECENT's newest-first).
+    pub write_seq: u64,
 }
 
 impl StmEntry {
@@ -200,7 +202,15 @@ impl StmEntry {
             turns_since_refresh: 0,
             last_refreshed_turn: 0,
             last_updated: now,
+            write_seq: 0,
         }
+    }
+
+    /// Records a write (capture, summary, categories) at `now`.
+    pub fn touch(&mut self, now: u64) {
+        static WRITES: AtomicU64 = AtomicU64::new(1);
+        self.last_updated = now;
+        self.write_seq = WRITES.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Distilled memory (a summary or categories) earns the longer expiry.
