@@ -6,7 +6,7 @@ use redis::aio::{ConnectionManager, MultiplexedConnection};
 use redis::{AsyncCommands, RedisError, Value};
 use std::future::Future;
 use std::pin::Pin;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 type TestResult = Result<(), String>;
 type TestFn = fn(Ctx) -> Pin<Box<dyn Future<Output = TestResult> + Send>>;
@@ -51,7 +51,12 @@ fn err(e: RedisError) -> String {
 macro_rules! check {
     ($cond:expr) => {
         if !$cond {
-            return Err(format!("{}:{}: check failed: {}", file!(), line!(), stringify!($cond)));
+            return Err(format!(
+                "{}:{}: check failed: {}",
+                file!(),
+                line!(),
+                stringify!($cond)
+            ));
         }
     };
     ($left:expr, $right:expr) => {{
@@ -59,7 +64,12 @@ macro_rules! check {
         if l != r {
             return Err(format!(
                 "{}:{}: {} == {}\n       left: {:?}\n      right: {:?}",
-                file!(), line!(), stringify!($left), stringify!($right), l, r
+                file!(),
+                line!(),
+                stringify!($left),
+                stringify!($right),
+                l,
+                r
             ));
         }
     }};
@@ -124,10 +134,23 @@ fn text(v: &Value) -> Option<String> {
 
 fn capture(user: &str, channel: &str, server: &str, persona: &str) -> redis::Cmd {
     let mut c = redis::cmd("STM.CAPTURE");
-    c.arg(&["USER", user, "CHANNEL", channel, "SERVER", server, "PRIVACY", "MINIMAL"])
-        .arg(&["MSG", "user", "Alice", "hi there <:wave:123456789012345678>"])
-        .arg(&["MSG", "model", "Nova", "Hey!"])
-        .arg(&["REPLY", persona, "12", "Nova", "Fine! [System: Message metadata: x]"]);
+    c.arg(&[
+        "USER", user, "CHANNEL", channel, "SERVER", server, "PRIVACY", "MINIMAL",
+    ])
+    .arg(&[
+        "MSG",
+        "user",
+        "Alice",
+        "hi there <:wave:123456789012345678>",
+    ])
+    .arg(&["MSG", "model", "Nova", "Hey!"])
+    .arg(&[
+        "REPLY",
+        persona,
+        "12",
+        "Nova",
+        "Fine! [System: Message metadata: x]",
+    ]);
     c
 }
 
@@ -140,13 +163,26 @@ async fn strings_and_expiry(ctx: Ctx) -> TestResult {
     check!(con.get::<_, String>(&k).await.map_err(err)?, "v");
     let ttl: i64 = con.ttl(&k).await.map_err(err)?;
     check!(ttl > 0 && ttl <= 100);
-    check!(con.incr::<_, _, i64>(format!("{k}:n"), 41).await.map_err(err)?, 41);
+    check!(
+        con.incr::<_, _, i64>(format!("{k}:n"), 41)
+            .await
+            .map_err(err)?,
+        41
+    );
     let got: Vec<Option<String>> = con.mget(&[&k, &format!("{k}:none")]).await.map_err(err)?;
     check!(got, vec![Some("v".to_string()), None]);
     let bin = vec![0u8, 255, 13, 10, 7];
     let _: () = con.set(format!("{k}:bin"), &bin).await.map_err(err)?;
-    check!(con.get::<_, Vec<u8>>(format!("{k}:bin")).await.map_err(err)?, bin);
-    let e = con.incr::<_, _, i64>(&k, 1).await.expect_err("INCR on text");
+    check!(
+        con.get::<_, Vec<u8>>(format!("{k}:bin"))
+            .await
+            .map_err(err)?,
+        bin
+    );
+    let e = con
+        .incr::<_, _, i64>(&k, 1)
+        .await
+        .expect_err("INCR on text");
     check!(e.to_string().contains("not an integer"));
     check!(con.get::<_, String>(&k).await.map_err(err)?, "v");
     let n: i64 = con
@@ -198,7 +234,11 @@ async fn watch_conflict(ctx: Ctx) -> TestResult {
     let mut other = ctx.manager().await?;
     let k = uniq("rs:watch");
     let _: () = con.set(&k, 1).await.map_err(err)?;
-    let _: () = redis::cmd("WATCH").arg(&k).query_async(&mut con).await.map_err(err)?;
+    let _: () = redis::cmd("WATCH")
+        .arg(&k)
+        .query_async(&mut con)
+        .await
+        .map_err(err)?;
     let _: () = other.set(&k, 5).await.map_err(err)?;
     let res: Option<(i64,)> = redis::pipe()
         .atomic()
@@ -208,7 +248,11 @@ async fn watch_conflict(ctx: Ctx) -> TestResult {
         .map_err(err)?;
     check!(res, None);
     check!(con.get::<_, i64>(&k).await.map_err(err)?, 5);
-    let _: () = redis::cmd("WATCH").arg(&k).query_async(&mut con).await.map_err(err)?;
+    let _: () = redis::cmd("WATCH")
+        .arg(&k)
+        .query_async(&mut con)
+        .await
+        .map_err(err)?;
     let res: Option<(i64,)> = redis::pipe()
         .atomic()
         .incr(&k, 1)
@@ -249,7 +293,11 @@ async fn bot_flow(ctx: Ctx) -> TestResult {
         .collect::<Result<_, _>>()?;
     check!(
         contents,
-        vec![Some("hi there :wave:".into()), Some("Hey!".into()), Some("Fine!".into())]
+        vec![
+            Some("hi there :wave:".into()),
+            Some("Hey!".into()),
+            Some("Fine!".into())
+        ]
     );
 
     let json: String = redis::cmd("STM.GET")
@@ -286,7 +334,9 @@ async fn bot_flow(ctx: Ctx) -> TestResult {
     check!(recent.as_array().map(Vec::len), Some(1));
 
     let written: Vec<String> = redis::cmd("STM.SUMMARY")
-        .arg(&["USER", &user, "CHANNEL", &channel, "SERVER", &server, "PERSONA", "3"])
+        .arg(&[
+            "USER", &user, "CHANNEL", &channel, "SERVER", &server, "PERSONA", "3",
+        ])
         .arg(&["TEXT", "Alice greeted Nova."])
         .query_async(&mut con)
         .await
@@ -299,10 +349,17 @@ async fn bot_flow(ctx: Ctx) -> TestResult {
         .query_async(&mut con)
         .await
         .map_err(err)?;
-    check!(text(&field(&entry, "summary")?), Some("Alice greeted Nova.".into()));
+    check!(
+        text(&field(&entry, "summary")?),
+        Some("Alice greeted Nova.".into())
+    );
     check!(field(&entry, "turns_since_refresh")?, Value::Int(0));
 
-    let kind: String = redis::cmd("TYPE").arg(&server_key).query_async(&mut con).await.map_err(err)?;
+    let kind: String = redis::cmd("TYPE")
+        .arg(&server_key)
+        .query_async(&mut con)
+        .await
+        .map_err(err)?;
     check!(kind, "stm");
     let forgotten: i64 = redis::cmd("STM.FORGET")
         .arg(&["USER", &user])
@@ -339,7 +396,9 @@ async fn concurrent_shards(ctx: Ctx) -> TestResult {
         let (channel, server) = (channel.clone(), server.clone());
         tasks.push(tokio::spawn(async move {
             let user = format!("u{i}");
-            let keys: Vec<String> = capture(&user, &channel, &server, "-").query_async(&mut c).await?;
+            let keys: Vec<String> = capture(&user, &channel, &server, "-")
+                .query_async(&mut c)
+                .await?;
             Ok::<_, RedisError>(keys)
         }));
     }
@@ -377,7 +436,10 @@ async fn stm_errors(ctx: Ctx) -> TestResult {
         .await
         .expect_err("bad key");
     check!(e.to_string().contains("invalid STM key"));
-    let pong: String = redis::cmd("PING").query_async(&mut con).await.map_err(err)?;
+    let pong: String = redis::cmd("PING")
+        .query_async(&mut con)
+        .await
+        .map_err(err)?;
     check!(pong, "PONG");
     Ok(())
 }
@@ -385,14 +447,20 @@ async fn stm_errors(ctx: Ctx) -> TestResult {
 async fn hashes(ctx: Ctx) -> TestResult {
     let mut con = ctx.manager().await?;
     let k = uniq("rs:h");
-    let n: i64 = con.hset_multiple::<_, _, _, ()>(&k, &[("a", "1"), ("b", "2")]).await.map(|_| 2).map_err(err)?;
+    let n: i64 = con
+        .hset_multiple::<_, _, _, ()>(&k, &[("a", "1"), ("b", "2")])
+        .await
+        .map(|_| 2)
+        .map_err(err)?;
     check!(n, 2);
     let all: std::collections::HashMap<String, String> = con.hgetall(&k).await.map_err(err)?;
     check!(all.get("b").map(String::as_str), Some("2"));
     Ok(())
 }
 
-fn boxed<F: Future<Output = TestResult> + Send + 'static>(f: F) -> Pin<Box<dyn Future<Output = TestResult> + Send>> {
+fn boxed<F: Future<Output = TestResult> + Send + 'static>(
+    f: F,
+) -> Pin<Box<dyn Future<Output = TestResult> + Send>> {
     Box::pin(f)
 }
 
@@ -400,19 +468,28 @@ fn boxed<F: Future<Output = TestResult> + Send + 'static>(f: F) -> Pin<Box<dyn F
 async fn main() {
     let host = std::env::var("STMD_HOST").unwrap_or_else(|_| "127.0.0.1".into());
     let port = std::env::var("STMD_PORT").unwrap_or_else(|_| "6379".into());
-    let verbose = std::env::var("CONF_VERBOSE").map(|v| !v.is_empty()).unwrap_or(false);
+    let verbose = std::env::var("CONF_VERBOSE")
+        .map(|v| !v.is_empty())
+        .unwrap_or(false);
     let tests: &[(&str, TestFn)] = &[
         ("strings and expiry", |c| boxed(strings_and_expiry(c))),
-        ("pipelines (plain, atomic, shared manager)", |c| boxed(pipelines(c))),
+        ("pipelines (plain, atomic, shared manager)", |c| {
+            boxed(pipelines(c))
+        }),
         ("WATCH conflict aborts EXEC", |c| boxed(watch_conflict(c))),
         ("bot flow", |c| boxed(bot_flow(c))),
-        ("40 concurrent captures into one channel", |c| boxed(concurrent_shards(c))),
+        ("40 concurrent captures into one channel", |c| {
+            boxed(concurrent_shards(c))
+        }),
         ("STM errors keep the connection", |c| boxed(stm_errors(c))),
         ("hashes", |c| boxed(hashes(c))),
     ];
     let (mut passed, mut failed, mut skipped) = (0, 0, 0);
     for resp3 in [false, true] {
-        let ctx = Ctx { url: format!("redis://{host}:{port}"), resp3 };
+        let ctx = Ctx {
+            url: format!("redis://{host}:{port}"),
+            resp3,
+        };
         for (name, f) in tests {
             let label = format!("{name} [{}]", if resp3 { "RESP3" } else { "RESP2" });
             match tokio::time::timeout(Duration::from_secs(10), f(ctx.clone())).await {
@@ -424,7 +501,10 @@ async fn main() {
                 }
                 Ok(Err(e)) if e.starts_with(UNSUPPORTED) => {
                     skipped += 1;
-                    println!("SKIP {label}: unsupported by stmd: {}", &e[UNSUPPORTED.len()..].trim());
+                    println!(
+                        "SKIP {label}: unsupported by stmd: {}",
+                        &e[UNSUPPORTED.len()..].trim()
+                    );
                 }
                 Ok(Err(e)) => {
                     failed += 1;
