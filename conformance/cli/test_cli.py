@@ -95,7 +95,7 @@ def resp3_output():
     assert '"content" => "hi :wave:"' in out, out
     assert '"user" => (nil)' in out, out
     out = cli("--no-raw", "STM.GET", "shortterm:server:55:77:3")[1]
-    assert out.splitlines()[:2] == ['1) "key"', '2) "shortterm:server:55:77:3"'], out  # RESP2 flat array
+    assert [ln.strip() for ln in out.splitlines()[:2]] == ['1) "key"', '2) "shortterm:server:55:77:3"'], out  # RESP2 flat array
     out = cli("STM.GET", "shortterm:server:55:77:3", "FORMAT", "JSON")[1]
     assert out.startswith('{"key":"shortterm:server:55:77:3"'), out
     eq(cli("STM.FORGET", "CHANNEL", channel)[1], "2\n")
