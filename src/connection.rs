@@ -81,12 +81,13 @@ async fn serve_loop(
         }
         Stats::add(&shared.stats.total_net_input_bytes, read as u64);
 
-        let (limits, query_limit) = {
+        let (mut limits, query_limit) = {
             let c = shared.config.read();
             (
                 Limits {
                     max_bulk_len: c.proto_max_bulk_len as usize,
                     max_args: c.proto_max_multibulk_len as usize,
+                    authenticated: true,
                 },
                 c.client_query_buffer_limit as usize,
             )
@@ -95,24 +96,23 @@ async fn serve_loop(
         let mut commands = 0u64;
         let mut close = false;
         while pos < inbuf.len() && !close {
+            // AUTH may come earlier in the same batch, so this is read per request.
+            limits.authenticated = conn.authenticated;
+            let inline_args;
+            let args: SmallVec<[&[u8]; 16]>;
             match parse_request(&inbuf[pos..], limits, &mut ranges) {
                 Parsed::Request(used) => {
                     let base = pos;
                     pos += used;
-                    if ranges.is_empty() {
-                        continue; // empty inline line or `*0`: nothing to run
-                    }
-                    let args: SmallVec<[&[u8]; 16]> = ranges
+                    args = ranges
                         .iter()
                         .map(|&(s, e)| &inbuf[base + s..base + e])
                         .collect();
-                    commands += 1;
-                    let reply = {
-                        let mut ctx = Ctx::new(shared, conn);
-                        commands::dispatch(&mut ctx, &args)
-                    };
-                    reply.encode(conn.resp3, &mut out);
-                    close = conn.close_after_reply;
+                }
+                Parsed::Inline(used, owned) => {
+                    pos += used;
+                    inline_args = owned;
+                    args = inline_args.iter().map(Vec::as_slice).collect();
                 }
                 Parsed::Incomplete { min_total } => {
                     let have = inbuf.len() - pos;
@@ -130,8 +130,19 @@ async fn serve_loop(
                 Parsed::Error(message) => {
                     Reply::Error(message.into()).encode(conn.resp3, &mut out);
                     close = true;
+                    break;
                 }
             }
+            if args.is_empty() {
+                continue; // empty inline line or `*0`: nothing to run
+            }
+            commands += 1;
+            let reply = {
+                let mut ctx = Ctx::new(shared, conn);
+                commands::dispatch(&mut ctx, &args)
+            };
+            reply.encode(conn.resp3, &mut out);
+            close = conn.close_after_reply;
         }
         inbuf.advance(pos);
         if commands > 0 {

@@ -1,11 +1,19 @@
 //! The scope-row sink. Commands hand every change that must reach the `short_term_memories` table to
 //! [`PersistHandle::send`], which never blocks and never fails the command: a full queue drops the
-//! operation and counts it. The writer that drains the queue into a database lives beside it.
+//! operation and counts it. The writer task drains the queue into the database.
 
+pub mod db;
+pub mod fold;
+pub mod writer;
+
+use crate::config::Config;
 use crate::stm::ScopeKey;
+use crate::store::Store;
 use bytes::Bytes;
-use std::sync::atomic::{AtomicU64, Ordering};
-use tokio::sync::mpsc;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::sync::{mpsc, watch};
 
 /// One change to the scope rows, in the order commands made it.
 #[derive(Clone, Debug, PartialEq)]
@@ -53,21 +61,70 @@ impl PersistOp {
 
 const KIND_NAMES: [&str; 5] = ["ensure", "tick", "summary", "categories", "forget"];
 
-/// Counters of the sink, for `INFO stm`.
+/// Counters of the sink and the writer, for `INFO stm`.
 #[derive(Default)]
 pub struct PersistStats {
     /// Operations emitted by commands, by kind.
     pub emitted: [AtomicU64; 5],
     /// Operations accepted into the queue.
     pub queued: AtomicU64,
-    /// Operations dropped because the queue was full (or no database is configured).
+    /// Operations dropped because the queue was full.
     pub dropped: AtomicU64,
+    /// Operations written to the database.
+    pub written: AtomicU64,
+    /// Batches (transactions) written.
+    pub batches: AtomicU64,
+    /// Data statements sent (inserts/upserts/deletes; BEGIN/COMMIT not counted).
+    pub statements: AtomicU64,
+    /// Failed attempts that were retried.
+    pub retries: AtomicU64,
+    /// Entries restored from rows at start-up.
+    pub restored: AtomicU64,
+    /// Whether the last attempt succeeded.
+    pub up: AtomicBool,
+    pub last_error: Mutex<Option<String>>,
 }
 
 /// The commands' side of the sink. Cheap to call from any command: one `try_send`.
 pub struct PersistHandle {
     queue: Option<mpsc::Sender<PersistOp>>,
-    pub stats: PersistStats,
+    /// "postgres", "sqlite", or "none".
+    backend: &'static str,
+    pub stats: Arc<PersistStats>,
+}
+
+/// Opens the configured database and starts its writer; with `--no-database`, a sink that only
+/// counts. The writer stops (after draining) when `stop` becomes true.
+pub fn start(
+    config: &Config,
+    store: Arc<Store>,
+    stop: watch::Receiver<bool>,
+) -> Result<(PersistHandle, Option<tokio::task::JoinHandle<()>>), String> {
+    if config.no_database {
+        tracing::warn!(
+            "--no-database: scope rows are not stored; summaries will not survive a restart"
+        );
+        return Ok((PersistHandle::disabled(), None));
+    }
+    let db = db::Database::open(config.database_url.as_deref(), &config.dir)?;
+    let capacity = (config.stm_persist_queue as usize).max(1);
+    let (tx, rx) = mpsc::channel(capacity);
+    let stats = Arc::new(PersistStats::default());
+    let handle = PersistHandle {
+        queue: Some(tx),
+        backend: db.kind(),
+        stats: stats.clone(),
+    };
+    tracing::info!(database = db.kind(), "scope rows go to the database");
+    let writer = writer::Writer {
+        db,
+        queue: rx,
+        stats,
+        store,
+        summary_ttl_secs: config.stm_summary_ttl,
+        stop,
+    };
+    Ok((handle, Some(tokio::spawn(writer.run()))))
 }
 
 impl PersistHandle {
@@ -75,15 +132,8 @@ impl PersistHandle {
     pub fn disabled() -> PersistHandle {
         PersistHandle {
             queue: None,
-            stats: PersistStats::default(),
-        }
-    }
-
-    /// A sink feeding `queue`.
-    pub fn new(queue: mpsc::Sender<PersistOp>) -> PersistHandle {
-        PersistHandle {
-            queue: Some(queue),
-            stats: PersistStats::default(),
+            backend: "none",
+            stats: Arc::new(PersistStats::default()),
         }
     }
 
@@ -121,18 +171,29 @@ impl PersistHandle {
                 counter.load(Ordering::Relaxed).to_string(),
             );
         }
+        let s = &self.stats;
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed).to_string();
+        line("stm_persist_backend", self.backend.to_string());
         line(
             "stm_persist_enabled",
             u8::from(self.queue.is_some()).to_string(),
         );
-        line("stm_persist_queue_depth", self.depth().to_string());
         line(
-            "stm_persist_queued",
-            self.stats.queued.load(Ordering::Relaxed).to_string(),
+            "stm_persist_db_up",
+            u8::from(s.up.load(Ordering::Relaxed)).to_string(),
         );
+        line("stm_persist_queue_depth", self.depth().to_string());
+        line("stm_persist_queued", get(&s.queued));
+        line("stm_persist_dropped", get(&s.dropped));
+        line("stm_persist_written", get(&s.written));
+        line("stm_persist_batches", get(&s.batches));
+        line("stm_persist_statements", get(&s.statements));
+        line("stm_persist_retries", get(&s.retries));
+        line("stm_persist_restored", get(&s.restored));
+        let last_error = s.last_error.lock().clone().unwrap_or_default();
         line(
-            "stm_persist_dropped",
-            self.stats.dropped.load(Ordering::Relaxed).to_string(),
+            "stm_persist_last_error",
+            last_error.replace(['\r', '\n'], " "),
         );
     }
 }
