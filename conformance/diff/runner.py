@@ -356,6 +356,15 @@ def is_unknown_command(outcome):
     return any(r.kind == "-" and r.value.startswith(b"ERR unknown command") for r in outcome.replies)
 
 
+def unknown_name(outcome):
+    """The command named in stmd's `ERR unknown command 'x', …` reply, upper-cased."""
+    for r in outcome.replies:
+        m = re.match(rb"ERR unknown command '([^']*)'", r.value or b"")
+        if m:
+            return m.group(1).decode(errors="replace").upper()
+    return "?"
+
+
 def load_known(path):
     known = {}
     if path and os.path.exists(path):
@@ -413,10 +422,10 @@ def main():
             ok = all(v[0] for v in verdicts)
             steps = [s for s in case.steps if not s.sleep_ms]
             if not ok:
-                unknown = [s for s, a, b in zip(steps, mine, theirs)
-                           if s.args and "raw" not in s.mods and is_unknown_command(a) and not is_unknown_command(b)]
+                unknown = [a for s, a, b in zip(steps, mine, theirs)
+                           if "raw" not in s.mods and is_unknown_command(a) and not is_unknown_command(b)]
                 if unknown:
-                    name = unknown[0].args[0].decode(errors="replace").upper()
+                    name = unknown_name(unknown[0])
                     unsupported[name] = unsupported.get(name, 0) + 1
                     stats[2] += 1
                     if opts.verbose:
