@@ -1,0 +1,492 @@
+#!/usr/bin/env python3
+"""Differential runner: plays every case of the corpus against stmd and a real redis-server, in RESP2
+and in RESP3, and compares the raw reply bytes.
+
+Corpus format (conformance/corpus/*.txt), redis-cli-like:
+  * Cases are separated by blank lines. A case runs on a fresh state (FLUSHALL first) and on fresh
+    connections, once per protocol (RESP3 connections send HELLO 3 first, reply not compared).
+  * `# text` lines are comments; the first comment of a case is its name (its id is `file:name`).
+    A block with comments only (e.g. a file header) is not a case.
+  * One command per line, split like redis-cli does: blanks separate arguments; "double quotes"
+    understand \\n \\r \\t \\b \\a \\\\ \\" and \\xHH (binary); 'single quotes' only \\'.
+  * A command line may start with modifiers in brackets, `[mod mod] CMD args`:
+      unordered  the reply is an aggregate whose element order is not defined (KEYS, SMEMBERS,
+                 HGETALL…): compare the multiset of its elements (of its pairs for a map)
+      scan       a SCAN-family command: iterate it to completion (replacing the cursor) and compare
+                 the sorted set of elements (of pairs for HSCAN/ZSCAN); errors compare exactly
+      c2         run on the case's second connection (pub/sub, blocking commands, WATCH races)
+      send       send the command without reading its reply (read it later with a `[read]` line)
+      read       (no command) read one reply on that connection
+      replies=N  the command answers with N replies (SUBSCRIBE a b c); 0 reads nothing
+      raw        the line is one quoted string of bytes sent as they are (inline commands,
+                 several requests in one write, protocol errors), then `replies` replies are read
+  * Case directives: `@sleep MS` (a pause between commands), `@resp2` / `@resp3` (run in one
+    protocol only), `@after CMD args` (run on a control connection after the case, reply ignored:
+    to undo CONFIG SET and the like).
+
+A case whose command stmd answers with `-ERR unknown command` while Redis does not is counted as
+*unsupported* (not failed) and listed, so cases for commands that are still being built can be
+written ahead. Cases in known-failures.txt are run, printed and counted separately; they do not fail
+the run. The final summary goes to stdout and, with --results, to a file as `passed failed skipped`.
+"""
+
+import argparse
+import os
+import re
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import resp  # noqa: E402
+from allowlist import ALLOWED, allowed_key  # noqa: E402
+
+ESCAPES = {"n": b"\n", "r": b"\r", "t": b"\t", "b": b"\b", "a": b"\a", '"': b'"', "\\": b"\\"}
+MODS = {"unordered", "scan", "c2", "send", "read", "raw"}
+
+
+def split_args(line):
+    """Splits a command line into byte-string arguments the way redis-cli's sdssplitargs does."""
+    args, i, n = [], 0, len(line)
+    while True:
+        while i < n and line[i].isspace():
+            i += 1
+        if i >= n:
+            return args
+        cur = bytearray()
+        if line[i] == '"':
+            i += 1
+            while True:
+                if i >= n:
+                    raise ValueError("unbalanced double quote")
+                ch = line[i]
+                if ch == "\\" and i + 1 < n:
+                    nxt = line[i + 1]
+                    if nxt == "x" and i + 3 < n and re.fullmatch(r"[0-9a-fA-F]{2}", line[i + 2 : i + 4]):
+                        cur.append(int(line[i + 2 : i + 4], 16))
+                        i += 4
+                        continue
+                    cur += ESCAPES.get(nxt, nxt.encode())
+                    i += 2
+                    continue
+                if ch == '"':
+                    i += 1
+                    if i < n and not line[i].isspace():
+                        raise ValueError("closing quote must be followed by a space")
+                    break
+                cur += ch.encode()
+                i += 1
+        elif line[i] == "'":
+            i += 1
+            while True:
+                if i >= n:
+                    raise ValueError("unbalanced single quote")
+                ch = line[i]
+                if ch == "\\" and i + 1 < n and line[i + 1] == "'":
+                    cur += b"'"
+                    i += 2
+                    continue
+                if ch == "'":
+                    i += 1
+                    if i < n and not line[i].isspace():
+                        raise ValueError("closing quote must be followed by a space")
+                    break
+                cur += ch.encode()
+                i += 1
+        else:
+            while i < n and not line[i].isspace():
+                cur += line[i].encode()
+                i += 1
+        args.append(bytes(cur))
+
+
+class Step:
+    __slots__ = ("text", "args", "mods", "conn", "replies", "sleep_ms")
+
+    def __init__(self, text, args=None, mods=(), conn="c1", replies=1, sleep_ms=0):
+        self.text, self.args, self.mods, self.conn = text, args, set(mods), conn
+        self.replies, self.sleep_ms = replies, sleep_ms
+
+
+class Case:
+    def __init__(self, file, line, name):
+        self.file, self.line, self.name = file, line, name
+        self.steps, self.after, self.protocols = [], [], (2, 3)
+
+    @property
+    def id(self):
+        return "%s:%s" % (self.file, self.name)
+
+
+def parse_corpus_file(path):
+    base = os.path.basename(path)
+    cases, block = [], []
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    lines.append("")
+    for lineno, raw in enumerate(lines, 1):
+        if raw.strip():
+            block.append((lineno, raw.strip()))
+            continue
+        if block:
+            case = parse_block(base, block)
+            if case:
+                cases.append(case)
+            block = []
+    return cases
+
+
+def parse_block(base, block):
+    name, case = None, None
+    comments, steps, after, protocols = [], [], [], (2, 3)
+    for lineno, text in block:
+        try:
+            if text.startswith("#"):
+                comments.append(text.lstrip("#").strip())
+            elif text.startswith("@sleep"):
+                steps.append(Step(text, sleep_ms=int(text.split()[1])))
+            elif text == "@resp2":
+                protocols = (2,)
+            elif text == "@resp3":
+                protocols = (3,)
+            elif text.startswith("@after "):
+                after.append(split_args(text[len("@after ") :]))
+            elif text.startswith("@"):
+                raise ValueError("unknown directive")
+            else:
+                mods, conn, replies, rest = set(), "c1", 1, text
+                if rest.startswith("["):
+                    close = rest.index("]")
+                    for m in rest[1:close].split():
+                        if m.startswith("replies="):
+                            replies = int(m.split("=", 1)[1])
+                        elif m in MODS:
+                            mods.add(m)
+                        else:
+                            raise ValueError("unknown modifier %r" % m)
+                    rest = rest[close + 1 :].strip()
+                if "c2" in mods:
+                    conn = "c2"
+                args = split_args(rest)
+                if "read" in mods:
+                    if args:
+                        raise ValueError("[read] takes no command")
+                    args = None
+                elif "raw" in mods and len(args) != 1:
+                    raise ValueError("[raw] takes one quoted string")
+                elif not args:
+                    raise ValueError("empty command")
+                steps.append(Step(text, args, mods, conn, replies))
+        except ValueError as e:
+            sys.exit("%s:%d: %s: %s" % (base, lineno, e, text))
+    if not steps:
+        return None
+    first_cmd = next(s.text for s in steps if s.args is not None or "read" in s.mods)
+    name = comments[0] if comments else " ; ".join(s.text for s in steps if s.args)[:120]
+    case = Case(base[:-4] if base.endswith(".txt") else base, block[0][0], name)
+    case.steps, case.after, case.protocols = steps, after, protocols
+    del first_cmd
+    return case
+
+
+# ---------------------------------------------------------------------------------------------
+# Running a case on one server
+
+
+class Server:
+    def __init__(self, label, host, port):
+        self.label, self.host, self.port = label, host, port
+        self.control = None
+
+    def ctl(self, args):
+        for attempt in range(2):
+            try:
+                if self.control is None:
+                    self.control = resp.Conn(self.host, self.port)
+                return self.control.call(args)
+            except (resp.Timeout, resp.Closed, OSError):
+                if self.control:
+                    self.control.close()
+                self.control = None
+                if attempt:
+                    raise
+
+
+class Outcome:
+    """What one step got: a list of replies, or a marker string (`<timeout>`, `<closed>`, `<sent>`)."""
+
+    __slots__ = ("replies", "marker", "scan_items")
+
+    def __init__(self, replies=None, marker=None, scan_items=None):
+        self.replies, self.marker, self.scan_items = replies or [], marker, scan_items
+
+    def show(self):
+        if self.marker:
+            return self.marker
+        if self.scan_items is not None:
+            return "scan-set " + repr(self.scan_items)
+        return " | ".join(r.__repr__() for r in self.replies)
+
+
+def open_conn(server, proto):
+    c = resp.Conn(server.host, server.port)
+    if proto == 3:
+        c.call([b"HELLO", b"3"])
+    return c
+
+
+def scan_all(conn, args):
+    """Iterates a SCAN-family command to completion; returns ('error', reply) or the sorted items."""
+    name = args[0].upper()
+    cur_at = 1 if name == b"SCAN" else 2
+    pairs = name in (b"HSCAN", b"ZSCAN")
+    args = list(args)
+    items = set()
+    for _ in range(100000):
+        r = conn.call(args)
+        if r.kind != "*" or len(r.value) != 2:
+            return r, None
+        cursor, elems = r.value
+        vals = [e.raw for e in (elems.value or [])]
+        if pairs:
+            items.update(zip(vals[0::2], vals[1::2]))
+        else:
+            items.update(vals)
+        if cursor.value == b"0":
+            return None, sorted(items)
+        args[cur_at] = cursor.value
+    return None, ["<scan did not finish>"]
+
+
+def run_case(server, case, proto):
+    server.ctl([b"FLUSHALL"])
+    conns = {}
+    outcomes = []
+    unknown_seen = False
+    try:
+        for step in case.steps:
+            if step.sleep_ms:
+                time.sleep(step.sleep_ms / 1000.0)
+                continue
+            if unknown_seen and "read" in step.mods:
+                # The command that would have produced it is unknown: do not wait for the timeout.
+                outcomes.append(Outcome(marker="<not read: unknown command earlier>"))
+                continue
+            try:
+                c = conns.get(step.conn)
+                if c is None:
+                    c = conns[step.conn] = open_conn(server, proto)
+                if "read" in step.mods:
+                    outcomes.append(Outcome([c.read()]))
+                elif "send" in step.mods:
+                    c.send(step.args)
+                    outcomes.append(Outcome(marker="<sent>"))
+                elif "raw" in step.mods:
+                    c.sock.sendall(step.args[0])
+                    outcomes.append(Outcome([c.read() for _ in range(step.replies)], marker=None if step.replies else "<sent>"))
+                elif "scan" in step.mods:
+                    err, items = scan_all(c, step.args)
+                    outcomes.append(Outcome([err]) if err else Outcome(scan_items=items))
+                else:
+                    c.send(step.args)
+                    replies = []
+                    for _ in range(step.replies):
+                        replies.append(c.read())
+                        if is_unknown_command(Outcome(replies)):
+                            break  # an unknown command answers once, whatever it would have
+                    outcomes.append(Outcome(replies))
+                unknown_seen = unknown_seen or is_unknown_command(outcomes[-1])
+            except resp.Timeout:
+                outcomes.append(Outcome(marker="<timeout>"))
+                conns.pop(step.conn).close()
+            except (resp.Closed, OSError):
+                outcomes.append(Outcome(marker="<closed>"))
+                old = conns.pop(step.conn, None)
+                if old:
+                    old.close()
+    finally:
+        for c in conns.values():
+            c.close()
+        for args in case.after:
+            try:
+                server.ctl(args)
+            except (resp.Timeout, resp.Closed, OSError):
+                pass
+    return outcomes
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparing
+
+
+def unordered_key(reply):
+    if reply.kind in "*~>" and reply.value is not None:
+        return (reply.kind, reply.count, sorted(c.raw for c in reply.value))
+    if reply.kind in "%" and reply.value is not None:
+        v = reply.value
+        return (reply.kind, reply.count, sorted(zip((c.raw for c in v[0::2]), (c.raw for c in v[1::2]))))
+    return reply.raw
+
+
+def step_matches(step, mine, theirs):
+    """(matches, allowed-reason or None)."""
+    if theirs.marker == "<timeout>":
+        return False, None  # the case itself is wrong: redis-server never answered
+    if mine.marker or theirs.marker:
+        return mine.marker == theirs.marker, None
+    if mine.scan_items is not None or theirs.scan_items is not None:
+        return mine.scan_items == theirs.scan_items, None
+    if len(mine.replies) != len(theirs.replies):
+        return False, None
+    if all(a.raw == b.raw for a, b in zip(mine.replies, theirs.replies)):
+        return True, None
+    if "unordered" in step.mods:
+        ok = all(unordered_key(a) == unordered_key(b) for a, b in zip(mine.replies, theirs.replies))
+        if ok:
+            return True, None
+    if step.args and "raw" not in step.mods:
+        rule = ALLOWED.get(allowed_key(step.args))
+        if rule is not None:
+            check, reason = rule
+            if all(check(a, b, step.args) for a, b in zip(mine.replies, theirs.replies)):
+                return True, reason
+    return False, None
+
+
+def is_unknown_command(outcome):
+    return any(r.kind == "-" and r.value.startswith(b"ERR unknown command") for r in outcome.replies)
+
+
+def unknown_name(outcome):
+    """The command named in stmd's `ERR unknown command 'x', …` reply, upper-cased."""
+    for r in outcome.replies:
+        m = re.match(rb"ERR unknown command '([^']*)'", r.value or b"")
+        if m:
+            return m.group(1).decode(errors="replace").upper()
+    return "?"
+
+
+def load_known(path):
+    known = {}
+    if path and os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                line = line.rstrip("\n")
+                if not line.strip() or line.lstrip().startswith("#"):
+                    continue
+                case_id, _, reason = line.partition("  #")
+                known[case_id.strip()] = reason.strip()
+    return known
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--stmd", required=True, help="host:port of stmd")
+    ap.add_argument("--redis", required=True, help="host:port of the reference redis-server")
+    ap.add_argument("--corpus", default=os.path.join(os.path.dirname(__file__), "..", "corpus"))
+    ap.add_argument("--known", default=os.path.join(os.path.dirname(__file__), "known-failures.txt"))
+    ap.add_argument("--results", help="write `passed failed skipped` here")
+    ap.add_argument("-k", "--filter", help="only cases whose id contains this text")
+    ap.add_argument("-v", "--verbose", action="store_true", help="print every case")
+    opts = ap.parse_args()
+
+    def server(label, spec):
+        host, port = spec.rsplit(":", 1)
+        return Server(label, host, int(port))
+
+    stmd, redis = server("stmd", opts.stmd), server("redis", opts.redis)
+    files = sorted(f for f in os.listdir(opts.corpus) if f.endswith(".txt"))
+    cases = [c for f in files for c in parse_corpus_file(os.path.join(opts.corpus, f))]
+    if opts.filter:
+        cases = [c for c in cases if opts.filter in c.id]
+    seen = {}
+    for c in cases:
+        n = seen.get(c.id, 0) + 1
+        seen[c.id] = n
+        if n > 1:
+            c.name = "%s #%d" % (c.name, n)
+    known = load_known(opts.known)
+
+    passed = failed = known_failed = 0
+    unsupported = {}  # command → number of case runs
+    allowed_used = {}
+    per_file = {}
+    fixed_known = []
+    t0 = time.time()
+    for case in cases:
+        stats = per_file.setdefault(case.file, [0, 0, 0])
+        for proto in case.protocols:
+            label = "%s [RESP%d]" % (case.id, proto)
+            mine = run_case(stmd, case, proto)
+            theirs = run_case(redis, case, proto)
+            verdicts = [step_matches(s, a, b) for s, a, b in zip((s for s in case.steps if not s.sleep_ms), mine, theirs)]
+            ok = all(v[0] for v in verdicts)
+            steps = [s for s in case.steps if not s.sleep_ms]
+            if not ok:
+                unknown = [a for s, a, b in zip(steps, mine, theirs)
+                           if "raw" not in s.mods and is_unknown_command(a) and not is_unknown_command(b)]
+                if unknown:
+                    name = unknown_name(unknown[0])
+                    unsupported[name] = unsupported.get(name, 0) + 1
+                    stats[2] += 1
+                    if opts.verbose:
+                        print("UNSUPPORTED %s (%s)" % (label, name))
+                    continue
+            for v, s in zip(verdicts, steps):
+                if v[0] and v[1]:
+                    allowed_used[allowed_key(s.args)] = v[1]
+            if ok:
+                passed += 1
+                stats[0] += 1
+                if case.id in known:
+                    fixed_known.append(label)
+                if opts.verbose:
+                    print("ok   %s" % label)
+                continue
+            tag = "KNOWN-FAIL" if case.id in known else "FAIL"
+            if case.id in known:
+                known_failed += 1
+                stats[2] += 1
+            else:
+                failed += 1
+                stats[1] += 1
+            print("%s %s  (%s line %d)" % (tag, label, case.file + ".txt", case.line))
+            if case.id in known:
+                print("    known: %s" % known[case.id])
+            for s, a, b, v in zip(steps, mine, theirs, verdicts):
+                mark = "  " if v[0] else "!="
+                print("  %s %s" % (mark, s.text))
+                if v[0]:
+                    print("       both : %s" % a.show())
+                else:
+                    print("       stmd : %s" % a.show())
+                    print("       redis: %s" % b.show())
+    elapsed = time.time() - t0
+
+    print()
+    print("differential corpus: cases per file (passed/failed/skipped, counting each protocol run):")
+    for f in sorted(per_file):
+        p, fl, sk = per_file[f]
+        print("  %-14s %4d / %d / %d" % (f, p, fl, sk))
+    if allowed_used:
+        print("allowed differences seen (allowlist.py):")
+        for k, reason in sorted(allowed_used.items()):
+            print("  %-18s %s" % (k, reason))
+    if unsupported:
+        total = sum(unsupported.values())
+        print("unsupported by stmd (ERR unknown command), %d case runs skipped: %s" % (
+            total, ", ".join("%s(%d)" % kv for kv in sorted(unsupported.items()))))
+    if known_failed:
+        print("known failures (known-failures.txt), still failing: %d" % known_failed)
+    for label in fixed_known:
+        print("NOTE: known failure now passes, remove it from known-failures.txt: %s" % label)
+    skipped = sum(unsupported.values()) + known_failed
+    print("differential: %d cases, %d runs in %.1fs: %d passed, %d failed, %d skipped (%d unsupported, %d known failures)" % (
+        len(cases), passed + failed + skipped, elapsed, passed, failed, skipped, sum(unsupported.values()), known_failed))
+    if opts.results:
+        with open(opts.results, "w") as f:
+            f.write("%d %d %d\n" % (passed, failed, skipped))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
