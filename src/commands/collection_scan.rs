@@ -25,11 +25,22 @@ pub struct ScanArgs<'a> {
 }
 
 /// `key cursor [MATCH pattern] [COUNT count]` starting at `args[2]`.
-pub fn parse<'a>(args: &[&'a [u8]]) -> Result<ScanArgs<'a>, Reply> {
-    let cursor = std::str::from_utf8(args[2])
+/// Redis checks the cursor first, then the key (a missing key answers an empty scan whatever the
+/// options), then the options: callers follow that order.
+pub fn parse_cursor(arg: &[u8]) -> Result<u64, Reply> {
+    std::str::from_utf8(arg)
         .ok()
         .and_then(|s| s.parse::<u64>().ok())
-        .ok_or_else(|| Reply::error("ERR invalid cursor"))?;
+        .ok_or_else(|| Reply::error("ERR invalid cursor"))
+}
+
+/// The reply to a scan of a missing key.
+pub fn empty() -> Reply {
+    Reply::Array(vec![Reply::bulk("0"), Reply::Array(Vec::new())])
+}
+
+pub fn parse<'a>(args: &[&'a [u8]]) -> Result<ScanArgs<'a>, Reply> {
+    let cursor = parse_cursor(args[2])?;
     let mut options = Cursor::new(args, 3);
     let mut parsed = ScanArgs {
         cursor,

@@ -245,14 +245,19 @@ pub fn hrandfield(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 pub fn hscan(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let scan_args = collection_scan::parse(args)?;
+    collection_scan::parse_cursor(args[2])?;
     let mut locked = ctx.lock(&args[1..2]);
-    Ok(match hash(&mut locked, args[1])? {
+    let found = hash(&mut locked, args[1])?;
+    if found.is_none() {
+        return Ok(collection_scan::empty());
+    }
+    let scan_args = collection_scan::parse(args)?;
+    Ok(match found {
         Some(h) => collection_scan::scan(
             h.iter().map(|(k, v)| (k, Some(Reply::Bulk(v.clone())))),
             h.len(),
             &scan_args,
         ),
-        None => Reply::Array(vec![Reply::bulk("0"), Reply::Array(Vec::new())]),
+        None => collection_scan::empty(),
     })
 }

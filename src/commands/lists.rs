@@ -343,7 +343,8 @@ pub fn lpos(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         None => 1,
     };
     // Matches to skip before collecting: RANK 2 skips the first match, RANK -2 the last one.
-    let mut skip = rank.unsigned_abs().saturating_sub(1);
+    // (Redis 7.0 negates i64::MIN into itself and then skips nothing: same here.)
+    let mut skip = rank.checked_abs().map_or(0, |r| r.unsigned_abs() - 1);
     let mut found = Vec::new();
     let mut visit = |i: usize| {
         if l[i] == target {

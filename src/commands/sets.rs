@@ -293,10 +293,15 @@ pub fn sintercard(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 pub fn sscan(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let scan_args = collection_scan::parse(args)?;
+    collection_scan::parse_cursor(args[2])?;
     let mut locked = ctx.lock(&args[1..2]);
-    Ok(match set(&mut locked, args[1])? {
+    let found = set(&mut locked, args[1])?;
+    if found.is_none() {
+        return Ok(collection_scan::empty());
+    }
+    let scan_args = collection_scan::parse(args)?;
+    Ok(match found {
         Some(s) => collection_scan::scan(s.iter().map(|m| (m, None)), s.len(), &scan_args),
-        None => Reply::Array(vec![Reply::bulk("0"), Reply::Array(Vec::new())]),
+        None => collection_scan::empty(),
     })
 }

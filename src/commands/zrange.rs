@@ -152,7 +152,7 @@ pub fn zrange(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut i = 4;
     while i < args.len() {
         let opt = args[i];
-        if is(opt, "WITHSCORES") && by != b'l' {
+        if is(opt, "WITHSCORES") {
             withscores = true;
         } else if is(opt, "LIMIT") && i + 2 < args.len() && name != b"zrevrange" {
             limit = Some((int(args[i + 1])?, int(args[i + 2])?));

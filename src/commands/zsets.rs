@@ -1,12 +1,26 @@
 //! Sorted-set commands except the range family (in `zrange.rs`). The structure is in
 //! `crate::store::zset`.
 
-use super::args::{float, int, is, parse_float};
+use super::args::{int, is, parse_float};
 use super::typed::{remove_if_empty, zset, zset_mut, zset_or_create};
 use super::{collection_scan, err, CmdResult, Ctx};
 use crate::protocol::{format_double, Reply};
 use crate::store::zset::ZSet;
 use bytes::Bytes;
+
+/// A score argument as Redis's `string2d` reads it: like any float, but a value that overflows to
+/// infinity or underflows to zero is refused (only the words `inf`/`-inf` give an infinity).
+pub fn score_arg(arg: &[u8]) -> Result<f64, Reply> {
+    let bad = || Reply::error(err::NOT_FLOAT);
+    let value = parse_float(arg).ok_or_else(bad)?;
+    let mantissa = arg.split(|&b| b == b'e' || b == b'E').next().unwrap_or(arg);
+    let overflowed = value.is_infinite() && !arg.iter().any(|b| b.eq_ignore_ascii_case(&b'i'));
+    let underflowed = value == 0.0 && mantissa.iter().any(|b| (b'1'..=b'9').contains(b));
+    if overflowed || underflowed {
+        return Err(bad());
+    }
+    Ok(value)
+}
 
 /// `(member, score)` pairs in Redis's shape: RESP2 flattens them with scores as bulk strings;
 /// RESP3 nests each pair with a double score (Redis 7), unless `flat_in_resp3` (ZPOPMIN without a
@@ -73,7 +87,7 @@ pub fn zadd(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     }
     let scores = pairs
         .chunks(2)
-        .map(|p| float(p[0]))
+        .map(|p| score_arg(p[0]))
         .collect::<Result<Vec<f64>, Reply>>()?;
     let key = args[1];
     let mut locked = ctx.lock(&args[1..2]);
@@ -122,7 +136,7 @@ pub fn zadd(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 pub fn zincrby(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let delta = float(args[2])?;
+    let delta = score_arg(args[2])?;
     let mut locked = ctx.lock(&args[1..2]);
     let z = zset_or_create(&mut locked, args[1])?;
     let new = z.score(args[3]).unwrap_or(0.0) + delta;
@@ -213,16 +227,21 @@ pub fn zpop(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 pub fn zscan(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let scan_args = collection_scan::parse(args)?;
+    collection_scan::parse_cursor(args[2])?;
     let mut locked = ctx.lock(&args[1..2]);
-    Ok(match zset(&mut locked, args[1])? {
+    let found = zset(&mut locked, args[1])?;
+    if found.is_none() {
+        return Ok(collection_scan::empty());
+    }
+    let scan_args = collection_scan::parse(args)?;
+    Ok(match found {
         Some(z) => collection_scan::scan(
             z.iter()
                 .map(|(m, s)| (m, Some(Reply::bulk(format_double(s))))),
             z.len(),
             &scan_args,
         ),
-        None => Reply::Array(vec![Reply::bulk("0"), Reply::Array(Vec::new())]),
+        None => collection_scan::empty(),
     })
 }
 
@@ -233,7 +252,7 @@ pub fn parse_score_bound(arg: &[u8]) -> Result<crate::store::zset::ScoreBound, R
         Some(b'(') => (true, &arg[1..]),
         _ => (false, arg),
     };
-    let value = parse_float(text).ok_or_else(bad)?;
+    let value = parse_float(text).ok_or_else(bad)?; // bounds may overflow to ±inf, as strtod allows
     Ok(crate::store::zset::ScoreBound { value, exclusive })
 }
 
