@@ -173,13 +173,9 @@ pub fn pubsub(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             .map(|line| Reply::Status((*line).into()))
             .collect(),
         ))
-    } else if ["CHANNELS", "NUMPAT", "HELP"].iter().any(|s| is(sub, s)) {
+    } else if let Some(name) = ["channels", "numpat", "help"].iter().find(|s| is(sub, s)) {
         Err(Reply::Error(
-            format!(
-                "ERR unknown subcommand or wrong number of arguments for '{}'. Try PUBSUB HELP.",
-                super::printable(sub, 128)
-            )
-            .into(),
+            format!("ERR wrong number of arguments for 'pubsub|{name}' command").into(),
         ))
     } else {
         Err(unknown_subcommand(sub, "PUBSUB"))
