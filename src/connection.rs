@@ -71,7 +71,12 @@ async fn serve_loop(
     let mut ranges: Vec<(usize, usize)> = Vec::new();
     loop {
         let batch = run_buffered(shared, conn, info, &mut inbuf, &mut out, &mut ranges);
-        flush(stream, shared, &mut out).await?;
+        // A client that stops reading must not pin its task in a write forever: CLIENT KILL (and
+        // a Pub/Sub subscriber whose mailbox overflowed) ends the write.
+        tokio::select! {
+            written = flush(stream, shared, &mut out) => written?,
+            _ = info.kill.notified() => return Ok(()),
+        }
         match batch {
             Batch::Close => {
                 let _ = stream.shutdown().await;
@@ -292,7 +297,10 @@ async fn wait_blocked(
             delivery = next_delivery(&mut conn.subs.inbox) => {
                 take_delivery(conn, delivery, out);
                 drain_inbox(conn, out);
-                flush(stream, shared, out).await?;
+                tokio::select! {
+                    written = flush(stream, shared, out) => written?,
+                    _ = info.kill.notified() => return Ok(false),
+                }
             }
             _ = info.kill.notified() => return Ok(false),
             _ = stop.changed() => return Ok(false),

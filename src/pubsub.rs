@@ -67,7 +67,7 @@ impl Mailbox {
         let queued = self.queued_bytes.fetch_add(size, Ordering::AcqRel) + size;
         if queued > MAILBOX_BYTES || self.tx.try_send(delivery).is_err() {
             self.queued_bytes.fetch_sub(size, Ordering::AcqRel);
-            if !self.tx.is_closed() {
+            if !self.tx.is_closed() && !self.client.killed.load(Ordering::Relaxed) {
                 tracing::warn!(
                     client = self.client.id,
                     "pub/sub subscriber too slow: mailbox full, disconnecting it"
