@@ -133,6 +133,14 @@ pub struct Config {
     )]
     pub stm_strip_patterns: Vec<String>,
 
+    /// Database for the scope rows: a `postgres://` URL, or a `sqlite:` URL; default: the embedded
+    /// SQLite file `stmd.db` in --dir.
+    #[arg(long, env = "STMD_DATABASE_URL", help_heading = "Storage")]
+    pub database_url: Option<String>,
+    /// Keep no scope rows at all (summaries will not survive a restart).
+    #[arg(long, env = "STMD_NO_DATABASE", help_heading = "Storage")]
+    pub no_database: bool,
+
     /// Log level filter (error, warn, info, debug, trace, or a tracing directive).
     #[arg(
         long,
@@ -235,6 +243,20 @@ pub static PARAMS: &[Param] = &[
     number_param!("stm-max-content-bytes", stm_max_content_bytes),
     number_param!("stm-max-items", stm_max_items),
     Param {
+        name: "database",
+        get: |c| {
+            if c.no_database {
+                "none".into()
+            } else {
+                match &c.database_url {
+                    Some(url) => redact_password(url),
+                    None => c.dir.join("stmd.db").display().to_string(),
+                }
+            }
+        },
+        set: None,
+    },
+    Param {
         name: "stm-persist-queue",
         get: |c| c.stm_persist_queue.to_string(),
         set: None,
@@ -250,6 +272,25 @@ pub static PARAMS: &[Param] = &[
     fixed_param!("maxmemory", "0"),
     fixed_param!("maxmemory-policy", "noeviction"),
 ];
+
+/// A database URL with its password replaced by `***`, for display.
+pub fn redact_password(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let credentials = &url[scheme + 3..at];
+            match credentials.find(':') {
+                Some(colon) => format!(
+                    "{}{}:***{}",
+                    &url[..scheme + 3],
+                    &credentials[..colon],
+                    &url[at..]
+                ),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
 
 /// Finds a parameter by its case-insensitive name.
 pub fn find_param(name: &[u8]) -> Option<&'static Param> {
@@ -315,6 +356,15 @@ mod tests {
             (1500, 65536)
         );
         assert_eq!((c.stm_max_items, c.stm_persist_queue), (1000, 100000));
+    }
+
+    #[test]
+    fn database_passwords_are_not_shown() {
+        assert_eq!(
+            redact_password("postgres://bot:secret@db:5432/stm"),
+            "postgres://bot:***@db:5432/stm"
+        );
+        assert_eq!(redact_password("postgres://db/stm"), "postgres://db/stm");
     }
 
     #[test]

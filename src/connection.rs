@@ -24,6 +24,14 @@ const MAX_RESERVE_AHEAD: usize = 1024 * 1024;
 /// Most Pub/Sub messages moved into one output batch, so a flood cannot grow one write unbounded.
 const MAX_DRAIN: usize = 1024;
 
+/// Resolves after `secs` seconds (the `timeout` setting); never when it is 0.
+async fn idle_timeout(secs: u64) {
+    if secs == 0 {
+        std::future::pending::<()>().await;
+    }
+    tokio::time::sleep(std::time::Duration::from_secs(secs)).await;
+}
+
 /// Tells a client it cannot be served, then closes.
 pub async fn refuse(mut stream: TcpStream, error: &'static str) {
     let _ = stream.write_all(format!("-{error}\r\n").as_bytes()).await;
@@ -95,6 +103,13 @@ async fn serve_loop(
         if inbuf.capacity() - inbuf.len() < READ_CHUNK / 2 {
             inbuf.reserve(READ_CHUNK);
         }
+        // Subscribers are exempt from the idle timeout, as in Redis (and blocked clients never
+        // get here while they wait).
+        let idle_limit = if conn.subs.count() > 0 {
+            0
+        } else {
+            shared.config.read().timeout
+        };
         tokio::select! {
             read = stream.read_buf(&mut inbuf) => {
                 let read = read?;
@@ -109,6 +124,10 @@ async fn serve_loop(
             }
             _ = info.kill.notified() => return Ok(()),
             _ = stop.changed() => return Ok(()),
+            _ = idle_timeout(idle_limit) => {
+                tracing::debug!(client = info.id, "closing idle client");
+                return Ok(());
+            }
         }
     }
 }
@@ -170,12 +189,13 @@ fn run_buffered(
     ranges: &mut Vec<(usize, usize)>,
 ) -> Batch {
     drain_inbox(conn, out);
-    let (limits, query_limit) = {
+    let (mut limits, query_limit) = {
         let c = shared.config.read();
         (
             Limits {
                 max_bulk_len: c.proto_max_bulk_len as usize,
                 max_args: c.proto_max_multibulk_len as usize,
+                authenticated: true,
             },
             c.client_query_buffer_limit as usize,
         )
@@ -184,31 +204,23 @@ fn run_buffered(
     let mut commands = 0u64;
     let mut batch = Batch::Done;
     while pos < inbuf.len() && matches!(batch, Batch::Done) {
+        // AUTH may come earlier in the same batch, so this is read per request.
+        limits.authenticated = conn.authenticated;
+        let inline_args;
+        let args: SmallVec<[&[u8]; 16]>;
         match parse_request(&inbuf[pos..], limits, ranges) {
             Parsed::Request(used) => {
                 let base = pos;
                 pos += used;
-                if ranges.is_empty() {
-                    continue; // empty inline line or `*0`: nothing to run
-                }
-                let args: SmallVec<[&[u8]; 16]> = ranges
+                args = ranges
                     .iter()
                     .map(|&(s, e)| &inbuf[base + s..base + e])
                     .collect();
-                commands += 1;
-                let reply = {
-                    let mut ctx = Ctx::new(shared, conn);
-                    commands::dispatch(&mut ctx, &args)
-                };
-                if conn.block.is_some() {
-                    batch =
-                        Batch::Blocked(args.iter().map(|a| Bytes::copy_from_slice(a)).collect());
-                } else {
-                    reply.encode(conn.resp3, out);
-                    if conn.close_after_reply {
-                        batch = Batch::Close;
-                    }
-                }
+            }
+            Parsed::Inline(used, owned) => {
+                pos += used;
+                inline_args = owned;
+                args = inline_args.iter().map(Vec::as_slice).collect();
             }
             Parsed::Incomplete { min_total } => {
                 let have = inbuf.len() - pos;
@@ -225,6 +237,23 @@ fn run_buffered(
             }
             Parsed::Error(message) => {
                 Reply::Error(message.into()).encode(conn.resp3, out);
+                batch = Batch::Close;
+                break;
+            }
+        }
+        if args.is_empty() {
+            continue; // empty inline line or `*0`: nothing to run
+        }
+        commands += 1;
+        let reply = {
+            let mut ctx = Ctx::new(shared, conn);
+            commands::dispatch(&mut ctx, &args)
+        };
+        if conn.block.is_some() {
+            batch = Batch::Blocked(args.iter().map(|a| Bytes::copy_from_slice(a)).collect());
+        } else {
+            reply.encode(conn.resp3, out);
+            if conn.close_after_reply {
                 batch = Batch::Close;
             }
         }

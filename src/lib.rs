@@ -8,6 +8,7 @@ pub mod config;
 pub mod connection;
 pub mod glob;
 pub mod metrics;
+pub mod persist;
 pub mod protocol;
 pub mod pubsub;
 pub mod server;

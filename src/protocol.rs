@@ -5,69 +5,86 @@ use bytes::{BufMut, BytesMut};
 use redis_protocol::resp2::{decode::decode_range, types::RangeFrame};
 use std::borrow::Cow;
 
-/// Inline commands longer than this without a newline are refused, as Redis does.
+/// Inline commands, and header lines, longer than this without a line end are refused, as Redis
+/// does (`PROTO_INLINE_MAX_SIZE`).
 pub const MAX_INLINE_SIZE: usize = 64 * 1024;
+/// Before a client has authenticated (when a password is required) a request may declare at most
+/// this many arguments and this long a bulk string, as Redis, so strangers cannot make us buffer.
+const UNAUTHENTICATED_MAX_ARGS: i64 = 10;
+const UNAUTHENTICATED_MAX_BULK_LEN: i64 = 16 * 1024;
 
 /// The limits a connection enforces while decoding; read from the live configuration.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
     pub max_bulk_len: usize,
     pub max_args: usize,
+    /// False while a password is required and not yet given: the much smaller limits above apply.
+    pub authenticated: bool,
 }
 
 /// What the parser found at the head of the read buffer.
 #[derive(Debug, PartialEq)]
 pub enum Parsed {
-    /// A whole request of this many bytes: its argument ranges were pushed.
+    /// A whole multibulk request of this many bytes: its argument ranges were pushed.
     Request(usize),
+    /// A whole inline request of this many bytes, with its arguments unquoted and unescaped.
+    Inline(usize, Vec<Vec<u8>>),
     /// Not enough bytes yet; `min_total` is a lower bound of the bytes the request needs.
     Incomplete { min_total: usize },
     /// A request that cannot be resynchronised: reply with this error and close.
     Error(String),
 }
 
-/// Reads one request from the start of `buf`, pushing the byte range of each argument into `args`.
-/// Multibulk requests are checked against `limits` header by header before `redis-protocol` decodes
-/// them, so a declared length over a limit is refused without waiting for (or allocating) its bytes.
+fn protocol_error(what: &str) -> Parsed {
+    Parsed::Error(format!("ERR Protocol error: {what}"))
+}
+
+/// Reads one request from the start of `buf`. Multibulk requests push the byte range of each
+/// argument into `args`; inline requests return their (unescaped) arguments owned.
 pub fn parse_request(buf: &[u8], limits: Limits, args: &mut Vec<(usize, usize)>) -> Parsed {
     args.clear();
     match buf.first() {
         None => Parsed::Incomplete { min_total: 1 },
         Some(b'*') => parse_multibulk(buf, limits, args),
-        Some(_) => parse_inline(buf, args),
+        Some(_) => parse_inline(buf),
     }
 }
 
+/// Multibulk requests are checked against `limits` header by header before `redis-protocol` decodes
+/// them, so a declared length over a limit is refused without waiting for (or allocating) its bytes.
 fn parse_multibulk(buf: &[u8], limits: Limits, args: &mut Vec<(usize, usize)>) -> Parsed {
     // Pass 1: walk the headers only, checking every declared length before anything is decoded.
-    let Some((count, mut pos)) = read_header(buf, 1) else {
-        return incomplete_header(buf, 1, "multibulk");
+    let Some((line, mut pos)) = header_line(buf, 0) else {
+        return incomplete_header(buf, 0, "mbulk");
     };
-    let count = match count {
-        Ok(n) if n <= 0 => return Parsed::Request(pos), // `*0` / `*-1`: Redis ignores it
-        Ok(n) if n as u64 > limits.max_args as u64 => {
-            return Parsed::Error("Protocol error: invalid multibulk length".into())
+    let count = match parse_i64_strict(&line[1..]) {
+        Some(n) if n > i64::from(i32::MAX) => return protocol_error("invalid multibulk length"),
+        Some(n) if n <= 0 => return Parsed::Request(pos), // `*0` / `*-1`: Redis ignores it
+        Some(n) if !limits.authenticated && n > UNAUTHENTICATED_MAX_ARGS => {
+            return protocol_error("unauthenticated multibulk length")
         }
-        Ok(n) => n as usize,
-        Err(()) => return Parsed::Error("Protocol error: invalid multibulk length".into()),
+        Some(n) if n as u64 > limits.max_args as u64 => {
+            return protocol_error("invalid multibulk length")
+        }
+        Some(n) => n as usize,
+        None => return protocol_error("invalid multibulk length"),
     };
     for _ in 0..count {
-        match buf.get(pos) {
-            None => return Parsed::Incomplete { min_total: pos + 4 },
-            Some(b'$') => {}
-            Some(&other) => {
-                return Parsed::Error(format!(
-                    "Protocol error: expected '$', got '{}'",
-                    char::from(other)
-                ))
-            }
-        }
-        let Some((len, after)) = read_header(buf, pos + 1) else {
-            return incomplete_header(buf, pos + 1, "bulk");
+        let Some((line, after)) = header_line(buf, pos) else {
+            return incomplete_header(buf, pos, "bulk");
         };
-        let len = match len {
-            Ok(n) if n >= 0 && n as u64 <= limits.max_bulk_len as u64 => n as usize,
-            _ => return Parsed::Error("Protocol error: invalid bulk length".into()),
+        if line[0] != b'$' {
+            return Parsed::Error(format!(
+                "ERR Protocol error: expected '$', got '{}'",
+                char::from(line[0])
+            ));
+        }
+        let len = match parse_i64_strict(&line[1..]) {
+            Some(n) if !limits.authenticated && n > UNAUTHENTICATED_MAX_BULK_LEN => {
+                return protocol_error("unauthenticated bulk length")
+            }
+            Some(n) if n >= 0 && n as u64 <= limits.max_bulk_len as u64 => n as usize,
+            _ => return protocol_error("invalid bulk length"),
         };
         pos = after + len + 2;
         if pos > buf.len() {
@@ -80,28 +97,27 @@ fn parse_multibulk(buf: &[u8], limits: Limits, args: &mut Vec<(usize, usize)>) -
             for item in items {
                 match item {
                     RangeFrame::BulkString(range) => args.push(range),
-                    _ => return Parsed::Error("Protocol error: invalid bulk length".into()),
+                    _ => return protocol_error("invalid bulk length"),
                 }
             }
             Parsed::Request(used)
         }
-        Ok(_) | Err(_) => Parsed::Error("Protocol error: invalid bulk length".into()),
+        Ok(_) | Err(_) => protocol_error("invalid bulk length"),
     }
 }
 
-/// Reads `<integer>\r\n` starting at `start`. `None` when the line is not complete yet.
-fn read_header(buf: &[u8], start: usize) -> Option<(Result<i64, ()>, usize)> {
+/// The header line starting at `start` (without its line end) and where the next one starts. Like
+/// Redis, a header ends at `\r` and the byte after it is skipped. `None` when it is not complete.
+fn header_line(buf: &[u8], start: usize) -> Option<(&[u8], usize)> {
     let rest = buf.get(start..)?;
-    let nl = memchr_newline(rest)?;
-    let line = &rest[..nl];
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    Some((parse_i64_strict(line).ok_or(()), start + nl + 1))
+    let cr = rest.iter().position(|&b| b == b'\r')?;
+    (cr + 2 <= rest.len()).then(|| (&rest[..cr], start + cr + 2))
 }
 
-/// A header line still without its newline: refuse it when it is already too long to be a number.
+/// A header line still without its line end: refuse it once it is too long to be one.
 fn incomplete_header(buf: &[u8], start: usize, what: &str) -> Parsed {
-    if buf.len().saturating_sub(start) > 32 {
-        Parsed::Error(format!("Protocol error: too big {what} count string"))
+    if buf.len().saturating_sub(start) > MAX_INLINE_SIZE {
+        Parsed::Error(format!("ERR Protocol error: too big {what} count string"))
     } else {
         Parsed::Incomplete {
             min_total: buf.len() + 1,
@@ -109,14 +125,10 @@ fn incomplete_header(buf: &[u8], start: usize, what: &str) -> Parsed {
     }
 }
 
-fn memchr_newline(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|&b| b == b'\n')
-}
-
-fn parse_inline(buf: &[u8], args: &mut Vec<(usize, usize)>) -> Parsed {
-    let Some(nl) = memchr_newline(buf) else {
+fn parse_inline(buf: &[u8]) -> Parsed {
+    let Some(nl) = buf.iter().position(|&b| b == b'\n') else {
         if buf.len() > MAX_INLINE_SIZE {
-            return Parsed::Error("Protocol error: too big inline request".into());
+            return protocol_error("too big inline request");
         }
         return Parsed::Incomplete {
             min_total: buf.len() + 1,
@@ -127,51 +139,103 @@ fn parse_inline(buf: &[u8], args: &mut Vec<(usize, usize)>) -> Parsed {
     } else {
         nl
     };
-    match split_inline(&buf[..line_end], args) {
-        Ok(()) => Parsed::Request(nl + 1),
-        Err(()) => Parsed::Error("Protocol error: unbalanced quotes in request".into()),
+    match split_inline(&buf[..line_end]) {
+        Some(args) => Parsed::Inline(nl + 1, args),
+        None => protocol_error("unbalanced quotes in request"),
     }
 }
 
-/// Splits an inline command line on blanks, honouring double and single quotes like redis-cli.
-/// Quoted arguments are pushed as the range inside the quotes (escapes are not unescaped: inline
-/// mode is for telnet and PING, not for binary data).
-fn split_inline(line: &[u8], args: &mut Vec<(usize, usize)>) -> Result<(), ()> {
+/// C's `isspace`: what separates inline arguments.
+fn is_blank(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
+}
+
+fn hex_value(b: u8) -> Option<u8> {
+    char::from(b).to_digit(16).map(|d| d as u8)
+}
+
+/// Splits an inline command line into arguments with the rules of Redis's `sdssplitargs`: blanks
+/// separate; `"…"` understands `\n \r \t \b \a \xHH` and `\<any>`; `'…'` understands `\'`; a quote
+/// may start inside an argument but a closing quote must be followed by a blank or the end.
+/// `None` when quotes are unbalanced.
+fn split_inline(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let mut args = Vec::new();
     let mut i = 0;
-    while i < line.len() {
-        while i < line.len() && line[i].is_ascii_whitespace() {
+    loop {
+        while i < line.len() && is_blank(line[i]) {
             i += 1;
         }
         if i >= line.len() {
-            break;
+            return Some(args);
         }
-        let quote = line[i];
-        if quote == b'"' || quote == b'\'' {
-            let start = i + 1;
-            let mut j = start;
-            while j < line.len() && line[j] != quote {
-                if line[j] == b'\\' && quote == b'"' {
-                    j += 1;
+        let mut arg = Vec::new();
+        let (mut in_double, mut in_single) = (false, false);
+        while i < line.len() {
+            let c = line[i];
+            let next = line.get(i + 1).copied();
+            if in_double {
+                if c == b'\\' && next == Some(b'x') {
+                    let hex = line
+                        .get(i + 2)
+                        .and_then(|&h| hex_value(h))
+                        .zip(line.get(i + 3).and_then(|&l| hex_value(l)));
+                    if let Some((high, low)) = hex {
+                        arg.push(high * 16 + low);
+                        i += 4;
+                        continue;
+                    }
                 }
-                j += 1;
-            }
-            if j >= line.len() {
-                return Err(());
-            }
-            args.push((start, j));
-            i = j + 1;
-            if i < line.len() && !line[i].is_ascii_whitespace() {
-                return Err(());
-            }
-        } else {
-            let start = i;
-            while i < line.len() && !line[i].is_ascii_whitespace() {
+                if let (b'\\', Some(escaped)) = (c, next) {
+                    arg.push(match escaped {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 0x08,
+                        b'a' => 0x07,
+                        other => other,
+                    });
+                    i += 2;
+                } else if c == b'"' {
+                    if next.is_some_and(|n| !is_blank(n)) {
+                        return None;
+                    }
+                    i += 1;
+                    in_double = false;
+                    break;
+                } else {
+                    arg.push(c);
+                    i += 1;
+                }
+            } else if in_single {
+                if c == b'\\' && next == Some(b'\'') {
+                    arg.push(b'\'');
+                    i += 2;
+                } else if c == b'\'' {
+                    if next.is_some_and(|n| !is_blank(n)) {
+                        return None;
+                    }
+                    i += 1;
+                    in_single = false;
+                    break;
+                } else {
+                    arg.push(c);
+                    i += 1;
+                }
+            } else {
+                match c {
+                    b' ' | b'\n' | b'\r' | b'\t' => break,
+                    b'"' => in_double = true,
+                    b'\'' => in_single = true,
+                    _ => arg.push(c),
+                }
                 i += 1;
             }
-            args.push((start, i));
         }
+        if in_double || in_single {
+            return None;
+        }
+        args.push(arg);
     }
-    Ok(())
 }
 
 /// Parses a decimal i64 the way Redis's `string2ll` does: optional `-`, no `+`, no spaces, no
@@ -367,6 +431,7 @@ mod tests {
     const LIMITS: Limits = Limits {
         max_bulk_len: 512 * 1024 * 1024,
         max_args: 1024 * 1024,
+        authenticated: true,
     };
 
     fn parse(buf: &[u8]) -> (Parsed, Vec<Vec<u8>>) {
@@ -374,6 +439,10 @@ mod tests {
         let parsed = parse_request(buf, LIMITS, &mut ranges);
         let args = ranges.iter().map(|&(s, e)| buf[s..e].to_vec()).collect();
         (parsed, args)
+    }
+
+    fn error(text: &str) -> Parsed {
+        Parsed::Error(format!("ERR Protocol error: {text}"))
     }
 
     #[test]
@@ -403,48 +472,97 @@ mod tests {
         let small = Limits {
             max_bulk_len: 10,
             max_args: 3,
+            authenticated: true,
+        };
+        let mut ranges = Vec::new();
+        let mut check = |request: &[u8], expected: Parsed| {
+            assert_eq!(parse_request(request, small, &mut ranges), expected);
+        };
+        check(b"*1\r\n$11\r\n", error("invalid bulk length"));
+        check(b"*4\r\n", error("invalid multibulk length"));
+        check(b"*1\r\n$-5\r\n", error("invalid bulk length"));
+        check(b"*x\r\n", error("invalid multibulk length"));
+        check(b"*01\r\n", error("invalid multibulk length"));
+        check(b"*3000000000\r\n", error("invalid multibulk length"));
+    }
+
+    #[test]
+    fn strangers_get_redis_unauthenticated_limits() {
+        let stranger = Limits {
+            authenticated: false,
+            ..LIMITS
         };
         let mut ranges = Vec::new();
         assert_eq!(
-            parse_request(b"*1\r\n$11\r\n", small, &mut ranges),
-            Parsed::Error("Protocol error: invalid bulk length".into())
+            parse_request(b"*11\r\n", stranger, &mut ranges),
+            error("unauthenticated multibulk length")
         );
+        assert!(matches!(
+            parse_request(b"*10\r\n$16384\r\n", stranger, &mut ranges),
+            Parsed::Incomplete { .. }
+        ));
         assert_eq!(
-            parse_request(b"*4\r\n", small, &mut ranges),
-            Parsed::Error("Protocol error: invalid multibulk length".into())
+            parse_request(b"*1\r\n$16385\r\n", stranger, &mut ranges),
+            error("unauthenticated bulk length")
         );
+    }
+
+    #[test]
+    fn header_lines_end_at_carriage_return_and_have_a_size_limit() {
         assert_eq!(
-            parse_request(b"*1\r\n$-5\r\n", small, &mut ranges),
-            Parsed::Error("Protocol error: invalid bulk length".into())
+            parse(b"*1\n$4\r\nPING\r\n").0,
+            error("invalid multibulk length")
         );
-        assert_eq!(
-            parse_request(b"*x\r\n", small, &mut ranges),
-            Parsed::Error("Protocol error: invalid multibulk length".into())
-        );
+        let long = [&b"*"[..], &[b'1'; MAX_INLINE_SIZE + 1]].concat();
+        assert_eq!(parse(&long).0, error("too big mbulk count string"));
+        let long = [&b"*1\r\n$"[..], &[b'1'; MAX_INLINE_SIZE + 1]].concat();
+        assert_eq!(parse(&long).0, error("too big bulk count string"));
     }
 
     #[test]
     fn non_bulk_argument_is_a_protocol_error() {
         let (parsed, _) = parse(b"*1\r\n:5\r\n");
-        assert_eq!(
-            parsed,
-            Parsed::Error("Protocol error: expected '$', got ':'".into())
-        );
+        assert_eq!(parsed, error("expected '$', got ':'"));
+    }
+
+    fn inline(line: &[u8]) -> Vec<Vec<u8>> {
+        match parse(line).0 {
+            Parsed::Inline(used, args) => {
+                assert_eq!(used, line.len(), "{line:?}");
+                args
+            }
+            other => panic!("{line:?}: {other:?}"),
+        }
     }
 
     #[test]
-    fn inline_commands_split_on_blanks_and_quotes() {
-        let (parsed, args) = parse(b"SET  k \"hello world\"\r\nPING");
-        assert_eq!(parsed, Parsed::Request(22));
+    fn inline_commands_split_like_sdssplitargs() {
+        let (parsed, _) = parse(b"SET  k \"hello world\"\r\nPING");
         assert_eq!(
-            args,
-            vec![b"SET".to_vec(), b"k".to_vec(), b"hello world".to_vec()]
+            parsed,
+            Parsed::Inline(
+                22,
+                vec![b"SET".to_vec(), b"k".to_vec(), b"hello world".to_vec()]
+            )
         );
-        let (parsed, args) = parse(b"PING\n");
-        assert_eq!(parsed, Parsed::Request(5));
-        assert_eq!(args, vec![b"PING".to_vec()]);
+        assert_eq!(inline(b"PING\n"), vec![b"PING".to_vec()]);
+        assert_eq!(inline(b"\r\n"), Vec::<Vec<u8>>::new());
+        assert_eq!(inline(b"ECHO \"a\\x41\\n\\\"\"\r\n")[1], b"aA\n\"".to_vec());
+        assert_eq!(inline(b"ECHO 'it\\'s'\r\n")[1], b"it's".to_vec());
+        assert_eq!(
+            parse(b"ECHO a\"b c\"d\r\n").0,
+            error("unbalanced quotes in request")
+        );
+        assert_eq!(inline(b"ECHO a\"b c\"\r\n")[1], b"ab c".to_vec());
         assert!(matches!(parse(b"PING").0, Parsed::Incomplete { .. }));
-        assert!(matches!(parse(b"SET \"x\r\n").0, Parsed::Error(_)));
+        assert_eq!(
+            parse(b"SET \"x\r\n").0,
+            error("unbalanced quotes in request")
+        );
+        assert_eq!(
+            parse(b"SET \"x\"y\r\n").0,
+            error("unbalanced quotes in request")
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@ use crate::clients::ClientRegistry;
 use crate::config::Config;
 use crate::connection;
 use crate::metrics::Stats;
+use crate::persist::{self, PersistHandle};
 use crate::stm::StmState;
 use crate::store::{expiry, Store};
 use crate::{Error, Result};
@@ -38,10 +39,15 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn new(config: Config, local_addr: SocketAddr) -> Result<Shared> {
-        let stm = StmState::new(&config).map_err(Error::Config)?;
+    pub fn new(
+        config: Config,
+        local_addr: SocketAddr,
+        store: Arc<Store>,
+        persist: PersistHandle,
+    ) -> Result<Shared> {
+        let stm = StmState::new(&config, persist).map_err(Error::Config)?;
         Ok(Shared {
-            store: Arc::new(Store::new()),
+            store,
             config: RwLock::new(config),
             stats: Stats::default(),
             clients: ClientRegistry::default(),
@@ -61,7 +67,12 @@ impl Shared {
 /// lets every connection finish the replies in flight, and returns.
 pub async fn run(listener: TcpListener, config: Config, shutdown: impl Future) -> Result<()> {
     let local_addr = listener.local_addr()?;
-    let shared = Arc::new(Shared::new(config, local_addr)?);
+    let store = Arc::new(Store::new());
+    // The writer stops only after the connections have drained, so their last operations land.
+    let (writer_stop_tx, writer_stop_rx) = watch::channel(false);
+    let (persist, writer) =
+        persist::start(&config, store.clone(), writer_stop_rx).map_err(Error::Config)?;
+    let shared = Arc::new(Shared::new(config, local_addr, store, persist)?);
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
         addr = %local_addr,
@@ -132,6 +143,13 @@ pub async fn run(listener: TcpListener, config: Config, shutdown: impl Future) -
         tracing::warn!("some connections did not finish within the drain timeout");
     }
     let _ = expiry_task.await;
+    let _ = writer_stop_tx.send(true);
+    if let Some(writer) = writer {
+        let limit = persist::writer::DRAIN_TIMEOUT + Duration::from_secs(1);
+        if tokio::time::timeout(limit, writer).await.is_err() {
+            tracing::warn!("the scope-row writer did not finish in time");
+        }
+    }
     tracing::info!("stmd stopped");
     Ok(())
 }

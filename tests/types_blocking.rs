@@ -1,8 +1,6 @@
 //! BLPOP, BRPOP, BLMOVE: timeouts, FIFO wake-up order, wake-ups from other connections and from
 //! EXEC, non-blocking behaviour inside MULTI, disconnects while blocked, and no element lost or
 //! delivered twice under concurrency.
-// tests/common (the shared harness) assigns a field after Default::default().
-#![allow(clippy::field_reassign_with_default)]
 
 mod common;
 mod types_support;

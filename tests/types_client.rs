@@ -1,8 +1,6 @@
 //! The data types through the `redis` crate, in RESP2 and RESP3, as bots use them: typed results,
 //! transactional pipelines (MULTI/EXEC), WATCH, and the edges a byte table cannot show well
 //! (random picks, cursors over large collections, empty aggregates disappearing).
-// tests/common (the shared harness) assigns a field after Default::default().
-#![allow(clippy::field_reassign_with_default)]
 
 mod common;
 mod types_support;

@@ -1,7 +1,5 @@
 //! Pub/Sub in RESP2 (subscriber mode) and RESP3 (push frames beside normal replies), byte for byte.
 //! Expected bytes are the replies observed from redis-server 7.0.15 for the same sequences.
-// tests/common (the shared harness) assigns a field after Default::default().
-#![allow(clippy::field_reassign_with_default)]
 
 mod common;
 mod types_support;

@@ -1,7 +1,5 @@
 //! Byte-exact comparison with replies recorded from a real redis-server 7.0.15: every list, hash,
 //! set and sorted-set edge case in `types_support/redis_replies.rs`, in RESP2 and RESP3.
-// tests/common (the shared harness) assigns a field after Default::default().
-#![allow(clippy::field_reassign_with_default)]
 
 mod common;
 mod types_support;

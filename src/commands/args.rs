@@ -50,6 +50,11 @@ impl<'a, 'b> Cursor<'a, 'b> {
         self.pos >= self.args.len()
     }
 
+    /// Index of the next argument.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
     pub fn remaining(&self) -> usize {
         self.args.len().saturating_sub(self.pos)
     }

@@ -1,7 +1,7 @@
 //! Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, RESET, CLIENT.
 
 use super::args::{int, is, Cursor};
-use super::{err, unknown_subcommand, wrong_arity, CmdResult, Ctx};
+use super::{check_subcommand, err, wrong_arity, CmdResult, Ctx};
 use crate::protocol::Reply;
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
@@ -151,27 +151,33 @@ fn valid_client_text(text: &[u8], what: &str) -> Result<Bytes, Reply> {
     Ok(Bytes::copy_from_slice(text))
 }
 
+/// CLIENT's subcommands with their Redis arities.
+const CLIENT_SUBCOMMANDS: &[(&str, i32)] = &[
+    ("id", 2),
+    ("info", 2),
+    ("list", -2),
+    ("getname", 2),
+    ("setname", 3),
+    ("setinfo", 4),
+    ("kill", -3),
+    ("no-evict", 3),
+    ("no-touch", 3),
+    ("help", 2),
+];
+
 pub fn client(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    check_subcommand("client", CLIENT_SUBCOMMANDS, args)?;
     let sub = args[1];
-    let arity_error = || {
-        Reply::Error(
-            format!(
-                "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
-                super::printable(sub, 128)
-            )
-            .into(),
-        )
-    };
     let info = ctx.conn.info.clone();
-    if is(sub, "ID") && args.len() == 2 {
+    if is(sub, "ID") {
         Ok(Reply::Int(info.id as i64))
-    } else if is(sub, "GETNAME") && args.len() == 2 {
+    } else if is(sub, "GETNAME") {
         Ok(info.name.lock().clone().map_or(Reply::Nil, Reply::Bulk))
-    } else if is(sub, "SETNAME") && args.len() == 3 {
+    } else if is(sub, "SETNAME") {
         let name = valid_client_text(args[2], "Client names")?;
         *info.name.lock() = (!name.is_empty()).then_some(name);
         Ok(Reply::OK)
-    } else if is(sub, "SETINFO") && args.len() == 4 {
+    } else if is(sub, "SETINFO") {
         let (slot, what) = if is(args[2], "LIB-NAME") {
             (&info.lib_name, "lib-name")
         } else if is(args[2], "LIB-VER") {
@@ -188,15 +194,20 @@ pub fn client(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         let value = valid_client_text(args[3], what)?;
         *slot.lock() = (!value.is_empty()).then_some(value);
         Ok(Reply::OK)
-    } else if is(sub, "INFO") && args.len() == 2 {
+    } else if is(sub, "INFO") {
         Ok(Reply::Verbatim(format!("{}\n", info.describe())))
     } else if is(sub, "LIST") {
         client_list(ctx, &args[2..])
-    } else if is(sub, "KILL") && args.len() >= 3 {
+    } else if is(sub, "KILL") {
         client_kill(ctx, &args[2..])
-    } else if (is(sub, "NO-EVICT") || is(sub, "NO-TOUCH")) && args.len() == 3 {
-        Ok(Reply::OK)
-    } else if is(sub, "HELP") && args.len() == 2 {
+    } else if is(sub, "NO-EVICT") || is(sub, "NO-TOUCH") {
+        // Accepted for clients that set them; stmd neither evicts nor tracks access.
+        if is(args[2], "ON") || is(args[2], "OFF") {
+            Ok(Reply::OK)
+        } else {
+            Err(Reply::error(err::SYNTAX))
+        }
+    } else {
         Ok(help_reply(&[
             "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
             "ID",
@@ -213,18 +224,13 @@ pub fn client(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             "    Return information about client connections.",
             "KILL <ip:port> | ID <client-id> | ADDR <ip:port> | LADDR <ip:port> | SKIPME yes/no",
             "    Kill connections.",
+            "NO-EVICT (ON|OFF)",
+            "    Accepted; stmd never evicts clients.",
+            "NO-TOUCH (ON|OFF)",
+            "    Accepted; stmd does not track key access times.",
             "HELP",
             "    Print this help.",
         ]))
-    } else if [
-        "ID", "GETNAME", "SETNAME", "SETINFO", "INFO", "KILL", "NO-EVICT", "NO-TOUCH", "HELP",
-    ]
-    .iter()
-    .any(|s| is(sub, s))
-    {
-        Err(arity_error())
-    } else {
-        Err(unknown_subcommand(sub, "CLIENT"))
     }
 }
 

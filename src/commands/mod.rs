@@ -11,6 +11,7 @@ pub mod lists;
 pub mod pubsub;
 pub mod server;
 pub mod sets;
+pub mod stm;
 pub mod strings;
 pub mod table;
 pub mod transactions;
@@ -234,4 +235,30 @@ pub fn unknown_subcommand(sub: &[u8], container: &str) -> Reply {
         )
         .into(),
     )
+}
+
+/// Checks the subcommand of a container command (CLIENT, CONFIG, COMMAND) against `subcommands`
+/// (name, Redis arity counted over the whole request), with Redis 7's texts:
+/// `ERR wrong number of arguments for 'client|setname' command` and
+/// `ERR unknown subcommand 'x'. Try CLIENT HELP.`
+pub fn check_subcommand(
+    container: &str,
+    subcommands: &[(&str, i32)],
+    args: &[&[u8]],
+) -> Result<(), Reply> {
+    let sub = args[1];
+    let Some(&(name, arity)) = subcommands
+        .iter()
+        .find(|(name, _)| sub.eq_ignore_ascii_case(name.as_bytes()))
+    else {
+        return Err(unknown_subcommand(sub, &container.to_ascii_uppercase()));
+    };
+    let argc = args.len() as i64;
+    let arity = i64::from(arity);
+    if (arity >= 0 && argc != arity) || (arity < 0 && argc < -arity) {
+        return Err(Reply::Error(
+            wrong_arity(&format!("{container}|{name}")).into(),
+        ));
+    }
+    Ok(())
 }

@@ -3,7 +3,7 @@
 use super::args::is;
 use super::connection::{help_reply, REDIS_VERSION};
 use super::table::{self, lookup, Command, COMMANDS};
-use super::{err, unknown_subcommand, CmdResult, Ctx};
+use super::{check_subcommand, err, CmdResult, Ctx};
 use crate::config::{find_param, PARAMS};
 use crate::glob;
 use crate::metrics::rss_bytes;
@@ -170,61 +170,64 @@ fn human_bytes(n: u64) -> String {
     }
 }
 
+/// CONFIG's subcommands with their Redis arities.
+const CONFIG_SUBCOMMANDS: &[(&str, i32)] = &[
+    ("get", -3),
+    ("set", -4),
+    ("resetstat", 2),
+    ("rewrite", 2),
+    ("help", 2),
+];
+
 pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    check_subcommand("config", CONFIG_SUBCOMMANDS, args)?;
     let sub = args[1];
-    if is(sub, "GET") && args.len() >= 3 {
-        let config = ctx.shared.config.read();
-        let mut pairs = Vec::new();
-        for param in PARAMS {
-            if args[2..]
-                .iter()
-                .any(|p| glob::matches(p, param.name.as_bytes(), true))
-            {
-                pairs.push((
-                    Reply::bulk_str(param.name),
-                    Reply::bulk((param.get)(&config)),
-                ));
-            }
+    if is(sub, "GET") {
+        Ok(Reply::Map(config_get(ctx, &args[2..])))
+    } else if is(sub, "SET") {
+        if args.len() % 2 != 0 {
+            return Err(Reply::error(err::SYNTAX));
         }
-        Ok(Reply::Map(pairs))
-    } else if is(sub, "SET") && args.len() >= 4 && args.len() % 2 == 0 {
         // Validate every pair on a copy first, so a bad pair changes nothing.
         let mut updated = ctx.shared.config.read().clone();
+        let mut seen: Vec<&str> = Vec::new();
         for pair in args[2..].chunks(2) {
             let name = String::from_utf8_lossy(pair[0]).into_owned();
-            let Some(param) = find_param(pair[0]) else {
-                return Err(Reply::Error(
-                    format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'")
-                        .into(),
-                ));
-            };
-            let Some(set) = param.set else {
-                return Err(Reply::Error(
-                    format!("ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config").into(),
-                ));
-            };
-            let value = String::from_utf8_lossy(pair[1]);
-            set(&mut updated, &value).map_err(|why| {
+            let failed = |why: &str| {
                 Reply::Error(
                     format!(
                         "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
                     )
                     .into(),
                 )
-            })?;
+            };
+            let Some(param) = find_param(pair[0]) else {
+                return Err(Reply::Error(
+                    format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'")
+                        .into(),
+                ));
+            };
+            if seen.contains(&param.name) {
+                return Err(failed("duplicate parameter"));
+            }
+            seen.push(param.name);
+            let Some(set) = param.set else {
+                return Err(failed("can't set immutable config"));
+            };
+            set(&mut updated, &String::from_utf8_lossy(pair[1])).map_err(|why| failed(&why))?;
         }
         *ctx.shared.config.write() = updated;
         Ok(Reply::OK)
-    } else if is(sub, "RESETSTAT") && args.len() == 2 {
+    } else if is(sub, "RESETSTAT") {
         ctx.shared.stats.reset();
         ctx.shared.store.expired_keys.store(0, Ordering::Relaxed);
         ctx.shared.stm.reset_stats();
         Ok(Reply::OK)
-    } else if is(sub, "REWRITE") && args.len() == 2 {
+    } else if is(sub, "REWRITE") {
         Err(Reply::error(
             "ERR The server is running without a config file",
         ))
-    } else if is(sub, "HELP") && args.len() == 2 {
+    } else {
         Ok(help_reply(&[
             "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
             "GET <pattern>",
@@ -236,20 +239,36 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             "HELP",
             "    Print this help.",
         ]))
-    } else if ["GET", "SET", "RESETSTAT", "REWRITE", "HELP"]
-        .iter()
-        .any(|s| is(sub, s))
-    {
-        Err(Reply::Error(
-            format!(
-                "ERR unknown subcommand or wrong number of arguments for '{}'. Try CONFIG HELP.",
-                super::printable(sub, 128)
-            )
-            .into(),
-        ))
-    } else {
-        Err(unknown_subcommand(sub, "CONFIG"))
     }
+}
+
+/// CONFIG GET: an exact name answers under the name as typed (as Redis does); a glob answers with
+/// every matching parameter. Each parameter appears once.
+fn config_get(ctx: &Ctx, patterns: &[&[u8]]) -> Vec<(Reply, Reply)> {
+    let config = ctx.shared.config.read();
+    let mut seen: Vec<&str> = Vec::new();
+    let mut pairs = Vec::new();
+    for pattern in patterns {
+        if !pattern.iter().any(|b| matches!(b, b'*' | b'?' | b'[')) {
+            if let Some(param) = find_param(pattern) {
+                if !seen.contains(&param.name) {
+                    seen.push(param.name);
+                    pairs.push((Reply::bulk(pattern), Reply::bulk((param.get)(&config))));
+                }
+            }
+            continue;
+        }
+        for param in PARAMS {
+            if !seen.contains(&param.name) && glob::matches(pattern, param.name.as_bytes(), true) {
+                seen.push(param.name);
+                pairs.push((
+                    Reply::bulk_str(param.name),
+                    Reply::bulk((param.get)(&config)),
+                ));
+            }
+        }
+    }
+    pairs
 }
 
 fn status_set(items: impl Iterator<Item = String>) -> Reply {
@@ -308,17 +327,26 @@ fn command_docs(cmd: &Command) -> Reply {
     ])
 }
 
-pub fn command(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+/// COMMAND's subcommands with their Redis arities.
+const COMMAND_SUBCOMMANDS: &[(&str, i32)] = &[
+    ("count", 2),
+    ("list", -2),
+    ("info", -2),
+    ("docs", -2),
+    ("getkeys", -4),
+    ("help", 2),
+];
+
+pub fn command(_ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     if args.len() == 1 {
         return Ok(Reply::Array(COMMANDS.iter().map(command_info).collect()));
     }
+    check_subcommand("command", COMMAND_SUBCOMMANDS, args)?;
     let sub = args[1];
-    if is(sub, "COUNT") && args.len() == 2 {
+    if is(sub, "COUNT") {
         Ok(Reply::Int(COMMANDS.len() as i64))
     } else if is(sub, "LIST") {
-        Ok(Reply::Array(
-            COMMANDS.iter().map(|c| Reply::bulk_str(c.name)).collect(),
-        ))
+        command_list(&args[2..])
     } else if is(sub, "INFO") {
         if args.len() == 2 {
             return Ok(Reply::Array(COMMANDS.iter().map(command_info).collect()));
@@ -326,7 +354,7 @@ pub fn command(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         Ok(Reply::Array(
             args[2..]
                 .iter()
-                .map(|name| lookup(name).map_or(Reply::NilArray, command_info))
+                .map(|name| lookup(name).map_or(Reply::Nil, command_info))
                 .collect(),
         ))
     } else if is(sub, "DOCS") {
@@ -341,32 +369,32 @@ pub fn command(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
                 .map(|c| (Reply::bulk_str(c.name), command_docs(c)))
                 .collect(),
         ))
-    } else if is(sub, "GETKEYS") && args.len() >= 3 {
+    } else if is(sub, "GETKEYS") {
         let target = &args[2..];
         let Some(cmd) = lookup(target[0]) else {
             return Err(Reply::error("ERR Invalid command specified"));
         };
+        if cmd.first_key <= 0 {
+            return Err(Reply::error("ERR The command has no key arguments"));
+        }
         if !cmd.arity_ok(target.len()) {
             return Err(Reply::error(
                 "ERR Invalid number of arguments specified for command",
             ));
         }
-        let keys: Vec<Reply> = cmd
-            .key_positions(target.len())
-            .map(|i| Reply::bulk(target[i]))
-            .collect();
-        if keys.is_empty() {
-            return Err(Reply::error("ERR The command has no key arguments"));
-        }
-        Ok(Reply::Array(keys))
-    } else if is(sub, "HELP") && args.len() == 2 {
+        Ok(Reply::Array(
+            cmd.key_positions(target.len())
+                .map(|i| Reply::bulk(target[i]))
+                .collect(),
+        ))
+    } else {
         Ok(help_reply(&[
             "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
             "(no subcommand)",
             "    Return details about all commands.",
             "COUNT",
             "    Return the total number of commands in this server.",
-            "LIST",
+            "LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]",
             "    Return a list of all commands in this server.",
             "INFO [<command-name> ...]",
             "    Return details about multiple commands.",
@@ -377,10 +405,36 @@ pub fn command(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             "HELP",
             "    Print this help.",
         ]))
-    } else {
-        let _ = ctx;
-        Err(unknown_subcommand(sub, "COMMAND"))
     }
+}
+
+/// COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN pattern].
+fn command_list(filter: &[&[u8]]) -> CmdResult {
+    let keep: Box<dyn Fn(&Command) -> bool> = match filter {
+        [] => Box::new(|_| true),
+        [by, kind, value] if is(by, "FILTERBY") => {
+            let value = value.to_vec();
+            if is(kind, "MODULE") {
+                Box::new(|_| false) // no modules
+            } else if is(kind, "ACLCAT") {
+                Box::new(move |c| {
+                    acl_categories(c).any(|cat| cat.as_bytes()[1..].eq_ignore_ascii_case(&value))
+                })
+            } else if is(kind, "PATTERN") {
+                Box::new(move |c| glob::matches(&value, c.name.as_bytes(), true))
+            } else {
+                return Err(Reply::error(err::SYNTAX));
+            }
+        }
+        _ => return Err(Reply::error(err::SYNTAX)),
+    };
+    Ok(Reply::Array(
+        COMMANDS
+            .iter()
+            .filter(|c| keep(c))
+            .map(|c| Reply::bulk_str(c.name))
+            .collect(),
+    ))
 }
 
 pub fn dbsize(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {

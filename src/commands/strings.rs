@@ -1,6 +1,6 @@
 //! String commands.
 
-use super::args::{float, int, is, Cursor};
+use super::args::{float, int, is};
 use super::{err, CmdResult, Ctx};
 use crate::metrics::Stats;
 use crate::protocol::{parse_i64_strict, Reply};
@@ -68,13 +68,40 @@ fn deadline(
     Ok(at as u64)
 }
 
-pub fn set(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let (key, value) = (args[1], args[2]);
-    let mut options = Cursor::new(args, 3);
-    let (mut nx, mut xx, mut get, mut keepttl) = (false, false, false, false);
-    let mut expiry: Option<(&[u8], i64, bool)> = None;
-    while !options.is_done() {
-        let option = options.next_arg()?;
+/// The expiry a SET or GETEX option asked for.
+#[derive(Clone, Copy, PartialEq)]
+enum ExpiryOption<'a> {
+    /// EX, PX, EXAT or PXAT with its unit in ms, whether it is absolute, and the raw amount.
+    Timed(&'static str, i64, bool, &'a [u8]),
+    KeepTtl,
+    Persist,
+}
+
+/// The options of SET (`for_set`) or GETEX, parsed with the rules of Redis's
+/// `parseExtendedStringArgumentsOrReply`: one kind of expiry (repeating the same kind is allowed,
+/// the last one wins), NX excludes XX, anything else is a syntax error.
+struct StringOptions<'a> {
+    nx: bool,
+    xx: bool,
+    get: bool,
+    expiry: Option<ExpiryOption<'a>>,
+}
+
+fn parse_string_options<'a>(
+    args: &[&'a [u8]],
+    start: usize,
+    for_set: bool,
+) -> Result<StringOptions<'a>, Reply> {
+    let mut o = StringOptions {
+        nx: false,
+        xx: false,
+        get: false,
+        expiry: None,
+    };
+    let mut j = start;
+    while j < args.len() {
+        let option = args[j];
+        let next = args.get(j + 1).copied();
         let timed = [
             ("EX", 1000, false),
             ("PX", 1, false),
@@ -83,23 +110,50 @@ pub fn set(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         ]
         .into_iter()
         .find(|(name, _, _)| is(option, name));
-        if let Some((_, unit, absolute)) = timed {
-            if expiry.is_some() || keepttl || options.is_done() {
+        let same_kind_or_none = |kind: &str| match o.expiry {
+            None => true,
+            Some(ExpiryOption::Timed(name, ..)) => name == kind,
+            Some(_) => false,
+        };
+        if for_set && is(option, "NX") && !o.xx {
+            o.nx = true;
+        } else if for_set && is(option, "XX") && !o.nx {
+            o.xx = true;
+        } else if for_set && is(option, "GET") {
+            o.get = true;
+        } else if for_set
+            && is(option, "KEEPTTL")
+            && matches!(o.expiry, None | Some(ExpiryOption::KeepTtl))
+        {
+            o.expiry = Some(ExpiryOption::KeepTtl);
+        } else if !for_set
+            && is(option, "PERSIST")
+            && matches!(o.expiry, None | Some(ExpiryOption::Persist))
+        {
+            o.expiry = Some(ExpiryOption::Persist);
+        } else if let (Some((name, unit, absolute)), Some(amount)) = (timed, next) {
+            if !same_kind_or_none(name) {
                 return Err(Reply::error(err::SYNTAX));
             }
-            expiry = Some((options.next_arg()?, unit, absolute));
-        } else if is(option, "NX") && !xx {
-            nx = true;
-        } else if is(option, "XX") && !nx {
-            xx = true;
-        } else if is(option, "GET") {
-            get = true;
-        } else if is(option, "KEEPTTL") && expiry.is_none() {
-            keepttl = true;
+            o.expiry = Some(ExpiryOption::Timed(name, unit, absolute, amount));
+            j += 1;
         } else {
             return Err(Reply::error(err::SYNTAX));
         }
+        j += 1;
     }
+    Ok(o)
+}
+
+pub fn set(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let (key, value) = (args[1], args[2]);
+    let options = parse_string_options(args, 3, true)?;
+    let (nx, xx, get) = (options.nx, options.xx, options.get);
+    let keepttl = options.expiry == Some(ExpiryOption::KeepTtl);
+    let expiry = match options.expiry {
+        Some(ExpiryOption::Timed(_, unit, absolute, amount)) => Some((amount, unit, absolute)),
+        _ => None,
+    };
     let mut locked = ctx.lock(&args[1..2]);
     let expire_at = match expiry {
         Some((amount, unit, absolute)) => deadline(amount, unit, absolute, locked.now, "set")?,
@@ -173,42 +227,24 @@ pub fn getdel(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 pub fn getex(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let mut options = Cursor::new(args, 2);
-    // None: leave the TTL alone; Some(0): persist; Some(t): expire at t.
-    let mut change: Option<(Option<&[u8]>, i64, bool)> = None;
-    while !options.is_done() {
-        let option = options.next_arg()?;
-        let timed = [
-            ("EX", 1000, false),
-            ("PX", 1, false),
-            ("EXAT", 1000, true),
-            ("PXAT", 1, true),
-        ]
-        .into_iter()
-        .find(|(name, _, _)| is(option, name));
-        if change.is_some() {
-            return Err(Reply::error(err::SYNTAX));
-        }
-        if let Some((_, unit, absolute)) = timed {
-            change = Some((Some(options.next_arg()?), unit, absolute));
-        } else if is(option, "PERSIST") {
-            change = Some((None, 0, false));
-        } else {
-            return Err(Reply::error(err::SYNTAX));
-        }
-    }
+    let options = parse_string_options(args, 2, false)?;
     let mut locked = ctx.lock(&args[1..2]);
     let now = locked.now;
-    let new_deadline = match change {
-        Some((Some(amount), unit, absolute)) => {
-            Some(deadline(amount, unit, absolute, now, "getex")?)
-        }
-        Some((None, _, _)) => Some(0),
+    // As Redis: WRONGTYPE first, then an invalid expire time, then a missing key's nil.
+    let value = match locked.get(args[1]) {
+        Some(entry) => Some(string_of(entry)?.clone()),
         None => None,
     };
-    let value = match locked.get(args[1]) {
-        Some(entry) => string_of(entry)?.clone(),
-        None => return Ok(Reply::Nil),
+    // None: leave the TTL alone; Some(0): persist; Some(t): expire at t.
+    let new_deadline = match options.expiry {
+        Some(ExpiryOption::Timed(_, unit, absolute, amount)) => {
+            Some(deadline(amount, unit, absolute, now, "getex")?)
+        }
+        Some(_) => Some(0),
+        None => None,
+    };
+    let Some(value) = value else {
+        return Ok(Reply::Nil);
     };
     if let Some(at) = new_deadline {
         if at != 0 && at <= now {

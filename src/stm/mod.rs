@@ -1,12 +1,15 @@
 //! Short-term memory: the entry type stored under `shortterm:…` keys, the key format and scopes.
 
+pub mod capture;
 pub mod index;
+pub mod render;
 pub mod text;
 
 use bytes::Bytes;
+use std::sync::Arc;
 
 /// Which scope an entry belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Scope {
     /// `shortterm:user:<user>:<channel>[:<persona>]`: one user's view across channels.
     User,
@@ -21,6 +24,115 @@ impl Scope {
             Scope::Server => "server",
         }
     }
+}
+
+/// Prefix of every STM key.
+pub const KEY_PREFIX: &str = "shortterm:";
+
+/// The identity of one scope: what its key and its database row are made of.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ScopeKey {
+    pub scope: Scope,
+    /// The user (user scope only).
+    pub user: Option<Bytes>,
+    /// The server (server scope; user scope in a server channel; None in DMs).
+    pub server: Option<Bytes>,
+    pub channel: Bytes,
+    /// None for persona `0` / absent.
+    pub persona: Option<u64>,
+}
+
+impl ScopeKey {
+    /// `shortterm:user:<user>:<channel>[:<persona>]` or `shortterm:server:<server>:<channel>[:<persona>]`.
+    pub fn key(&self) -> Bytes {
+        let owner = match self.scope {
+            Scope::User => self.user.as_deref(),
+            Scope::Server => self.server.as_deref(),
+        }
+        .unwrap_or_default();
+        let mut key =
+            Vec::with_capacity(KEY_PREFIX.len() + 8 + owner.len() + self.channel.len() + 12);
+        key.extend_from_slice(KEY_PREFIX.as_bytes());
+        key.extend_from_slice(self.scope.as_str().as_bytes());
+        key.push(b':');
+        key.extend_from_slice(owner);
+        key.push(b':');
+        key.extend_from_slice(&self.channel);
+        if let Some(persona) = self.persona {
+            key.push(b':');
+            key.extend_from_slice(itoa::Buffer::new().format(persona).as_bytes());
+        }
+        Bytes::from(key)
+    }
+
+    /// Reads a key of exactly the form [`ScopeKey::key`] writes. A user-scope key does not name its
+    /// server, so `server` is None for it.
+    pub fn parse(key: &[u8]) -> Option<ScopeKey> {
+        let rest = key.strip_prefix(KEY_PREFIX.as_bytes())?;
+        let mut parts = rest.split(|&b| b == b':');
+        let scope = match parts.next()? {
+            b"user" => Scope::User,
+            b"server" => Scope::Server,
+            _ => return None,
+        };
+        let owner = parts.next().filter(|id| valid_id(id))?;
+        let channel = parts.next().filter(|id| valid_id(id))?;
+        let persona = match parts.next() {
+            None => None,
+            Some(p) => Some(parse_persona_suffix(p)?),
+        };
+        if parts.next().is_some() {
+            return None;
+        }
+        let owner = Bytes::copy_from_slice(owner);
+        let (user, server) = match scope {
+            Scope::User => (Some(owner), None),
+            Scope::Server => (None, Some(owner)),
+        };
+        Some(ScopeKey {
+            scope,
+            user,
+            server,
+            channel: Bytes::copy_from_slice(channel),
+            persona,
+        })
+    }
+}
+
+/// A persona suffix: a positive integer without leading zeros.
+fn parse_persona_suffix(text: &[u8]) -> Option<u64> {
+    if text.first().is_none_or(|&b| b == b'0') || !text.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(text).ok()?.parse().ok()
+}
+
+/// Ids are 1 to 64 bytes without `:`, whitespace or control characters.
+pub fn valid_id(id: &[u8]) -> bool {
+    (1..=64).contains(&id.len())
+        && id
+            .iter()
+            .all(|&b| b != b':' && !b.is_ascii_whitespace() && !b.is_ascii_control())
+}
+
+/// A persona argument: a non-negative integer; `0` or `-` mean none.
+pub fn parse_persona(text: &[u8]) -> Option<Option<u64>> {
+    if text == b"-" {
+        return Some(None);
+    }
+    if text.is_empty() || !text.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let value: u64 = std::str::from_utf8(text).ok()?.parse().ok()?;
+    Some((value != 0).then_some(value))
+}
+
+/// A lineage argument: an integer, or `-` for none.
+pub fn parse_lineage(text: &[u8]) -> Option<Option<i64>> {
+    if text == b"-" {
+        return Some(None);
+    }
+    crate::protocol::parse_i64_strict(text).map(Some)
 }
 
 /// Who said a message.
@@ -59,7 +171,9 @@ pub struct StmEntry {
     pub parent: Option<Bytes>,
     pub persona: Option<u64>,
     pub lineage: Option<i64>,
-    pub messages: Vec<StmMessage>,
+    /// Oldest first. Shared by the user and server entries of one capture (a capture replaces the
+    /// whole list, so the slice is never changed in place).
+    pub messages: Arc<[StmMessage]>,
     pub summary: Option<String>,
     /// slug → text, sorted by slug.
     pub categories: Vec<(String, String)>,
@@ -69,7 +183,46 @@ pub struct StmEntry {
     pub last_updated: u64,
 }
 
+impl StmEntry {
+    /// A new entry for `scope` with nothing remembered yet.
+    pub fn new(scope: &ScopeKey, now: u64) -> StmEntry {
+        StmEntry {
+            scope: scope.scope,
+            user: scope.user.clone(),
+            server: scope.server.clone(),
+            channel: scope.channel.clone(),
+            parent: None,
+            persona: scope.persona,
+            lineage: None,
+            messages: Arc::new([]),
+            summary: None,
+            categories: Vec::new(),
+            turns_since_refresh: 0,
+            last_refreshed_turn: 0,
+            last_updated: now,
+        }
+    }
+
+    /// Distilled memory (a summary or categories) earns the longer expiry.
+    pub fn has_distilled(&self) -> bool {
+        self.summary.as_deref().is_some_and(|s| !s.is_empty()) || !self.categories.is_empty()
+    }
+
+    /// The identity of this entry's scope (for its row).
+    pub fn scope_key(&self) -> ScopeKey {
+        ScopeKey {
+            scope: self.scope,
+            user: self.user.clone(),
+            server: self.server.clone(),
+            channel: self.channel.clone(),
+            persona: self.persona,
+        }
+    }
+}
+
 use crate::config::Config;
+use crate::persist::db::WarmRow;
+use crate::persist::PersistHandle;
 use crate::store::Store;
 use std::sync::atomic::{AtomicU64, Ordering};
 use text::TextCleaner;
@@ -110,16 +263,18 @@ impl StmStats {
 pub struct StmState {
     pub cleaner: TextCleaner,
     pub stats: StmStats,
+    pub persist: PersistHandle,
 }
 
 impl StmState {
     /// Compiles the configured strip patterns; a bad pattern is a start-up error.
-    pub fn new(config: &Config) -> Result<StmState, String> {
+    pub fn new(config: &Config, persist: PersistHandle) -> Result<StmState, String> {
         let cleaner = TextCleaner::new(&config.stm_strip_patterns)
             .map_err(|e| format!("invalid --stm-strip-pattern: {e}"))?;
         Ok(StmState {
             cleaner,
             stats: StmStats::default(),
+            persist,
         })
     }
 
@@ -142,5 +297,25 @@ impl StmState {
         for (name, counter) in self.stats.counters() {
             line(name, counter.load(Ordering::Relaxed).to_string());
         }
+        self.persist.render_info(line);
     }
+}
+
+/// Brings a row with distilled memory back as an entry without messages, expiring as if last
+/// written at the row's `updated_at`. A live entry always wins. Returns whether it was restored.
+pub fn restore(store: &Store, row: &WarmRow, summary_ttl_ms: u64) -> bool {
+    let key = row.scope.key();
+    let expire_at = row.updated_ms.saturating_add(summary_ttl_ms);
+    let mut locked = store.lock_one(&key);
+    if expire_at <= locked.now || locked.contains(&key) {
+        return false;
+    }
+    let mut entry = StmEntry::new(&row.scope, row.updated_ms);
+    entry.lineage = row.lineage;
+    entry.summary = row.summary.clone().filter(|s| !s.is_empty());
+    entry.categories = row.categories.clone();
+    entry.turns_since_refresh = row.turns_since_refresh;
+    entry.last_refreshed_turn = row.last_refreshed_turn;
+    locked.set(&key, crate::store::Value::Stm(Box::new(entry)), expire_at);
+    true
 }

@@ -301,6 +301,19 @@ impl<'a> Locked<'a> {
         }
     }
 
+    /// The live entries among `keys`, each with its key as stored.
+    pub fn entries_of<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<(&Bytes, &Entry)> {
+        keys.iter()
+            .filter_map(|key| {
+                let key = key.as_ref();
+                let shard = self.store.shard_of(key);
+                let (_, guard) = self.guards.iter().find(|(s, _)| *s == shard)?;
+                let (k, v) = guard.get_key_value(key)?;
+                (!v.get().is_expired(self.now)).then(|| (k, v.get()))
+            })
+            .collect()
+    }
+
     /// Like [`Locked::for_each`], for one of the locked shards only.
     pub fn for_each_in_shard(&self, shard: usize, mut f: impl FnMut(&Bytes, &Entry)) {
         for (_, guard) in self.guards.iter().filter(|(s, _)| *s == shard) {

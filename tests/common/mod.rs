@@ -1,6 +1,8 @@
 //! Test harness: a real stmd server in-process on 127.0.0.1:0, reached over real TCP.
 #![allow(dead_code)]
 
+pub mod stm;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 use stmd::config::Config;
@@ -22,8 +24,12 @@ impl TestServer {
 
     /// Starts a server whose configuration `tweak` may change first.
     pub async fn start_with(tweak: impl FnOnce(&mut Config)) -> TestServer {
-        let mut config = Config::default();
-        config.port = 0;
+        // No database unless a test asks for one: tests must not leave files behind.
+        let mut config = Config {
+            port: 0,
+            no_database: true,
+            ..Config::default()
+        };
         tweak(&mut config);
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
@@ -121,6 +127,64 @@ impl RawConn {
             "reply to {:?}",
             String::from_utf8_lossy(request)
         );
+    }
+
+    /// Reads exactly one RESP2/RESP3 reply frame (fails after 5 s).
+    pub async fn read_reply(&mut self) -> Vec<u8> {
+        let mut frame = Vec::new();
+        tokio::time::timeout(Duration::from_secs(5), self.read_frame(&mut frame))
+            .await
+            .expect("timed out reading reply");
+        frame
+    }
+
+    async fn read_line(&mut self, frame: &mut Vec<u8>) -> Vec<u8> {
+        let start = frame.len();
+        while !frame[start..].ends_with(b"\r\n") {
+            let mut byte = [0u8; 1];
+            self.stream.read_exact(&mut byte).await.expect("read");
+            frame.push(byte[0]);
+        }
+        frame[start + 1..frame.len() - 2].to_vec()
+    }
+
+    fn read_frame<'a>(
+        &'a mut self,
+        frame: &'a mut Vec<u8>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + 'a>> {
+        Box::pin(async move {
+            let kind_at = frame.len();
+            let header = self.read_line(frame).await;
+            let kind = frame[kind_at];
+            let n: i64 = std::str::from_utf8(&header)
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
+            match kind {
+                b'$' | b'=' | b'!' if n >= 0 => {
+                    let mut body = vec![0u8; n as usize + 2];
+                    self.stream.read_exact(&mut body).await.expect("read");
+                    frame.extend_from_slice(&body);
+                }
+                b'*' | b'~' | b'>' | b'%' | b'|' if n > 0 => {
+                    let items = if matches!(kind, b'%' | b'|') {
+                        n * 2
+                    } else {
+                        n
+                    };
+                    for _ in 0..items {
+                        self.read_frame(frame).await;
+                    }
+                }
+                _ => {}
+            }
+        })
+    }
+
+    /// Sends one command and returns its whole reply frame.
+    pub async fn command(&mut self, args: &[&[u8]]) -> Vec<u8> {
+        self.send(&resp(args)).await;
+        self.read_reply().await
     }
 
     /// True when the server closed the connection (EOF within 5 s).

@@ -1,0 +1,630 @@
+//! The STM.* commands: argument parsing and locking here, the domain logic in `crate::stm`.
+
+use super::args::{is, Cursor};
+use super::{err, CmdResult, Ctx};
+use crate::persist::PersistOp;
+use crate::protocol::Reply;
+use crate::stm::capture::{self, entry_at, CaptureRequest, MessageItem, ReplyItem, Skip, Ttls};
+use crate::stm::{
+    parse_lineage, parse_persona, render, valid_id, Role, Scope, ScopeKey, StmEntry, StmStats,
+};
+use crate::store::Value;
+use bytes::Bytes;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+fn error(text: &'static str) -> Reply {
+    Reply::error(text)
+}
+
+/// An id argument (user, channel, server, parent), or `ERR invalid <what> id`.
+fn id<'a>(arg: &'a [u8], what: &'static str) -> Result<&'a [u8], Reply> {
+    if valid_id(arg) {
+        Ok(arg)
+    } else {
+        Err(Reply::Error(format!("ERR invalid {what} id").into()))
+    }
+}
+
+/// `SERVER <id|DM>`: None for a direct message.
+fn server_id(arg: &[u8]) -> Result<Option<&[u8]>, Reply> {
+    if is(arg, "DM") {
+        Ok(None)
+    } else {
+        id(arg, "server").map(Some)
+    }
+}
+
+fn speaker(arg: &[u8]) -> Result<Option<&[u8]>, Reply> {
+    if arg == b"-" {
+        return Ok(None);
+    }
+    if arg.is_empty() || arg.len() > 256 || arg.iter().any(u8::is_ascii_control) {
+        return Err(error("ERR invalid speaker"));
+    }
+    Ok(Some(arg))
+}
+
+fn persona(arg: &[u8]) -> Result<Option<u64>, Reply> {
+    parse_persona(arg).ok_or_else(|| error("ERR invalid persona id"))
+}
+
+fn lineage(arg: &[u8]) -> Result<Option<i64>, Reply> {
+    parse_lineage(arg).ok_or_else(|| error("ERR invalid lineage id"))
+}
+
+/// Sets a once-only option, or answers a syntax error when it was already given.
+fn once<T>(slot: &mut Option<T>, value: T) -> Result<(), Reply> {
+    if slot.is_some() {
+        return Err(Reply::error(err::SYNTAX));
+    }
+    *slot = Some(value);
+    Ok(())
+}
+
+/// Limits read from the live configuration once per command.
+struct Limits {
+    max_messages: usize,
+    max_content: usize,
+    max_items: usize,
+    max_summary_chars: usize,
+    ttls: Ttls,
+}
+
+fn limits(ctx: &Ctx) -> Limits {
+    let c = ctx.shared.config.read();
+    Limits {
+        max_messages: c.stm_max_messages as usize,
+        max_content: c.stm_max_content_bytes as usize,
+        max_items: c.stm_max_items as usize,
+        max_summary_chars: c.stm_max_summary_chars as usize,
+        ttls: Ttls {
+            plain: c.stm_ttl.saturating_mul(1000),
+            distilled: c.stm_summary_ttl.saturating_mul(1000),
+        },
+    }
+}
+
+fn parse_capture<'a>(args: &[&'a [u8]], limits: &Limits) -> Result<CaptureRequest<'a>, Reply> {
+    let (mut user, mut channel, mut server, mut parent, mut privacy) =
+        (None, None, None, None, None);
+    let mut stop = false;
+    let mut messages = Vec::new();
+    let mut replies = Vec::new();
+    let mut c = Cursor::new(args, 1);
+    let content = |arg: &'a [u8]| {
+        if arg.len() > limits.max_content {
+            Err(error("ERR MSG/REPLY content exceeds stm-max-content-bytes"))
+        } else {
+            Ok(arg)
+        }
+    };
+    while !c.is_done() {
+        let option = c.next_arg()?;
+        if is(option, "USER") {
+            once(&mut user, id(c.next_arg()?, "user")?)?;
+        } else if is(option, "CHANNEL") {
+            once(&mut channel, id(c.next_arg()?, "channel")?)?;
+        } else if is(option, "SERVER") {
+            once(&mut server, server_id(c.next_arg()?)?)?;
+        } else if is(option, "PARENT") {
+            once(&mut parent, id(c.next_arg()?, "parent")?)?;
+        } else if is(option, "PRIVACY") {
+            let level = c.next_arg()?;
+            let full = match () {
+                _ if is(level, "MINIMAL") || level == b"0" => false,
+                _ if is(level, "PARTIAL") || level == b"1" => false,
+                _ if is(level, "FULL") || level == b"2" => true,
+                _ => return Err(error("ERR invalid privacy level")),
+            };
+            once(&mut privacy, full)?;
+        } else if is(option, "STOP") {
+            if stop {
+                return Err(Reply::error(err::SYNTAX));
+            }
+            stop = true;
+        } else if is(option, "MSG") {
+            let role = c.next_arg()?;
+            let role = if is(role, "user") {
+                Role::User
+            } else if is(role, "model") {
+                Role::Model
+            } else {
+                return Err(error("ERR invalid role, expected user or model"));
+            };
+            let speaker = speaker(c.next_arg()?)?;
+            messages.push(MessageItem {
+                role,
+                speaker,
+                content: content(c.next_arg()?)?,
+            });
+        } else if is(option, "REPLY") {
+            let persona = persona(c.next_arg()?)?;
+            let lineage = lineage(c.next_arg()?)?;
+            let speaker = speaker(c.next_arg()?)?;
+            replies.push(ReplyItem {
+                persona,
+                lineage,
+                speaker,
+                content: content(c.next_arg()?)?,
+            });
+        } else {
+            return Err(Reply::error(err::SYNTAX));
+        }
+        if messages.len() + replies.len() > limits.max_items {
+            return Err(error("ERR too many MSG/REPLY items (stm-max-items)"));
+        }
+    }
+    let (Some(user), Some(channel), Some(server)) = (user, channel, server) else {
+        return Err(error("ERR USER, CHANNEL and SERVER are required"));
+    };
+    Ok(CaptureRequest {
+        user,
+        channel,
+        server,
+        parent,
+        privacy_full: privacy.unwrap_or(false),
+        stop,
+        messages,
+        replies,
+    })
+}
+
+fn skip_counter(stats: &StmStats, skip: Skip) -> &AtomicU64 {
+    match skip {
+        Skip::Stop => &stats.skipped_stop,
+        Skip::Privacy => &stats.skipped_privacy,
+        Skip::NoMessages => &stats.skipped_no_messages,
+        Skip::NoReplies => &stats.skipped_no_replies,
+        Skip::Empty => &stats.skipped_empty,
+    }
+}
+
+fn key_array(keys: Vec<Bytes>) -> Reply {
+    Reply::Array(keys.into_iter().map(Reply::Bulk).collect())
+}
+
+pub fn capture(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let limits = limits(ctx);
+    let req = parse_capture(args, &limits)?;
+    let now = crate::store::now_ms();
+    let plan = match capture::plan(&req, &ctx.shared.stm.cleaner, limits.max_messages, now) {
+        Ok(plan) => plan,
+        Err(skip) => {
+            skip_counter(&ctx.shared.stm.stats, skip).fetch_add(1, Ordering::Relaxed);
+            return Ok(Reply::Array(vec![]));
+        }
+    };
+    let keys = plan.keys();
+    let shared = ctx.shared;
+    let mut locked = ctx.lock(&keys);
+    if capture::any_wrong_type(&mut locked, &keys) {
+        return Err(Reply::error(err::WRONGTYPE));
+    }
+    capture::apply(&mut locked, &plan, limits.ttls, &shared.stm.persist);
+    shared.stm.stats.captures.fetch_add(1, Ordering::Relaxed);
+    Ok(key_array(keys))
+}
+
+/// The STM entry at a key for reading: Ok(None) when absent, WRONGTYPE for another type.
+fn read_entry<'l>(
+    locked: &'l mut crate::store::Locked,
+    key: &[u8],
+) -> Result<Option<(&'l StmEntry, u64)>, Reply> {
+    match locked.get(key) {
+        None => Ok(None),
+        Some(e) => match &e.value {
+            Value::Stm(entry) => Ok(Some((entry, e.expire_at))),
+            _ => Err(Reply::error(err::WRONGTYPE)),
+        },
+    }
+}
+
+/// `FORMAT RESP|JSON`; true for JSON.
+fn format_json(arg: &[u8]) -> Result<bool, Reply> {
+    if is(arg, "JSON") {
+        Ok(true)
+    } else if is(arg, "RESP") {
+        Ok(false)
+    } else {
+        Err(Reply::error(err::SYNTAX))
+    }
+}
+
+pub fn get(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let json = match args {
+        [_, _] => false,
+        [_, _, kw, value] if is(kw, "FORMAT") => format_json(value)?,
+        _ => return Err(Reply::error(err::SYNTAX)),
+    };
+    let key = args[1];
+    let mut locked = ctx.lock(&[key]);
+    let now = locked.now;
+    let Some((entry, expire_at)) = read_entry(&mut locked, key)? else {
+        return Ok(Reply::Nil);
+    };
+    Ok(if json {
+        Reply::Bulk(
+            render::to_json(key, entry, expire_at, now)
+                .to_string()
+                .into(),
+        )
+    } else {
+        render::to_reply(key, entry, expire_at, now)
+    })
+}
+
+pub fn tick(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let key = args[1];
+    let Some(parsed) = ScopeKey::parse(key) else {
+        return Err(error("ERR invalid STM key"));
+    };
+    let by = match &args[2..] {
+        [] => 1,
+        [kw, n] if is(kw, "BY") => super::args::int(n)
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| error("ERR BY must be a positive integer"))?,
+        _ => return Err(Reply::error(err::SYNTAX)),
+    };
+    let shared = ctx.shared;
+    let mut locked = ctx.lock(&[key]);
+    let (count, scope) = match entry_at(&mut locked, key)? {
+        Some(entry) => {
+            entry.turns_since_refresh = entry.turns_since_refresh.saturating_add(by);
+            (Reply::Int(entry.turns_since_refresh), entry.scope_key())
+        }
+        None => (Reply::Nil, parsed),
+    };
+    shared.stm.persist.send(PersistOp::Tick { scope, by });
+    shared.stm.stats.ticks.fetch_add(1, Ordering::Relaxed);
+    Ok(count)
+}
+
+/// The common head of STM.SUMMARY and STM.CATEGORIES.
+struct Target<'a> {
+    user: &'a [u8],
+    channel: &'a [u8],
+    server: Option<&'a [u8]>,
+    persona: Option<u64>,
+    lineage: Option<Option<i64>>,
+}
+
+impl Target<'_> {
+    /// The user scope, then the server scope unless in a DM.
+    fn scopes(&self) -> Vec<ScopeKey> {
+        let server = self.server.map(Bytes::copy_from_slice);
+        let channel = Bytes::copy_from_slice(self.channel);
+        let mut scopes = vec![ScopeKey {
+            scope: Scope::User,
+            user: Some(Bytes::copy_from_slice(self.user)),
+            server: server.clone(),
+            channel: channel.clone(),
+            persona: self.persona,
+        }];
+        if server.is_some() {
+            scopes.push(ScopeKey {
+                scope: Scope::Server,
+                user: None,
+                server,
+                channel,
+                persona: self.persona,
+            });
+        }
+        scopes
+    }
+}
+
+/// Parses `USER … CHANNEL … SERVER … [PERSONA …] [LINEAGE …]` plus the command's own `tail`
+/// keyword (TEXT or SET), returning where the tail's arguments start.
+fn parse_target<'a>(args: &[&'a [u8]], tail: &str) -> Result<(Target<'a>, usize), Reply> {
+    let (mut user, mut channel, mut server, mut persona_id, mut lineage_id) =
+        (None, None, None, None, None);
+    let mut c = Cursor::new(args, 1);
+    let tail_at = loop {
+        let option = c.next_arg()?;
+        if is(option, tail) {
+            break c.position();
+        }
+        if is(option, "USER") {
+            once(&mut user, id(c.next_arg()?, "user")?)?;
+        } else if is(option, "CHANNEL") {
+            once(&mut channel, id(c.next_arg()?, "channel")?)?;
+        } else if is(option, "SERVER") {
+            once(&mut server, server_id(c.next_arg()?)?)?;
+        } else if is(option, "PERSONA") {
+            once(&mut persona_id, persona(c.next_arg()?)?)?;
+        } else if is(option, "LINEAGE") {
+            once(&mut lineage_id, lineage(c.next_arg()?)?)?;
+        } else {
+            return Err(Reply::error(err::SYNTAX));
+        }
+    };
+    let (Some(user), Some(channel), Some(server)) = (user, channel, server) else {
+        return Err(error("ERR USER, CHANNEL and SERVER are required"));
+    };
+    Ok((
+        Target {
+            user,
+            channel,
+            server,
+            persona: persona_id.flatten(),
+            lineage: lineage_id,
+        },
+        tail_at,
+    ))
+}
+
+/// Cuts `text` to at most `max` characters, at a character boundary.
+fn cap_chars(text: &[u8], max: usize) -> String {
+    let text = String::from_utf8_lossy(text);
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => text[..cut].to_string(),
+        None => text.into_owned(),
+    }
+}
+
+/// Writes distilled memory (summary or categories) to a target's entries and rows.
+fn write_distilled(
+    ctx: &mut Ctx,
+    target: &Target,
+    clearing: bool,
+    update: &dyn Fn(&mut StmEntry),
+    op: &dyn Fn(ScopeKey, Option<i64>) -> PersistOp,
+) -> CmdResult {
+    let limits = limits(ctx);
+    let scopes = target.scopes();
+    let keys: Vec<Bytes> = scopes.iter().map(ScopeKey::key).collect();
+    let shared = ctx.shared;
+    let mut locked = ctx.lock(&keys);
+    if capture::any_wrong_type(&mut locked, &keys) {
+        return Err(Reply::error(err::WRONGTYPE));
+    }
+    let now = locked.now;
+    let mut written = Vec::new();
+    for (scope, key) in scopes.into_iter().zip(keys) {
+        let mut fresh = None;
+        let entry: &mut StmEntry = match entry_at(&mut locked, &key) {
+            Ok(Some(entry)) => entry,
+            _ if clearing => {
+                shared.stm.persist.send(op(scope, target.lineage.flatten()));
+                continue;
+            }
+            _ => fresh.insert(StmEntry::new(&scope, now)),
+        };
+        update(entry);
+        if let Some(lineage) = target.lineage {
+            entry.lineage = lineage;
+        }
+        entry.turns_since_refresh = 0;
+        entry.last_refreshed_turn += 1;
+        entry.last_updated = now;
+        let deadline = limits.ttls.deadline(entry, now);
+        let lineage = entry.lineage;
+        match fresh {
+            Some(entry) => {
+                locked.set(&key, Value::Stm(Box::new(entry)), deadline);
+            }
+            None => {
+                if let Some(e) = locked.get_mut(&key) {
+                    e.expire_at = deadline;
+                }
+            }
+        }
+        shared.stm.persist.send(op(scope, lineage));
+        written.push(key);
+    }
+    Ok(key_array(written))
+}
+
+pub fn summary(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let (target, at) = parse_target(args, "TEXT")?;
+    if args.len() != at + 1 {
+        return Err(Reply::error(err::SYNTAX));
+    }
+    let max = limits(ctx).max_summary_chars;
+    let text = cap_chars(args[at], max);
+    let summary = (!text.is_empty()).then_some(text);
+    let clearing = summary.is_none();
+    let reply = write_distilled(
+        ctx,
+        &target,
+        clearing,
+        &|entry| entry.summary = summary.clone(),
+        &|scope, lineage| PersistOp::Summary {
+            scope,
+            lineage,
+            summary: summary.clone(),
+        },
+    )?;
+    ctx.shared
+        .stm
+        .stats
+        .summaries
+        .fetch_add(1, Ordering::Relaxed);
+    Ok(reply)
+}
+
+/// A category slug: 1 to 64 bytes of letters, digits, `_`, `-`, `.`.
+fn valid_slug(slug: &[u8]) -> bool {
+    (1..=64).contains(&slug.len())
+        && slug
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+}
+
+pub fn categories(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let (target, at) = parse_target(args, "SET")?;
+    let pairs = &args[at..];
+    if pairs.len() % 2 != 0 {
+        return Err(Reply::error(err::SYNTAX));
+    }
+    let max = limits(ctx).max_summary_chars;
+    let mut map: Vec<(String, String)> = Vec::new();
+    for pair in pairs.chunks(2) {
+        if !valid_slug(pair[0]) {
+            return Err(error("ERR invalid category slug"));
+        }
+        let slug = String::from_utf8_lossy(pair[0]).into_owned();
+        let body = cap_chars(pair[1], max);
+        map.retain(|(s, _)| *s != slug);
+        if !body.is_empty() {
+            map.push((slug, body));
+        }
+    }
+    map.sort();
+    let clearing = map.is_empty();
+    let reply = write_distilled(
+        ctx,
+        &target,
+        clearing,
+        &|entry| entry.categories = map.clone(),
+        &|scope, lineage| PersistOp::Categories {
+            scope,
+            lineage,
+            categories: map.clone(),
+        },
+    )?;
+    ctx.shared
+        .stm
+        .stats
+        .category_writes
+        .fetch_add(1, Ordering::Relaxed);
+    Ok(reply)
+}
+
+pub fn recent(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let (mut owner, mut exclude, mut lineage_filter, mut limit, mut json) =
+        (None, None, None, None, None);
+    let mut c = Cursor::new(args, 1);
+    while !c.is_done() {
+        let option = c.next_arg()?;
+        if is(option, "USER") {
+            once(&mut owner, (Scope::User, id(c.next_arg()?, "user")?))?;
+        } else if is(option, "SERVER") {
+            once(&mut owner, (Scope::Server, id(c.next_arg()?, "server")?))?;
+        } else if is(option, "EXCLUDE") {
+            once(&mut exclude, id(c.next_arg()?, "channel")?)?;
+        } else if is(option, "LINEAGE") {
+            once(&mut lineage_filter, lineage(c.next_arg()?)?)?;
+        } else if is(option, "LIMIT") {
+            let n = c.next_int()?;
+            if n < 0 {
+                return Err(error("ERR value is out of range, must be positive"));
+            }
+            once(&mut limit, n as usize)?;
+        } else if is(option, "FORMAT") {
+            once(&mut json, format_json(c.next_arg()?)?)?;
+        } else {
+            return Err(Reply::error(err::SYNTAX));
+        }
+    }
+    let Some((scope, owner)) = owner else {
+        return Err(error("ERR USER or SERVER is required"));
+    };
+    let limit = limit.unwrap_or(3);
+    let json = json.unwrap_or(false);
+    let index = &ctx.shared.store.stm_index;
+    let keys = match scope {
+        Scope::User => index.user_keys(owner),
+        Scope::Server => index.server_keys(owner),
+    };
+    let locked = ctx.lock(&keys);
+    let now = locked.now;
+    let mut found: Vec<(&Bytes, &StmEntry, u64)> = Vec::new();
+    for (key, entry) in locked.entries_of(&keys) {
+        if let Value::Stm(stm) = &entry.value {
+            let keep = exclude.is_none_or(|c| stm.channel != c)
+                && lineage_filter.is_none_or(|l| stm.lineage == l);
+            if keep {
+                found.push((key, stm, entry.expire_at));
+            }
+        }
+    }
+    found.sort_by(|a, b| {
+        b.1.last_updated
+            .cmp(&a.1.last_updated)
+            .then_with(|| a.0.cmp(b.0))
+    });
+    found.truncate(limit);
+    if json {
+        let items: Vec<serde_json::Value> = found
+            .iter()
+            .map(|(k, e, at)| render::to_json(k, e, *at, now))
+            .collect();
+        return Ok(Reply::Bulk(
+            serde_json::Value::Array(items).to_string().into(),
+        ));
+    }
+    Ok(Reply::Array(
+        found
+            .iter()
+            .map(|(k, e, at)| render::to_reply(k, e, *at, now))
+            .collect(),
+    ))
+}
+
+pub fn forget(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let (kind, value) = (args[1], args[2]);
+    let index = &ctx.shared.store.stm_index;
+    let (keys, op): (Vec<Bytes>, Option<PersistOp>) = if is(kind, "CHANNEL") {
+        let channel = id(value, "channel")?;
+        (
+            index.channel_keys(channel),
+            Some(PersistOp::ForgetChannel {
+                channel: Bytes::copy_from_slice(channel),
+            }),
+        )
+    } else if is(kind, "USER") {
+        let user = id(value, "user")?;
+        (
+            index.user_keys(user),
+            Some(PersistOp::ForgetUser {
+                user: Bytes::copy_from_slice(user),
+            }),
+        )
+    } else if is(kind, "KEY") {
+        (vec![Bytes::copy_from_slice(value)], None)
+    } else {
+        return Err(Reply::error(err::SYNTAX));
+    };
+    let shared = ctx.shared;
+    let mut locked = ctx.lock(&keys);
+    let mut deleted = 0;
+    let mut key_scope = None;
+    for key in &keys {
+        let entry = match locked.get(key).map(|e| &e.value) {
+            Some(Value::Stm(entry)) => entry,
+            Some(_) if op.is_none() => return Err(Reply::error(err::WRONGTYPE)),
+            _ => continue,
+        };
+        // The index may be a moment old: delete only what still matches.
+        let matches = match &op {
+            Some(PersistOp::ForgetChannel { channel }) => entry.channel == *channel,
+            Some(PersistOp::ForgetUser { user }) => {
+                entry.scope == Scope::User && entry.user.as_ref() == Some(user)
+            }
+            _ => true,
+        };
+        if matches {
+            if op.is_none() {
+                key_scope = Some(entry.scope_key());
+            }
+            locked.remove(key);
+            deleted += 1;
+        }
+    }
+    let op = match op {
+        Some(op) => op,
+        None => match key_scope.or_else(|| ScopeKey::parse(value)) {
+            Some(scope) => PersistOp::ForgetScope { scope },
+            None => return Err(error("ERR invalid STM key")),
+        },
+    };
+    shared.stm.persist.send(op);
+    shared
+        .stm
+        .stats
+        .forgets
+        .fetch_add(deleted, Ordering::Relaxed);
+    Ok(Reply::Int(deleted as i64))
+}

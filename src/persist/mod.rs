@@ -1,0 +1,199 @@
+//! The scope-row sink. Commands hand every change that must reach the `short_term_memories` table to
+//! [`PersistHandle::send`], which never blocks and never fails the command: a full queue drops the
+//! operation and counts it. The writer task drains the queue into the database.
+
+pub mod db;
+pub mod fold;
+pub mod writer;
+
+use crate::config::Config;
+use crate::stm::ScopeKey;
+use crate::store::Store;
+use bytes::Bytes;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::sync::{mpsc, watch};
+
+/// One change to the scope rows, in the order commands made it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PersistOp {
+    /// Create the scope's row if missing; never overwrite an existing one.
+    EnsureRow {
+        scope: ScopeKey,
+        lineage: Option<i64>,
+    },
+    /// Add `by` to the row's `turns_since_refresh` (creating the row if missing).
+    Tick { scope: ScopeKey, by: i64 },
+    /// Upsert the summary (None clears it), reset `turns_since_refresh`, bump `last_refreshed_turn`.
+    Summary {
+        scope: ScopeKey,
+        lineage: Option<i64>,
+        summary: Option<String>,
+    },
+    /// Upsert the categories map, reset `turns_since_refresh`, bump `last_refreshed_turn`.
+    Categories {
+        scope: ScopeKey,
+        lineage: Option<i64>,
+        categories: Vec<(String, String)>,
+    },
+    /// Delete every row of a channel.
+    ForgetChannel { channel: Bytes },
+    /// Delete a user's user-scope rows.
+    ForgetUser { user: Bytes },
+    /// Delete one scope's row.
+    ForgetScope { scope: ScopeKey },
+}
+
+impl PersistOp {
+    fn kind(&self) -> usize {
+        match self {
+            PersistOp::EnsureRow { .. } => 0,
+            PersistOp::Tick { .. } => 1,
+            PersistOp::Summary { .. } => 2,
+            PersistOp::Categories { .. } => 3,
+            PersistOp::ForgetChannel { .. }
+            | PersistOp::ForgetUser { .. }
+            | PersistOp::ForgetScope { .. } => 4,
+        }
+    }
+}
+
+const KIND_NAMES: [&str; 5] = ["ensure", "tick", "summary", "categories", "forget"];
+
+/// Counters of the sink and the writer, for `INFO stm`.
+#[derive(Default)]
+pub struct PersistStats {
+    /// Operations emitted by commands, by kind.
+    pub emitted: [AtomicU64; 5],
+    /// Operations accepted into the queue.
+    pub queued: AtomicU64,
+    /// Operations dropped because the queue was full.
+    pub dropped: AtomicU64,
+    /// Operations written to the database.
+    pub written: AtomicU64,
+    /// Batches (transactions) written.
+    pub batches: AtomicU64,
+    /// Data statements sent (inserts/upserts/deletes; BEGIN/COMMIT not counted).
+    pub statements: AtomicU64,
+    /// Failed attempts that were retried.
+    pub retries: AtomicU64,
+    /// Entries restored from rows at start-up.
+    pub restored: AtomicU64,
+    /// Whether the last attempt succeeded.
+    pub up: AtomicBool,
+    pub last_error: Mutex<Option<String>>,
+}
+
+/// The commands' side of the sink. Cheap to call from any command: one `try_send`.
+pub struct PersistHandle {
+    queue: Option<mpsc::Sender<PersistOp>>,
+    /// "postgres", "sqlite", or "none".
+    backend: &'static str,
+    pub stats: Arc<PersistStats>,
+}
+
+/// Opens the configured database and starts its writer; with `--no-database`, a sink that only
+/// counts. The writer stops (after draining) when `stop` becomes true.
+pub fn start(
+    config: &Config,
+    store: Arc<Store>,
+    stop: watch::Receiver<bool>,
+) -> Result<(PersistHandle, Option<tokio::task::JoinHandle<()>>), String> {
+    if config.no_database {
+        tracing::warn!(
+            "--no-database: scope rows are not stored; summaries will not survive a restart"
+        );
+        return Ok((PersistHandle::disabled(), None));
+    }
+    let db = db::Database::open(config.database_url.as_deref(), &config.dir)?;
+    let capacity = (config.stm_persist_queue as usize).max(1);
+    let (tx, rx) = mpsc::channel(capacity);
+    let stats = Arc::new(PersistStats::default());
+    let handle = PersistHandle {
+        queue: Some(tx),
+        backend: db.kind(),
+        stats: stats.clone(),
+    };
+    tracing::info!(database = db.kind(), "scope rows go to the database");
+    let writer = writer::Writer {
+        db,
+        queue: rx,
+        stats,
+        store,
+        summary_ttl_secs: config.stm_summary_ttl,
+        stop,
+    };
+    Ok((handle, Some(tokio::spawn(writer.run()))))
+}
+
+impl PersistHandle {
+    /// A sink with no database: operations are counted, not stored.
+    pub fn disabled() -> PersistHandle {
+        PersistHandle {
+            queue: None,
+            backend: "none",
+            stats: Arc::new(PersistStats::default()),
+        }
+    }
+
+    /// Hands `op` to the writer without waiting; a full queue drops it (counted).
+    pub fn send(&self, op: PersistOp) {
+        self.stats.emitted[op.kind()].fetch_add(1, Ordering::Relaxed);
+        let Some(queue) = &self.queue else {
+            return;
+        };
+        match queue.try_send(op) {
+            Ok(()) => {
+                self.stats.queued.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(_) => {
+                let dropped = self.stats.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+                if dropped.is_power_of_two() {
+                    tracing::warn!(dropped, "scope-row queue full: operation dropped");
+                }
+            }
+        }
+    }
+
+    /// Pending operations in the queue.
+    pub fn depth(&self) -> usize {
+        self.queue
+            .as_ref()
+            .map_or(0, |q| q.max_capacity() - q.capacity())
+    }
+
+    /// The `INFO stm` lines of the sink.
+    pub fn render_info(&self, line: &mut dyn FnMut(&str, String)) {
+        for (name, counter) in KIND_NAMES.iter().zip(&self.stats.emitted) {
+            line(
+                &format!("stm_persist_{name}_ops"),
+                counter.load(Ordering::Relaxed).to_string(),
+            );
+        }
+        let s = &self.stats;
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed).to_string();
+        line("stm_persist_backend", self.backend.to_string());
+        line(
+            "stm_persist_enabled",
+            u8::from(self.queue.is_some()).to_string(),
+        );
+        line(
+            "stm_persist_db_up",
+            u8::from(s.up.load(Ordering::Relaxed)).to_string(),
+        );
+        line("stm_persist_queue_depth", self.depth().to_string());
+        line("stm_persist_queued", get(&s.queued));
+        line("stm_persist_dropped", get(&s.dropped));
+        line("stm_persist_written", get(&s.written));
+        line("stm_persist_batches", get(&s.batches));
+        line("stm_persist_statements", get(&s.statements));
+        line("stm_persist_retries", get(&s.retries));
+        line("stm_persist_restored", get(&s.restored));
+        let last_error = s.last_error.lock().clone().unwrap_or_default();
+        line(
+            "stm_persist_last_error",
+            last_error.replace(['\r', '\n'], " "),
+        );
+    }
+}
