@@ -298,3 +298,27 @@ async fn concurrent_waiters_get_every_element_exactly_once() {
     expected.sort();
     assert_eq!(all, expected);
 }
+
+#[tokio::test]
+async fn blocked_clients_and_subscribers_are_exempt_from_the_idle_timeout() {
+    let server = TestServer::start_with(|c| c.timeout = 1).await;
+    let mut waiter = server.raw().await;
+    block(&mut waiter, "BLPOP k 0").await;
+    let mut sub = server.raw().await;
+    sub.roundtrip(
+        &resp(&args("SUBSCRIBE ch")),
+        b"*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n",
+    )
+    .await;
+    let mut idle = server.raw().await;
+    tokio::time::sleep(Duration::from_millis(1600)).await;
+    assert!(idle.is_closed().await, "an ordinary idle client is closed");
+    let mut pusher = server.raw().await;
+    pusher.roundtrip(&resp(&args("RPUSH k v")), b":1\r\n").await;
+    assert_eq!(waiter.read_n(18).await, b"*2\r\n$1\r\nk\r\n$1\r\nv\r\n");
+    pusher
+        .roundtrip(&resp(&args("PUBLISH ch hi")), b":1\r\n")
+        .await;
+    let message = b"*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n";
+    assert_eq!(sub.read_n(message.len()).await, message);
+}
