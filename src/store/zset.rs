@@ -3,8 +3,9 @@
 //! A hash map gives O(1) member → score lookups (ZSCORE, ZADD's "already there?"), and a `BTreeSet`
 //! of (score, member) gives O(log n) inserts and removals and ordered range walks. The B-tree keeps
 //! no subtree sizes, so rank-based work (ZRANK, ZRANGE by index, ZREMRANGEBYRANK) walks from the
-//! nearer end: O(log n + rank) rather than Redis's O(log n). Members are `Bytes`, so the two
-//! structures share each member's bytes instead of copying them.
+//! nearer end: O(log n + rank) rather than Redis's O(log n) skip list spans. Members are `Bytes`, so the two
+//! structures share each member's bytes instead of copying them. Rank costs: ZRANK/ZREVRANK count
+//! the members before the member (O(rank)); ZRANGE by index walks from the nearer end.
 
 use bytes::Bytes;
 use std::cmp::Ordering;
@@ -141,7 +142,7 @@ impl ZSet {
         Some(score)
     }
 
-    /// 0-based rank in ascending order. O(log n + rank) from the nearer end.
+    /// 0-based rank in ascending order: O(log n + rank), since the B-tree keeps no subtree sizes.
     pub fn rank(&self, member: &[u8]) -> Option<usize> {
         let score = self.score(member)?;
         let key = (Score(score), Bytes::copy_from_slice(member));
