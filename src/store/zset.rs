@@ -2,10 +2,9 @@
 //!
 //! A hash map gives O(1) member → score lookups (ZSCORE, ZADD's "already there?"), and a `BTreeSet`
 //! of (score, member) gives O(log n) inserts and removals and ordered range walks. The B-tree keeps
-//! no subtree sizes, so rank-based work (ZRANK, ZRANGE by index, ZREMRANGEBYRANK) walks from the
-//! nearer end: O(log n + rank) rather than Redis's O(log n) skip list spans. Members are `Bytes`, so the two
-//! structures share each member's bytes instead of copying them. Rank costs: ZRANK/ZREVRANK count
-//! the members before the member (O(rank)); ZRANGE by index walks from the nearer end.
+//! no subtree sizes, so rank work is not O(log n) as in Redis's skip list: ZRANK/ZREVRANK count the
+//! members before the member (O(rank)), and ZRANGE/ZREMRANGEBYRANK by index walk from the nearer
+//! end (O(log n + distance + k)). Members are `Bytes`, so both structures share each member's bytes.
 
 use bytes::Bytes;
 use std::cmp::Ordering;
