@@ -5,21 +5,24 @@ use crate::clients::ClientInfo;
 use crate::commands::{self, ConnState, Ctx};
 use crate::metrics::Stats;
 use crate::protocol::{parse_request, Limits, Parsed, Reply};
+use crate::pubsub::Delivery;
 use crate::server::Shared;
-use bytes::{Buf, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use smallvec::SmallVec;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 /// Spare read capacity kept before each read, so large values arrive in large chunks.
 const READ_CHUNK: usize = 16 * 1024;
 /// Most we reserve ahead for a declared-but-not-yet-arrived argument: a client that declares a big
 /// length and sends nothing must not make us allocate it.
 const MAX_RESERVE_AHEAD: usize = 1024 * 1024;
+/// Most Pub/Sub messages moved into one output batch, so a flood cannot grow one write unbounded.
+const MAX_DRAIN: usize = 1024;
 
 /// Resolves after `secs` seconds (the `timeout` setting); never when it is 0.
 async fn idle_timeout(secs: u64) {
@@ -49,7 +52,19 @@ pub async fn serve(
     if let Err(err) = serve_loop(&mut stream, &shared, &mut conn, &info, &mut stop).await {
         tracing::debug!(client = info.id, %peer, %err, "connection ended with an error");
     }
+    shared.pubsub.forget(&conn.subs, info.id);
+    conn.wait = None; // leave any blocking queue now, waking the next client
     shared.clients.unregister(info.id);
+}
+
+/// How a batch of buffered requests ended.
+enum Batch {
+    /// Every complete request ran; read more.
+    Done,
+    /// The connection must close once the output is written.
+    Close,
+    /// This command blocked (BLPOP…): wait, then run it again, before touching later requests.
+    Blocked(Vec<Bytes>),
 }
 
 async fn serve_loop(
@@ -63,106 +78,261 @@ async fn serve_loop(
     let mut out = BytesMut::with_capacity(READ_CHUNK);
     let mut ranges: Vec<(usize, usize)> = Vec::new();
     loop {
+        let batch = run_buffered(shared, conn, info, &mut inbuf, &mut out, &mut ranges);
+        // A client that stops reading must not pin its task in a write forever: CLIENT KILL (and
+        // a Pub/Sub subscriber whose mailbox overflowed) ends the write.
+        tokio::select! {
+            written = flush(stream, shared, &mut out) => written?,
+            _ = info.kill.notified() => return Ok(()),
+        }
+        match batch {
+            Batch::Close => {
+                let _ = stream.shutdown().await;
+                return Ok(());
+            }
+            Batch::Blocked(argv) => {
+                if wait_blocked(stream, shared, conn, info, stop, &mut inbuf, &mut out, argv)
+                    .await?
+                {
+                    continue; // served or timed out: run what was pipelined behind it
+                }
+                return Ok(());
+            }
+            Batch::Done => {}
+        }
         if inbuf.capacity() - inbuf.len() < READ_CHUNK / 2 {
             inbuf.reserve(READ_CHUNK);
         }
-        let idle_limit = shared.config.read().timeout;
-        let read = tokio::select! {
-            read = stream.read_buf(&mut inbuf) => read?,
+        // Subscribers are exempt from the idle timeout, as in Redis (and blocked clients never
+        // get here while they wait).
+        let idle_limit = if conn.subs.count() > 0 {
+            0
+        } else {
+            shared.config.read().timeout
+        };
+        tokio::select! {
+            read = stream.read_buf(&mut inbuf) => {
+                let read = read?;
+                if read == 0 {
+                    return Ok(());
+                }
+                Stats::add(&shared.stats.total_net_input_bytes, read as u64);
+            }
+            delivery = next_delivery(&mut conn.subs.inbox) => {
+                take_delivery(conn, delivery, &mut out);
+                drain_inbox(conn, &mut out);
+            }
             _ = info.kill.notified() => return Ok(()),
             _ = stop.changed() => return Ok(()),
             _ = idle_timeout(idle_limit) => {
                 tracing::debug!(client = info.id, "closing idle client");
                 return Ok(());
             }
-        };
-        if read == 0 {
-            return Ok(());
         }
-        Stats::add(&shared.stats.total_net_input_bytes, read as u64);
+    }
+}
 
-        let (mut limits, query_limit) = {
-            let c = shared.config.read();
-            (
-                Limits {
-                    max_bulk_len: c.proto_max_bulk_len as usize,
-                    max_args: c.proto_max_multibulk_len as usize,
-                    authenticated: true,
-                },
-                c.client_query_buffer_limit as usize,
-            )
+/// Writes the pending output in one write.
+async fn flush(stream: &mut TcpStream, shared: &Shared, out: &mut BytesMut) -> std::io::Result<()> {
+    if !out.is_empty() {
+        stream.write_all(out).await?;
+        Stats::add(&shared.stats.total_net_output_bytes, out.len() as u64);
+        out.clear();
+        if out.capacity() > 4 * 1024 * 1024 {
+            *out = BytesMut::with_capacity(READ_CHUNK); // give back a one-off huge reply
+        }
+    }
+    Ok(())
+}
+
+/// The next Pub/Sub message for this connection; never resolves while it has no mailbox.
+async fn next_delivery(inbox: &mut Option<mpsc::Receiver<Delivery>>) -> Option<Delivery> {
+    match inbox {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+fn take_delivery(conn: &mut ConnState, delivery: Option<Delivery>, out: &mut BytesMut) {
+    match delivery {
+        Some(delivery) => {
+            if let Some(mailbox) = &conn.subs.mailbox {
+                mailbox.taken(&delivery);
+            }
+            delivery.to_reply().encode(conn.resp3, out);
+        }
+        None => conn.subs.inbox = None,
+    }
+}
+
+/// Moves the messages already waiting into the output, so they are written before the replies
+/// of requests that arrived after them, and all in one write.
+fn drain_inbox(conn: &mut ConnState, out: &mut BytesMut) {
+    for _ in 0..MAX_DRAIN {
+        let Some(rx) = conn.subs.inbox.as_mut() else {
+            return;
         };
-        let mut pos = 0;
-        let mut commands = 0u64;
-        let mut close = false;
-        while pos < inbuf.len() && !close {
-            // AUTH may come earlier in the same batch, so this is read per request.
-            limits.authenticated = conn.authenticated;
-            let inline_args;
-            let args: SmallVec<[&[u8]; 16]>;
-            match parse_request(&inbuf[pos..], limits, &mut ranges) {
-                Parsed::Request(used) => {
-                    let base = pos;
-                    pos += used;
-                    args = ranges
-                        .iter()
-                        .map(|&(s, e)| &inbuf[base + s..base + e])
-                        .collect();
-                }
-                Parsed::Inline(used, owned) => {
-                    pos += used;
-                    inline_args = owned;
-                    args = inline_args.iter().map(Vec::as_slice).collect();
-                }
-                Parsed::Incomplete { min_total } => {
-                    let have = inbuf.len() - pos;
-                    if have > query_limit {
-                        tracing::debug!(client = info.id, "query buffer limit reached, closing");
-                        close = true;
-                    } else if min_total > have {
-                        let ahead = (min_total - have).min(MAX_RESERVE_AHEAD);
-                        if inbuf.capacity() - inbuf.len() < ahead {
-                            inbuf.reserve(ahead);
-                        }
+        match rx.try_recv() {
+            Ok(delivery) => take_delivery(conn, Some(delivery), out),
+            Err(_) => return,
+        }
+    }
+}
+
+/// Runs the complete requests at the head of `inbuf`, encoding replies into `out`.
+fn run_buffered(
+    shared: &Shared,
+    conn: &mut ConnState,
+    info: &ClientInfo,
+    inbuf: &mut BytesMut,
+    out: &mut BytesMut,
+    ranges: &mut Vec<(usize, usize)>,
+) -> Batch {
+    drain_inbox(conn, out);
+    let (mut limits, query_limit) = {
+        let c = shared.config.read();
+        (
+            Limits {
+                max_bulk_len: c.proto_max_bulk_len as usize,
+                max_args: c.proto_max_multibulk_len as usize,
+                authenticated: true,
+            },
+            c.client_query_buffer_limit as usize,
+        )
+    };
+    let mut pos = 0;
+    let mut commands = 0u64;
+    let mut batch = Batch::Done;
+    while pos < inbuf.len() && matches!(batch, Batch::Done) {
+        // AUTH may come earlier in the same batch, so this is read per request.
+        limits.authenticated = conn.authenticated;
+        let inline_args;
+        let args: SmallVec<[&[u8]; 16]>;
+        match parse_request(&inbuf[pos..], limits, ranges) {
+            Parsed::Request(used) => {
+                let base = pos;
+                pos += used;
+                args = ranges
+                    .iter()
+                    .map(|&(s, e)| &inbuf[base + s..base + e])
+                    .collect();
+            }
+            Parsed::Inline(used, owned) => {
+                pos += used;
+                inline_args = owned;
+                args = inline_args.iter().map(Vec::as_slice).collect();
+            }
+            Parsed::Incomplete { min_total } => {
+                let have = inbuf.len() - pos;
+                if have > query_limit {
+                    tracing::debug!(client = info.id, "query buffer limit reached, closing");
+                    batch = Batch::Close;
+                } else if min_total > have {
+                    let ahead = (min_total - have).min(MAX_RESERVE_AHEAD);
+                    if inbuf.capacity() - inbuf.len() < ahead {
+                        inbuf.reserve(ahead);
                     }
-                    break;
                 }
-                Parsed::Error(message) => {
-                    Reply::Error(message.into()).encode(conn.resp3, &mut out);
-                    close = true;
-                    break;
+                break;
+            }
+            Parsed::Error(message) => {
+                Reply::Error(message.into()).encode(conn.resp3, out);
+                batch = Batch::Close;
+                break;
+            }
+        }
+        if args.is_empty() {
+            continue; // empty inline line or `*0`: nothing to run
+        }
+        commands += 1;
+        let reply = {
+            let mut ctx = Ctx::new(shared, conn);
+            commands::dispatch(&mut ctx, &args)
+        };
+        if conn.block.is_some() {
+            batch = Batch::Blocked(args.iter().map(|a| Bytes::copy_from_slice(a)).collect());
+        } else {
+            reply.encode(conn.resp3, out);
+            if conn.close_after_reply {
+                batch = Batch::Close;
+            }
+        }
+    }
+    inbuf.advance(pos);
+    if commands > 0 {
+        Stats::add(&shared.stats.total_commands_processed, commands);
+        info.last_active_ms.store(
+            info.connected_at.elapsed().as_millis() as u64,
+            Ordering::Relaxed,
+        );
+    }
+    batch
+}
+
+/// Waits while a blocking command cannot be served: reruns it on each wake-up until it is served
+/// or times out. Meanwhile the socket is still read (so a disconnect is noticed and the client
+/// leaves the queue at once; anything pipelined is kept for later) and Pub/Sub messages are still
+/// written. Returns false when the connection must close.
+#[allow(clippy::too_many_arguments)]
+async fn wait_blocked(
+    stream: &mut TcpStream,
+    shared: &Shared,
+    conn: &mut ConnState,
+    info: &ClientInfo,
+    stop: &mut watch::Receiver<bool>,
+    inbuf: &mut BytesMut,
+    out: &mut BytesMut,
+    argv: Vec<Bytes>,
+) -> std::io::Result<bool> {
+    let deadline = conn.block.as_ref().and_then(|b| b.deadline);
+    let query_limit = shared.config.read().client_query_buffer_limit as usize;
+    let args: SmallVec<[&[u8]; 16]> = argv.iter().map(|a| &a[..]).collect();
+    loop {
+        let waiter = conn.wait.as_ref().map(|g| g.waiter().clone());
+        let woken = async {
+            match &waiter {
+                Some(w) => w.woken().await,
+                None => std::future::pending().await,
+            }
+        };
+        let timeout = async {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(at.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = woken => {
+                conn.block = None;
+                let reply = commands::dispatch(&mut Ctx::new(shared, conn), &args);
+                if conn.block.is_none() {
+                    conn.wait = None;
+                    reply.encode(conn.resp3, out);
+                    return Ok(true);
                 }
             }
-            if args.is_empty() {
-                continue; // empty inline line or `*0`: nothing to run
+            _ = timeout => {
+                conn.wait = None;
+                if let Some(block) = conn.block.take() {
+                    block.timeout_reply.encode(conn.resp3, out);
+                }
+                return Ok(true);
             }
-            commands += 1;
-            let reply = {
-                let mut ctx = Ctx::new(shared, conn);
-                commands::dispatch(&mut ctx, &args)
-            };
-            reply.encode(conn.resp3, &mut out);
-            close = conn.close_after_reply;
-        }
-        inbuf.advance(pos);
-        if commands > 0 {
-            Stats::add(&shared.stats.total_commands_processed, commands);
-            info.last_active_ms.store(
-                info.connected_at.elapsed().as_millis() as u64,
-                Ordering::Relaxed,
-            );
-        }
-        if !out.is_empty() {
-            stream.write_all(&out).await?;
-            Stats::add(&shared.stats.total_net_output_bytes, out.len() as u64);
-            out.clear();
-            if out.capacity() > 4 * 1024 * 1024 {
-                out = BytesMut::with_capacity(READ_CHUNK); // give back a one-off huge reply
+            read = stream.read_buf(inbuf) => {
+                if read? == 0 || inbuf.len() > query_limit {
+                    return Ok(false);
+                }
             }
-        }
-        if close {
-            let _ = stream.shutdown().await;
-            return Ok(());
+            delivery = next_delivery(&mut conn.subs.inbox) => {
+                take_delivery(conn, delivery, out);
+                drain_inbox(conn, out);
+                tokio::select! {
+                    written = flush(stream, shared, out) => written?,
+                    _ = info.kill.notified() => return Ok(false),
+                }
+            }
+            _ = info.kill.notified() => return Ok(false),
+            _ = stop.changed() => return Ok(false),
         }
     }
 }

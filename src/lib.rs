@@ -1,6 +1,7 @@
 //! stmd: a Redis-compatible in-memory server that gives multi-persona chat bots a shared short-term
 //! memory. The library does the work; `main.rs` only parses flags, sets up logging and binds.
 
+pub mod blocking;
 pub mod clients;
 pub mod commands;
 pub mod config;
@@ -9,6 +10,7 @@ pub mod glob;
 pub mod metrics;
 pub mod persist;
 pub mod protocol;
+pub mod pubsub;
 pub mod server;
 pub mod stm;
 pub mod store;

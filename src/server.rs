@@ -28,6 +28,8 @@ pub struct Shared {
     pub stats: Stats,
     pub clients: ClientRegistry,
     pub stm: StmState,
+    /// Channel and pattern subscriptions of every connection.
+    pub pubsub: crate::pubsub::PubSub,
     pub started: Instant,
     /// 40 hex characters, new every start, as Redis's `run_id`.
     pub run_id: String,
@@ -50,6 +52,7 @@ impl Shared {
             stats: Stats::default(),
             clients: ClientRegistry::default(),
             stm,
+            pubsub: Default::default(),
             started: Instant::now(),
             run_id: (0..40)
                 .map(|_| char::from(b"0123456789abcdef"[rand::random::<usize>() % 16]))

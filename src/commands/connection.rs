@@ -9,7 +9,12 @@ use std::sync::atomic::Ordering;
 /// The Redis version whose commands and replies we follow.
 pub const REDIS_VERSION: &str = "7.2.4";
 
-pub fn ping(_ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+pub fn ping(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    if !ctx.conn.resp3 && ctx.conn.subs.count() > 0 && args.len() <= 2 {
+        // RESP2 subscriber mode answers in the shape of a pub/sub message.
+        let payload = args.get(1).map_or(Reply::bulk_str(""), Reply::bulk);
+        return Ok(Reply::Array(vec![Reply::bulk_str("pong"), payload]));
+    }
     match args.len() {
         1 => Ok(Reply::Status("PONG".into())),
         2 => Ok(Reply::bulk(args[1])),
@@ -125,6 +130,10 @@ pub fn reset(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
     conn.multi = None;
     conn.multi_failed = false;
     conn.watched.clear();
+    conn.wait = None;
+    conn.block = None;
+    super::pubsub::reset(ctx);
+    let conn = &mut *ctx.conn;
     conn.resp3 = false;
     conn.info.resp.store(2, Ordering::Relaxed);
     *conn.info.name.lock() = None;

@@ -2,15 +2,25 @@
 //! authentication, MULTI queueing), done once here, then the handler.
 
 pub mod args;
+pub mod blocking_lists;
+pub mod collection_scan;
 pub mod connection;
 pub mod docs;
+pub mod hashes;
 pub mod keys;
+pub mod lists;
+pub mod pubsub;
 pub mod server;
+pub mod sets;
 pub mod stm;
 pub mod strings;
 pub mod table;
 pub mod transactions;
+pub mod typed;
+pub mod zrange;
+pub mod zsets;
 
+use crate::blocking::WaitGuard;
 use crate::clients::ClientInfo;
 use crate::protocol::Reply;
 use crate::server::Shared;
@@ -51,6 +61,21 @@ pub struct ConnState {
     pub multi_failed: bool,
     /// WATCHed keys with the version each had (None: absent) when watched.
     pub watched: Vec<(Bytes, Option<u64>)>,
+    /// Set by a blocking command that found nothing: the connection loop waits, then reruns it.
+    pub block: Option<BlockRequest>,
+    /// This connection's place in the queues of the keys it is blocked on (kept across reruns).
+    pub wait: Option<WaitGuard>,
+    /// Pub/Sub subscriptions and the mailbox messages arrive in.
+    pub subs: crate::pubsub::Subscriptions,
+}
+
+/// What a blocking command asks of the connection loop when it has to wait.
+#[derive(Debug)]
+pub struct BlockRequest {
+    /// When to give up; `None` waits forever.
+    pub deadline: Option<std::time::Instant>,
+    /// The reply on timeout.
+    pub timeout_reply: Reply,
 }
 
 impl ConnState {
@@ -63,6 +88,9 @@ impl ConnState {
             multi: None,
             multi_failed: false,
             watched: Vec::new(),
+            block: None,
+            wait: None,
+            subs: Default::default(),
         }
     }
 }
@@ -141,6 +169,9 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
     }
     if !ctx.conn.authenticated && !cmd.has(table::NO_AUTH) {
         return reject(ctx, Some(cmd), err::NOAUTH.to_string());
+    }
+    if !ctx.conn.resp3 && ctx.conn.subs.count() > 0 && !pubsub::allowed_while_subscribed(cmd.name) {
+        return pubsub::not_allowed_while_subscribed(cmd.name);
     }
     if ctx.conn.multi.is_some() && !cmd.has(table::NOT_QUEUED) {
         return transactions::queue(ctx, args);

@@ -93,7 +93,7 @@ fn render_section(ctx: &Ctx, section: &str, out: &mut String) {
         "clients" => {
             line("connected_clients", &shared.clients.len());
             line("maxclients", &shared.config.read().maxclients);
-            line("blocked_clients", &0);
+            line("blocked_clients", &shared.store.waiters.blocked_clients());
         }
         "memory" => {
             let rss = rss_bytes();

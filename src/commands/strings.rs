@@ -322,7 +322,7 @@ pub fn incr(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 /// Formats a float as INCRBYFLOAT does: plain decimal, shortest digits, no exponent.
-fn human_float(value: f64) -> String {
+pub fn human_float(value: f64) -> String {
     let text = format!("{value}");
     if text == "-0" {
         "0".into()

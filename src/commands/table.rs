@@ -2,6 +2,7 @@
 //! key positions, group, summary, syntax and handler. Dispatch checks it centrally; COMMAND,
 //! COMMAND INFO/DOCS/COUNT/LIST are rendered from it.
 
+use super::{blocking_lists as blists, hashes, lists, pubsub, sets, zrange, zsets};
 use super::{connection as conn, keys, server, stm, strings, transactions as tx, Handler};
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -169,6 +170,92 @@ pub static COMMANDS: &[Command] = commands![
     "getrange", 4, READONLY, (1, 1, 1), "string", "2.4.0", strings::getrange, "key start end", "Returns a substring of the string stored at a key.";
     "substr", 4, READONLY, (1, 1, 1), "string", "1.0.0", strings::getrange, "key start end", "Returns a substring from a string value.";
     "setrange", 4, WRITE | DENYOOM, (1, 1, 1), "string", "2.2.0", strings::setrange, "key offset value", "Overwrites a part of a string value with another by an offset.";
+    // list
+    "lpush", -3, WRITE | DENYOOM | FAST, (1, 1, 1), "list", "1.0.0", lists::push, "key element [element ...]", "Prepends one or more elements to a list. Creates the key if it doesn't exist.";
+    "rpush", -3, WRITE | DENYOOM | FAST, (1, 1, 1), "list", "1.0.0", lists::push, "key element [element ...]", "Appends one or more elements to a list. Creates the key if it doesn't exist.";
+    "lpushx", -3, WRITE | DENYOOM | FAST, (1, 1, 1), "list", "2.2.0", lists::push, "key element [element ...]", "Prepends one or more elements to a list only when the list exists.";
+    "rpushx", -3, WRITE | DENYOOM | FAST, (1, 1, 1), "list", "2.2.0", lists::push, "key element [element ...]", "Appends an element to a list only when the list exists.";
+    "lpop", -2, WRITE | FAST, (1, 1, 1), "list", "1.0.0", lists::pop, "key [count]", "Returns the first elements in a list after removing it. Deletes the list if the last element was popped.";
+    "rpop", -2, WRITE | FAST, (1, 1, 1), "list", "1.0.0", lists::pop, "key [count]", "Returns and removes the last elements of a list. Deletes the list if the last element was popped.";
+    "lrange", 4, READONLY, (1, 1, 1), "list", "1.0.0", lists::lrange, "key start stop", "Returns a range of elements from a list.";
+    "llen", 2, READONLY | FAST, (1, 1, 1), "list", "1.0.0", lists::llen, "key", "Returns the length of a list.";
+    "lindex", 3, READONLY, (1, 1, 1), "list", "1.0.0", lists::lindex, "key index", "Returns an element from a list by its index.";
+    "lset", 4, WRITE | DENYOOM, (1, 1, 1), "list", "1.0.0", lists::lset, "key index element", "Sets the value of an element in a list by its index.";
+    "lrem", 4, WRITE, (1, 1, 1), "list", "1.0.0", lists::lrem, "key count element", "Removes elements from a list. Deletes the list if the last element was removed.";
+    "ltrim", 4, WRITE, (1, 1, 1), "list", "1.0.0", lists::ltrim, "key start stop", "Removes elements from both ends a list. Deletes the list if all elements were trimmed.";
+    "linsert", 5, WRITE | DENYOOM, (1, 1, 1), "list", "2.2.0", lists::linsert, "key <BEFORE | AFTER> pivot element", "Inserts an element before or after another element in a list.";
+    "lpos", -3, READONLY, (1, 1, 1), "list", "6.0.6", lists::lpos, "key element [RANK rank] [COUNT num-matches] [MAXLEN len]", "Returns the index of matching elements in a list.";
+    "lmove", 5, WRITE | DENYOOM, (1, 2, 1), "list", "6.2.0", lists::lmove, "source destination <LEFT | RIGHT> <LEFT | RIGHT>", "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.";
+    "rpoplpush", 3, WRITE | DENYOOM, (1, 2, 1), "list", "1.2.0", lists::lmove, "source destination", "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.";
+    "blpop", -3, WRITE | BLOCKING, (1, -2, 1), "list", "2.0.0", blists::bpop, "key [key ...] timeout", "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.";
+    "brpop", -3, WRITE | BLOCKING, (1, -2, 1), "list", "2.0.0", blists::bpop, "key [key ...] timeout", "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.";
+    "blmove", 6, WRITE | DENYOOM | BLOCKING, (1, 2, 1), "list", "6.2.0", blists::blmove, "source destination <LEFT | RIGHT> <LEFT | RIGHT> timeout", "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.";
+    "brpoplpush", 4, WRITE | DENYOOM | BLOCKING, (1, 2, 1), "list", "2.2.0", blists::blmove, "source destination timeout", "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.";
+    // hash
+    "hset", -4, WRITE | DENYOOM | FAST, (1, 1, 1), "hash", "2.0.0", hashes::hset, "key field value [field value ...]", "Creates or modifies the value of a field in a hash.";
+    "hmset", -4, WRITE | DENYOOM | FAST, (1, 1, 1), "hash", "2.0.0", hashes::hset, "key field value [field value ...]", "Sets the values of multiple fields.";
+    "hsetnx", 4, WRITE | DENYOOM | FAST, (1, 1, 1), "hash", "2.0.0", hashes::hsetnx, "key field value", "Sets the value of a field in a hash only when the field doesn't exist.";
+    "hget", 3, READONLY | FAST, (1, 1, 1), "hash", "2.0.0", hashes::hget, "key field", "Returns the value of a field in a hash.";
+    "hmget", -3, READONLY | FAST, (1, 1, 1), "hash", "2.0.0", hashes::hmget, "key field [field ...]", "Returns the values of all fields in a hash.";
+    "hgetall", 2, READONLY, (1, 1, 1), "hash", "2.0.0", hashes::hgetall, "key", "Returns all fields and values in a hash.";
+    "hkeys", 2, READONLY, (1, 1, 1), "hash", "2.0.0", hashes::hkeys, "key", "Returns all fields in a hash.";
+    "hvals", 2, READONLY, (1, 1, 1), "hash", "2.0.0", hashes::hkeys, "key", "Returns all values in a hash.";
+    "hdel", -3, WRITE | FAST, (1, 1, 1), "hash", "2.0.0", hashes::hdel, "key field [field ...]", "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.";
+    "hlen", 2, READONLY | FAST, (1, 1, 1), "hash", "2.0.0", hashes::hlen, "key", "Returns the number of fields in a hash.";
+    "hexists", 3, READONLY | FAST, (1, 1, 1), "hash", "2.0.0", hashes::hexists, "key field", "Determines whether a field exists in a hash.";
+    "hstrlen", 3, READONLY | FAST, (1, 1, 1), "hash", "3.2.0", hashes::hstrlen, "key field", "Returns the length of the value of a field.";
+    "hincrby", 4, WRITE | DENYOOM | FAST, (1, 1, 1), "hash", "2.0.0", hashes::hincrby, "key field increment", "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist.";
+    "hincrbyfloat", 4, WRITE | DENYOOM | FAST, (1, 1, 1), "hash", "2.6.0", hashes::hincrbyfloat, "key field increment", "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.";
+    "hrandfield", -2, READONLY, (1, 1, 1), "hash", "6.2.0", hashes::hrandfield, "key [count [WITHVALUES]]", "Returns one or more random fields from a hash.";
+    "hscan", -3, READONLY, (1, 1, 1), "hash", "2.8.0", hashes::hscan, "key cursor [MATCH pattern] [COUNT count]", "Iterates over fields and values of a hash.";
+    // set
+    "sadd", -3, WRITE | DENYOOM | FAST, (1, 1, 1), "set", "1.0.0", sets::sadd, "key member [member ...]", "Adds one or more members to a set. Creates the key if it doesn't exist.";
+    "srem", -3, WRITE | FAST, (1, 1, 1), "set", "1.0.0", sets::srem, "key member [member ...]", "Removes one or more members from a set. Deletes the set if the last member was removed.";
+    "smembers", 2, READONLY, (1, 1, 1), "set", "1.0.0", sets::smembers, "key", "Returns all members of a set.";
+    "sismember", 3, READONLY | FAST, (1, 1, 1), "set", "1.0.0", sets::sismember, "key member", "Determines whether a member belongs to a set.";
+    "smismember", -3, READONLY | FAST, (1, 1, 1), "set", "6.2.0", sets::smismember, "key member [member ...]", "Determines whether multiple members belong to a set.";
+    "scard", 2, READONLY | FAST, (1, 1, 1), "set", "1.0.0", sets::scard, "key", "Returns the number of members in a set.";
+    "spop", -2, WRITE | FAST, (1, 1, 1), "set", "1.0.0", sets::spop, "key [count]", "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped.";
+    "srandmember", -2, READONLY, (1, 1, 1), "set", "1.0.0", sets::srandmember, "key [count]", "Get one or multiple random members from a set.";
+    "smove", 4, WRITE | FAST, (1, 2, 1), "set", "1.0.0", sets::smove, "source destination member", "Moves a member from one set to another.";
+    "sinter", -2, READONLY, (1, -1, 1), "set", "1.0.0", sets::algebra, "key [key ...]", "Returns the intersect of multiple sets.";
+    "sunion", -2, READONLY, (1, -1, 1), "set", "1.0.0", sets::algebra, "key [key ...]", "Returns the union of multiple sets.";
+    "sdiff", -2, READONLY, (1, -1, 1), "set", "1.0.0", sets::algebra, "key [key ...]", "Returns the difference of multiple sets.";
+    "sinterstore", -3, WRITE | DENYOOM, (1, -1, 1), "set", "1.0.0", sets::algebra_store, "destination key [key ...]", "Stores the intersect of multiple sets in a key.";
+    "sunionstore", -3, WRITE | DENYOOM, (1, -1, 1), "set", "1.0.0", sets::algebra_store, "destination key [key ...]", "Stores the union of multiple sets in a key.";
+    "sdiffstore", -3, WRITE | DENYOOM, (1, -1, 1), "set", "1.0.0", sets::algebra_store, "destination key [key ...]", "Stores the difference of multiple sets in a key.";
+    "sintercard", -3, READONLY, (0, 0, 0), "set", "7.0.0", sets::sintercard, "numkeys key [key ...] [LIMIT limit]", "Returns the number of members of the intersect of multiple sets.";
+    "sscan", -3, READONLY, (1, 1, 1), "set", "2.8.0", sets::sscan, "key cursor [MATCH pattern] [COUNT count]", "Iterates over members of a set.";
+    // sorted set
+    "zadd", -4, WRITE | DENYOOM | FAST, (1, 1, 1), "sorted-set", "1.2.0", zsets::zadd, "key [NX | XX] [GT | LT] [CH] [INCR] score member [score member ...]", "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.";
+    "zincrby", 4, WRITE | DENYOOM | FAST, (1, 1, 1), "sorted-set", "1.2.0", zsets::zincrby, "key increment member", "Increments the score of a member in a sorted set.";
+    "zscore", 3, READONLY | FAST, (1, 1, 1), "sorted-set", "1.2.0", zsets::zscore, "key member", "Returns the score of a member in a sorted set.";
+    "zmscore", -3, READONLY | FAST, (1, 1, 1), "sorted-set", "6.2.0", zsets::zmscore, "key member [member ...]", "Returns the score of one or more members in a sorted set.";
+    "zcard", 2, READONLY | FAST, (1, 1, 1), "sorted-set", "1.2.0", zsets::zcard, "key", "Returns the number of members in a sorted set.";
+    "zcount", 4, READONLY | FAST, (1, 1, 1), "sorted-set", "2.0.0", zrange::zcount, "key min max", "Returns the count of members in a sorted set that have scores within a range.";
+    "zlexcount", 4, READONLY | FAST, (1, 1, 1), "sorted-set", "2.8.9", zrange::zcount, "key min max", "Returns the number of members in a sorted set within a lexicographical range.";
+    "zrank", 3, READONLY | FAST, (1, 1, 1), "sorted-set", "2.0.0", zsets::zrank, "key member", "Returns the index of a member in a sorted set ordered by ascending scores.";
+    "zrevrank", 3, READONLY | FAST, (1, 1, 1), "sorted-set", "2.0.0", zsets::zrank, "key member", "Returns the index of a member in a sorted set ordered by descending scores.";
+    "zrange", -4, READONLY, (1, 1, 1), "sorted-set", "1.2.0", zrange::zrange, "key start stop [BYSCORE | BYLEX] [REV] [LIMIT offset count] [WITHSCORES]", "Returns members in a sorted set within a range of indexes.";
+    "zrangebyscore", -4, READONLY, (1, 1, 1), "sorted-set", "1.0.5", zrange::zrange, "key min max [WITHSCORES] [LIMIT offset count]", "Returns members in a sorted set within a range of scores.";
+    "zrevrange", -4, READONLY, (1, 1, 1), "sorted-set", "1.2.0", zrange::zrange, "key start stop [WITHSCORES]", "Returns members in a sorted set within a range of indexes in reverse order.";
+    "zrevrangebyscore", -4, READONLY, (1, 1, 1), "sorted-set", "2.2.0", zrange::zrange, "key max min [WITHSCORES] [LIMIT offset count]", "Returns members in a sorted set within a range of scores in reverse order.";
+    "zrangebylex", -4, READONLY, (1, 1, 1), "sorted-set", "2.8.9", zrange::zrange, "key min max [LIMIT offset count]", "Returns members in a sorted set within a lexicographical range.";
+    "zrevrangebylex", -4, READONLY, (1, 1, 1), "sorted-set", "2.8.9", zrange::zrange, "key max min [LIMIT offset count]", "Returns members in a sorted set within a lexicographical range in reverse order.";
+    "zrem", -3, WRITE | FAST, (1, 1, 1), "sorted-set", "1.2.0", zsets::zrem, "key member [member ...]", "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed.";
+    "zremrangebyscore", 4, WRITE, (1, 1, 1), "sorted-set", "1.2.0", zrange::zremrange, "key min max", "Removes members in a sorted set within a range of scores. Deletes the sorted set if all members were removed.";
+    "zremrangebyrank", 4, WRITE, (1, 1, 1), "sorted-set", "2.0.0", zrange::zremrange, "key start stop", "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed.";
+    "zremrangebylex", 4, WRITE, (1, 1, 1), "sorted-set", "2.8.9", zrange::zremrange, "key min max", "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed.";
+    "zpopmin", -2, WRITE | FAST, (1, 1, 1), "sorted-set", "5.0.0", zsets::zpop, "key [count]", "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.";
+    "zpopmax", -2, WRITE | FAST, (1, 1, 1), "sorted-set", "5.0.0", zsets::zpop, "key [count]", "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.";
+    "zscan", -3, READONLY, (1, 1, 1), "sorted-set", "2.8.0", zsets::zscan, "key cursor [MATCH pattern] [COUNT count]", "Iterates over members and scores of a sorted set.";
+    // pubsub
+    "subscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE, (0, 0, 0), "pubsub", "2.0.0", pubsub::subscribe, "channel [channel ...]", "Listens for messages published to channels.";
+    "unsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE, (0, 0, 0), "pubsub", "2.0.0", pubsub::unsubscribe, "[channel [channel ...]]", "Stops listening to messages posted to channels.";
+    "psubscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE, (0, 0, 0), "pubsub", "2.0.0", pubsub::subscribe, "pattern [pattern ...]", "Listens for messages published to channels that match one or more patterns.";
+    "punsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE, (0, 0, 0), "pubsub", "2.0.0", pubsub::unsubscribe, "[pattern [pattern ...]]", "Stops listening to messages published to channels that match one or more patterns.";
+    "publish", 3, PUBSUB | LOADING | STALE | FAST, (0, 0, 0), "pubsub", "2.0.0", pubsub::publish, "channel message", "Posts a message to a channel.";
+    "pubsub", -2, PUBSUB | LOADING | STALE, (0, 0, 0), "pubsub", "2.8.0", pubsub::pubsub, "CHANNELS [pattern] | NUMSUB [channel [channel ...]] | NUMPAT", "A container for Pub/Sub commands.";
     // short-term memory
     "stm.capture", -7, WRITE | DENYOOM, (0, 0, 0), "stm", "0.1.0", stm::capture, "USER user-id CHANNEL channel-id SERVER <server-id | DM> [PARENT parent-channel-id] [PRIVACY <MINIMAL | PARTIAL | FULL | 0 | 1 | 2>] [STOP] [MSG <user | model> <speaker | -> content [MSG ...]] [REPLY <persona-id | -> <lineage-id | -> <speaker | -> content [REPLY ...]]", "Records a delivered turn in the user and server short-term memory of each persona.";
     "stm.get", -2, READONLY | FAST, (1, 1, 1), "stm", "0.1.0", stm::get, "key [FORMAT <RESP | JSON>]", "Returns a short-term memory entry.";

@@ -5,7 +5,9 @@
 pub mod expiry;
 pub mod scan;
 pub mod value;
+pub mod zset;
 
+use crate::blocking::Waiters;
 use crate::stm::index::StmIndex;
 use bytes::Bytes;
 use dashmap::{DashMap, RwLockWriteGuard, SharedValue};
@@ -54,6 +56,8 @@ pub struct Store {
     pub stm_index: StmIndex,
     pub expired_keys: AtomicU64,
     pub expired_stm_entries: AtomicU64,
+    /// Clients blocked in BLPOP/BRPOP/BLMOVE, woken when a list appears or grows at their key.
+    pub waiters: std::sync::Arc<Waiters>,
 }
 
 impl Default for Store {
@@ -70,6 +74,7 @@ impl Store {
             stm_index: StmIndex::default(),
             expired_keys: AtomicU64::new(0),
             expired_stm_entries: AtomicU64::new(0),
+            waiters: Default::default(),
         }
     }
 
@@ -152,8 +157,11 @@ impl Store {
 
     /// Bookkeeping for a value entering the keyspace.
     fn on_insert(&self, key: &Bytes, value: &Value) {
-        if let Value::Stm(entry) = value {
-            self.stm_index.insert(key, entry);
+        match value {
+            Value::Stm(entry) => self.stm_index.insert(key, entry),
+            // A list created by any command (LPUSH, RENAME, …) may serve a blocked client.
+            Value::List(_) => self.waiters.signal(key),
+            _ => {}
         }
     }
 }
@@ -231,6 +239,21 @@ impl<'a> Locked<'a> {
             e.version = version;
             e
         })
+    }
+
+    /// The live entry at `key` through a shared borrow (no lazy removal), so a command can hold
+    /// several entries at once (SINTER and friends).
+    pub fn peek(&self, key: &[u8]) -> Option<&Entry> {
+        let shard = self.store.shard_of(key);
+        let (_, guard) = if self.guards.len() == self.store.shard_count() {
+            self.guards.get(shard)?
+        } else {
+            self.guards.iter().find(|(s, _)| *s == shard)?
+        };
+        guard
+            .get(key)
+            .map(|e| e.get())
+            .filter(|e| !e.is_expired(self.now))
     }
 
     pub fn contains(&mut self, key: &[u8]) -> bool {

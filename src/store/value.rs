@@ -1,11 +1,14 @@
 //! The typed values a key can hold.
 
+use super::zset::ZSet;
 use crate::stm::StmEntry;
 use bytes::Bytes;
 use std::collections::VecDeque;
 
-pub type HashValue = hashbrown::HashMap<Bytes, Bytes, ahash::RandomState>;
-pub type SetValue = hashbrown::HashSet<Bytes, ahash::RandomState>;
+/// Hashes and sets are index maps: O(1) lookups like a hash map, plus O(1) access by position, which
+/// makes HRANDFIELD, SRANDMEMBER and SPOP pick uniformly at random in O(1).
+pub type HashValue = indexmap::IndexMap<Bytes, Bytes, ahash::RandomState>;
+pub type SetValue = indexmap::IndexSet<Bytes, ahash::RandomState>;
 
 /// One key's value. Strings and collection members are `Bytes` copied out of the read buffer, so a
 /// stored value never keeps a whole request buffer alive.
@@ -15,6 +18,7 @@ pub enum Value {
     List(VecDeque<Bytes>),
     Hash(HashValue),
     Set(SetValue),
+    ZSet(Box<ZSet>),
     Stm(Box<StmEntry>),
 }
 
@@ -26,6 +30,7 @@ impl Value {
             Value::List(_) => "list",
             Value::Hash(_) => "hash",
             Value::Set(_) => "set",
+            Value::ZSet(_) => "zset",
             Value::Stm(_) => "stm",
         }
     }

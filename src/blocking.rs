@@ -1,0 +1,176 @@
+//! Clients blocked in BLPOP, BRPOP and BLMOVE, queued per key in arrival order.
+//!
+//! Handlers cannot await, so a blocking command that finds nothing registers a [`WaitGuard`] while
+//! it still holds the key's shard lock, and asks the connection loop to wait (see
+//! [`crate::commands::BlockRequest`]). The loop sleeps on the waiter's `Notify` and then runs the
+//! command again, which pops under the lock like any other command. So an element is only ever
+//! removed by a live connection running a normal pop: nothing is handed over in flight, and nothing
+//! can be lost or delivered twice.
+//!
+//! Order and wake-ups:
+//! - a push (anything that creates or grows a list) wakes the *first* waiter of that key;
+//! - a waiter pops from a key only when no waiter is ahead of it on that key, and a new blocking
+//!   command does not pop from a key that already has waiters (it queues behind them), so clients
+//!   are served first come, first served, as in Redis;
+//! - a waiter leaving the queue (served, timed out, disconnected) wakes the next waiter of each of
+//!   its keys, which retries: if elements are left it is served, otherwise it waits again. Spurious
+//!   wake-ups cost one retry; a missed one would strand an element, so we err towards waking.
+//!
+//! Lock order: the registry mutex is taken while a shard lock may be held, never the other way.
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use tokio::sync::Notify;
+
+/// One blocked client.
+#[derive(Debug)]
+pub struct Waiter {
+    id: u64,
+    notify: Notify,
+}
+
+impl Waiter {
+    /// Resolves when a push (or the waiter ahead leaving) suggests a retry.
+    pub async fn woken(&self) {
+        self.notify.notified().await;
+    }
+}
+
+/// Per-key FIFO queues of blocked clients.
+#[derive(Debug, Default)]
+pub struct Waiters {
+    queues: Mutex<HashMap<Bytes, VecDeque<Arc<Waiter>>>>,
+    /// Number of keys with waiters: lets every push skip the mutex when nobody is blocked.
+    keys_waited: AtomicUsize,
+    next_id: AtomicU64,
+}
+
+impl Waiters {
+    /// Wakes the first client waiting on `key`, if any. Called by every write that adds list
+    /// elements, under the key's shard lock.
+    pub fn signal(&self, key: &[u8]) {
+        if self.keys_waited.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        if let Some(first) = self.queues.lock().get(key).and_then(|q| q.front()) {
+            first.notify.notify_one();
+        }
+    }
+
+    /// True when some client other than `me` is queued on `key` ahead of `me` (any client, when
+    /// `me` is not queued there). Call under the key's shard lock.
+    pub fn someone_ahead(&self, key: &[u8], me: Option<&Waiter>) -> bool {
+        if self.keys_waited.load(Ordering::Acquire) == 0 {
+            return false;
+        }
+        let queues = self.queues.lock();
+        match queues.get(key).and_then(|q| q.front()) {
+            None => false,
+            Some(first) => me.is_none_or(|me| first.id != me.id),
+        }
+    }
+
+    /// Queues a new waiter at the back of each of `keys`. Call under the keys' shard locks, right
+    /// after finding them empty, so no push can slip in between.
+    pub fn register(self: &Arc<Self>, keys: Vec<Bytes>) -> WaitGuard {
+        let waiter = Arc::new(Waiter {
+            id: self.next_id.fetch_add(1, Ordering::Relaxed),
+            notify: Notify::new(),
+        });
+        let mut queues = self.queues.lock();
+        for key in &keys {
+            let queue = queues.entry(key.clone()).or_insert_with(|| {
+                self.keys_waited.fetch_add(1, Ordering::AcqRel);
+                VecDeque::new()
+            });
+            if !queue.iter().any(|w| w.id == waiter.id) {
+                queue.push_back(waiter.clone());
+            }
+        }
+        WaitGuard {
+            waiters: self.clone(),
+            waiter,
+            keys,
+        }
+    }
+
+    fn unregister(&self, waiter: &Waiter, keys: &[Bytes]) {
+        let mut queues = self.queues.lock();
+        for key in keys {
+            let Some(queue) = queues.get_mut(key) else {
+                continue;
+            };
+            let was_first = queue.front().is_some_and(|w| w.id == waiter.id);
+            queue.retain(|w| w.id != waiter.id);
+            match queue.front() {
+                None => {
+                    queues.remove(key);
+                    self.keys_waited.fetch_sub(1, Ordering::AcqRel);
+                }
+                Some(next) if was_first => next.notify.notify_one(),
+                Some(_) => {}
+            }
+        }
+    }
+
+    /// Number of clients blocked on any key (INFO's `blocked_clients`).
+    pub fn blocked_clients(&self) -> usize {
+        let queues = self.queues.lock();
+        let mut ids: Vec<u64> = queues.values().flatten().map(|w| w.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids.len()
+    }
+}
+
+/// A client's place in the queues of its keys; dropping it leaves them and wakes the next waiter.
+#[derive(Debug)]
+pub struct WaitGuard {
+    waiters: Arc<Waiters>,
+    waiter: Arc<Waiter>,
+    keys: Vec<Bytes>,
+}
+
+impl WaitGuard {
+    pub fn waiter(&self) -> &Arc<Waiter> {
+        &self.waiter
+    }
+}
+
+impl Drop for WaitGuard {
+    fn drop(&mut self) {
+        self.waiters.unregister(&self.waiter, &self.keys);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(s: &str) -> Bytes {
+        Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    #[tokio::test]
+    async fn first_waiter_is_woken_and_leaving_passes_the_turn_on() {
+        let waiters = Arc::new(Waiters::default());
+        let first = waiters.register(vec![key("k")]);
+        let second = waiters.register(vec![key("k"), key("other")]);
+        assert!(waiters.someone_ahead(b"k", Some(second.waiter())));
+        assert!(!waiters.someone_ahead(b"k", Some(first.waiter())));
+        assert!(waiters.someone_ahead(b"k", None));
+        assert!(!waiters.someone_ahead(b"other", Some(second.waiter())));
+        waiters.signal(b"k");
+        first.waiter().woken().await; // the permit was stored for the first waiter
+        drop(first);
+        second.waiter().woken().await; // leaving woke the next one
+        assert_eq!(waiters.blocked_clients(), 1);
+        drop(second);
+        assert_eq!(waiters.blocked_clients(), 0);
+        assert_eq!(waiters.keys_waited.load(Ordering::Relaxed), 0);
+        assert!(!waiters.someone_ahead(b"k", None));
+    }
+}

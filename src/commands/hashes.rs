@@ -1,0 +1,263 @@
+//! Hash commands.
+
+use super::args::{int, is, parse_float};
+use super::typed::{hash, hash_mut, hash_or_create, remove_if_empty};
+use super::{collection_scan, err, wrong_arity, CmdResult, Ctx};
+use crate::protocol::{parse_i64_strict, Reply};
+use bytes::Bytes;
+use rand::Rng;
+
+/// Largest |count| HRANDFIELD / SRANDMEMBER accept with a negative count: the reply is built in
+/// memory, so an unbounded count would let one request exhaust it (Redis streams it instead).
+pub const MAX_RANDOM_COUNT: u64 = 16 * 1024 * 1024;
+
+/// HSET and HMSET: field value pairs.
+pub fn hset(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    if args.len() % 2 != 0 {
+        let name = if is(args[0], "hmset") {
+            "hmset"
+        } else {
+            "hset"
+        };
+        return Err(Reply::Error(wrong_arity(name).into()));
+    }
+    let mut locked = ctx.lock(&args[1..2]);
+    let h = hash_or_create(&mut locked, args[1])?;
+    let mut added = 0;
+    for pair in args[2..].chunks(2) {
+        let value = Bytes::copy_from_slice(pair[1]);
+        match h.get_mut(pair[0]) {
+            Some(slot) => *slot = value,
+            None => {
+                h.insert(Bytes::copy_from_slice(pair[0]), value);
+                added += 1;
+            }
+        }
+    }
+    Ok(if is(args[0], "hmset") {
+        Reply::OK
+    } else {
+        Reply::Int(added)
+    })
+}
+
+pub fn hsetnx(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let mut locked = ctx.lock(&args[1..2]);
+    if hash(&mut locked, args[1])?.is_some_and(|h| h.contains_key(args[2])) {
+        return Ok(Reply::Int(0));
+    }
+    let h = hash_or_create(&mut locked, args[1])?;
+    h.insert(
+        Bytes::copy_from_slice(args[2]),
+        Bytes::copy_from_slice(args[3]),
+    );
+    Ok(Reply::Int(1))
+}
+
+pub fn hget(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let mut locked = ctx.lock(&args[1..2]);
+    Ok(hash(&mut locked, args[1])?
+        .and_then(|h| h.get(args[2]))
+        .map_or(Reply::Nil, |v| Reply::Bulk(v.clone())))
+}
+
+pub fn hmget(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let mut locked = ctx.lock(&args[1..2]);
+    let h = hash(&mut locked, args[1])?;
+    Ok(Reply::Array(
+        args[2..]
+            .iter()
+            .map(|f| {
+                h.and_then(|h| h.get(*f))
+                    .map_or(Reply::Nil, |v| Reply::Bulk(v.clone()))
+            })
+            .collect(),
+    ))
+}
+
+pub fn hgetall(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let mut locked = ctx.lock(&args[1..2]);
+    let pairs = hash(&mut locked, args[1])?.map_or_else(Vec::new, |h| {
+        h.iter()
+            .map(|(k, v)| (Reply::Bulk(k.clone()), Reply::Bulk(v.clone())))
+            .collect()
+    });
+    Ok(Reply::Map(pairs))
+}
+
+/// HKEYS and HVALS.
+pub fn hkeys(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let values = is(args[0], "hvals");
+    let mut locked = ctx.lock(&args[1..2]);
+    let items = hash(&mut locked, args[1])?.map_or_else(Vec::new, |h| {
+        h.iter()
+            .map(|(k, v)| Reply::Bulk(if values { v.clone() } else { k.clone() }))
+            .collect()
+    });
+    Ok(Reply::Array(items))
+}
+
+pub fn hdel(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let mut locked = ctx.lock(&args[1..2]);
+    let Some(h) = hash_mut(&mut locked, args[1])? else {
+        return Ok(Reply::Int(0));
+    };
+    let removed = args[2..]
+        .iter()
+        .filter(|f| h.swap_remove(**f).is_some())
+        .count();
+    remove_if_empty(&mut locked, args[1]);
+    Ok(Reply::Int(removed as i64))
+}
+
+pub fn hlen(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let mut locked = ctx.lock(&args[1..2]);
+    Ok(Reply::Int(
+        hash(&mut locked, args[1])?.map_or(0, |h| h.len()) as i64,
+    ))
+}
+
+pub fn hexists(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let mut locked = ctx.lock(&args[1..2]);
+    let found = hash(&mut locked, args[1])?.is_some_and(|h| h.contains_key(args[2]));
+    Ok(Reply::Int(i64::from(found)))
+}
+
+pub fn hstrlen(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let mut locked = ctx.lock(&args[1..2]);
+    let len = hash(&mut locked, args[1])?
+        .and_then(|h| h.get(args[2]))
+        .map_or(0, |v| v.len());
+    Ok(Reply::Int(len as i64))
+}
+
+pub fn hincrby(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let delta = int(args[3])?;
+    let mut locked = ctx.lock(&args[1..2]);
+    let current = match hash(&mut locked, args[1])?.and_then(|h| h.get(args[2])) {
+        Some(v) => {
+            parse_i64_strict(v).ok_or_else(|| Reply::error("ERR hash value is not an integer"))?
+        }
+        None => 0,
+    };
+    let new = current
+        .checked_add(delta)
+        .ok_or_else(|| Reply::error(err::OVERFLOW))?;
+    let text = Bytes::copy_from_slice(itoa::Buffer::new().format(new).as_bytes());
+    hash_or_create(&mut locked, args[1])?.insert(Bytes::copy_from_slice(args[2]), text);
+    Ok(Reply::Int(new))
+}
+
+pub fn hincrbyfloat(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let delta = super::args::float(args[3])?;
+    if delta.is_infinite() {
+        return Err(Reply::error("ERR value is NaN or Infinity"));
+    }
+    let mut locked = ctx.lock(&args[1..2]);
+    let current = match hash(&mut locked, args[1])?.and_then(|h| h.get(args[2])) {
+        Some(v) => parse_float(v).ok_or_else(|| Reply::error("ERR hash value is not a float"))?,
+        None => 0.0,
+    };
+    let new = current + delta;
+    if !new.is_finite() {
+        return Err(Reply::error("ERR increment would produce NaN or Infinity"));
+    }
+    let text = Bytes::from(super::strings::human_float(new));
+    hash_or_create(&mut locked, args[1])?.insert(Bytes::copy_from_slice(args[2]), text.clone());
+    Ok(Reply::Bulk(text))
+}
+
+/// Parses a RANDFIELD/RANDMEMBER count with Redis's range error, and our cap on negative counts.
+pub fn random_count(arg: &[u8], with_values: bool) -> Result<i64, Reply> {
+    let count = int(arg)?;
+    if count == i64::MIN {
+        return Err(Reply::error(
+            "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+        ));
+    }
+    if (with_values && count < -(i64::MAX / 2))
+        || count.unsigned_abs() > MAX_RANDOM_COUNT && count < 0
+    {
+        return Err(Reply::error("ERR value is out of range"));
+    }
+    Ok(count)
+}
+
+/// Up to `count` distinct positions in `0..len` (count > 0), or `|count|` positions that may repeat
+/// (count < 0), in random order.
+pub fn random_positions(len: usize, count: i64) -> Vec<usize> {
+    let mut rng = rand::thread_rng();
+    if count < 0 {
+        return (0..count.unsigned_abs())
+            .map(|_| rng.gen_range(0..len))
+            .collect();
+    }
+    let count = (count as u64).min(len as u64) as usize;
+    rand::seq::index::sample(&mut rng, len, count).into_vec()
+}
+
+/// HRANDFIELD key [count [WITHVALUES]].
+pub fn hrandfield(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let with_values = match args.len() {
+        2 | 3 => false,
+        4 if is(args[3], "WITHVALUES") => true,
+        _ => return Err(Reply::error(err::SYNTAX)),
+    };
+    let count = args
+        .get(2)
+        .map(|c| random_count(c, with_values))
+        .transpose()?;
+    let resp3 = ctx.conn.resp3;
+    let mut locked = ctx.lock(&args[1..2]);
+    let h = hash(&mut locked, args[1])?;
+    let Some(count) = count else {
+        return Ok(match h {
+            Some(h) if !h.is_empty() => {
+                let i = rand::thread_rng().gen_range(0..h.len());
+                h.get_index(i)
+                    .map_or(Reply::Nil, |(k, _)| Reply::Bulk(k.clone()))
+            }
+            _ => Reply::Nil,
+        });
+    };
+    let Some(h) = h.filter(|h| !h.is_empty()) else {
+        return Ok(Reply::Array(Vec::new()));
+    };
+    let mut items = Vec::new();
+    for i in random_positions(h.len(), count) {
+        let Some((k, v)) = h.get_index(i) else {
+            continue;
+        };
+        match (with_values, resp3) {
+            (false, _) => items.push(Reply::Bulk(k.clone())),
+            // RESP3 pairs each field with its value, as Redis 7 does.
+            (true, true) => items.push(Reply::Array(vec![
+                Reply::Bulk(k.clone()),
+                Reply::Bulk(v.clone()),
+            ])),
+            (true, false) => {
+                items.push(Reply::Bulk(k.clone()));
+                items.push(Reply::Bulk(v.clone()));
+            }
+        }
+    }
+    Ok(Reply::Array(items))
+}
+
+pub fn hscan(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    collection_scan::parse_cursor(args[2])?;
+    let mut locked = ctx.lock(&args[1..2]);
+    let found = hash(&mut locked, args[1])?;
+    if found.is_none() {
+        return Ok(collection_scan::empty());
+    }
+    let scan_args = collection_scan::parse(args)?;
+    Ok(match found {
+        Some(h) => collection_scan::scan(
+            h.iter().map(|(k, v)| (k, Some(Reply::Bulk(v.clone())))),
+            h.len(),
+            &scan_args,
+        ),
+        None => collection_scan::empty(),
+    })
+}

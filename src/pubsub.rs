@@ -1,0 +1,225 @@
+//! Pub/Sub: who is subscribed to which channel or pattern, and delivery into each subscriber's
+//! mailbox.
+//!
+//! PUBLISH runs on the publisher's task and must never wait for a subscriber, so each subscribed
+//! connection owns a bounded mailbox (a tokio `mpsc` channel) that its connection loop `select!`s
+//! on beside the socket, writing whatever arrived in one write. A subscriber that cannot keep up
+//! (more than [`MAILBOX_MESSAGES`] messages or [`MAILBOX_BYTES`] bytes waiting) is disconnected, as
+//! Redis does when a pub/sub client passes its output-buffer hard limit (32 MB by default): memory
+//! stays bounded and the publisher is never slowed down by a slow reader.
+
+use crate::clients::ClientInfo;
+use crate::glob;
+use crate::protocol::Reply;
+use bytes::Bytes;
+use parking_lot::RwLock;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// Most messages waiting in one subscriber's mailbox.
+pub const MAILBOX_MESSAGES: usize = 16 * 1024;
+/// Most payload bytes waiting in one subscriber's mailbox (Redis's pub/sub hard limit).
+pub const MAILBOX_BYTES: usize = 32 * 1024 * 1024;
+
+/// One message on its way to one subscriber.
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    /// The pattern that matched, for `pmessage`; `None` for a plain `message`.
+    pub pattern: Option<Bytes>,
+    pub channel: Bytes,
+    pub payload: Bytes,
+}
+
+impl Delivery {
+    fn size(&self) -> usize {
+        self.channel.len() + self.payload.len() + self.pattern.as_ref().map_or(0, |p| p.len())
+    }
+
+    /// The `message` / `pmessage` frame (a push in RESP3, an array in RESP2).
+    pub fn to_reply(&self) -> Reply {
+        let mut items = Vec::with_capacity(4);
+        match &self.pattern {
+            Some(pattern) => {
+                items.push(Reply::bulk_str("pmessage"));
+                items.push(Reply::Bulk(pattern.clone()));
+            }
+            None => items.push(Reply::bulk_str("message")),
+        }
+        items.push(Reply::Bulk(self.channel.clone()));
+        items.push(Reply::Bulk(self.payload.clone()));
+        Reply::Push(items)
+    }
+}
+
+/// The sending side of a subscriber's mailbox, shared by every channel it is subscribed to.
+pub struct Mailbox {
+    tx: mpsc::Sender<Delivery>,
+    queued_bytes: AtomicUsize,
+    client: Arc<ClientInfo>,
+}
+
+impl Mailbox {
+    /// Queues a message; false (and the subscriber is disconnected) when the mailbox is full.
+    fn deliver(&self, delivery: Delivery) -> bool {
+        let size = delivery.size();
+        let queued = self.queued_bytes.fetch_add(size, Ordering::AcqRel) + size;
+        if queued > MAILBOX_BYTES || self.tx.try_send(delivery).is_err() {
+            self.queued_bytes.fetch_sub(size, Ordering::AcqRel);
+            if !self.tx.is_closed() && !self.client.killed.load(Ordering::Relaxed) {
+                tracing::warn!(
+                    client = self.client.id,
+                    "pub/sub subscriber too slow: mailbox full, disconnecting it"
+                );
+                self.client.kill();
+            }
+            return false;
+        }
+        true
+    }
+
+    /// Called by the subscriber's connection for each message it takes out.
+    pub fn taken(&self, delivery: &Delivery) {
+        self.queued_bytes
+            .fetch_sub(delivery.size(), Ordering::AcqRel);
+    }
+}
+
+/// One connection's subscriptions and the receiving side of its mailbox (created on the first
+/// SUBSCRIBE, so connections that never subscribe pay nothing).
+#[derive(Default)]
+pub struct Subscriptions {
+    pub channels: HashSet<Bytes>,
+    pub patterns: HashSet<Bytes>,
+    pub mailbox: Option<Arc<Mailbox>>,
+    pub inbox: Option<mpsc::Receiver<Delivery>>,
+}
+
+impl Subscriptions {
+    /// Channels plus patterns: the count every (un)subscribe confirmation carries.
+    pub fn count(&self) -> usize {
+        self.channels.len() + self.patterns.len()
+    }
+
+    /// This connection's mailbox, created on first use.
+    pub fn mailbox(&mut self, client: &Arc<ClientInfo>) -> Arc<Mailbox> {
+        if let Some(mailbox) = &self.mailbox {
+            return mailbox.clone();
+        }
+        let (tx, rx) = mpsc::channel(MAILBOX_MESSAGES);
+        let mailbox = Arc::new(Mailbox {
+            tx,
+            queued_bytes: AtomicUsize::new(0),
+            client: client.clone(),
+        });
+        self.mailbox = Some(mailbox.clone());
+        self.inbox = Some(rx);
+        mailbox
+    }
+}
+
+type Subscribers = HashMap<Bytes, HashMap<u64, Arc<Mailbox>>>;
+
+/// The server-wide subscription registry.
+#[derive(Default)]
+pub struct PubSub {
+    channels: RwLock<Subscribers>,
+    patterns: RwLock<Subscribers>,
+}
+
+fn add(map: &RwLock<Subscribers>, name: &Bytes, mailbox: &Arc<Mailbox>) {
+    map.write()
+        .entry(name.clone())
+        .or_default()
+        .insert(mailbox.client.id, mailbox.clone());
+}
+
+fn remove(map: &RwLock<Subscribers>, name: &[u8], client: u64) {
+    let mut map = map.write();
+    if let Some(subs) = map.get_mut(name) {
+        subs.remove(&client);
+        if subs.is_empty() {
+            map.remove(name);
+        }
+    }
+}
+
+impl PubSub {
+    pub fn subscribe(&self, channel: &Bytes, mailbox: &Arc<Mailbox>) {
+        add(&self.channels, channel, mailbox);
+    }
+
+    pub fn unsubscribe(&self, channel: &[u8], client: u64) {
+        remove(&self.channels, channel, client);
+    }
+
+    pub fn psubscribe(&self, pattern: &Bytes, mailbox: &Arc<Mailbox>) {
+        add(&self.patterns, pattern, mailbox);
+    }
+
+    pub fn punsubscribe(&self, pattern: &[u8], client: u64) {
+        remove(&self.patterns, pattern, client);
+    }
+
+    /// Removes every subscription of a connection that is going away.
+    pub fn forget(&self, subs: &Subscriptions, client: u64) {
+        for channel in &subs.channels {
+            self.unsubscribe(channel, client);
+        }
+        for pattern in &subs.patterns {
+            self.punsubscribe(pattern, client);
+        }
+    }
+
+    /// Delivers to channel subscribers, then to matching pattern subscribers; returns how many
+    /// mailboxes took the message (a client subscribed both ways counts twice, as in Redis).
+    pub fn publish(&self, channel: &[u8], payload: &[u8]) -> usize {
+        let channel = Bytes::copy_from_slice(channel);
+        let payload = Bytes::copy_from_slice(payload);
+        let mut received = 0;
+        if let Some(subs) = self.channels.read().get(&channel) {
+            for mailbox in subs.values() {
+                let delivery = Delivery {
+                    pattern: None,
+                    channel: channel.clone(),
+                    payload: payload.clone(),
+                };
+                received += usize::from(mailbox.deliver(delivery));
+            }
+        }
+        for (pattern, subs) in self.patterns.read().iter() {
+            if !glob::matches(pattern, &channel, false) {
+                continue;
+            }
+            for mailbox in subs.values() {
+                let delivery = Delivery {
+                    pattern: Some(pattern.clone()),
+                    channel: channel.clone(),
+                    payload: payload.clone(),
+                };
+                received += usize::from(mailbox.deliver(delivery));
+            }
+        }
+        received
+    }
+
+    /// Active channels (with at least one subscriber), optionally filtered by a glob.
+    pub fn channels(&self, pattern: Option<&[u8]>) -> Vec<Bytes> {
+        self.channels
+            .read()
+            .keys()
+            .filter(|c| pattern.is_none_or(|p| glob::matches(p, c, false)))
+            .cloned()
+            .collect()
+    }
+
+    pub fn numsub(&self, channel: &[u8]) -> usize {
+        self.channels.read().get(channel).map_or(0, |s| s.len())
+    }
+
+    /// Number of distinct patterns subscribed to (by anyone), as Redis 7 counts.
+    pub fn numpat(&self) -> usize {
+        self.patterns.read().len()
+    }
+}
