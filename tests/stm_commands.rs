@@ -788,7 +788,7 @@ async fn bad_input_gets_an_error_changes_nothing_and_keeps_the_connection() {
         ),
         (
             vec!["STM.RECENT", "USER", "u", "LIMIT", "x"],
-            "ERR value is not an integer or out of range",
+            "ERR value is out of range, must be positive",
         ),
         (
             vec!["STM.RECENT", "USER", "u", "LINEAGE", "x"],

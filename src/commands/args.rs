@@ -52,6 +52,15 @@ fn parse_hex_integer(text: &str) -> Option<f64> {
     Some(sign * value)
 }
 
+/// A count that must not be negative; like Redis's `getPositiveLongFromObjectOrReply`, a
+/// non-integer gets the same error as a negative number.
+pub fn count(arg: &[u8]) -> Result<usize, Reply> {
+    parse_i64_strict(arg)
+        .filter(|n| *n >= 0)
+        .map(|n| n as usize)
+        .ok_or_else(|| Reply::error("ERR value is out of range, must be positive"))
+}
+
 /// True when `arg` equals the keyword `word` (ASCII case-insensitive).
 pub fn is(arg: &[u8], word: &str) -> bool {
     arg.eq_ignore_ascii_case(word.as_bytes())

@@ -122,16 +122,7 @@ pub fn pop(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             super::wrong_arity(if end == End::Left { "lpop" } else { "rpop" }).into(),
         ));
     }
-    let count = match args.get(2) {
-        Some(arg) => {
-            let n = int(arg)?;
-            if n < 0 {
-                return Err(Reply::error("ERR value is out of range, must be positive"));
-            }
-            Some(n as usize)
-        }
-        None => None,
-    };
+    let count = args.get(2).map(|arg| super::args::count(arg)).transpose()?;
     let key = args[1];
     let mut locked = ctx.lock(&args[1..2]);
     let Some(l) = list_mut(&mut locked, key)? else {

@@ -70,16 +70,7 @@ pub fn spop(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     if args.len() > 3 {
         return Err(Reply::error(err::SYNTAX));
     }
-    let count = match args.get(2) {
-        Some(c) => {
-            let n = int(c)?;
-            if n < 0 {
-                return Err(Reply::error("ERR value is out of range, must be positive"));
-            }
-            Some(n as usize)
-        }
-        None => None,
-    };
+    let count = args.get(2).map(|arg| super::args::count(arg)).transpose()?;
     let mut locked = ctx.lock(&args[1..2]);
     let Some(s) = set_mut(&mut locked, args[1])? else {
         return Ok(match count {

@@ -507,11 +507,7 @@ pub fn recent(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         } else if is(option, "LINEAGE") {
             once(&mut lineage_filter, lineage(c.next_arg()?)?)?;
         } else if is(option, "LIMIT") {
-            let n = c.next_int()?;
-            if n < 0 {
-                return Err(error("ERR value is out of range, must be positive"));
-            }
-            once(&mut limit, n as usize)?;
+            once(&mut limit, super::args::count(c.next_arg()?)?)?;
         } else if is(option, "FORMAT") {
             once(&mut json, format_json(c.next_arg()?)?)?;
         } else {

@@ -1,7 +1,7 @@
 //! Sorted-set commands except the range family (in `zrange.rs`). The structure is in
 //! `crate::store::zset`.
 
-use super::args::{int, is, parse_float};
+use super::args::{is, parse_float};
 use super::typed::{remove_if_empty, zset, zset_mut, zset_or_create};
 use super::{collection_scan, err, CmdResult, Ctx};
 use crate::protocol::{format_double, Reply};
@@ -203,16 +203,7 @@ pub fn zpop(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     if args.len() > 3 {
         return Err(Reply::error(err::SYNTAX));
     }
-    let count = match args.get(2) {
-        Some(c) => {
-            let n = int(c)?;
-            if n < 0 {
-                return Err(Reply::error("ERR value is out of range, must be positive"));
-            }
-            Some(n as usize)
-        }
-        None => None,
-    };
+    let count = args.get(2).map(|arg| super::args::count(arg)).transpose()?;
     let resp3 = ctx.conn.resp3;
     let mut locked = ctx.lock(&args[1..2]);
     let mut popped = Vec::new();
