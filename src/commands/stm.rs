@@ -292,25 +292,12 @@ struct Target<'a> {
 impl Target<'_> {
     /// The user scope, then the server scope unless in a DM.
     fn scopes(&self) -> Vec<ScopeKey> {
-        let server = self.server.map(Bytes::copy_from_slice);
-        let channel = Bytes::copy_from_slice(self.channel);
-        let mut scopes = vec![ScopeKey {
-            scope: Scope::User,
-            user: Some(Bytes::copy_from_slice(self.user)),
-            server: server.clone(),
-            channel: channel.clone(),
-            persona: self.persona,
-        }];
-        if server.is_some() {
-            scopes.push(ScopeKey {
-                scope: Scope::Server,
-                user: None,
-                server,
-                channel,
-                persona: self.persona,
-            });
-        }
-        scopes
+        ScopeKey::for_turn(
+            &Bytes::copy_from_slice(self.user),
+            self.server.map(Bytes::copy_from_slice).as_ref(),
+            &Bytes::copy_from_slice(self.channel),
+            self.persona,
+        )
     }
 }
 
@@ -370,6 +357,7 @@ fn write_distilled(
     clearing: bool,
     update: &dyn Fn(&mut StmEntry),
     op: &dyn Fn(ScopeKey, Option<i64>) -> PersistOp,
+    counter: &AtomicU64,
 ) -> CmdResult {
     let limits = limits(ctx);
     let scopes = target.scopes();
@@ -413,6 +401,7 @@ fn write_distilled(
         shared.stm.persist.send(op(scope, lineage));
         written.push(key);
     }
+    counter.fetch_add(1, Ordering::Relaxed);
     Ok(key_array(written))
 }
 
@@ -425,7 +414,7 @@ pub fn summary(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let text = cap_chars(args[at], max);
     let summary = (!text.is_empty()).then_some(text);
     let clearing = summary.is_none();
-    let reply = write_distilled(
+    write_distilled(
         ctx,
         &target,
         clearing,
@@ -435,13 +424,8 @@ pub fn summary(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             lineage,
             summary: summary.clone(),
         },
-    )?;
-    ctx.shared
-        .stm
-        .stats
-        .summaries
-        .fetch_add(1, Ordering::Relaxed);
-    Ok(reply)
+        &ctx.shared.stm.stats.summaries,
+    )
 }
 
 /// A category slug: 1 to 64 bytes of letters, digits, `_`, `-`, `.`.
@@ -473,7 +457,7 @@ pub fn categories(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     }
     map.sort();
     let clearing = map.is_empty();
-    let reply = write_distilled(
+    write_distilled(
         ctx,
         &target,
         clearing,
@@ -483,13 +467,8 @@ pub fn categories(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             lineage,
             categories: map.clone(),
         },
-    )?;
-    ctx.shared
-        .stm
-        .stats
-        .category_writes
-        .fetch_add(1, Ordering::Relaxed);
-    Ok(reply)
+        &ctx.shared.stm.stats.category_writes,
+    )
 }
 
 pub fn recent(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {

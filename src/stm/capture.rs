@@ -136,22 +136,7 @@ pub fn plan(
         if personas.iter().any(|(p, _, _)| *p == reply.persona) {
             continue;
         }
-        let mut scopes = vec![ScopeKey {
-            scope: Scope::User,
-            user: Some(user.clone()),
-            server: server.clone(),
-            channel: channel.clone(),
-            persona: reply.persona,
-        }];
-        if let Some(server) = &server {
-            scopes.push(ScopeKey {
-                scope: Scope::Server,
-                user: None,
-                server: Some(server.clone()),
-                channel: channel.clone(),
-                persona: reply.persona,
-            });
-        }
+        let scopes = ScopeKey::for_turn(&user, server.as_ref(), &channel, reply.persona);
         personas.push((reply.persona, reply.lineage, scopes));
     }
     Ok(CapturePlan {

@@ -65,6 +65,32 @@ impl ScopeKey {
         Bytes::from(key)
     }
 
+    /// The scopes one conversation writes: the user scope, then the server scope unless in a DM.
+    pub fn for_turn(
+        user: &Bytes,
+        server: Option<&Bytes>,
+        channel: &Bytes,
+        persona: Option<u64>,
+    ) -> Vec<ScopeKey> {
+        let mut scopes = vec![ScopeKey {
+            scope: Scope::User,
+            user: Some(user.clone()),
+            server: server.cloned(),
+            channel: channel.clone(),
+            persona,
+        }];
+        if let Some(server) = server {
+            scopes.push(ScopeKey {
+                scope: Scope::Server,
+                user: None,
+                server: Some(server.clone()),
+                channel: channel.clone(),
+                persona,
+            });
+        }
+        scopes
+    }
+
     /// Reads a key of exactly the form [`ScopeKey::key`] writes. A user-scope key does not name its
     /// server, so `server` is None for it.
     pub fn parse(key: &[u8]) -> Option<ScopeKey> {
