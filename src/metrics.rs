@@ -39,6 +39,15 @@ impl Stats {
     }
 }
 
+/// Bytes currently allocated by the process (jemalloc's `stats.allocated`), 0 if unavailable.
+pub fn allocated_bytes() -> u64 {
+    // The statistics are a snapshot refreshed by advancing the epoch.
+    if tikv_jemalloc_ctl::epoch::advance().is_err() {
+        return 0;
+    }
+    tikv_jemalloc_ctl::stats::allocated::read().map_or(0, |n| n as u64)
+}
+
 /// Resident set size of this process in bytes, from /proc (0 where unavailable).
 pub fn rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/statm")

@@ -6,7 +6,7 @@ use super::table::{self, lookup, Command, COMMANDS};
 use super::{check_subcommand, err, CmdResult, Ctx};
 use crate::config::{find_param, PARAMS};
 use crate::glob;
-use crate::metrics::rss_bytes;
+use crate::metrics::{allocated_bytes, rss_bytes};
 use crate::protocol::Reply;
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
@@ -97,8 +97,9 @@ fn render_section(ctx: &Ctx, section: &str, out: &mut String) {
         }
         "memory" => {
             let rss = rss_bytes();
-            line("used_memory", &rss);
-            line("used_memory_human", &human_bytes(rss));
+            let used = allocated_bytes();
+            line("used_memory", &used);
+            line("used_memory_human", &human_bytes(used));
             line("used_memory_rss", &rss);
             line("used_memory_rss_human", &human_bytes(rss));
             line("maxmemory", &0);
