@@ -53,6 +53,9 @@ pub struct Config {
         help_heading = "Security"
     )]
     pub requirepass: String,
+    /// With no password set, accept clients from loopback addresses only (yes|no).
+    #[arg(long, env = "STMD_PROTECTED_MODE", default_value = "yes", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "Security")]
+    pub protected_mode: bool,
 
     /// Largest bulk string a request may declare (units: b, k, kb, m, mb, g, gb).
     #[arg(long, env = "STMD_PROTO_MAX_BULK_LEN", default_value = "512mb", value_parser = parse_memory, help_heading = "Limits")]
@@ -245,6 +248,14 @@ pub static PARAMS: &[Param] = &[
             Ok(())
         }),
     },
+    Param {
+        name: "protected-mode",
+        get: |c| if c.protected_mode { "yes" } else { "no" }.to_string(),
+        set: Some(|c, v| {
+            c.protected_mode = parse_yes_no(v)?;
+            Ok(())
+        }),
+    },
     memory_param!("proto-max-bulk-len", proto_max_bulk_len),
     number_param!("proto-max-multibulk-len", proto_max_multibulk_len),
     memory_param!("client-query-buffer-limit", client_query_buffer_limit),
@@ -289,6 +300,26 @@ pub static PARAMS: &[Param] = &[
     fixed_param!("maxmemory", "0"),
     fixed_param!("maxmemory-policy", "noeviction"),
 ];
+
+/// `yes` or `no`, as redis.conf spells booleans.
+pub fn parse_yes_no(text: &str) -> Result<bool, String> {
+    match text.to_ascii_lowercase().as_str() {
+        "yes" => Ok(true),
+        "no" => Ok(false),
+        _ => Err("argument must be 'yes' or 'no'".to_string()),
+    }
+}
+
+/// Protected mode: with no password, only loopback clients are served.
+pub fn refuses(config: &Config, peer: std::net::IpAddr) -> bool {
+    let loopback = match peer {
+        std::net::IpAddr::V4(v4) => v4.is_loopback(),
+        std::net::IpAddr::V6(v6) => {
+            v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+    };
+    config.protected_mode && config.requirepass.is_empty() && !loopback
+}
 
 /// A database URL with its password replaced by `***`, for display.
 pub fn redact_password(url: &str) -> String {
@@ -373,6 +404,24 @@ mod tests {
             (1500, 65536)
         );
         assert_eq!((c.stm_max_items, c.stm_persist_queue), (1000, 100000));
+    }
+
+    #[test]
+    fn protected_mode_refuses_only_remote_clients_without_a_password() {
+        let mut c = Config::default();
+        let remote: std::net::IpAddr = "203.0.113.9".parse().expect("ip");
+        let local: std::net::IpAddr = "127.0.0.1".parse().expect("ip");
+        let mapped: std::net::IpAddr = "::ffff:127.0.0.1".parse().expect("ip");
+        assert!(refuses(&c, remote));
+        assert!(!refuses(&c, local) && !refuses(&c, mapped));
+        assert!(!refuses(&c, "::1".parse().expect("ip")));
+        c.requirepass = "secret".into();
+        assert!(!refuses(&c, remote), "a password lifts protected mode");
+        c.requirepass.clear();
+        c.protected_mode = false;
+        assert!(!refuses(&c, remote));
+        assert_eq!(parse_yes_no("YES"), Ok(true));
+        assert!(parse_yes_no("maybe").is_err());
     }
 
     #[test]
