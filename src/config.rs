@@ -53,6 +53,10 @@ pub struct Config {
         help_heading = "Security"
     )]
     pub requirepass: String,
+    /// Rename a command (e.g. `--rename-command FLUSHALL ""` disables it; `--rename-command CONFIG
+    /// ADMINCONFIG` hides it behind a new name). Repeatable.
+    #[arg(long = "rename-command", num_args = 2, value_names = ["COMMAND", "NEW_NAME"], action = clap::ArgAction::Append, help_heading = "Security")]
+    pub rename_command: Vec<String>,
     /// With no password set, accept clients from loopback addresses only (yes|no).
     #[arg(long, env = "STMD_PROTECTED_MODE", default_value = "yes", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "Security")]
     pub protected_mode: bool,

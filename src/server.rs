@@ -31,6 +31,8 @@ pub struct Shared {
     pub stats: Stats,
     pub clients: ClientRegistry,
     pub stm: StmState,
+    /// Command names after `--rename-command`.
+    pub commands: crate::commands::table::CommandNames,
     /// Channel and pattern subscriptions of every connection.
     pub pubsub: crate::pubsub::PubSub,
     pub started: Instant,
@@ -49,8 +51,11 @@ impl Shared {
         persist: PersistHandle,
     ) -> Result<Shared> {
         let stm = StmState::new(&config, persist).map_err(Error::Config)?;
+        let commands = crate::commands::table::CommandNames::new(&config.rename_command)
+            .map_err(Error::Config)?;
         Ok(Shared {
             store,
+            commands,
             config: RwLock::new(config),
             stats: Stats::default(),
             clients: ClientRegistry::default(),

@@ -151,3 +151,35 @@ async fn used_memory_tracks_the_real_growth_of_a_large_fill() {
         off * 100.0
     );
 }
+
+#[tokio::test]
+async fn dangerous_commands_can_be_renamed_or_disabled() {
+    let server = TestServer::start_with(|c| {
+        c.rename_command = ["FLUSHALL", "", "CONFIG", "ADMINCONFIG"]
+            .map(String::from)
+            .to_vec();
+    })
+    .await;
+    let mut raw = server.raw().await;
+    raw.roundtrip(
+        b"*1\r\n$8\r\nFLUSHALL\r\n",
+        b"-ERR unknown command 'FLUSHALL', with args beginning with: \r\n",
+    )
+    .await;
+    raw.roundtrip(
+        b"*3\r\n$6\r\nCONFIG\r\n$3\r\nGET\r\n$7\r\ntimeout\r\n",
+        b"-ERR unknown command 'CONFIG', with args beginning with: 'GET' 'timeout' \r\n",
+    )
+    .await;
+    raw.roundtrip(
+        b"*3\r\n$11\r\nADMINCONFIG\r\n$3\r\nGET\r\n$7\r\ntimeout\r\n",
+        b"*2\r\n$7\r\ntimeout\r\n$1\r\n0\r\n",
+    )
+    .await;
+    // Inside MULTI the renamed name is queued and run too.
+    raw.roundtrip(b"MULTI\r\n", b"+OK\r\n").await;
+    raw.roundtrip(b"ADMINCONFIG GET timeout\r\n", b"+QUEUED\r\n")
+        .await;
+    raw.roundtrip(b"EXEC\r\n", b"*1\r\n*2\r\n$7\r\ntimeout\r\n$1\r\n0\r\n")
+        .await;
+}

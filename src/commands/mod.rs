@@ -161,7 +161,7 @@ impl<'c, 's> Ctx<'c, 's> {
 
 /// Runs one request.
 pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
-    let Some(cmd) = lookup(args[0]) else {
+    let Some(cmd) = ctx.shared.commands.lookup(args[0]) else {
         return reject(ctx, None, unknown_command(args));
     };
     if !cmd.arity_ok(args.len()) {

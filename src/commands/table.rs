@@ -269,6 +269,57 @@ pub static COMMANDS: &[Command] = commands![
 static BY_NAME: LazyLock<HashMap<&'static str, &'static Command>> =
     LazyLock::new(|| COMMANDS.iter().map(|c| (c.name, c)).collect());
 
+/// The command names a server answers to, after `--rename-command`. Without renames (the usual
+/// case) lookups go straight to the static table.
+#[derive(Default)]
+pub struct CommandNames {
+    /// Lower-case name → the command, or None for a name that was renamed away or disabled.
+    renamed: Option<HashMap<String, Option<&'static Command>>>,
+}
+
+impl CommandNames {
+    /// Builds the names from `[command, new name]` pairs; an unknown command is an error.
+    pub fn new(pairs: &[String]) -> Result<CommandNames, String> {
+        if pairs.is_empty() {
+            return Ok(CommandNames::default());
+        }
+        let mut renamed = HashMap::new();
+        for pair in pairs.chunks(2) {
+            let (from, to) = (
+                pair[0].to_ascii_lowercase(),
+                pair.get(1)
+                    .map(|s| s.to_ascii_lowercase())
+                    .unwrap_or_default(),
+            );
+            let cmd = BY_NAME
+                .get(from.as_str())
+                .copied()
+                .ok_or_else(|| format!("--rename-command: no command named '{from}'"))?;
+            renamed.insert(from, None);
+            if !to.is_empty() {
+                renamed.insert(to, Some(cmd));
+            }
+        }
+        Ok(CommandNames {
+            renamed: Some(renamed),
+        })
+    }
+
+    /// Finds a command by case-insensitive name, honouring renames.
+    pub fn lookup(&self, name: &[u8]) -> Option<&'static Command> {
+        match &self.renamed {
+            None => lookup(name),
+            Some(map) => {
+                let lower = String::from_utf8_lossy(name).to_ascii_lowercase();
+                match map.get(&lower) {
+                    Some(entry) => *entry,
+                    None => lookup(name),
+                }
+            }
+        }
+    }
+}
+
 /// Finds a command by case-insensitive name without allocating.
 pub fn lookup(name: &[u8]) -> Option<&'static Command> {
     let mut buf = [0u8; 32];
@@ -308,6 +359,22 @@ mod tests {
                 c.name
             );
         }
+    }
+
+    #[test]
+    fn renamed_commands_answer_to_their_new_name_only() {
+        let names = CommandNames::new(&[
+            "FLUSHALL".into(),
+            "".into(),
+            "config".into(),
+            "AdminConfig".into(),
+        ])
+        .expect("valid renames");
+        assert!(names.lookup(b"flushall").is_none());
+        assert!(names.lookup(b"CONFIG").is_none());
+        assert_eq!(names.lookup(b"adminconfig").map(|c| c.name), Some("config"));
+        assert_eq!(names.lookup(b"get").map(|c| c.name), Some("get"));
+        assert!(CommandNames::new(&["nosuch".into(), "x".into()]).is_err());
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! MULTI/EXEC/DISCARD/WATCH/UNWATCH. EXEC runs the queue under a lock of the whole keyspace, so it is
 //! atomic against every other client; WATCH compares entry versions taken at WATCH time.
 
-use super::{lookup, CmdResult, Ctx};
+use super::{CmdResult, Ctx};
 use crate::protocol::Reply;
 use bytes::Bytes;
 
@@ -52,7 +52,7 @@ pub fn exec(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
     let mut replies = Vec::with_capacity(queue.len());
     for command in &queue {
         let args: Vec<&[u8]> = command.iter().map(|a| &a[..]).collect();
-        let reply = match lookup(args[0]) {
+        let reply = match shared.commands.lookup(args[0]) {
             Some(cmd) => {
                 all.refresh_clock();
                 let mut inner = Ctx {
