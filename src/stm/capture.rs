@@ -3,7 +3,7 @@
 //! lock is taken; only [`apply`] touches the keyspace.
 
 use super::text::TextCleaner;
-use super::{Role, Scope, ScopeKey, StmEntry, StmMessage};
+use super::{Messages, Role, Scope, ScopeKey, StmEntry};
 use crate::persist::{PersistHandle, PersistOp};
 use crate::protocol::Reply;
 use crate::store::{Locked, Value};
@@ -51,7 +51,7 @@ pub enum Skip {
 
 /// What a capture will write: the cleaned snapshot and the scopes of each persona.
 pub struct CapturePlan {
-    pub messages: Arc<[StmMessage]>,
+    pub messages: Arc<Messages>,
     /// Per persona, in order of its first REPLY: its lineage and its scopes (user, then server).
     pub personas: Vec<(Option<i64>, Vec<ScopeKey>)>,
     pub parent: Option<Bytes>,
@@ -109,24 +109,23 @@ pub fn plan(
                 .iter()
                 .map(|r| (Role::Model, r.speaker, r.content)),
         );
-    let mut messages: Vec<StmMessage> = Vec::new();
+    let mut cleaned: Vec<(Role, Option<std::borrow::Cow<'_, str>>, String)> = Vec::new();
     for (role, speaker, content) in conversation {
-        let cleaned = cleaner.clean(&text(content));
-        if cleaned.is_empty() {
-            continue;
+        let content = cleaner.clean(&text(content));
+        if !content.is_empty() {
+            cleaned.push((role, speaker.map(text), content));
         }
-        messages.push(StmMessage {
-            role,
-            speaker: speaker.map(|s| text(s).into()),
-            content: cleaned.into_boxed_str(),
-            ts: now,
-        });
     }
-    if messages.is_empty() {
+    if cleaned.is_empty() {
         return Err(Skip::Empty);
     }
-    let keep_from = messages.len().saturating_sub(max_messages);
-    let messages: Arc<[StmMessage]> = messages.drain(keep_from..).collect();
+    let keep_from = cleaned.len().saturating_sub(max_messages);
+    let messages = Arc::new(Messages::new(
+        cleaned[keep_from..]
+            .iter()
+            .map(|(role, speaker, content)| (*role, speaker.as_deref(), content.as_str())),
+        now,
+    ));
 
     let user = Bytes::copy_from_slice(req.user);
     let channel = Bytes::copy_from_slice(req.channel);

@@ -2,10 +2,12 @@
 
 pub mod capture;
 pub mod index;
+pub mod messages;
 pub mod render;
 pub mod text;
 
 use bytes::Bytes;
+pub use messages::{Message, Messages};
 use std::sync::Arc;
 
 /// Which scope an entry belongs to.
@@ -177,16 +179,6 @@ impl Role {
     }
 }
 
-/// One remembered message, cleaned before storage.
-#[derive(Clone, Debug, PartialEq)]
-pub struct StmMessage {
-    pub role: Role,
-    pub speaker: Option<Box<str>>,
-    pub content: Box<str>,
-    /// Capture time in ms.
-    pub ts: u64,
-}
-
 /// One STM entry: a scope's last messages plus its distilled memory and cadence counters.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StmEntry {
@@ -199,7 +191,7 @@ pub struct StmEntry {
     pub lineage: Option<i64>,
     /// Oldest first. Shared by the user and server entries of one capture (a capture replaces the
     /// whole list, so the slice is never changed in place).
-    pub messages: Arc<[StmMessage]>,
+    pub messages: Arc<Messages>,
     pub summary: Option<String>,
     /// slug → text, sorted by slug.
     pub categories: Vec<(String, String)>,
@@ -222,7 +214,7 @@ impl StmEntry {
             parent: None,
             persona: scope.persona,
             lineage: None,
-            messages: Arc::new([]),
+            messages: Arc::default(),
             summary: None,
             categories: Vec::new(),
             turns_since_refresh: 0,

@@ -33,11 +33,8 @@ pub fn to_reply(key: &[u8], entry: &StmEntry, expire_at: u64, now: u64) -> Reply
         .map(|m| {
             Reply::Map(vec![
                 (name("role"), name(m.role.as_str())),
-                (
-                    name("speaker"),
-                    m.speaker.as_deref().map_or(Reply::Nil, text),
-                ),
-                (name("content"), text(&m.content)),
+                (name("speaker"), m.speaker.map_or(Reply::Nil, text)),
+                (name("content"), text(m.content)),
                 (name("ts"), Reply::Int(m.ts as i64)),
             ])
         })
@@ -95,8 +92,8 @@ pub fn to_json(key: &[u8], entry: &StmEntry, expire_at: u64, now: u64) -> Json {
         .map(|m| {
             json!({
                 "role": m.role.as_str(),
-                "speaker": m.speaker.as_deref(),
-                "content": &*m.content,
+                "speaker": m.speaker,
+                "content": m.content,
                 "ts": m.ts,
             })
         })
