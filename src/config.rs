@@ -419,6 +419,8 @@ mod tests {
             (1500, 65536)
         );
         assert_eq!((c.stm_max_items, c.stm_persist_queue), (1000, 100000));
+        assert_eq!((c.slowlog_log_slower_than, c.slowlog_max_len), (10000, 128));
+        assert_eq!((c.metrics_addr, c.log_format), (None, LogFormat::Text));
     }
 
     #[test]

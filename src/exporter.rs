@@ -148,15 +148,16 @@ impl Collector for ServerCollector {
             )?;
             for (name, c) in shared.command_stats.called() {
                 let labels = [("command", name)];
+                // Loaded once, so the count (the sum of every bucket, overflow included) agrees
+                // with the buckets however the loads interleave with running commands.
+                let counts: Vec<u64> = c.buckets.iter().map(load).collect();
+                let count: u64 = counts.iter().sum();
+                // The finite buckets only: the encoder adds `+Inf` itself, with the count.
                 let buckets: Vec<(f64, u64)> = LATENCY_BUCKETS_US
                     .iter()
                     .map(|&le| le as f64 / 1e6)
-                    .chain(std::iter::once(f64::MAX))
-                    .zip(c.buckets.iter().map(load))
+                    .zip(counts)
                     .collect();
-                // The count is the buckets' sum, so the histogram is consistent however the
-                // relaxed loads interleave with running commands.
-                let count: u64 = buckets.iter().map(|(_, n)| n).sum();
                 family
                     .encode_family(&labels)?
                     .encode_histogram::<NoLabelSet>(
