@@ -159,13 +159,13 @@ pub struct Config {
     )]
     pub log_format: LogFormat,
 
-    /// Commands slower than this many microseconds go to the SLOWLOG (negative: none; 0: all).
+    /// Commands taking at least this many microseconds go to the SLOWLOG (negative: none; 0: all).
     #[arg(
         long,
         env = "STMD_SLOWLOG_LOG_SLOWER_THAN",
         default_value_t = 10000,
         allow_negative_numbers = true,
-        help_heading = "Logging"
+        help_heading = "Observability"
     )]
     pub slowlog_log_slower_than: i64,
     /// Most entries the SLOWLOG keeps (the oldest go first).
@@ -173,13 +173,13 @@ pub struct Config {
         long,
         env = "STMD_SLOWLOG_MAX_LEN",
         default_value_t = 128,
-        help_heading = "Logging"
+        help_heading = "Observability"
     )]
     pub slowlog_max_len: u64,
 
     /// Address for the Prometheus metrics endpoint (`GET /metrics`), e.g. 127.0.0.1:9121.
     /// Off unless given.
-    #[arg(long, env = "STMD_METRICS_ADDR", help_heading = "Logging")]
+    #[arg(long, env = "STMD_METRICS_ADDR", help_heading = "Observability")]
     pub metrics_addr: Option<String>,
 }
 
