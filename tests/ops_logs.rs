@@ -31,6 +31,7 @@ fn json_logs_are_one_object_per_line_from_start_to_stop() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut child = stmd()
         .args(["--log-format", "json", "--port", "0", "--bind", "127.0.0.1"])
+        .args(["--maxclients", "1"])
         .arg("--dir")
         .arg(dir.path())
         .stdout(Stdio::piped())
@@ -85,6 +86,12 @@ fn json_logs_are_one_object_per_line_from_start_to_stop() {
         got.extend_from_slice(&buf[..n]);
     }
     assert_eq!(got, b"+PONG\r\n+OK\r\n");
+    // A second client is refused (maxclients 1): a protection that logs one warning.
+    let mut refused = TcpStream::connect(&addr).expect("connect");
+    refused.set_read_timeout(Some(Duration::from_secs(10))).ok();
+    let mut text = String::new();
+    refused.read_to_string(&mut text).expect("read refusal");
+    assert_eq!(text, "-ERR max number of clients reached\r\n");
     conn.write_all(b"*1\r\n$8\r\nSHUTDOWN\r\n").expect("write");
 
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -116,4 +123,11 @@ fn json_logs_are_one_object_per_line_from_start_to_stop() {
     assert!(lines
         .iter()
         .any(|l| l["message"] == "scope rows go to the database" && l["database"] == "sqlite"));
+    let refusal = lines
+        .iter()
+        .find(|l| l["message"] == "max number of clients reached: connection refused")
+        .unwrap_or_else(|| panic!("no refusal line: {lines:?}"));
+    assert_eq!(refusal["level"], "WARN");
+    assert_eq!(refusal["maxclients"], 1);
+    assert_eq!(refusal["rejected"], 1);
 }
