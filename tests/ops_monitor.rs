@@ -95,3 +95,18 @@ async fn a_monitor_that_stops_reading_is_disconnected() {
     other.roundtrip(b"PING\r\n", b"+PONG\r\n").await;
     client.stream.shutdown().await.ok();
 }
+
+#[tokio::test]
+async fn reset_leaves_monitor_mode() {
+    let server = TestServer::start().await;
+    let mut monitor = server.raw().await;
+    monitor.roundtrip(b"MONITOR\r\n", b"+OK\r\n").await;
+    let mut client = server.raw().await;
+    client.roundtrip(b"PING\r\n", b"+PONG\r\n").await;
+    let (_, args) = monitor_line(&mut monitor).await;
+    assert_eq!(args, r#""PING""#);
+    monitor.roundtrip(b"RESET\r\n", b"+RESET\r\n").await;
+    client.roundtrip(b"ECHO hi\r\n", b"$2\r\nhi\r\n").await;
+    // Had the ECHO been delivered, its line would come before this reply.
+    monitor.roundtrip(b"TIME\r\n", b"*2\r\n").await;
+}
