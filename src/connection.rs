@@ -18,6 +18,10 @@ use tokio::sync::{mpsc, watch};
 
 /// Spare read capacity kept before each read, so large values arrive in large chunks.
 const READ_CHUNK: usize = 16 * 1024;
+/// Output size at which a batch stops to write what it has. A pipeline of many large replies
+/// (thousands of GETs of big values in one read) then costs about this much memory, not the sum of
+/// all its replies; the socket's backpressure holds back a client that does not read.
+const FLUSH_AT: usize = 1024 * 1024;
 /// Most we reserve ahead for a declared-but-not-yet-arrived argument: a client that declares a big
 /// length and sends nothing must not make us allocate it.
 const MAX_RESERVE_AHEAD: usize = 1024 * 1024;
@@ -64,6 +68,8 @@ pub async fn serve(
 enum Batch {
     /// Every complete request ran; read more.
     Done,
+    /// The output grew past [`FLUSH_AT`]: write it, then run the requests still buffered.
+    More,
     /// The connection must close once the output is written.
     Close,
     /// This command blocked (BLPOP…): wait, then run it again, before touching later requests.
@@ -101,6 +107,7 @@ async fn serve_loop(
                 }
                 return Ok(());
             }
+            Batch::More => continue,
             Batch::Done => {}
         }
         if inbuf.capacity() - inbuf.len() < READ_CHUNK / 2 {
@@ -207,6 +214,10 @@ fn run_buffered(
     let mut commands = 0u64;
     let mut batch = Batch::Done;
     while pos < inbuf.len() && matches!(batch, Batch::Done) {
+        if out.len() >= FLUSH_AT {
+            batch = Batch::More;
+            break;
+        }
         // AUTH may come earlier in the same batch, so this is read per request.
         limits.authenticated = conn.authenticated;
         let inline_args;
@@ -247,6 +258,7 @@ fn run_buffered(
         if args.is_empty() {
             continue; // empty inline line or `*0`: nothing to run
         }
+
         commands += 1;
         let reply = {
             let mut ctx = Ctx::new(shared, conn);

@@ -43,3 +43,40 @@ async fn connections_over_maxclients_are_refused() {
     }
     assert!(ok, "a freed slot is reusable");
 }
+
+/// Resident memory of the server process (this test process), from INFO.
+async fn rss(con: &mut redis::aio::MultiplexedConnection) -> i64 {
+    common::stm::info_field(con, "memory", "used_memory_rss").await
+}
+
+#[tokio::test]
+async fn a_pipeline_of_large_replies_is_written_in_pieces_not_buffered_whole() {
+    let server = TestServer::start().await;
+    let mut con = server.client().await;
+    let value = vec![b'v'; 1024 * 1024];
+    redis::cmd("SET")
+        .arg("big")
+        .arg(&value)
+        .query_async::<()>(&mut con)
+        .await
+        .expect("set");
+    let before = rss(&mut con).await;
+    // 400 MB of replies requested in one write, by a client that does not read for a while.
+    let mut raw = server.raw().await;
+    let requests: Vec<u8> = b"*2\r\n$3\r\nGET\r\n$3\r\nbig\r\n".repeat(400);
+    raw.send(&requests).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let during = rss(&mut con).await;
+    assert!(
+        during - before < 100 * 1024 * 1024,
+        "the server buffered the replies: RSS grew by {} MB",
+        (during - before) >> 20
+    );
+    // Every reply still arrives, complete and in order.
+    let header = b"$1048576\r\n";
+    for _ in 0..400 {
+        assert_eq!(raw.read_n(header.len()).await, header);
+        let body = raw.read_n(value.len() + 2).await;
+        assert!(body[..value.len()].iter().all(|&b| b == b'v'));
+    }
+}
