@@ -156,6 +156,45 @@ pub struct Config {
         help_heading = "Logging"
     )]
     pub log_level: String,
+    /// Log line format: `text` for people, `json` (one object per line) for log collectors.
+    #[arg(
+        long,
+        env = "STMD_LOG_FORMAT",
+        value_enum,
+        default_value_t = LogFormat::Text,
+        help_heading = "Logging"
+    )]
+    pub log_format: LogFormat,
+
+    /// Commands taking at least this many microseconds go to the SLOWLOG (negative: none; 0: all).
+    #[arg(
+        long,
+        env = "STMD_SLOWLOG_LOG_SLOWER_THAN",
+        default_value_t = 10000,
+        allow_negative_numbers = true,
+        help_heading = "Observability"
+    )]
+    pub slowlog_log_slower_than: i64,
+    /// Most entries the SLOWLOG keeps (the oldest go first).
+    #[arg(
+        long,
+        env = "STMD_SLOWLOG_MAX_LEN",
+        default_value_t = 128,
+        help_heading = "Observability"
+    )]
+    pub slowlog_max_len: u64,
+
+    /// Address for the Prometheus metrics endpoint (`GET /metrics`), e.g. 127.0.0.1:9121.
+    /// Off unless given.
+    #[arg(long, env = "STMD_METRICS_ADDR", help_heading = "Observability")]
+    pub metrics_addr: Option<String>,
+}
+
+/// How log lines are written.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 impl Default for Config {
@@ -175,7 +214,7 @@ pub struct Param {
 }
 
 /// Parses an integer setting within `min..=max`, with Redis's CONFIG SET texts.
-pub fn parse_bounded(value: &str, min: i64, max: i64) -> Result<u64, String> {
+pub fn parse_bounded(value: &str, min: i64, max: i64) -> Result<i64, String> {
     let n: i64 = value
         .parse()
         .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
@@ -184,7 +223,7 @@ pub fn parse_bounded(value: &str, min: i64, max: i64) -> Result<u64, String> {
             "argument must be between {min} and {max} inclusive"
         ));
     }
-    Ok(n as u64)
+    Ok(n)
 }
 
 macro_rules! number_param {
@@ -298,6 +337,13 @@ pub static PARAMS: &[Param] = &[
         get: |c| c.log_level.clone(),
         set: None,
     },
+    number_param!(
+        "slowlog-log-slower-than",
+        slowlog_log_slower_than,
+        -1,
+        i64::MAX
+    ),
+    number_param!("slowlog-max-len", slowlog_max_len),
     fixed_param!("save", ""),
     fixed_param!("appendonly", "no"),
     fixed_param!("databases", "1"),
@@ -408,6 +454,8 @@ mod tests {
             (1500, 65536)
         );
         assert_eq!((c.stm_max_items, c.stm_persist_queue), (1000, 100000));
+        assert_eq!((c.slowlog_log_slower_than, c.slowlog_max_len), (10000, 128));
+        assert_eq!((c.metrics_addr, c.log_format), (None, LogFormat::Text));
     }
 
     #[test]

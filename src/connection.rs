@@ -57,6 +57,9 @@ pub async fn serve(
         tracing::debug!(client = info.id, %peer, %err, "connection ended with an error");
     }
     shared.pubsub.forget(&conn.subs, info.id);
+    if conn.monitor {
+        shared.monitors.remove(info.id);
+    }
     conn.wait = None; // leave any blocking queue now, waking the next client
     shared.clients.unregister(info.id);
 }
@@ -110,9 +113,9 @@ async fn serve_loop(
         if inbuf.capacity() - inbuf.len() < READ_CHUNK / 2 {
             inbuf.reserve(READ_CHUNK);
         }
-        // Subscribers are exempt from the idle timeout, as in Redis (and blocked clients never
+        // Subscribers and monitors are exempt from the idle timeout, as in Redis (and blocked clients never
         // get here while they wait).
-        let idle_limit = if conn.subs.count() > 0 {
+        let idle_limit = if conn.subs.count() > 0 || conn.monitor {
             0
         } else {
             shared.config.read().timeout

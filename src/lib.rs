@@ -6,12 +6,15 @@ pub mod clients;
 pub mod commands;
 pub mod config;
 pub mod connection;
+pub mod exporter;
 pub mod glob;
 pub mod metrics;
+pub mod monitor;
 pub mod persist;
 pub mod protocol;
 pub mod pubsub;
 pub mod server;
+pub mod slowlog;
 pub mod stm;
 pub mod store;
 

@@ -1,17 +1,23 @@
 //! The `stmd` binary: flags → logging → bind → `server::run` until SIGINT or SIGTERM.
 
 use clap::Parser;
-use stmd::config::Config;
+use stmd::config::{Config, LogFormat};
 use tokio::net::TcpListener;
 use tracing_subscriber::EnvFilter;
 
 fn main() -> std::process::ExitCode {
     let config = Config::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_new(&config.log_level).unwrap_or_else(|_| EnvFilter::new("info")),
-        )
-        .init();
+    let filter = EnvFilter::try_new(&config.log_level).unwrap_or_else(|_| EnvFilter::new("info"));
+    let logs = tracing_subscriber::fmt().with_env_filter(filter);
+    match config.log_format {
+        // One JSON object per line, fields flattened, so collectors need no parsing rules.
+        LogFormat::Json => logs
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .init(),
+        LogFormat::Text => logs.init(),
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -1,4 +1,4 @@
-//! Counters shared by INFO (and, later, the metrics endpoint). Relaxed atomics: they are statistics,
+//! Counters shared by INFO and the metrics endpoint. Relaxed atomics: they are statistics,
 //! not synchronisation.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -59,4 +59,70 @@ pub fn rss_bytes() -> u64 {
         })
         .map(|pages| pages * 4096)
         .unwrap_or(0)
+}
+
+/// Upper bounds (µs) of the command latency histogram buckets; the last bucket is +Inf.
+pub const LATENCY_BUCKETS_US: [u64; 12] = [
+    10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 100_000, 1_000_000,
+];
+
+/// Count and latency of one command. Buckets are stored per bucket (not cumulative), so an
+/// observation is three relaxed increments; scrapes add them up.
+#[derive(Default)]
+pub struct CommandCounters {
+    pub calls: AtomicU64,
+    pub micros: AtomicU64,
+    pub buckets: [AtomicU64; LATENCY_BUCKETS_US.len() + 1],
+}
+
+/// Per-command counters, one slot per entry of the static command table, so the hot path does no
+/// hashing and no locking: the slot is found from the command's position in the table.
+pub struct CommandStats {
+    slots: Vec<CommandCounters>,
+}
+
+impl Default for CommandStats {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl CommandStats {
+    pub fn new() -> CommandStats {
+        CommandStats {
+            slots: (0..crate::commands::COMMANDS.len())
+                .map(|_| CommandCounters::default())
+                .collect(),
+        }
+    }
+
+    /// The table position of `cmd` (a reference into `COMMANDS`), computed from addresses.
+    fn slot(&self, cmd: &crate::commands::Command) -> Option<&CommandCounters> {
+        let base = crate::commands::COMMANDS.as_ptr() as usize;
+        let offset = (cmd as *const crate::commands::Command as usize).checked_sub(base)?;
+        self.slots
+            .get(offset / std::mem::size_of::<crate::commands::Command>())
+    }
+
+    pub fn observe(&self, cmd: &crate::commands::Command, micros: u64) {
+        let Some(slot) = self.slot(cmd) else {
+            return;
+        };
+        slot.calls.fetch_add(1, Ordering::Relaxed);
+        slot.micros.fetch_add(micros, Ordering::Relaxed);
+        let bucket = LATENCY_BUCKETS_US
+            .iter()
+            .position(|&le| micros <= le)
+            .unwrap_or(LATENCY_BUCKETS_US.len());
+        slot.buckets[bucket].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// `(command name, counters)` for every command called at least once.
+    pub fn called(&self) -> impl Iterator<Item = (&'static str, &CommandCounters)> {
+        crate::commands::COMMANDS
+            .iter()
+            .zip(&self.slots)
+            .filter(|(_, c)| c.calls.load(Ordering::Relaxed) > 0)
+            .map(|(cmd, c)| (cmd.name, c))
+    }
 }

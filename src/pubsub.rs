@@ -23,32 +23,52 @@ pub const MAILBOX_MESSAGES: usize = 16 * 1024;
 /// Most payload bytes waiting in one subscriber's mailbox (Redis's pub/sub hard limit).
 pub const MAILBOX_BYTES: usize = 32 * 1024 * 1024;
 
-/// One message on its way to one subscriber.
+/// One item on its way to one connection's mailbox.
 #[derive(Debug, Clone)]
-pub struct Delivery {
-    /// The pattern that matched, for `pmessage`; `None` for a plain `message`.
-    pub pattern: Option<Bytes>,
-    pub channel: Bytes,
-    pub payload: Bytes,
+pub enum Delivery {
+    /// A published message; `pattern` is the pattern that matched, for `pmessage`.
+    Message {
+        pattern: Option<Bytes>,
+        channel: Bytes,
+        payload: Bytes,
+    },
+    /// One MONITOR line, already encoded (`+<time> [0 <addr>] "cmd" …\r\n`): the same bytes in
+    /// RESP2 and RESP3, as Redis sends them.
+    Monitor(Bytes),
 }
 
 impl Delivery {
     fn size(&self) -> usize {
-        self.channel.len() + self.payload.len() + self.pattern.as_ref().map_or(0, |p| p.len())
+        match self {
+            Delivery::Message {
+                pattern,
+                channel,
+                payload,
+            } => channel.len() + payload.len() + pattern.as_ref().map_or(0, |p| p.len()),
+            Delivery::Monitor(line) => line.len(),
+        }
     }
 
-    /// The `message` / `pmessage` frame (a push in RESP3, an array in RESP2).
+    /// The `message` / `pmessage` frame (a push in RESP3, an array in RESP2), or the monitor line.
     pub fn to_reply(&self) -> Reply {
+        let (pattern, channel, payload) = match self {
+            Delivery::Message {
+                pattern,
+                channel,
+                payload,
+            } => (pattern, channel, payload),
+            Delivery::Monitor(line) => return Reply::Raw(line.clone()),
+        };
         let mut items = Vec::with_capacity(4);
-        match &self.pattern {
+        match pattern {
             Some(pattern) => {
                 items.push(Reply::bulk_str("pmessage"));
                 items.push(Reply::Bulk(pattern.clone()));
             }
             None => items.push(Reply::bulk_str("message")),
         }
-        items.push(Reply::Bulk(self.channel.clone()));
-        items.push(Reply::Bulk(self.payload.clone()));
+        items.push(Reply::Bulk(channel.clone()));
+        items.push(Reply::Bulk(payload.clone()));
         Reply::Push(items)
     }
 }
@@ -62,15 +82,21 @@ pub struct Mailbox {
 
 impl Mailbox {
     /// Queues a message; false (and the subscriber is disconnected) when the mailbox is full.
-    fn deliver(&self, delivery: Delivery) -> bool {
+    pub fn deliver(&self, delivery: Delivery) -> bool {
         let size = delivery.size();
+        let kind = match delivery {
+            Delivery::Message { .. } => "pub/sub subscriber",
+            Delivery::Monitor(_) => "monitor",
+        };
         let queued = self.queued_bytes.fetch_add(size, Ordering::AcqRel) + size;
         if queued > MAILBOX_BYTES || self.tx.try_send(delivery).is_err() {
             self.queued_bytes.fetch_sub(size, Ordering::AcqRel);
             if !self.tx.is_closed() && !self.client.killed.load(Ordering::Relaxed) {
                 tracing::warn!(
                     client = self.client.id,
-                    "pub/sub subscriber too slow: mailbox full, disconnecting it"
+                    addr = %self.client.addr,
+                    kind,
+                    "client too slow: mailbox full, disconnecting it"
                 );
                 self.client.kill();
             }
@@ -104,6 +130,7 @@ impl Subscriptions {
 
     /// This connection's mailbox, created on first use.
     pub fn mailbox(&mut self, client: &Arc<ClientInfo>) -> Arc<Mailbox> {
+        // Also MONITOR's: one mailbox per connection, whatever arrives in it.
         if let Some(mailbox) = &self.mailbox {
             return mailbox.clone();
         }
@@ -180,7 +207,7 @@ impl PubSub {
         let mut received = 0;
         if let Some(subs) = self.channels.read().get(&channel) {
             for mailbox in subs.values() {
-                let delivery = Delivery {
+                let delivery = Delivery::Message {
                     pattern: None,
                     channel: channel.clone(),
                     payload: payload.clone(),
@@ -193,7 +220,7 @@ impl PubSub {
                 continue;
             }
             for mailbox in subs.values() {
-                let delivery = Delivery {
+                let delivery = Delivery::Message {
                     pattern: Some(pattern.clone()),
                     channel: channel.clone(),
                     payload: payload.clone(),

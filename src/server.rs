@@ -39,6 +39,12 @@ pub struct Shared {
     /// 40 hex characters, new every start, as Redis's `run_id`.
     pub run_id: String,
     pub local_addr: SocketAddr,
+    /// Commands slower than `slowlog-log-slower-than`.
+    pub slowlog: crate::slowlog::SlowLog,
+    /// Connections in MONITOR mode.
+    pub monitors: crate::monitor::Monitors,
+    /// Per-command counts and latencies for the metrics endpoint.
+    pub command_stats: crate::metrics::CommandStats,
     /// Woken by the SHUTDOWN command.
     pub shutdown_requested: Notify,
 }
@@ -54,6 +60,12 @@ impl Shared {
         let commands = crate::commands::table::CommandNames::new(&config.rename_command)
             .map_err(Error::Config)?;
         Ok(Shared {
+            slowlog: crate::slowlog::SlowLog::new(
+                config.slowlog_log_slower_than,
+                config.slowlog_max_len,
+            ),
+            monitors: Default::default(),
+            command_stats: crate::metrics::CommandStats::new(),
             store,
             commands,
             config: RwLock::new(config),
@@ -84,12 +96,32 @@ pub async fn run(listener: TcpListener, config: Config, shutdown: impl Future) -
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
         addr = %local_addr,
+        database = shared.stm.persist.backend(),
         "stmd ready to accept connections"
     );
 
     let (stop_tx, stop_rx) = watch::channel(false);
     // Every connection holds a clone; when all are dropped, the drain is complete.
     let (done_tx, mut done_rx) = mpsc::channel::<()>(1);
+
+    let metrics_addr = shared.config.read().metrics_addr.clone();
+    let metrics_task = match metrics_addr {
+        Some(addr) => {
+            let metrics = TcpListener::bind(&addr)
+                .await
+                .map_err(|e| Error::Config(format!("cannot bind --metrics-addr {addr}: {e}")))?;
+            tracing::info!(addr = %metrics.local_addr()?, "metrics endpoint listening on /metrics");
+            let mut rx = stop_rx.clone();
+            Some(tokio::spawn(crate::exporter::serve(
+                metrics,
+                shared.clone(),
+                async move {
+                    let _ = rx.changed().await;
+                },
+            )))
+        }
+        None => None,
+    };
 
     let expiry_task = {
         let mut rx = stop_rx.clone();
@@ -121,10 +153,15 @@ pub async fn run(listener: TcpListener, config: Config, shutdown: impl Future) -
             .fetch_add(1, Ordering::Relaxed);
         let maxclients = shared.config.read().maxclients;
         if shared.clients.len() >= maxclients {
-            shared
+            let rejected = shared
                 .stats
                 .rejected_connections
-                .fetch_add(1, Ordering::Relaxed);
+                .fetch_add(1, Ordering::Relaxed)
+                + 1;
+            // Logged at powers of two: a reconnect storm must not become a log storm.
+            if rejected.is_power_of_two() {
+                tracing::warn!(%peer, maxclients, rejected, "max number of clients reached: connection refused");
+            }
             tokio::spawn(connection::refuse(
                 stream,
                 "ERR max number of clients reached",
@@ -160,6 +197,9 @@ pub async fn run(listener: TcpListener, config: Config, shutdown: impl Future) -
         tracing::warn!("some connections did not finish within the drain timeout");
     }
     let _ = expiry_task.await;
+    if let Some(task) = metrics_task {
+        let _ = task.await;
+    }
     let _ = writer_stop_tx.send(true);
     if let Some(writer) = writer {
         let limit = persist::writer::DRAIN_TIMEOUT + Duration::from_secs(1);

@@ -133,6 +133,11 @@ pub fn reset(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
     conn.wait = None;
     conn.block = None;
     super::pubsub::reset(ctx);
+    if ctx.conn.monitor {
+        // RESET leaves MONITOR mode, as in Redis.
+        ctx.shared.monitors.remove(ctx.conn.info.id);
+        ctx.conn.monitor = false;
+    }
     let conn = &mut *ctx.conn;
     conn.resp3 = false;
     conn.info.resp.store(2, Ordering::Relaxed);

@@ -9,6 +9,7 @@ pub mod docs;
 pub mod hashes;
 pub mod keys;
 pub mod lists;
+pub mod ops;
 pub mod pubsub;
 pub mod server;
 pub mod sets;
@@ -67,6 +68,8 @@ pub struct ConnState {
     pub wait: Option<WaitGuard>,
     /// Pub/Sub subscriptions and the mailbox messages arrive in.
     pub subs: crate::pubsub::Subscriptions,
+    /// In MONITOR mode: other clients' commands arrive in the mailbox.
+    pub monitor: bool,
 }
 
 /// What a blocking command asks of the connection loop when it has to wait.
@@ -91,6 +94,7 @@ impl ConnState {
             block: None,
             wait: None,
             subs: Default::default(),
+            monitor: false,
         }
     }
 }
@@ -199,15 +203,56 @@ fn reject(ctx: &mut Ctx<'_, '_>, cmd: Option<&Command>, error: String) -> Reply 
     Reply::Error(error.into())
 }
 
-/// Calls the handler of an already checked command.
+/// Calls the handler of an already checked command, timing it for the SLOWLOG and the metrics,
+/// and shows it to monitors.
 pub fn run(ctx: &mut Ctx<'_, '_>, cmd: &Command, args: &[&[u8]]) -> Reply {
+    // A blocked command is rerun on every wake-up; monitors saw it the first time.
+    let rerun = ctx.conn.wait.is_some();
+    let started = std::time::Instant::now();
     let reply = match (cmd.handler)(ctx, args) {
         Ok(reply) | Err(reply) => reply,
     };
+    let micros = started.elapsed().as_micros().min(u128::from(u64::MAX)) as u64;
+    let shared = ctx.shared;
+    shared.command_stats.observe(cmd, micros);
     if reply.is_error() {
-        crate::metrics::Stats::add(&ctx.shared.stats.total_error_replies, 1);
+        crate::metrics::Stats::add(&shared.stats.total_error_replies, 1);
+    }
+    // EXEC is not logged itself: the commands it ran are, one by one (as in Redis).
+    if shared.slowlog.is_slow(micros) && cmd.name != "exec" {
+        let info = &ctx.conn.info;
+        let name = info.name.lock().clone().unwrap_or_default();
+        shared
+            .slowlog
+            .record(&redacted(cmd, args), micros, info.addr.to_string(), name);
+    }
+    // Admin commands (CONFIG, SHUTDOWN…) are not shown, as in Redis.
+    if shared.monitors.active() && !rerun && !cmd.has(table::ADMIN) {
+        shared
+            .monitors
+            .feed(ctx.conn.info.addr, &redacted(cmd, args));
     }
     reply
+}
+
+/// The arguments as the SLOWLOG and MONITOR show them: passwords replaced by `(redacted)`.
+fn redacted<'a>(cmd: &Command, args: &[&'a [u8]]) -> smallvec::SmallVec<[&'a [u8]; 16]> {
+    const HIDDEN: &[u8] = b"(redacted)";
+    let mut shown: smallvec::SmallVec<[&[u8]; 16]> = args.iter().copied().collect();
+    match cmd.name {
+        "auth" => shown[1..].iter_mut().for_each(|a| *a = HIDDEN),
+        "hello" => {
+            if let Some(at) = shown.iter().position(|a| a.eq_ignore_ascii_case(b"auth")) {
+                shown
+                    .iter_mut()
+                    .skip(at + 1)
+                    .take(2)
+                    .for_each(|a| *a = HIDDEN);
+            }
+        }
+        _ => {}
+    }
+    shown
 }
 
 /// `ERR wrong number of arguments for 'get' command`.

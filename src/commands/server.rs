@@ -217,6 +217,9 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             };
             set(&mut updated, &String::from_utf8_lossy(pair[1])).map_err(|why| failed(&why))?;
         }
+        ctx.shared
+            .slowlog
+            .configure(updated.slowlog_log_slower_than, updated.slowlog_max_len);
         *ctx.shared.config.write() = updated;
         Ok(Reply::OK)
     } else if is(sub, "RESETSTAT") {

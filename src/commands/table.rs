@@ -3,7 +3,7 @@
 //! COMMAND INFO/DOCS/COUNT/LIST are rendered from it.
 
 use super::{blocking_lists as blists, hashes, lists, pubsub, sets, zrange, zsets};
-use super::{connection as conn, keys, server, stm, strings, transactions as tx, Handler};
+use super::{connection as conn, keys, ops, server, stm, strings, transactions as tx, Handler};
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
@@ -116,6 +116,8 @@ pub static COMMANDS: &[Command] = commands![
     // server
     "info", -1, STALE | LOADING, (0, 0, 0), "server", "1.0.0", server::info, "[section [section ...]]", "Returns information and statistics about the server.";
     "config", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "2.0.0", server::config, "GET parameter [parameter ...] | SET parameter value [parameter value ...] | RESETSTAT", "A container for server configuration commands.";
+    "slowlog", -2, ADMIN | LOADING | STALE, (0, 0, 0), "server", "2.2.12", ops::slowlog, "GET [count] | LEN | RESET | HELP", "A container for slow log commands.";
+    "monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "1.0.0", ops::monitor, "", "Listens for all requests received by the server in real-time.";
     "command", -1, LOADING | STALE, (0, 0, 0), "server", "2.8.13", server::command, "[COUNT | INFO [command-name ...] | DOCS [command-name ...] | LIST | GETKEYS command [arg ...]]", "Returns detailed information about all commands.";
     "dbsize", 1, READONLY | FAST, (0, 0, 0), "server", "1.0.0", server::dbsize, "", "Returns the number of keys in the database.";
     "flushdb", -1, WRITE, (0, 0, 0), "server", "1.0.0", server::flushall, "[ASYNC | SYNC]", "Removes all keys from the current database.";

@@ -156,6 +156,11 @@ impl PersistHandle {
         }
     }
 
+    /// "postgres", "sqlite", or "none": for the start-up log line and metrics.
+    pub fn backend(&self) -> &'static str {
+        self.backend
+    }
+
     /// Pending operations in the queue.
     pub fn depth(&self) -> usize {
         self.queue

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Runs the README's bot examples (docs/examples/bot_memory.py and bot-memory.ts) against a fresh
+# stmd on a free loopback port, with the clients conformance/ installs (conformance/run python node
+# first). TypeScript is type-checked and compiled with `tsc` from npm (installed into a temp dir).
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+PY="$ROOT/conformance/.venv/bin/python"
+NODE_MODULES="$ROOT/conformance/node/node_modules"
+WORK="$(mktemp -d)"
+cleanup() { [ -n "${PID:-}" ] && kill "$PID" 2>/dev/null; rm -rf "$WORK"; }
+trap cleanup EXIT
+
+# STMD_BIN: an already built binary (skips the build).
+if [ -z "${STMD_BIN:-}" ]; then
+  cargo build --quiet --bin stmd --manifest-path "$ROOT/Cargo.toml"
+  STMD_BIN="$TARGET/debug/stmd"
+fi
+PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$STMD_BIN" --port "$PORT" --dir "$WORK" --no-database >"$WORK/stmd.log" 2>&1 &
+PID=$!
+for _ in $(seq 50); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+
+# Python: the example module with its port pointed at the test server.
+sed "s/port=6379/port=$PORT/" "$HERE/bot_memory.py" >"$WORK/bot_memory.py"
+(cd "$WORK" && "$PY" - <<'PYEOF'
+import bot_memory as m
+keys = m.capture("1001", "7", "42",
+                 [{"role": "user", "speaker": "Alice", "content": "hi <:wave:123456789012345678>"}],
+                 [{"persona": "3", "lineage": "12", "speaker": "Nova", "text": "Hello Alice!"}])
+assert keys == ["shortterm:user:1001:7:3", "shortterm:server:42:7:3"], keys
+entry = m.get("1001", "7", "42", "3")
+assert [x["content"] for x in entry["messages"]] == ["hi :wave:", "Hello Alice!"], entry
+assert entry["turns_since_refresh"] == 1, entry
+m.capture("1001", "8", None, [{"role": "user", "content": "psst"}],
+          [{"persona": "3", "speaker": "Nova", "text": "yes?"}])
+assert [e["key"] for e in m.recent("1001", exclude_channel="8")] == ["shortterm:user:1001:7:3"]
+assert m.summary("1001", "7", "42", "3", "Alice greeted Nova.") == keys
+assert m.get("1001", "7", "42", "3")["summary"] == "Alice greeted Nova."
+assert m.forget("1001") == 2
+assert m.get("1001", "8", None, "3") is None
+print("python example: ok")
+PYEOF
+)
+
+# TypeScript: type-check, compile, run.
+npm install --silent --prefix "$WORK/tsc" typescript@5 >/dev/null
+sed "s/port: 6379/port: $PORT/" "$HERE/bot-memory.ts" >"$WORK/bot-memory.ts"
+ln -s "$NODE_MODULES" "$WORK/node_modules"
+"$WORK/tsc/node_modules/.bin/tsc" --strict --esModuleInterop --module commonjs --target es2020 \
+  --moduleResolution node --skipLibCheck --outDir "$WORK/js" "$WORK/bot-memory.ts"
+ln -s "$NODE_MODULES" "$WORK/js/node_modules"
+cat >"$WORK/js/run.js" <<'JSEOF'
+const assert = require('node:assert/strict');
+const m = require('./bot-memory.js');
+(async () => {
+  const keys = await m.capture('2002', '7', '42', [{ role: 'user', speaker: 'Bob', content: 'hi' }],
+    [{ persona: '3', lineage: '12', speaker: 'Nova', text: 'Hello Bob!' }]);
+  assert.deepEqual(keys, ['shortterm:user:2002:7:3', 'shortterm:server:42:7:3']);
+  const entry = await m.get('2002', '7', '42', '3');
+  assert.deepEqual(entry.messages.map((x) => x.content), ['hi', 'Hello Bob!']);
+  await m.capture('2002', '9', null, [{ role: 'user', content: 'psst' }], [{ persona: '3', speaker: 'Nova', text: 'yes?' }]);
+  assert.deepEqual((await m.recent('2002', '9')).map((e) => e.key), ['shortterm:user:2002:7:3']);
+  assert.deepEqual(await m.summary('2002', '7', '42', '3', 'Bob said hi.'), keys);
+  assert.equal((await m.get('2002', '7', '42', '3')).summary, 'Bob said hi.');
+  assert.equal(await m.forget('2002'), 2);
+  assert.equal(await m.get('2002', '9', null, '3'), null);
+  m.redis.disconnect();
+  console.log('typescript example: ok');
+})().catch((e) => { console.error(e); process.exit(1); });
+JSEOF
+node "$WORK/js/run.js"

@@ -1,0 +1,367 @@
+//! The Prometheus endpoint (`--metrics-addr`): `GET /metrics` renders the counters the server
+//! already keeps for INFO (nothing is counted twice), through `prometheus-client`'s text encoder.
+//!
+//! It is a deliberately tiny HTTP/1.0-style responder: one request per connection, then close.
+//! Scrapers need nothing more, and it keeps an HTTP stack out of the dependency tree.
+
+use crate::metrics::{rss_bytes, LATENCY_BUCKETS_US};
+use crate::server::Shared;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Largest request head we read before answering.
+const MAX_REQUEST: usize = 8 * 1024;
+/// A scraper that sends nothing is dropped after this.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Serves scrapes until `stop` resolves.
+pub async fn serve(listener: TcpListener, shared: Arc<Shared>, stop: impl std::future::Future) {
+    tokio::pin!(stop);
+    loop {
+        let stream = tokio::select! {
+            _ = &mut stop => return,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(err) => {
+                    tracing::warn!(%err, "metrics endpoint: accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let _ = tokio::time::timeout(REQUEST_TIMEOUT, answer(stream, &shared)).await;
+        });
+    }
+}
+
+async fn answer(mut stream: TcpStream, shared: &Arc<Shared>) -> std::io::Result<()> {
+    let mut head = Vec::with_capacity(512);
+    let mut chunk = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < MAX_REQUEST {
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            break;
+        }
+        head.extend_from_slice(&chunk[..n]);
+    }
+    let request_line = head.split(|&b| b == b'\r').next().unwrap_or_default();
+    let mut parts = request_line.split(|&b| b == b' ');
+    let (method, path) = (
+        parts.next().unwrap_or_default(),
+        parts.next().unwrap_or_default(),
+    );
+    let path = path.split(|&b| b == b'?').next().unwrap_or_default();
+    let (status, content_type, body) = match (method, path) {
+        (b"GET", b"/metrics") => (
+            "200 OK",
+            "text/plain; version=0.0.4; charset=utf-8",
+            render(shared),
+        ),
+        (b"GET", _) => (
+            "404 Not Found",
+            "text/plain",
+            "not found: try /metrics\n".into(),
+        ),
+        _ => ("405 Method Not Allowed", "text/plain", "GET only\n".into()),
+    };
+    let response = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(response.as_bytes()).await?;
+    stream.shutdown().await
+}
+
+/// The whole exposition text, in Prometheus's classic text format.
+pub fn render(shared: &Arc<Shared>) -> String {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(ServerCollector(shared.clone())));
+    let mut text = String::new();
+    if let Err(err) = prometheus_client::encoding::prometheus_text::encode(&mut text, &registry) {
+        tracing::warn!(%err, "metrics rendering failed");
+    }
+    text
+}
+
+/// Reads the server's live counters at scrape time.
+struct ServerCollector(Arc<Shared>);
+
+impl std::fmt::Debug for ServerCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ServerCollector")
+    }
+}
+
+fn load(counter: &AtomicU64) -> u64 {
+    counter.load(Ordering::Relaxed)
+}
+
+fn counter(e: &mut DescriptorEncoder, name: &str, help: &str, value: u64) -> std::fmt::Result {
+    let metric = ConstCounter::new(value);
+    metric.encode(e.encode_descriptor(name, help, None, metric.metric_type())?)
+}
+
+fn gauge(e: &mut DescriptorEncoder, name: &str, help: &str, value: i64) -> std::fmt::Result {
+    let metric = ConstGauge::new(value);
+    metric.encode(e.encode_descriptor(name, help, None, metric.metric_type())?)
+}
+
+fn signed(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+impl Collector for ServerCollector {
+    fn encode(&self, mut e: DescriptorEncoder) -> std::fmt::Result {
+        let shared = &self.0;
+        let s = &shared.stats;
+
+        // Commands by name: count and latency histogram.
+        {
+            let mut family = e.encode_descriptor(
+                "stmd_commands",
+                "Commands run, by command name.",
+                None,
+                MetricType::Counter,
+            )?;
+            for (name, c) in shared.command_stats.called() {
+                let labels = [("command", name)];
+                ConstCounter::new(load(&c.calls)).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        {
+            let mut family = e.encode_descriptor(
+                "stmd_command_duration_seconds",
+                "Time spent running commands, by command name.",
+                None,
+                MetricType::Histogram,
+            )?;
+            for (name, c) in shared.command_stats.called() {
+                let labels = [("command", name)];
+                // Loaded once, so the count (the sum of every bucket, overflow included) agrees
+                // with the buckets however the loads interleave with running commands.
+                let counts: Vec<u64> = c.buckets.iter().map(load).collect();
+                let count: u64 = counts.iter().sum();
+                // The finite buckets only: the encoder adds `+Inf` itself, with the count.
+                let buckets: Vec<(f64, u64)> = LATENCY_BUCKETS_US
+                    .iter()
+                    .map(|&le| le as f64 / 1e6)
+                    .zip(counts)
+                    .collect();
+                family
+                    .encode_family(&labels)?
+                    .encode_histogram::<NoLabelSet>(
+                        load(&c.micros) as f64 / 1e6,
+                        count,
+                        &buckets,
+                        None,
+                    )?;
+            }
+        }
+
+        // Connections, keys, memory.
+        gauge(
+            &mut e,
+            "stmd_connected_clients",
+            "Clients connected now.",
+            signed(shared.clients.len() as u64),
+        )?;
+        counter(
+            &mut e,
+            "stmd_connections_received",
+            "Connections accepted.",
+            load(&s.total_connections_received),
+        )?;
+        counter(
+            &mut e,
+            "stmd_connections_rejected",
+            "Connections refused because maxclients was reached.",
+            load(&s.rejected_connections),
+        )?;
+        counter(
+            &mut e,
+            "stmd_commands_processed",
+            "Commands processed, all names together.",
+            load(&s.total_commands_processed),
+        )?;
+        counter(
+            &mut e,
+            "stmd_error_replies",
+            "Error replies sent.",
+            load(&s.total_error_replies),
+        )?;
+        counter(
+            &mut e,
+            "stmd_net_input_bytes",
+            "Bytes read from clients.",
+            load(&s.total_net_input_bytes),
+        )?;
+        counter(
+            &mut e,
+            "stmd_net_output_bytes",
+            "Bytes written to clients.",
+            load(&s.total_net_output_bytes),
+        )?;
+        counter(
+            &mut e,
+            "stmd_keyspace_hits",
+            "Key lookups that found the key.",
+            load(&s.keyspace_hits),
+        )?;
+        counter(
+            &mut e,
+            "stmd_keyspace_misses",
+            "Key lookups that did not find the key.",
+            load(&s.keyspace_misses),
+        )?;
+        gauge(
+            &mut e,
+            "stmd_keys",
+            "Keys in the keyspace.",
+            signed(shared.store.len() as u64),
+        )?;
+        counter(
+            &mut e,
+            "stmd_expired_keys",
+            "Keys removed because they expired.",
+            load(&shared.store.expired_keys),
+        )?;
+        gauge(
+            &mut e,
+            "stmd_resident_memory_bytes",
+            "Resident set size of the process.",
+            signed(rss_bytes()),
+        )?;
+        gauge(
+            &mut e,
+            "stmd_uptime_seconds",
+            "Seconds since the server started.",
+            signed(shared.started.elapsed().as_secs()),
+        )?;
+        gauge(
+            &mut e,
+            "stmd_slowlog_length",
+            "Entries in the SLOWLOG.",
+            signed(shared.slowlog.len() as u64),
+        )?;
+
+        // Short-term memory.
+        let stm = &shared.stm.stats;
+        gauge(
+            &mut e,
+            "stmd_stm_entries",
+            "STM entries in memory.",
+            signed(shared.store.stm_index.len() as u64),
+        )?;
+        counter(
+            &mut e,
+            "stmd_stm_captures",
+            "STM.CAPTURE calls that stored messages.",
+            load(&stm.captures),
+        )?;
+        {
+            let mut family = e.encode_descriptor(
+                "stmd_stm_skipped",
+                "STM.CAPTURE calls that stored nothing, by reason.",
+                None,
+                MetricType::Counter,
+            )?;
+            for (reason, value) in [
+                ("stop", &stm.skipped_stop),
+                ("privacy", &stm.skipped_privacy),
+                ("no_messages", &stm.skipped_no_messages),
+                ("no_replies", &stm.skipped_no_replies),
+                ("empty", &stm.skipped_empty),
+            ] {
+                let labels = [("reason", reason)];
+                ConstCounter::new(load(value)).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        counter(
+            &mut e,
+            "stmd_stm_ticks",
+            "STM turn ticks.",
+            load(&stm.ticks),
+        )?;
+        counter(
+            &mut e,
+            "stmd_stm_summaries",
+            "STM summaries written.",
+            load(&stm.summaries),
+        )?;
+        counter(
+            &mut e,
+            "stmd_stm_category_writes",
+            "STM category texts written.",
+            load(&stm.category_writes),
+        )?;
+        counter(
+            &mut e,
+            "stmd_stm_forgets",
+            "STM.FORGET calls.",
+            load(&stm.forgets),
+        )?;
+
+        // Persistence of scope rows.
+        let persist = &shared.stm.persist;
+        let p = &persist.stats;
+        gauge(
+            &mut e,
+            "stmd_persist_queue_depth",
+            "Scope-row operations waiting for the writer.",
+            signed(persist.depth() as u64),
+        )?;
+        counter(
+            &mut e,
+            "stmd_persist_queued",
+            "Scope-row operations accepted into the queue.",
+            load(&p.queued),
+        )?;
+        counter(
+            &mut e,
+            "stmd_persist_written",
+            "Scope-row operations written to the database.",
+            load(&p.written),
+        )?;
+        counter(
+            &mut e,
+            "stmd_persist_dropped",
+            "Scope-row operations dropped because the queue was full.",
+            load(&p.dropped),
+        )?;
+        counter(
+            &mut e,
+            "stmd_persist_errors",
+            "Database write attempts that failed and were retried.",
+            load(&p.retries),
+        )?;
+        counter(
+            &mut e,
+            "stmd_persist_batches",
+            "Database transactions written.",
+            load(&p.batches),
+        )?;
+        {
+            let mut family = e.encode_descriptor(
+                "stmd_persist_database_up",
+                "1 when the last database attempt succeeded (backend: sqlite, postgres or none).",
+                None,
+                MetricType::Gauge,
+            )?;
+            let labels = [("backend", persist.backend())];
+            ConstGauge::new(i64::from(p.up.load(Ordering::Relaxed)))
+                .encode(family.encode_family(&labels)?)?;
+        }
+        Ok(())
+    }
+}

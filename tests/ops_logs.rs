@@ -1,0 +1,133 @@
+//! The real binary: `--version`, and `--log-format json` writing one parseable object per line.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn stmd() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_stmd"));
+    // The environment must not change what the flags say.
+    for (key, _) in std::env::vars() {
+        if key.starts_with("STMD_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd
+}
+
+#[test]
+fn version_flag_prints_the_crate_version() {
+    let out = stmd().arg("--version").output().expect("run stmd");
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("stmd {}", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
+fn json_logs_are_one_object_per_line_from_start_to_stop() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut child = stmd()
+        .args(["--log-format", "json", "--port", "0", "--bind", "127.0.0.1"])
+        .args(["--maxclients", "1"])
+        .arg("--dir")
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn stmd");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut lines: Vec<serde_json::Value> = Vec::new();
+    let next = |lines: &mut Vec<serde_json::Value>| {
+        let line = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("a log line in time");
+        let value: serde_json::Value =
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}"));
+        lines.push(value.clone());
+        value
+    };
+    let ready = loop {
+        let value = next(&mut lines);
+        if value["message"] == "stmd ready to accept connections" {
+            break value;
+        }
+    };
+    assert_eq!(ready["level"], "INFO");
+    assert_eq!(ready["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(ready["database"], "sqlite");
+    let addr = ready["addr"].as_str().expect("addr field").to_string();
+    assert!(
+        addr.starts_with("127.0.0.1:") && !addr.ends_with(":0"),
+        "{addr}"
+    );
+    assert!(ready["timestamp"].is_string());
+
+    // A few commands log nothing at info; SHUTDOWN logs the request and the stop.
+    let mut conn = TcpStream::connect(&addr).expect("connect");
+    conn.set_read_timeout(Some(Duration::from_secs(10))).ok();
+    conn.write_all(b"*1\r\n$4\r\nPING\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n")
+        .expect("write");
+    let mut buf = [0u8; 64];
+    let mut got = Vec::new();
+    while got.len() < b"+PONG\r\n+OK\r\n".len() {
+        let n = conn.read(&mut buf).expect("read");
+        assert!(n > 0);
+        got.extend_from_slice(&buf[..n]);
+    }
+    assert_eq!(got, b"+PONG\r\n+OK\r\n");
+    // A second client is refused (maxclients 1): a protection that logs one warning.
+    let mut refused = TcpStream::connect(&addr).expect("connect");
+    refused.set_read_timeout(Some(Duration::from_secs(10))).ok();
+    let mut text = String::new();
+    refused.read_to_string(&mut text).expect("read refusal");
+    assert_eq!(text, "-ERR max number of clients reached\r\n");
+    conn.write_all(b"*1\r\n$8\r\nSHUTDOWN\r\n").expect("write");
+
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        assert!(Instant::now() < deadline, "no stop line: {lines:?}");
+        if next(&mut lines)["message"] == "stmd stopped" {
+            break;
+        }
+    }
+    let status = child.wait().expect("wait");
+    assert!(status.success());
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut stderr)
+        .ok();
+    assert_eq!(stderr, "", "nothing on stderr");
+    for line in &lines {
+        assert!(
+            line["level"].is_string() && line["message"].is_string(),
+            "{line}"
+        );
+        // Never one line per command at info.
+        let message = line["message"].as_str().unwrap_or_default();
+        assert!(!message.to_ascii_lowercase().contains("ping"), "{line}");
+    }
+    assert!(lines
+        .iter()
+        .any(|l| l["message"] == "scope rows go to the database" && l["database"] == "sqlite"));
+    let refusal = lines
+        .iter()
+        .find(|l| l["message"] == "max number of clients reached: connection refused")
+        .unwrap_or_else(|| panic!("no refusal line: {lines:?}"));
+    assert_eq!(refusal["level"], "WARN");
+    assert_eq!(refusal["maxclients"], 1);
+    assert_eq!(refusal["rejected"], 1);
+}
