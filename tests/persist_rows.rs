@@ -70,6 +70,7 @@ async fn wait_flushed(con: &mut MultiplexedConnection) {
     }
 }
 
+/// A capture whose message text must never reach the database.
 async fn capture(
     con: &mut MultiplexedConnection,
     user: &str,
@@ -77,28 +78,7 @@ async fn capture(
     server: &str,
     persona: &str,
 ) {
-    ok(
-        con,
-        &[
-            "STM.CAPTURE",
-            "USER",
-            user,
-            "CHANNEL",
-            channel,
-            "SERVER",
-            server,
-            "MSG",
-            "user",
-            "-",
-            "secret words",
-            "REPLY",
-            persona,
-            "5",
-            "-",
-            "reply",
-        ],
-    )
-    .await;
+    common::stm::capture(con, user, channel, server, persona, "5", "secret words").await;
 }
 
 async fn rows_follow_the_commands(backend: Backend) {

@@ -3,47 +3,12 @@
 
 mod common;
 
-use common::stm::{contents, entry_json, info_field, int, ok, run, strings, text};
+use common::stm::{capture, contents, entry_json, info_field, int, ok, run, strings, text};
 use common::TestServer;
 use redis::aio::MultiplexedConnection;
 use redis::Value;
 use serde_json::json;
 use std::time::Duration;
-
-async fn capture(
-    con: &mut MultiplexedConnection,
-    user: &str,
-    channel: &str,
-    server: &str,
-    persona: &str,
-    lineage: &str,
-    msg: &str,
-) -> Vec<String> {
-    strings(
-        &ok(
-            con,
-            &[
-                "STM.CAPTURE",
-                "USER",
-                user,
-                "CHANNEL",
-                channel,
-                "SERVER",
-                server,
-                "MSG",
-                "user",
-                "-",
-                msg,
-                "REPLY",
-                persona,
-                lineage,
-                "-",
-                "reply",
-            ],
-        )
-        .await,
-    )
-}
 
 async fn get(con: &mut MultiplexedConnection, key: &str) -> serde_json::Value {
     entry_json(&ok(con, &["STM.GET", key]).await, false)

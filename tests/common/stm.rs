@@ -155,3 +155,35 @@ pub async fn info_field(con: &mut MultiplexedConnection, section: &str, field: &
         .parse()
         .expect("integer field")
 }
+
+/// One STM.CAPTURE of a single user message and one reply by `persona` with `lineage`; returns
+/// the keys written.
+pub async fn capture(
+    con: &mut MultiplexedConnection,
+    user: &str,
+    channel: &str,
+    server: &str,
+    persona: &str,
+    lineage: &str,
+    msg: &str,
+) -> Vec<String> {
+    let words = [
+        "STM.CAPTURE",
+        "USER",
+        user,
+        "CHANNEL",
+        channel,
+        "SERVER",
+        server,
+        "MSG",
+        "user",
+        "-",
+        msg,
+        "REPLY",
+        persona,
+        lineage,
+        "-",
+        "reply",
+    ];
+    strings(&ok(con, &words).await)
+}
