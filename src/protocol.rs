@@ -1,8 +1,7 @@
-//! RESP glue: turning request bytes into argument slices (with our own limits checked first, because
-//! `redis-protocol` enforces none) and turning [`Reply`] values into RESP2 or RESP3 bytes.
+//! RESP: turning request bytes into argument slices (every declared length checked against our
+//! limits before its bytes are awaited) and turning [`Reply`] values into RESP2 or RESP3 bytes.
 
 use bytes::{BufMut, BytesMut};
-use redis_protocol::resp2::{decode::decode_range, types::RangeFrame};
 use std::borrow::Cow;
 
 /// Inline commands, and header lines, longer than this without a line end are refused, as Redis
@@ -50,10 +49,10 @@ pub fn parse_request(buf: &[u8], limits: Limits, args: &mut Vec<(usize, usize)>)
     }
 }
 
-/// Multibulk requests are checked against `limits` header by header before `redis-protocol` decodes
-/// them, so a declared length over a limit is refused without waiting for (or allocating) its bytes.
+/// Multibulk requests are walked header by header, each declared length checked against `limits`
+/// before its bytes are awaited, so an over-limit length is refused without allocating it. Like
+/// Redis, the two bytes after a bulk argument are skipped, not checked.
 fn parse_multibulk(buf: &[u8], limits: Limits, args: &mut Vec<(usize, usize)>) -> Parsed {
-    // Pass 1: walk the headers only, checking every declared length before anything is decoded.
     let Some((line, mut pos)) = header_line(buf, 0) else {
         return incomplete_header(buf, 0, "mbulk");
     };
@@ -73,10 +72,10 @@ fn parse_multibulk(buf: &[u8], limits: Limits, args: &mut Vec<(usize, usize)>) -
         let Some((line, after)) = header_line(buf, pos) else {
             return incomplete_header(buf, pos, "bulk");
         };
-        if line[0] != b'$' {
+        if line.first() != Some(&b'$') {
             return Parsed::Error(format!(
                 "ERR Protocol error: expected '$', got '{}'",
-                char::from(line[0])
+                char::from(line.first().copied().unwrap_or(b' '))
             ));
         }
         let len = match parse_i64_strict(&line[1..]) {
@@ -90,27 +89,16 @@ fn parse_multibulk(buf: &[u8], limits: Limits, args: &mut Vec<(usize, usize)>) -
         if pos > buf.len() {
             return Parsed::Incomplete { min_total: pos };
         }
+        args.push((after, after + len));
     }
-    // Pass 2: the request is complete and within limits; let redis-protocol decode it.
-    match decode_range(&buf[..pos]) {
-        Ok(Some((RangeFrame::Array(items), used))) => {
-            for item in items {
-                match item {
-                    RangeFrame::BulkString(range) => args.push(range),
-                    _ => return protocol_error("invalid bulk length"),
-                }
-            }
-            Parsed::Request(used)
-        }
-        Ok(_) | Err(_) => protocol_error("invalid bulk length"),
-    }
+    Parsed::Request(pos)
 }
 
 /// The header line starting at `start` (without its line end) and where the next one starts. Like
 /// Redis, a header ends at `\r` and the byte after it is skipped. `None` when it is not complete.
 fn header_line(buf: &[u8], start: usize) -> Option<(&[u8], usize)> {
     let rest = buf.get(start..)?;
-    let cr = rest.iter().position(|&b| b == b'\r')?;
+    let cr = memchr::memchr(b'\r', rest)?;
     (cr + 2 <= rest.len()).then(|| (&rest[..cr], start + cr + 2))
 }
 
@@ -383,10 +371,19 @@ impl Reply {
     }
 }
 
+/// A status or error line. Line ends inside `text` (an unknown command's name echoed back, say)
+/// become spaces, as Redis's formatted errors do, so a client can never break the reply stream.
 fn line(out: &mut BytesMut, prefix: u8, text: &[u8]) {
     out.reserve(text.len() + 3);
     out.put_u8(prefix);
-    out.put_slice(text);
+    if memchr::memchr2(b'\r', b'\n', text).is_none() {
+        out.put_slice(text);
+    } else {
+        out.extend(text.iter().map(|&b| match b {
+            b'\r' | b'\n' => b' ',
+            b => b,
+        }));
+    }
     out.put_slice(b"\r\n");
 }
 
@@ -517,6 +514,25 @@ mod tests {
         assert_eq!(parse(&long).0, error("too big mbulk count string"));
         let long = [&b"*1\r\n$"[..], &[b'1'; MAX_INLINE_SIZE + 1]].concat();
         assert_eq!(parse(&long).0, error("too big bulk count string"));
+    }
+
+    #[test]
+    fn bulk_arguments_are_taken_by_length_like_redis() {
+        // Redis skips the two bytes after a bulk argument without checking them.
+        let (parsed, args) = parse(b"*1\r\n$4\r\nPINGXY");
+        assert_eq!(parsed, Parsed::Request(14));
+        assert_eq!(args, vec![b"PING".to_vec()]);
+        // An empty line where a bulk header belongs: Redis names the byte it found, as a space.
+        assert_eq!(parse(b"*1\r\n\r\n").0, error("expected '$', got ' '"));
+    }
+
+    #[test]
+    fn line_ends_inside_errors_become_spaces() {
+        let reply = Reply::error("ERR unknown command 'a\r\nb'");
+        assert_eq!(
+            encoded(&reply, false),
+            b"-ERR unknown command 'a  b'\r\n".to_vec()
+        );
     }
 
     #[test]

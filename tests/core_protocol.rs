@@ -264,6 +264,21 @@ async fn garbage_gets_redis_replies_then_valid_commands_still_work() {
     )
     .await;
     assert!(conn.is_closed().await);
+    // An empty line where a bulk header belongs (this used to end the task without a reply).
+    let mut conn = server.raw().await;
+    conn.roundtrip(
+        b"*1\r\n\r\n",
+        b"-ERR Protocol error: expected '$', got ' '\r\n",
+    )
+    .await;
+    assert!(conn.is_closed().await);
+    // The two bytes after a bulk argument are skipped unchecked, as Redis does.
+    let mut conn = server.raw().await;
+    conn.roundtrip(
+        b"*1\r\n$4\r\nPINGXY*1\r\n$4\r\nPING\r\n",
+        b"+PONG\r\n+PONG\r\n",
+    )
+    .await;
     let mut conn = server.raw().await;
     conn.roundtrip(b"PING\r\n", b"+PONG\r\n").await;
 }
