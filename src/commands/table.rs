@@ -268,8 +268,9 @@ pub static COMMANDS: &[Command] = commands![
     "stm.forget", 3, WRITE, (0, 0, 0), "stm", "0.1.0", stm::forget, "<CHANNEL channel-id | USER user-id | KEY key>", "Deletes short-term memory entries and their scope rows.";
 ];
 
-static BY_NAME: LazyLock<HashMap<&'static str, &'static Command>> =
-    LazyLock::new(|| COMMANDS.iter().map(|c| (c.name, c)).collect());
+/// Lower-case name bytes → command. ahash, not SipHash: this lookup runs for every request.
+static BY_NAME: LazyLock<HashMap<&'static [u8], &'static Command, ahash::RandomState>> =
+    LazyLock::new(|| COMMANDS.iter().map(|c| (c.name.as_bytes(), c)).collect());
 
 /// The command names a server answers to, after `--rename-command`. Without renames (the usual
 /// case) lookups go straight to the static table.
@@ -294,7 +295,7 @@ impl CommandNames {
                     .unwrap_or_default(),
             );
             let cmd = BY_NAME
-                .get(from.as_str())
+                .get(from.as_bytes())
                 .copied()
                 .ok_or_else(|| format!("--rename-command: no command named '{from}'"))?;
             renamed.insert(from, None);
@@ -329,8 +330,7 @@ pub fn lookup(name: &[u8]) -> Option<&'static Command> {
     for (dst, src) in lower.iter_mut().zip(name) {
         *dst = src.to_ascii_lowercase();
     }
-    let lower = std::str::from_utf8(lower).ok()?;
-    BY_NAME.get(lower).copied()
+    BY_NAME.get(&*lower).copied()
 }
 
 #[cfg(test)]

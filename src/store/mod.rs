@@ -11,6 +11,7 @@ use crate::blocking::Waiters;
 use crate::stm::index::StmIndex;
 use bytes::Bytes;
 use dashmap::{DashMap, RwLockWriteGuard, SharedValue};
+use hashbrown::hash_map::RawEntryMut;
 use smallvec::SmallVec;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -24,6 +25,12 @@ const SHARDS: usize = 256;
 type Hasher = ahash::RandomState;
 type Shard = hashbrown::HashMap<Bytes, SharedValue<Entry>, Hasher>;
 type ShardGuard<'a> = RwLockWriteGuard<'a, Shard>;
+
+/// A key's hash and the index of its shard among a [`Locked`] view's guards.
+struct Spot {
+    hash: u64,
+    slot: usize,
+}
 
 /// A stored value with its expiry and a version that changes on every write (for WATCH).
 #[derive(Debug)]
@@ -155,6 +162,15 @@ impl Store {
         }
     }
 
+    /// Bookkeeping for a value removed because its time was up.
+    fn count_expired(&self, key: &[u8], value: &Value) {
+        self.on_remove(key, value);
+        self.expired_keys.fetch_add(1, Ordering::Relaxed);
+        if matches!(value, Value::Stm(_)) {
+            self.expired_stm_entries.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// Bookkeeping for a value entering the keyspace.
     fn on_insert(&self, key: &Bytes, value: &Value) {
         match value {
@@ -192,8 +208,10 @@ impl<'a> Locked<'a> {
         self.now = now_ms();
     }
 
-    fn shard_mut(&mut self, key: &[u8]) -> &mut Shard {
-        let shard = self.store.shard_of(key);
+    /// Hashes `key` once and finds its shard's guard: every lookup below reuses the hash.
+    fn spot(&self, key: &[u8]) -> Spot {
+        let hash = self.store.map.hash_usize(&key);
+        let shard = self.store.map.determine_shard(hash);
         let slot = if self.guards.len() == self.store.shard_count() {
             shard
         } else {
@@ -203,56 +221,71 @@ impl<'a> Locked<'a> {
                 .position(|(s, _)| *s == shard)
                 .expect("key's shard was not locked by its command")
         };
-        &mut self.guards[slot].1
+        Spot {
+            hash: hash as u64,
+            slot,
+        }
     }
 
-    /// Removes `key` if it has expired; true when it did.
-    fn expire_if_due(&mut self, key: &[u8]) -> bool {
+    fn shard_at(&mut self, spot: &Spot) -> &mut Shard {
+        &mut self.guards[spot.slot].1
+    }
+
+    /// Removes the key at `spot` if it has expired; true when it did.
+    fn expire_if_due(&mut self, spot: &Spot, key: &[u8]) -> bool {
         let now = self.now;
         let store = self.store;
-        let shard = self.shard_mut(key);
-        let expired = shard.get(key).is_some_and(|e| e.get().is_expired(now));
-        if expired {
-            if let Some((k, old)) = shard.remove_entry(key) {
-                store.on_remove(&k, &old.get().value);
-                store.expired_keys.fetch_add(1, Ordering::Relaxed);
-                if matches!(old.get().value, Value::Stm(_)) {
-                    store.expired_stm_entries.fetch_add(1, Ordering::Relaxed);
-                }
-            }
+        let shard = self.shard_at(spot);
+        let RawEntryMut::Occupied(found) = shard.raw_entry_mut().from_key_hashed_nocheck(spot.hash, key)
+        else {
+            return false;
+        };
+        if !found.get().get().is_expired(now) {
+            return false;
         }
-        expired
+        let (k, old) = found.remove_entry();
+        store.count_expired(&k, &old.into_inner().value);
+        true
     }
 
     /// The live entry at `key`.
     pub fn get(&mut self, key: &[u8]) -> Option<&Entry> {
-        self.expire_if_due(key);
-        self.shard_mut(key).get(key).map(|e| e.get())
+        let spot = self.spot(key);
+        self.expire_if_due(&spot, key);
+        self.shard_at(&spot)
+            .raw_entry()
+            .from_key_hashed_nocheck(spot.hash, key)
+            .map(|(_, e)| e.get())
     }
 
     /// The live entry at `key`, for a write: its version changes, so WATCH sees the write.
     pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        self.expire_if_due(key);
+        let spot = self.spot(key);
+        self.expire_if_due(&spot, key);
         let version = self.store.bump_version();
-        self.shard_mut(key).get_mut(key).map(|e| {
-            let e = e.get_mut();
-            e.version = version;
-            e
-        })
+        match self
+            .shard_at(&spot)
+            .raw_entry_mut()
+            .from_key_hashed_nocheck(spot.hash, key)
+        {
+            RawEntryMut::Occupied(found) => {
+                let e = found.into_mut().get_mut();
+                e.version = version;
+                Some(e)
+            }
+            RawEntryMut::Vacant(_) => None,
+        }
     }
 
     /// The live entry at `key` through a shared borrow (no lazy removal), so a command can hold
     /// several entries at once (SINTER and friends).
     pub fn peek(&self, key: &[u8]) -> Option<&Entry> {
-        let shard = self.store.shard_of(key);
-        let (_, guard) = if self.guards.len() == self.store.shard_count() {
-            self.guards.get(shard)?
-        } else {
-            self.guards.iter().find(|(s, _)| *s == shard)?
-        };
-        guard
-            .get(key)
-            .map(|e| e.get())
+        let spot = self.spot(key);
+        self.guards[spot.slot]
+            .1
+            .raw_entry()
+            .from_key_hashed_nocheck(spot.hash, key)
+            .map(|(_, e)| e.get())
             .filter(|e| !e.is_expired(self.now))
     }
 
@@ -265,28 +298,60 @@ impl<'a> Locked<'a> {
         self.get(key).map(|e| e.version)
     }
 
-    /// Stores `value` at `key`, replacing whatever was there; returns the old live entry.
+    /// Stores `value` at `key`, replacing whatever was there; returns the old live entry. One hash
+    /// and one probe: an existing key keeps its stored name, a new one is copied in.
     pub fn set(&mut self, key: &[u8], value: Value, expire_at: u64) -> Option<Entry> {
-        let old = self.remove(key);
+        let (store, now) = (self.store, self.now);
+        let spot = self.spot(key);
         let entry = Entry {
             value,
             expire_at,
-            version: self.store.bump_version(),
+            version: store.bump_version(),
         };
-        let owned = Bytes::copy_from_slice(key);
-        self.store.on_insert(&owned, &entry.value);
-        self.shard_mut(key).insert(owned, SharedValue::new(entry));
-        old
+        match self
+            .shard_at(&spot)
+            .raw_entry_mut()
+            .from_key_hashed_nocheck(spot.hash, key)
+        {
+            RawEntryMut::Occupied(mut found) => {
+                let (k, slot) = found.get_key_value_mut();
+                let old = std::mem::replace(slot.get_mut(), entry);
+                store.on_remove(k, &old.value);
+                store.on_insert(k, &slot.get().value);
+                if old.is_expired(now) {
+                    store.count_expired(k, &old.value);
+                    None
+                } else {
+                    Some(old)
+                }
+            }
+            RawEntryMut::Vacant(vacant) => {
+                let owned = Bytes::copy_from_slice(key);
+                store.on_insert(&owned, &entry.value);
+                vacant.insert_hashed_nocheck(spot.hash, owned, SharedValue::new(entry));
+                None
+            }
+        }
     }
 
     /// Removes the live entry at `key`.
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
-        self.expire_if_due(key);
-        let store = self.store;
-        let (k, old) = self.shard_mut(key).remove_entry(key)?;
+        let (store, now) = (self.store, self.now);
+        let spot = self.spot(key);
+        let RawEntryMut::Occupied(found) = self
+            .shard_at(&spot)
+            .raw_entry_mut()
+            .from_key_hashed_nocheck(spot.hash, key)
+        else {
+            return None;
+        };
+        let (k, old) = found.remove_entry();
         let old = old.into_inner();
+        if old.is_expired(now) {
+            store.count_expired(&k, &old.value);
+            return None;
+        }
         store.on_remove(&k, &old.value);
-        store.bump_version();
         Some(old)
     }
 
@@ -344,17 +409,11 @@ impl<'a> Locked<'a> {
                 let expired = v.get().is_expired(now);
                 if expired {
                     removed += 1;
-                    store.on_remove(k, &v.get().value);
-                    if matches!(v.get().value, Value::Stm(_)) {
-                        store.expired_stm_entries.fetch_add(1, Ordering::Relaxed);
-                    }
+                    store.count_expired(k, &v.get().value);
                 }
                 !expired
             });
         }
-        store
-            .expired_keys
-            .fetch_add(removed as u64, Ordering::Relaxed);
         removed
     }
 }
