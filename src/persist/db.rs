@@ -12,8 +12,9 @@ use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
 
-/// Rows per INSERT statement (Postgres allows 65535 parameters; we bind at most 10 per row).
-const ROWS_PER_STATEMENT: usize = 2000;
+/// Most rows per INSERT statement, a power of two (Postgres allows 65535 parameters, SQLite
+/// 32766; we bind at most 10 per row).
+const ROWS_PER_STATEMENT: usize = 1024;
 
 const CONFLICT_TARGET: &str = " ON CONFLICT (scope_kind, COALESCE(server_disc_id, ''), COALESCE(user_disc_id, ''), channel_disc_id, COALESCE(persona_id, 0)) ";
 
@@ -240,7 +241,7 @@ macro_rules! impl_write_segments {
                         ] {
                             let rows: Vec<&(ScopeKey, Delta)> =
                                 deltas.iter().filter(|(_, d)| shape(d) == wanted).collect();
-                            for chunk in rows.chunks(ROWS_PER_STATEMENT) {
+                            for chunk in statement_chunks(&rows) {
                                 upsert_query::<$db>(chunk, wanted, dialect)
                                     .build()
                                     .execute(&mut *tx)
@@ -259,6 +260,22 @@ macro_rules! impl_write_segments {
 
 impl_write_segments!(write_segments_pg, Postgres);
 impl_write_segments!(write_segments_sqlite, Sqlite);
+
+/// Splits rows into chunks whose sizes are powers of two up to [`ROWS_PER_STATEMENT`], so the
+/// statement texts come from a small set and each connection's prepared-statement cache hits
+/// (a statement per distinct row count would be parsed and planned anew almost every batch).
+fn statement_chunks<T>(mut rows: &[T]) -> impl Iterator<Item = &[T]> {
+    std::iter::from_fn(move || {
+        if rows.is_empty() {
+            return None;
+        }
+        let take = rows.len().min(ROWS_PER_STATEMENT);
+        let take = 1 << take.ilog2();
+        let (chunk, rest) = rows.split_at(take);
+        rows = rest;
+        Some(chunk)
+    })
+}
 
 /// One multi-row upsert of deltas of the same shape.
 fn upsert_query<'q, DB>(
@@ -428,4 +445,21 @@ where
         last_refreshed_turn: i64::from(row.try_get::<i32, _>("last_refreshed_turn")?),
         updated_ms: row.try_get::<i64, _>("updated_ms")?.max(0) as u64,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statement_chunks_are_powers_of_two_and_cover_every_row() {
+        for n in [0usize, 1, 2, 3, 7, 100, 1024, 1025, 5000] {
+            let rows: Vec<usize> = (0..n).collect();
+            let chunks: Vec<&[usize]> = statement_chunks(&rows).collect();
+            assert!(chunks
+                .iter()
+                .all(|c| c.len().is_power_of_two() && c.len() <= ROWS_PER_STATEMENT));
+            assert_eq!(chunks.concat(), rows, "n = {n}");
+        }
+    }
 }

@@ -5,7 +5,7 @@
 
 use super::PersistOp;
 use crate::stm::ScopeKey;
-use std::collections::HashMap;
+type HashMap<K, V> = std::collections::HashMap<K, V, ahash::RandomState>;
 
 /// The net effect of a run of operations on one scope's row.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -86,7 +86,7 @@ fn flush(
 pub fn fold(ops: Vec<PersistOp>) -> Vec<Segment> {
     let mut segments = Vec::new();
     let mut order: Vec<ScopeKey> = Vec::new();
-    let mut deltas: HashMap<ScopeKey, Delta> = HashMap::new();
+    let mut deltas: HashMap<ScopeKey, Delta> = HashMap::default();
     for op in ops {
         let scope = match &op {
             PersistOp::EnsureRow { scope, .. }

@@ -5,9 +5,67 @@
 use super::{Scope, StmEntry};
 use bytes::Bytes;
 use parking_lot::Mutex;
+use smallvec::SmallVec;
 use std::collections::{HashMap, HashSet};
 
-type KeySets = HashMap<Bytes, HashSet<Bytes>>;
+type Hasher = ahash::RandomState;
+type KeySets = HashMap<Bytes, Keys, Hasher>;
+
+/// Past this many keys under one id, a hash set replaces the list.
+const FEW: usize = 8;
+
+/// The keys under one id. Most users and direct-message channels have one key, so the usual
+/// case is one inline slot with no allocation of its own; a busy channel gets a hash set.
+enum Keys {
+    Few(SmallVec<[Bytes; 1]>),
+    Many(HashSet<Bytes, Hasher>),
+}
+
+impl Default for Keys {
+    fn default() -> Self {
+        Keys::Few(SmallVec::new())
+    }
+}
+
+impl Keys {
+    fn insert(&mut self, key: &Bytes) {
+        match self {
+            Keys::Few(list) if list.iter().any(|k| k == key) => {}
+            Keys::Few(list) if list.len() < FEW => list.push(key.clone()),
+            Keys::Few(list) => {
+                let mut set: HashSet<Bytes, Hasher> = list.drain(..).collect();
+                set.insert(key.clone());
+                *self = Keys::Many(set);
+            }
+            Keys::Many(set) => {
+                set.insert(key.clone());
+            }
+        }
+    }
+
+    fn remove(&mut self, key: &[u8]) {
+        match self {
+            Keys::Few(list) => list.retain(|k| k != key),
+            Keys::Many(set) => {
+                set.remove(key);
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Keys::Few(list) => list.len(),
+            Keys::Many(set) => set.len(),
+        }
+    }
+
+    fn to_vec(&self) -> Vec<Bytes> {
+        match self {
+            Keys::Few(list) => list.to_vec(),
+            Keys::Many(set) => set.iter().cloned().collect(),
+        }
+    }
+}
 
 #[derive(Default)]
 struct Maps {
@@ -26,13 +84,20 @@ pub struct StmIndex {
 }
 
 fn add(sets: &mut KeySets, id: &Bytes, key: &Bytes) {
-    sets.entry(id.clone()).or_default().insert(key.clone());
+    match sets.get_mut(id) {
+        Some(keys) => keys.insert(key),
+        None => {
+            let mut keys = Keys::default();
+            keys.insert(key);
+            sets.insert(id.clone(), keys);
+        }
+    }
 }
 
 fn drop_key(sets: &mut KeySets, id: &[u8], key: &[u8]) {
-    if let Some(set) = sets.get_mut(id) {
-        set.remove(key);
-        if set.is_empty() {
+    if let Some(keys) = sets.get_mut(id) {
+        keys.remove(key);
+        if keys.len() == 0 {
             sets.remove(id);
         }
     }
@@ -75,17 +140,42 @@ impl StmIndex {
     }
 
     fn keys_of(sets: &KeySets, id: &[u8]) -> Vec<Bytes> {
-        sets.get(id)
-            .map(|s| s.iter().cloned().collect())
-            .unwrap_or_default()
+        sets.get(id).map(Keys::to_vec).unwrap_or_default()
     }
 
     /// Number of indexed keys (each STM entry is indexed under its channel exactly once).
     pub fn len(&self) -> usize {
-        self.maps.lock().by_channel.values().map(HashSet::len).sum()
+        self.maps.lock().by_channel.values().map(Keys::len).sum()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_lists_grow_into_sets_and_shrink_to_nothing() {
+        let mut sets = KeySets::default();
+        let id = Bytes::from_static(b"c1");
+        let keys: Vec<Bytes> = (0..2 * FEW).map(|i| Bytes::from(format!("k{i}"))).collect();
+        for key in keys.iter().chain(&keys) {
+            add(&mut sets, &id, key); // the second round adds nothing new
+        }
+        let mut held = sets.get(&id[..]).map(Keys::to_vec).unwrap_or_default();
+        held.sort();
+        let mut want = keys.clone();
+        want.sort();
+        assert_eq!(held, want);
+        assert!(matches!(sets.get(&id[..]), Some(Keys::Many(_))));
+        for key in &keys {
+            drop_key(&mut sets, &id, key);
+        }
+        assert!(sets.is_empty(), "an id without keys is dropped");
+        add(&mut sets, &id, &keys[0]);
+        assert!(matches!(sets.get(&id[..]), Some(Keys::Few(list)) if list.len() == 1));
     }
 }

@@ -41,8 +41,14 @@ impl Messages {
         items: impl IntoIterator<Item = (Role, Option<&'a str>, &'a str)>,
         ts: u64,
     ) -> Messages {
-        let mut text = String::new();
-        let mut spans = Vec::new();
+        let items: smallvec::SmallVec<[_; 16]> = items.into_iter().collect();
+        let size = items
+            .iter()
+            .map(|(_, speaker, content)| speaker.map_or(0, str::len) + content.len())
+            .sum();
+        // Exact capacities: the boxes below then keep these allocations as they are.
+        let mut text = String::with_capacity(size);
+        let mut spans = Vec::with_capacity(items.len());
         for (role, speaker, content) in items {
             let start = text.len() as u32;
             let speaker_len = match speaker {

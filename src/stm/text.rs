@@ -25,6 +25,9 @@ const BUILTIN_ANNOTATIONS: &str =
 
 /// Cheap substring test that gates the built-in regex.
 const ANNOTATION_TRIGGER: &str = "[System: ";
+/// Built once: building a substring searcher costs more than running it over a short message.
+static TRIGGER_FINDER: LazyLock<memchr::memmem::Finder<'static>> =
+    LazyLock::new(|| memchr::memmem::Finder::new(ANNOTATION_TRIGGER));
 
 /// Compiled once per process and shared by every `TextCleaner`, so
 /// `TextCleaner::default()` costs nothing after the first use.
@@ -68,9 +71,21 @@ impl TextCleaner {
     /// destroyed by emoji rewriting, so for them the order is otherwise
     /// irrelevant; extra patterns therefore see the raw message text.)
     pub fn clean(&self, text: &str) -> String {
-        let stripped = self.strip_annotations_cow(text);
-        let normalized = normalize_emojis_cow(&stripped);
-        collapse_whitespace(&normalized)
+        self.clean_cow(text).into_owned()
+    }
+
+    /// [`TextCleaner::clean`] that borrows when nothing but the ends had to go, which is the
+    /// common case: a capture then copies each message once, into its packed entry.
+    pub fn clean_cow<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        match self.strip_annotations_cow(text) {
+            Cow::Borrowed(stripped) => match normalize_emojis_cow(stripped) {
+                Cow::Borrowed(normalized) => collapse_whitespace_cow(normalized),
+                Cow::Owned(normalized) => Cow::Owned(collapse_whitespace(&normalized)),
+            },
+            Cow::Owned(stripped) => {
+                Cow::Owned(collapse_whitespace(&normalize_emojis_cow(&stripped)))
+            }
+        }
     }
 
     /// Removes every built-in annotation, then every match of each extra
@@ -83,7 +98,7 @@ impl TextCleaner {
     /// Borrowing variant so `clean` allocates only when something was removed.
     fn strip_annotations_cow<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let mut cur = Cow::Borrowed(text);
-        if text.contains(ANNOTATION_TRIGGER) {
+        if TRIGGER_FINDER.find(text.as_bytes()).is_some() {
             cur = remove_all(&BUILTIN_RE, cur);
         }
         for re in &self.extra {
@@ -130,7 +145,7 @@ fn normalize_emojis_cow(text: &str) -> Cow<'_, str> {
     // `copied` = end of the input already copied to `out`.
     let mut copied = 0;
     let mut pos = 0;
-    while let Some(off) = text.get(pos..).and_then(|rest| rest.find('<')) {
+    while let Some(off) = bytes.get(pos..).and_then(|rest| memchr::memchr(b'<', rest)) {
         let start = pos + off;
         let Some((name, end)) = parse_emoji(bytes, start) else {
             pos = start + 1;
@@ -269,9 +284,14 @@ fn matching_run(bytes: &[u8], mut from: usize, end: usize, len: usize) -> Option
 /// starts and ends with a character that steps 1–3 never remove, so trimming
 /// first gives the same result and lets single-line text skip the pass.
 pub fn collapse_whitespace(text: &str) -> String {
+    collapse_whitespace_cow(text).into_owned()
+}
+
+/// [`collapse_whitespace`], borrowing when the trimmed text has no line break.
+fn collapse_whitespace_cow(text: &str) -> Cow<'_, str> {
     let text = text.trim();
-    if !text.contains('\n') {
-        return text.to_owned();
+    if memchr::memchr(b'\n', text.as_bytes()).is_none() {
+        return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());
     for line in text.split('\n') {
@@ -286,7 +306,7 @@ pub fn collapse_whitespace(text: &str) -> String {
         }
         out.push_str(line);
     }
-    out
+    Cow::Owned(out)
 }
 
 #[cfg(test)]

@@ -236,7 +236,9 @@ impl<'a> Locked<'a> {
         let now = self.now;
         let store = self.store;
         let shard = self.shard_at(spot);
-        let RawEntryMut::Occupied(found) = shard.raw_entry_mut().from_key_hashed_nocheck(spot.hash, key)
+        let RawEntryMut::Occupied(found) = shard
+            .raw_entry_mut()
+            .from_key_hashed_nocheck(spot.hash, key)
         else {
             return false;
         };
