@@ -162,7 +162,7 @@ fn load<'l>(
     let mut sets = Vec::with_capacity(keys.len());
     for key in keys {
         sets.push(match locked.peek(key).map(|e| &e.value) {
-            Some(Value::Set(s)) => Some(s),
+            Some(Value::Set(s)) => Some(&**s),
             _ => None,
         });
     }
@@ -244,7 +244,7 @@ pub fn algebra_store(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     if result.is_empty() {
         locked.remove(dst);
     } else {
-        locked.set(dst, Value::Set(result), 0);
+        locked.set(dst, Value::Set(Box::new(result)), 0);
     }
     Ok(Reply::Int(len as i64))
 }

@@ -71,16 +71,9 @@ typed_access!(
     hash_or_create,
     Hash,
     HashValue,
-    HashValue::default()
+    Box::default()
 );
-typed_access!(
-    set,
-    set_mut,
-    set_or_create,
-    Set,
-    SetValue,
-    SetValue::default()
-);
+typed_access!(set, set_mut, set_or_create, Set, SetValue, Box::default());
 typed_access!(zset, zset_mut, zset_or_create, ZSet, ZSet, Box::default());
 
 /// Deletes `key` when it holds an empty collection (after a removal).

@@ -1,20 +1,29 @@
 //! A capture's messages stored compactly: every speaker and content back to back in one string,
-//! with a 16-byte descriptor per message and the capture time once. One allocation for the text
+//! with an 8-byte descriptor per message and the capture time once. One allocation for the text
 //! instead of one or two per message keeps an entry no larger than Redis lists of the same messages.
 
 use super::Role;
 
-/// Where one message lives inside [`Messages::text`].
+/// The lengths of one message inside [`Messages::text`]; messages lie back to back, so where one
+/// starts is where the previous one ends.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Span {
-    start: u32,
-    /// `u32::MAX`: no speaker.
-    speaker_len: u32,
     content_len: u32,
+    /// [`NO_SPEAKER`]: no speaker.
+    speaker_len: u16,
     role: Role,
 }
 
-const NO_SPEAKER: u32 = u32::MAX;
+const NO_SPEAKER: u16 = u16::MAX;
+
+/// `s` cut to at most `max` bytes, at a character boundary.
+fn at_most(s: &str, max: usize) -> &str {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
 
 /// The messages of one snapshot, oldest first. Immutable: a capture replaces the whole list.
 #[derive(Clone, Debug, PartialEq, Default)]
@@ -35,8 +44,9 @@ pub struct Message<'a> {
 }
 
 impl Messages {
-    /// Packs `(role, speaker, content)` items captured at `ts`. Items too large for 32-bit offsets
-    /// cannot occur: contents are capped by `stm-max-content-bytes` and counts by `stm-max-items`.
+    /// Packs `(role, speaker, content)` items captured at `ts`. Contents are capped by
+    /// `stm-max-content-bytes` and speakers at 256 bytes before they get here, far inside the
+    /// 32- and 16-bit lengths; a longer one would be cut, never misplaced.
     pub fn new<'a>(
         items: impl IntoIterator<Item = (Role, Option<&'a str>, &'a str)>,
         ts: u64,
@@ -50,17 +60,17 @@ impl Messages {
         let mut text = String::with_capacity(size);
         let mut spans = Vec::with_capacity(items.len());
         for (role, speaker, content) in items {
-            let start = text.len() as u32;
             let speaker_len = match speaker {
                 Some(s) => {
+                    let s = at_most(s, usize::from(NO_SPEAKER - 1));
                     text.push_str(s);
-                    s.len() as u32
+                    s.len() as u16
                 }
                 None => NO_SPEAKER,
             };
+            let content = at_most(content, u32::MAX as usize);
             text.push_str(content);
             spans.push(Span {
-                start,
                 speaker_len,
                 content_len: content.len() as u32,
                 role,
@@ -82,21 +92,20 @@ impl Messages {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = Message<'_>> + '_ {
+        let mut next = 0usize;
         self.spans.iter().map(move |span| {
-            let start = span.start as usize;
+            let start = next;
             let (speaker, content_start) = if span.speaker_len == NO_SPEAKER {
                 (None, start)
             } else {
                 let end = start + span.speaker_len as usize;
                 (self.text.get(start..end), end)
             };
+            next = content_start + span.content_len as usize;
             Message {
                 role: span.role,
                 speaker,
-                content: self
-                    .text
-                    .get(content_start..content_start + span.content_len as usize)
-                    .unwrap_or_default(),
+                content: self.text.get(content_start..next).unwrap_or_default(),
                 ts: self.ts,
             }
         })
@@ -128,6 +137,12 @@ mod tests {
             ]
         );
         assert_eq!(packed.len(), 3);
+        assert_eq!(std::mem::size_of::<Span>(), 8);
+        let long = "é".repeat(40_000);
+        let cut = Messages::new([(Role::User, Some(long.as_str()), "x")], 1);
+        let first = cut.iter().next().expect("one message");
+        assert_eq!(first.speaker.map(str::len), Some(65_534 - 65_534 % 2));
+        assert_eq!(first.content, "x");
         assert!(Messages::default().is_empty());
     }
 }

@@ -429,6 +429,22 @@ mod tests {
     }
 
     #[test]
+    fn keyspace_slots_stay_small() {
+        // Every key pays for a slot of (key, Entry) in its shard's table, whatever its type:
+        // large values are boxed so a string key does not pay for a hash's index map.
+        assert!(
+            std::mem::size_of::<Value>() <= 40,
+            "{}",
+            std::mem::size_of::<Value>()
+        );
+        assert!(
+            std::mem::size_of::<Entry>() <= 56,
+            "{}",
+            std::mem::size_of::<Entry>()
+        );
+    }
+
+    #[test]
     fn set_get_remove() {
         let store = Store::new();
         let mut l = store.lock_one(b"a");

@@ -16,8 +16,10 @@ pub type SetValue = indexmap::IndexSet<Bytes, ahash::RandomState>;
 pub enum Value {
     Str(Bytes),
     List(VecDeque<Bytes>),
-    Hash(HashValue),
-    Set(SetValue),
+    // Boxed, like ZSet and Stm, so that every slot of the keyspace stays small: a slot holds the
+    // largest variant, and an unboxed index map would make every string key pay for it.
+    Hash(Box<HashValue>),
+    Set(Box<SetValue>),
     ZSet(Box<ZSet>),
     Stm(Box<StmEntry>),
 }
