@@ -73,11 +73,14 @@ fn parse_multibulk(buf: &[u8], limits: Limits, args: &mut Vec<(usize, usize)>) -
         let Some((line, after)) = header_line(buf, pos) else {
             return incomplete_header(buf, pos, "bulk");
         };
-        if line[0] != b'$' {
-            return Parsed::Error(format!(
-                "ERR Protocol error: expected '$', got '{}'",
-                char::from(line[0])
-            ));
+        if line.first() != Some(&b'$') {
+            // An empty header line starts with the `\r` that ends it. Like Redis, show a line end
+            // as a space: an error reply cannot hold one.
+            let got = match line.first() {
+                None | Some(b'\n') => ' ',
+                Some(&b) => char::from(b),
+            };
+            return Parsed::Error(format!("ERR Protocol error: expected '$', got '{got}'"));
         }
         let len = match parse_i64_strict(&line[1..]) {
             Some(n) if !limits.authenticated && n > UNAUTHENTICATED_MAX_BULK_LEN => {

@@ -268,6 +268,26 @@ async fn garbage_gets_redis_replies_then_valid_commands_still_work() {
     conn.roundtrip(b"PING\r\n", b"+PONG\r\n").await;
 }
 
+/// Found by the `decode` fuzz target: an empty header line where a bulk header belongs panicked the
+/// decoder (the connection task died without a reply). Redis replies as below; a line end in the
+/// error is shown as a space.
+#[tokio::test]
+async fn an_empty_or_bare_line_feed_bulk_header_gets_the_redis_error() {
+    let server = TestServer::start().await;
+    for request in [
+        &b"*1\r\n\r\nPING\r\n"[..],
+        b"*1\r\n\nx\r\n",
+        b"*2\r\n$1\r\na\r\n\r\n",
+    ] {
+        let mut conn = server.raw().await;
+        conn.roundtrip(request, b"-ERR Protocol error: expected '$', got ' '\r\n")
+            .await;
+        assert!(conn.is_closed().await);
+    }
+    let mut conn = server.raw().await;
+    conn.roundtrip(b"PING\r\n", b"+PONG\r\n").await;
+}
+
 #[tokio::test]
 async fn keys_and_values_are_binary_safe() {
     let server = TestServer::start().await;
