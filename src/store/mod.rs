@@ -26,6 +26,11 @@ type Hasher = ahash::RandomState;
 type Shard = hashbrown::HashMap<Bytes, SharedValue<Entry>, Hasher>;
 type ShardGuard<'a> = RwLockWriteGuard<'a, Shard>;
 
+/// One shard's version counter, alone on its cache line.
+#[derive(Default)]
+#[repr(align(64))]
+struct ShardVersion(AtomicU64);
+
 /// A key's hash and the index of its shard among a [`Locked`] view's guards.
 struct Spot {
     hash: u64,
@@ -58,7 +63,10 @@ pub fn now_ms() -> u64 {
 /// The whole keyspace (database 0) plus the bookkeeping that must change with it.
 pub struct Store {
     map: DashMap<Bytes, Entry, Hasher>,
-    next_version: AtomicU64,
+    /// Per shard, the last version handed out there. A key always lives in the same shard, so
+    /// versions unique per shard are unique per key; and only that shard's lock holder writes its
+    /// counter, so two threads writing different shards never share a cache line.
+    versions: Box<[ShardVersion]>,
     /// Owner/channel → STM keys, kept exact by every insert and removal below.
     pub stm_index: StmIndex,
     pub expired_keys: AtomicU64,
@@ -77,7 +85,7 @@ impl Store {
     pub fn new() -> Store {
         Store {
             map: DashMap::with_capacity_and_hasher_and_shard_amount(0, Hasher::new(), SHARDS),
-            next_version: AtomicU64::new(1),
+            versions: (0..SHARDS).map(|_| ShardVersion::default()).collect(),
             stm_index: StmIndex::default(),
             expired_keys: AtomicU64::new(0),
             expired_stm_entries: AtomicU64::new(0),
@@ -151,8 +159,13 @@ impl Store {
             .sum()
     }
 
-    fn bump_version(&self) -> u64 {
-        self.next_version.fetch_add(1, Ordering::Relaxed)
+    /// The next version of `shard`. Callers hold that shard's write lock, so a plain load and
+    /// store cannot lose an update.
+    fn bump_version(&self, shard: usize) -> u64 {
+        let counter = &self.versions[shard].0;
+        let next = counter.load(Ordering::Relaxed) + 1;
+        counter.store(next, Ordering::Relaxed);
+        next
     }
 
     /// Bookkeeping for a value leaving the keyspace (deleted, overwritten, expired, flushed).
@@ -264,7 +277,7 @@ impl<'a> Locked<'a> {
     pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
         let spot = self.spot(key);
         self.expire_if_due(&spot, key);
-        let version = self.store.bump_version();
+        let version = self.store.bump_version(self.guards[spot.slot].0);
         match self
             .shard_at(&spot)
             .raw_entry_mut()
@@ -308,7 +321,7 @@ impl<'a> Locked<'a> {
         let entry = Entry {
             value,
             expire_at,
-            version: store.bump_version(),
+            version: store.bump_version(self.guards[spot.slot].0),
         };
         match self
             .shard_at(&spot)
@@ -399,7 +412,6 @@ impl<'a> Locked<'a> {
                 self.store.on_remove(&k, &v.get().value);
             }
         }
-        self.store.bump_version();
     }
 
     /// Removes the expired keys of the locked shards; returns how many.
