@@ -529,6 +529,19 @@ mod tests {
         assert_eq!((c.stm_max_items, c.stm_persist_queue), (1000, 100000));
         assert_eq!((c.slowlog_log_slower_than, c.slowlog_max_len), (10000, 128));
         assert_eq!((c.metrics_addr, c.log_format), (None, LogFormat::Text));
+        assert_eq!(
+            (c.tls_port, c.tls_cert_file, c.tls_auth_clients),
+            (0, None, TlsAuthClients::Yes)
+        );
+        assert_eq!(
+            c.client_output_buffer_limit.to_string(),
+            crate::output_limit::OutputBufferLimits::parse(
+                crate::output_limit::DEFAULT_OUTPUT_BUFFER_LIMITS
+            )
+            .map(|l| l.to_string())
+            .expect("default")
+        );
+        assert_eq!(c.client_output_buffer_limit.normal.soft, 1024 * 1024);
     }
 
     #[test]
