@@ -309,6 +309,6 @@ async fn a_subscriber_that_does_not_read_is_closed_at_the_pubsub_limit() {
             .expect("publish");
         assert_eq!(n, 1);
         let message = reader.read_reply().await;
-        assert!(message.ends_with(&[b'p', b'p', b'\r', b'\n']));
+        assert!(message.ends_with(b"pp\r\n"));
     }
 }
