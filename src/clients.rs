@@ -26,6 +26,8 @@ pub struct ClientInfo {
     pub resp: AtomicU8,
     pub killed: AtomicBool,
     pub kill: Notify,
+    /// Set when the client is closed for passing its `client-output-buffer-limit`.
+    pub output_limit_reached: AtomicBool,
 }
 
 impl ClientInfo {
@@ -38,6 +40,21 @@ impl ClientInfo {
     pub fn kill(&self) {
         self.killed.store(true, Ordering::Relaxed);
         self.kill.notify_one();
+    }
+
+    /// Closes the client for passing its output-buffer limit (`hard` or `soft`), logging it once,
+    /// as Redis does ("scheduled to be closed ASAP for overcoming of output buffer limits").
+    pub fn close_for_output_limit(&self, class: crate::output_limit::ClientClass, limit: &str) {
+        if !self.output_limit_reached.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                client = self.id,
+                addr = %self.addr,
+                class = class.name(),
+                limit,
+                "client closed for overcoming of output buffer limits"
+            );
+        }
+        self.kill();
     }
 
     /// One line of CLIENT LIST / the CLIENT INFO reply, with Redis's field names.
@@ -87,6 +104,7 @@ impl ClientRegistry {
             resp: AtomicU8::new(2),
             killed: AtomicBool::new(false),
             kill: Notify::new(),
+            output_limit_reached: AtomicBool::new(false),
         });
         self.clients.lock().insert(id, info.clone());
         info

@@ -1,8 +1,9 @@
 //! Configuration: clap flags with Redis's option names (each also an `STMD_*` environment variable),
 //! and the `CONFIG GET/SET` view of the same settings, driven by one parameter table.
 
+use crate::output_limit::OutputBufferLimits;
 use clap::Parser;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Every setting of the server. Flags use Redis's names so operators can reuse what they know.
 #[derive(Parser, Clone, Debug)]
@@ -12,7 +13,7 @@ use std::path::PathBuf;
     about = "A Redis-compatible short-term memory server for chat bots"
 )]
 pub struct Config {
-    /// TCP port to listen on (0 picks a free one).
+    /// TCP port to listen on (0 picks a free one; with --tls-port set, 0 means no plain TCP listener).
     #[arg(
         long,
         env = "STMD_PORT",
@@ -45,6 +46,24 @@ pub struct Config {
     )]
     pub timeout: u64,
 
+    /// Port for TLS connections (0: no TLS listener).
+    #[arg(long, env = "STMD_TLS_PORT", default_value_t = 0, help_heading = "TLS")]
+    pub tls_port: u16,
+    /// The server's certificate chain (PEM), required with --tls-port.
+    #[arg(long, env = "STMD_TLS_CERT_FILE", help_heading = "TLS")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// The private key of --tls-cert-file (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, env = "STMD_TLS_KEY_FILE", help_heading = "TLS")]
+    pub tls_key_file: Option<PathBuf>,
+    /// CA certificates (PEM) that sign client certificates; given, clients must present one
+    /// (see --tls-auth-clients).
+    #[arg(long, env = "STMD_TLS_CA_CERT_FILE", help_heading = "TLS")]
+    pub tls_ca_cert_file: Option<PathBuf>,
+    /// With --tls-ca-cert-file: `yes` requires a client certificate, `optional` checks one if
+    /// presented, `no` asks for none.
+    #[arg(long, env = "STMD_TLS_AUTH_CLIENTS", value_enum, default_value_t = TlsAuthClients::Yes, help_heading = "TLS")]
+    pub tls_auth_clients: TlsAuthClients,
+
     /// Password required from clients (AUTH / HELLO AUTH). Empty: no password.
     #[arg(
         long,
@@ -67,6 +86,10 @@ pub struct Config {
     /// Largest number of arguments one request may declare.
     #[arg(long, env = "STMD_PROTO_MAX_MULTIBULK_LEN", default_value_t = 16 * 1024 * 1024, help_heading = "Limits")]
     pub proto_max_multibulk_len: u64,
+    /// Output a client may leave unread, per class: `<class> <hard> <soft> <soft-seconds>`…
+    /// (classes normal, replica, pubsub; 0 disables), applied over the default.
+    #[arg(long, env = "STMD_CLIENT_OUTPUT_BUFFER_LIMIT", default_value = "", hide_default_value = true, value_parser = OutputBufferLimits::parse, help_heading = "Limits")]
+    pub client_output_buffer_limit: OutputBufferLimits,
     /// Largest unparsed input buffered for one client.
     #[arg(long, env = "STMD_CLIENT_QUERY_BUFFER_LIMIT", default_value = "1gb", value_parser = parse_memory, help_heading = "Limits")]
     pub client_query_buffer_limit: u64,
@@ -190,6 +213,14 @@ pub struct Config {
     pub metrics_addr: Option<String>,
 }
 
+/// When TLS clients must present a certificate (Redis's `tls-auth-clients`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TlsAuthClients {
+    Yes,
+    No,
+    Optional,
+}
+
 /// How log lines are written.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LogFormat {
@@ -258,6 +289,23 @@ macro_rules! memory_param {
     };
 }
 
+/// A file path fixed at start-up; empty when not given.
+macro_rules! path_param {
+    ($name:literal, $field:ident) => {
+        Param {
+            name: $name,
+            get: |c| {
+                c.$field
+                    .as_deref()
+                    .map(Path::display)
+                    .map(|p| p.to_string())
+                    .unwrap_or_default()
+            },
+            set: None,
+        }
+    };
+}
+
 macro_rules! fixed_param {
     ($name:literal, $value:literal) => {
         Param {
@@ -284,6 +332,26 @@ pub static PARAMS: &[Param] = &[
     number_param!("maxclients", maxclients, 1, i64::MAX),
     number_param!("timeout", timeout, 0, i32::MAX as i64),
     Param {
+        name: "tls-port",
+        get: |c| c.tls_port.to_string(),
+        set: None,
+    },
+    path_param!("tls-cert-file", tls_cert_file),
+    path_param!("tls-key-file", tls_key_file),
+    path_param!("tls-ca-cert-file", tls_ca_cert_file),
+    Param {
+        name: "tls-auth-clients",
+        get: |c| {
+            match c.tls_auth_clients {
+                TlsAuthClients::Yes => "yes",
+                TlsAuthClients::No => "no",
+                TlsAuthClients::Optional => "optional",
+            }
+            .to_string()
+        },
+        set: None,
+    },
+    Param {
         name: "requirepass",
         get: |c| c.requirepass.clone(),
         set: Some(|c, v| {
@@ -302,6 +370,11 @@ pub static PARAMS: &[Param] = &[
     memory_param!("proto-max-bulk-len", proto_max_bulk_len),
     number_param!("proto-max-multibulk-len", proto_max_multibulk_len),
     memory_param!("client-query-buffer-limit", client_query_buffer_limit),
+    Param {
+        name: "client-output-buffer-limit",
+        get: |c| c.client_output_buffer_limit.to_string(),
+        set: Some(|c, v| c.client_output_buffer_limit.apply(v)),
+    },
     Param {
         name: "dir",
         get: |c| c.dir.display().to_string(),
@@ -456,6 +529,19 @@ mod tests {
         assert_eq!((c.stm_max_items, c.stm_persist_queue), (1000, 100000));
         assert_eq!((c.slowlog_log_slower_than, c.slowlog_max_len), (10000, 128));
         assert_eq!((c.metrics_addr, c.log_format), (None, LogFormat::Text));
+        assert_eq!(
+            (c.tls_port, c.tls_cert_file, c.tls_auth_clients),
+            (0, None, TlsAuthClients::Yes)
+        );
+        assert_eq!(
+            c.client_output_buffer_limit.to_string(),
+            crate::output_limit::OutputBufferLimits::parse(
+                crate::output_limit::DEFAULT_OUTPUT_BUFFER_LIMITS
+            )
+            .map(|l| l.to_string())
+            .expect("default")
+        );
+        assert_eq!(c.client_output_buffer_limit.normal.soft, 1024 * 1024);
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! One client connection: read buffer and limits, request decoding, dispatch, and one write per
-//! read batch (every reply of the batch is encoded into one output buffer).
+//! read batch (every reply of the batch is encoded into one output buffer). Plain TCP and TLS
+//! clients run the same code: it is generic over the stream.
 
 use crate::clients::ClientInfo;
 use crate::commands::{self, ConnState, Ctx};
 use crate::metrics::Stats;
+use crate::output_limit::{ClassLimit, ClientClass};
 use crate::protocol::{parse_request, Limits, Parsed, Reply};
 use crate::pubsub::Delivery;
 use crate::server::Shared;
@@ -12,8 +14,7 @@ use smallvec::SmallVec;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, watch};
 
 /// Spare read capacity kept before each read, so large values arrive in large chunks.
@@ -36,21 +37,25 @@ async fn idle_timeout(secs: u64) {
     tokio::time::sleep(std::time::Duration::from_secs(secs)).await;
 }
 
+/// A client connection: plain TCP or TLS.
+pub trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Stream for S {}
+
 /// Tells a client it cannot be served, then closes.
-pub async fn refuse(mut stream: TcpStream, error: &'static str) {
+pub async fn refuse(mut stream: impl Stream, error: &'static str) {
     let _ = stream.write_all(format!("-{error}\r\n").as_bytes()).await;
     let _ = stream.shutdown().await;
 }
 
 /// Serves one client until it quits, is killed, breaks the protocol or the server shuts down.
+/// `peer` and `laddr` are the TCP addresses (taken before any TLS wrapping).
 pub async fn serve(
-    mut stream: TcpStream,
+    mut stream: impl Stream,
     peer: SocketAddr,
+    laddr: SocketAddr,
     shared: Arc<Shared>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let _ = stream.set_nodelay(true);
-    let laddr = stream.local_addr().unwrap_or(shared.local_addr);
     let info = shared.clients.register(peer, laddr);
     let mut conn = ConnState::new(info.clone(), shared.config.read().requirepass.is_empty());
     if let Err(err) = serve_loop(&mut stream, &shared, &mut conn, &info, &mut stop).await {
@@ -61,6 +66,9 @@ pub async fn serve(
         shared.monitors.remove(info.id);
     }
     conn.wait = None; // leave any blocking queue now, waking the next client
+    if info.output_limit_reached.load(Ordering::Relaxed) {
+        Stats::add(&shared.stats.client_output_buffer_limit_disconnections, 1);
+    }
     shared.clients.unregister(info.id);
 }
 
@@ -72,12 +80,23 @@ enum Batch {
     More,
     /// The connection must close once the output is written.
     Close,
+    /// The output passed the client's hard limit: close without writing it.
+    OverLimit,
     /// This command blocked (BLPOP…): wait, then run it again, before touching later requests.
     Blocked(Vec<Bytes>),
 }
 
+/// The output-buffer class of a connection right now.
+fn class(conn: &ConnState) -> ClientClass {
+    if conn.subs.count() > 0 {
+        ClientClass::PubSub
+    } else {
+        ClientClass::Normal
+    }
+}
+
 async fn serve_loop(
-    stream: &mut TcpStream,
+    stream: &mut impl Stream,
     shared: &Shared,
     conn: &mut ConnState,
     info: &ClientInfo,
@@ -86,12 +105,28 @@ async fn serve_loop(
     let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut out = BytesMut::with_capacity(READ_CHUNK);
     let mut ranges: Vec<(usize, usize)> = Vec::new();
+    let mut limit = ClassLimit::default();
     loop {
-        let batch = run_buffered(shared, conn, info, &mut inbuf, &mut out, &mut ranges);
-        // A client that stops reading must not pin its task in a write forever: CLIENT KILL (and
-        // a Pub/Sub subscriber whose mailbox overflowed) ends the write.
+        let batch = run_buffered(
+            shared,
+            conn,
+            info,
+            &mut inbuf,
+            &mut out,
+            &mut ranges,
+            &mut limit,
+        );
+        if matches!(batch, Batch::OverLimit) {
+            info.close_for_output_limit(class(conn), "hard");
+            return Ok(());
+        }
+        // A client that stops reading must not pin its task in a write forever: the soft output
+        // limit, CLIENT KILL (and a Pub/Sub subscriber whose mailbox overflowed) end the write.
         tokio::select! {
-            written = flush(stream, shared, &mut out) => written?,
+            written = flush(stream, shared, &mut out, limit) => if !written? {
+                info.close_for_output_limit(class(conn), "soft");
+                return Ok(());
+            },
             _ = info.kill.notified() => return Ok(()),
         }
         match batch {
@@ -100,15 +135,17 @@ async fn serve_loop(
                 return Ok(());
             }
             Batch::Blocked(argv) => {
-                if wait_blocked(stream, shared, conn, info, stop, &mut inbuf, &mut out, argv)
-                    .await?
+                if wait_blocked(
+                    stream, shared, conn, info, stop, &mut inbuf, &mut out, limit, argv,
+                )
+                .await?
                 {
                     continue; // served or timed out: run what was pipelined behind it
                 }
                 return Ok(());
             }
             Batch::More => continue,
-            Batch::Done => {}
+            Batch::Done | Batch::OverLimit => {}
         }
         if inbuf.capacity() - inbuf.len() < READ_CHUNK / 2 {
             inbuf.reserve(READ_CHUNK);
@@ -142,17 +179,34 @@ async fn serve_loop(
     }
 }
 
-/// Writes the pending output in one write.
-async fn flush(stream: &mut TcpStream, shared: &Shared, out: &mut BytesMut) -> std::io::Result<()> {
+/// Writes the pending output in one write. Returns false, writing no more, when the client leaves
+/// at least its soft limit unread for the soft-limit seconds. The clock costs nothing for smaller
+/// writes and, as a timer is armed only when the write waits, little for large ones.
+async fn flush(
+    stream: &mut impl Stream,
+    shared: &Shared,
+    out: &mut BytesMut,
+    limit: ClassLimit,
+) -> std::io::Result<bool> {
     if !out.is_empty() {
-        stream.write_all(out).await?;
+        let write = async {
+            stream.write_all(out).await?;
+            stream.flush().await // TLS: push the last records out of the session
+        };
+        match limit.soft_deadline(out.len()) {
+            None => write.await?,
+            Some(deadline) => match tokio::time::timeout(deadline, write).await {
+                Ok(written) => written?,
+                Err(_) => return Ok(false),
+            },
+        }
         Stats::add(&shared.stats.total_net_output_bytes, out.len() as u64);
         out.clear();
         if out.capacity() > 4 * 1024 * 1024 {
             *out = BytesMut::with_capacity(READ_CHUNK); // give back a one-off huge reply
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 /// The next Pub/Sub message for this connection; never resolves while it has no mailbox.
@@ -189,7 +243,8 @@ fn drain_inbox(conn: &mut ConnState, out: &mut BytesMut) {
     }
 }
 
-/// Runs the complete requests at the head of `inbuf`, encoding replies into `out`.
+/// Runs the complete requests at the head of `inbuf`, encoding replies into `out`. Sets `limit`
+/// to the connection's output-buffer limit, read with the other settings once per batch.
 fn run_buffered(
     shared: &Shared,
     conn: &mut ConnState,
@@ -197,10 +252,12 @@ fn run_buffered(
     inbuf: &mut BytesMut,
     out: &mut BytesMut,
     ranges: &mut Vec<(usize, usize)>,
+    limit: &mut ClassLimit,
 ) -> Batch {
     drain_inbox(conn, out);
     let (mut limits, query_limit) = {
         let c = shared.config.read();
+        *limit = c.client_output_buffer_limit.get(class(conn));
         (
             Limits {
                 max_bulk_len: c.proto_max_bulk_len as usize,
@@ -268,7 +325,9 @@ fn run_buffered(
             batch = Batch::Blocked(args.iter().map(|a| Bytes::copy_from_slice(a)).collect());
         } else {
             reply.encode(conn.resp3, out);
-            if conn.close_after_reply {
+            if limit.over_hard(out.len()) {
+                batch = Batch::OverLimit;
+            } else if conn.close_after_reply {
                 batch = Batch::Close;
             }
         }
@@ -290,13 +349,14 @@ fn run_buffered(
 /// written. Returns false when the connection must close.
 #[allow(clippy::too_many_arguments)]
 async fn wait_blocked(
-    stream: &mut TcpStream,
+    stream: &mut impl Stream,
     shared: &Shared,
     conn: &mut ConnState,
     info: &ClientInfo,
     stop: &mut watch::Receiver<bool>,
     inbuf: &mut BytesMut,
     out: &mut BytesMut,
+    limit: ClassLimit,
     argv: Vec<Bytes>,
 ) -> std::io::Result<bool> {
     let deadline = conn.block.as_ref().and_then(|b| b.deadline);
@@ -342,7 +402,10 @@ async fn wait_blocked(
                 take_delivery(conn, delivery, out);
                 drain_inbox(conn, out);
                 tokio::select! {
-                    written = flush(stream, shared, out) => written?,
+                    written = flush(stream, shared, out, limit) => if !written? {
+                        info.close_for_output_limit(class(conn), "soft");
+                        return Ok(false);
+                    },
                     _ = info.kill.notified() => return Ok(false),
                 }
             }

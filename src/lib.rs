@@ -10,6 +10,7 @@ pub mod exporter;
 pub mod glob;
 pub mod metrics;
 pub mod monitor;
+pub mod output_limit;
 pub mod persist;
 pub mod protocol;
 pub mod pubsub;
@@ -17,6 +18,7 @@ pub mod server;
 pub mod slowlog;
 pub mod stm;
 pub mod store;
+pub mod tls;
 
 /// jemalloc, as Redis uses: fast under many small allocations from several threads, and it counts
 /// the bytes allocated, which INFO reports as `used_memory`.

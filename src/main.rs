@@ -2,6 +2,7 @@
 
 use clap::Parser;
 use stmd::config::{Config, LogFormat};
+use stmd::server::Listeners;
 use tokio::net::TcpListener;
 use tracing_subscriber::EnvFilter;
 
@@ -38,11 +39,23 @@ fn main() -> std::process::ExitCode {
 }
 
 async fn serve(config: Config) -> stmd::Result<()> {
-    let addr = format!("{}:{}", config.bind, config.port);
-    let listener = TcpListener::bind(&addr)
+    // As in Redis, `--port 0` with a TLS port means "TLS only"; without one it picks a free port.
+    let plain = match (config.port, config.tls_port) {
+        (0, tls_port) if tls_port != 0 => None,
+        (port, _) => Some(bind(&config.bind, port).await?),
+    };
+    let tls = match config.tls_port {
+        0 => None,
+        port => Some(bind(&config.bind, port).await?),
+    };
+    stmd::server::run(Listeners { plain, tls }, config, shutdown_signal()).await
+}
+
+async fn bind(host: &str, port: u16) -> stmd::Result<TcpListener> {
+    let addr = format!("{host}:{port}");
+    TcpListener::bind(&addr)
         .await
-        .map_err(|e| stmd::Error::Config(format!("cannot bind {addr}: {e}")))?;
-    stmd::server::run(listener, config, shutdown_signal()).await
+        .map_err(|e| stmd::Error::Config(format!("cannot bind {addr}: {e}")))
 }
 
 /// Resolves on SIGINT or SIGTERM.

@@ -14,6 +14,10 @@ pub struct Stats {
     pub keyspace_hits: AtomicU64,
     pub keyspace_misses: AtomicU64,
     pub total_error_replies: AtomicU64,
+    /// Clients closed for passing their `client-output-buffer-limit`.
+    pub client_output_buffer_limit_disconnections: AtomicU64,
+    /// TLS connections that failed or timed out in the handshake.
+    pub tls_handshake_failures: AtomicU64,
 }
 
 impl Stats {
@@ -27,6 +31,8 @@ impl Stats {
             &self.keyspace_hits,
             &self.keyspace_misses,
             &self.total_error_replies,
+            &self.client_output_buffer_limit_disconnections,
+            &self.tls_handshake_failures,
         ] {
             counter.store(0, Ordering::Relaxed);
         }

@@ -3,25 +3,25 @@
 //!
 //! PUBLISH runs on the publisher's task and must never wait for a subscriber, so each subscribed
 //! connection owns a bounded mailbox (a tokio `mpsc` channel) that its connection loop `select!`s
-//! on beside the socket, writing whatever arrived in one write. A subscriber that cannot keep up
-//! (more than [`MAILBOX_MESSAGES`] messages or [`MAILBOX_BYTES`] bytes waiting) is disconnected, as
-//! Redis does when a pub/sub client passes its output-buffer hard limit (32 MB by default): memory
+//! on beside the socket, writing whatever arrived in one write. A subscriber that cannot keep up is
+//! disconnected, as Redis does at its pub/sub output-buffer limit: more than [`MAILBOX_MESSAGES`]
+//! messages waiting, more bytes than the `pubsub` class's hard limit of `client-output-buffer-limit`
+//! (32mb by default), or at least its soft limit (8mb) for its soft seconds (60) in a row. Memory
 //! stays bounded and the publisher is never slowed down by a slow reader.
 
 use crate::clients::ClientInfo;
 use crate::glob;
+use crate::output_limit::{ClassLimit, ClientClass};
 use crate::protocol::Reply;
 use bytes::Bytes;
 use parking_lot::RwLock;
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
 /// Most messages waiting in one subscriber's mailbox.
 pub const MAILBOX_MESSAGES: usize = 16 * 1024;
-/// Most payload bytes waiting in one subscriber's mailbox (Redis's pub/sub hard limit).
-pub const MAILBOX_BYTES: usize = 32 * 1024 * 1024;
 
 /// One item on its way to one connection's mailbox.
 #[derive(Debug, Clone)]
@@ -77,38 +77,64 @@ impl Delivery {
 pub struct Mailbox {
     tx: mpsc::Sender<Delivery>,
     queued_bytes: AtomicUsize,
+    /// The `pubsub` output-buffer limit when the mailbox was made (a CONFIG SET applies to
+    /// mailboxes made afterwards).
+    limit: ClassLimit,
+    /// Milliseconds after the client connected when the queue reached the soft limit, plus one
+    /// (0: below the soft limit).
+    soft_since: AtomicU64,
     client: Arc<ClientInfo>,
 }
 
 impl Mailbox {
-    /// Queues a message; false (and the subscriber is disconnected) when the mailbox is full.
+    /// Queues a message; false (and the subscriber is disconnected) when the mailbox is over its
+    /// limits.
     pub fn deliver(&self, delivery: Delivery) -> bool {
         let size = delivery.size();
-        let kind = match delivery {
-            Delivery::Message { .. } => "pub/sub subscriber",
-            Delivery::Monitor(_) => "monitor",
-        };
         let queued = self.queued_bytes.fetch_add(size, Ordering::AcqRel) + size;
-        if queued > MAILBOX_BYTES || self.tx.try_send(delivery).is_err() {
+        let over = if self.limit.over_hard(queued) {
+            Some("hard")
+        } else if self.over_soft_too_long(queued) {
+            Some("soft")
+        } else {
+            None
+        };
+        let full = over.is_none() && self.tx.try_send(delivery).is_err();
+        if over.is_some() || full {
             self.queued_bytes.fetch_sub(size, Ordering::AcqRel);
             if !self.tx.is_closed() && !self.client.killed.load(Ordering::Relaxed) {
-                tracing::warn!(
-                    client = self.client.id,
-                    addr = %self.client.addr,
-                    kind,
-                    "client too slow: mailbox full, disconnecting it"
-                );
-                self.client.kill();
+                let limit = over.unwrap_or("message count");
+                self.client
+                    .close_for_output_limit(ClientClass::PubSub, limit);
             }
             return false;
         }
         true
     }
 
+    /// True when the queue has been at least the soft limit for the soft seconds; starts that clock
+    /// when the queue reaches it.
+    fn over_soft_too_long(&self, queued: usize) -> bool {
+        let Some(allowed) = self.limit.soft_deadline(queued) else {
+            return false;
+        };
+        let now = self.client.connected_at.elapsed().as_millis() as u64 + 1;
+        match self
+            .soft_since
+            .compare_exchange(0, now, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => false,
+            Err(since) => now.saturating_sub(since) >= allowed.as_millis() as u64,
+        }
+    }
+
     /// Called by the subscriber's connection for each message it takes out.
     pub fn taken(&self, delivery: &Delivery) {
-        self.queued_bytes
-            .fetch_sub(delivery.size(), Ordering::AcqRel);
+        let size = delivery.size();
+        let queued = self.queued_bytes.fetch_sub(size, Ordering::AcqRel) - size;
+        if self.limit.soft_deadline(queued).is_none() {
+            self.soft_since.store(0, Ordering::Release);
+        }
     }
 }
 
@@ -128,8 +154,8 @@ impl Subscriptions {
         self.channels.len() + self.patterns.len()
     }
 
-    /// This connection's mailbox, created on first use.
-    pub fn mailbox(&mut self, client: &Arc<ClientInfo>) -> Arc<Mailbox> {
+    /// This connection's mailbox, created on first use with the `pubsub` output-buffer limit.
+    pub fn mailbox(&mut self, client: &Arc<ClientInfo>, limit: ClassLimit) -> Arc<Mailbox> {
         // Also MONITOR's: one mailbox per connection, whatever arrives in it.
         if let Some(mailbox) = &self.mailbox {
             return mailbox.clone();
@@ -138,6 +164,8 @@ impl Subscriptions {
         let mailbox = Arc::new(Mailbox {
             tx,
             queued_bytes: AtomicUsize::new(0),
+            limit,
+            soft_since: AtomicU64::new(0),
             client: client.clone(),
         });
         self.mailbox = Some(mailbox.clone());

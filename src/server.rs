@@ -1,5 +1,6 @@
-//! The accept loop, the connection limit and graceful shutdown. The caller binds the listener and
-//! passes a shutdown future, so tests run the same server in-process on `127.0.0.1:0`.
+//! The accept loops (plain TCP and TLS), the connection limit and graceful shutdown. The caller
+//! binds the listeners and passes a shutdown future, so tests run the same server in-process on
+//! `127.0.0.1:0`.
 
 use crate::clients::ClientRegistry;
 use crate::config::Config;
@@ -15,8 +16,9 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, Notify};
+use tokio_rustls::TlsAcceptor;
 
 /// How long shutdown waits for connections to finish the replies they are writing.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
@@ -83,19 +85,122 @@ impl Shared {
     }
 }
 
-/// Serves `listener` until `shutdown` resolves or a client sends SHUTDOWN; then stops accepting,
-/// lets every connection finish the replies in flight, and returns.
-pub async fn run(listener: TcpListener, config: Config, shutdown: impl Future) -> Result<()> {
-    let local_addr = listener.local_addr()?;
+/// The sockets the server accepts clients on: plain TCP (`--port`), TLS (`--tls-port`), or both.
+pub struct Listeners {
+    pub plain: Option<TcpListener>,
+    pub tls: Option<TcpListener>,
+}
+
+impl From<TcpListener> for Listeners {
+    fn from(plain: TcpListener) -> Listeners {
+        Listeners {
+            plain: Some(plain),
+            tls: None,
+        }
+    }
+}
+
+/// Accepts on `listener`; never resolves when there is none.
+async fn accept(listener: &Option<TcpListener>) -> std::io::Result<(TcpStream, SocketAddr)> {
+    match listener {
+        Some(listener) => listener.accept().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Why a new client cannot be served (maxclients, protected mode), counted and logged; the same
+/// rules for both listeners.
+fn refusal(shared: &Shared, peer: SocketAddr) -> Option<&'static str> {
+    let maxclients = shared.config.read().maxclients;
+    if shared.clients.len() >= maxclients {
+        let rejected = shared
+            .stats
+            .rejected_connections
+            .fetch_add(1, Ordering::Relaxed)
+            + 1;
+        // Logged at powers of two: a reconnect storm must not become a log storm.
+        if rejected.is_power_of_two() {
+            tracing::warn!(%peer, maxclients, rejected, "max number of clients reached: connection refused");
+        }
+        return Some("ERR max number of clients reached");
+    }
+    if crate::config::refuses(&shared.config.read(), peer.ip()) {
+        shared
+            .stats
+            .rejected_connections
+            .fetch_add(1, Ordering::Relaxed);
+        tracing::info!(%peer, "protected mode: refused a non-loopback client (no password is set)");
+        return Some(PROTECTED_MODE_DENIED);
+    }
+    None
+}
+
+/// A TLS client: the handshake (bounded by [`crate::tls::HANDSHAKE_TIMEOUT`], in the client's own
+/// task so it never holds up the accept loop), then the same checks and connection code as plain
+/// clients. A failed handshake only closes this connection.
+async fn serve_tls(
+    acceptor: TlsAcceptor,
+    stream: TcpStream,
+    peer: SocketAddr,
+    shared: Arc<Shared>,
+    stop: watch::Receiver<bool>,
+) {
+    let _ = stream.set_nodelay(true);
+    let laddr = stream.local_addr().unwrap_or(shared.local_addr);
+    let stream = match crate::tls::handshake(&acceptor, stream).await {
+        Ok(stream) => stream,
+        Err(err) => {
+            let failures = shared
+                .stats
+                .tls_handshake_failures
+                .fetch_add(1, Ordering::Relaxed)
+                + 1;
+            // At info for the 1st, 2nd, 4th… failure only: a port scanner must not flood the log.
+            if failures.is_power_of_two() {
+                tracing::info!(%peer, %err, failures, "TLS handshake failed");
+            } else {
+                tracing::debug!(%peer, %err, "TLS handshake failed");
+            }
+            return;
+        }
+    };
+    match refusal(&shared, peer) {
+        Some(error) => connection::refuse(stream, error).await,
+        None => connection::serve(stream, peer, laddr, shared, stop).await,
+    }
+}
+
+/// Serves the listeners until `shutdown` resolves or a client sends SHUTDOWN; then stops
+/// accepting, lets every connection finish the replies in flight, and returns. A TLS listener needs
+/// `--tls-cert-file` and `--tls-key-file` in `config`.
+pub async fn run(
+    listeners: impl Into<Listeners>,
+    config: Config,
+    shutdown: impl Future,
+) -> Result<()> {
+    let listeners = listeners.into();
+    let tls = match &listeners.tls {
+        Some(_) => Some(crate::tls::acceptor(&config).map_err(Error::Config)?),
+        None => None,
+    };
+    let local_addr = match (&listeners.plain, &listeners.tls) {
+        (Some(listener), _) | (None, Some(listener)) => listener.local_addr()?,
+        (None, None) => return Err(Error::Config("no port to listen on".into())),
+    };
     let store = Arc::new(Store::new());
     // The writer stops only after the connections have drained, so their last operations land.
     let (writer_stop_tx, writer_stop_rx) = watch::channel(false);
     let (persist, writer) =
         persist::start(&config, store.clone(), writer_stop_rx).map_err(Error::Config)?;
     let shared = Arc::new(Shared::new(config, local_addr, store, persist)?);
+    let tls_addr = match &listeners.tls {
+        Some(listener) => Some(listener.local_addr()?),
+        None => None,
+    };
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
-        addr = %local_addr,
+        addr = listeners.plain.as_ref().map(|_| local_addr.to_string()),
+        tls_addr = tls_addr.map(|a| a.to_string()),
         database = shared.stm.persist.backend(),
         "stmd ready to accept connections"
     );
@@ -133,10 +238,11 @@ pub async fn run(listener: TcpListener, config: Config, shutdown: impl Future) -
 
     tokio::pin!(shutdown);
     loop {
-        let accepted = tokio::select! {
+        let (accepted, is_tls) = tokio::select! {
             _ = &mut shutdown => break,
             _ = shared.shutdown_requested.notified() => break,
-            accepted = listener.accept() => accepted,
+            accepted = accept(&listeners.plain) => (accepted, false),
+            accepted = accept(&listeners.tls) => (accepted, true),
         };
         let (stream, peer) = match accepted {
             Ok(pair) => pair,
@@ -151,43 +257,34 @@ pub async fn run(listener: TcpListener, config: Config, shutdown: impl Future) -
             .stats
             .total_connections_received
             .fetch_add(1, Ordering::Relaxed);
-        let maxclients = shared.config.read().maxclients;
-        if shared.clients.len() >= maxclients {
-            let rejected = shared
-                .stats
-                .rejected_connections
-                .fetch_add(1, Ordering::Relaxed)
-                + 1;
-            // Logged at powers of two: a reconnect storm must not become a log storm.
-            if rejected.is_power_of_two() {
-                tracing::warn!(%peer, maxclients, rejected, "max number of clients reached: connection refused");
-            }
-            tokio::spawn(connection::refuse(
-                stream,
-                "ERR max number of clients reached",
-            ));
-            continue;
-        }
-        if crate::config::refuses(&shared.config.read(), peer.ip()) {
-            shared
-                .stats
-                .rejected_connections
-                .fetch_add(1, Ordering::Relaxed);
-            tracing::info!(%peer, "protected mode: refused a non-loopback client (no password is set)");
-            tokio::spawn(connection::refuse(stream, PROTECTED_MODE_DENIED));
-            continue;
-        }
         let shared = shared.clone();
         let stop = stop_rx.clone();
         let done = done_tx.clone();
-        tokio::spawn(async move {
-            connection::serve(stream, peer, shared, stop).await;
-            drop(done);
-        });
+        match (&tls, is_tls) {
+            (Some(acceptor), true) => {
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    serve_tls(acceptor, stream, peer, shared, stop).await;
+                    drop(done);
+                });
+            }
+            _ => {
+                if let Some(error) = refusal(&shared, peer) {
+                    tokio::spawn(connection::refuse(stream, error));
+                    continue;
+                }
+                let _ = stream.set_nodelay(true);
+                let laddr = stream.local_addr().unwrap_or(shared.local_addr);
+                tokio::spawn(async move {
+                    connection::serve(stream, peer, laddr, shared, stop).await;
+                    drop(done);
+                });
+            }
+        }
     }
 
     tracing::info!("shutting down: no new connections, finishing replies in flight");
-    drop(listener);
+    drop(listeners);
     let _ = stop_tx.send(true);
     drop(done_tx);
     if tokio::time::timeout(DRAIN_TIMEOUT, done_rx.recv())

@@ -81,7 +81,8 @@ pub fn monitor(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
         ));
     }
     if !ctx.conn.monitor {
-        let mailbox = ctx.conn.subs.mailbox(&ctx.conn.info);
+        let limit = ctx.shared.config.read().client_output_buffer_limit.pubsub;
+        let mailbox = ctx.conn.subs.mailbox(&ctx.conn.info, limit);
         ctx.shared.monitors.add(ctx.conn.info.id, mailbox);
         ctx.conn.monitor = true;
     }

@@ -131,6 +131,11 @@ fn render_section(ctx: &Ctx, section: &str, out: &mut String) {
             line("keyspace_hits", &get(&s.keyspace_hits));
             line("keyspace_misses", &get(&s.keyspace_misses));
             line("total_error_replies", &get(&s.total_error_replies));
+            line(
+                "client_output_buffer_limit_disconnections",
+                &get(&s.client_output_buffer_limit_disconnections),
+            );
+            line("tls_handshake_failures", &get(&s.tls_handshake_failures));
         }
         "replication" => {
             line("role", &"master");
