@@ -8,7 +8,8 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
-use tokio::sync::Notify;
+use std::future::Future;
+use std::task::Poll;
 
 /// What other connections may read or signal about one client.
 pub struct ClientInfo {
@@ -24,8 +25,8 @@ pub struct ClientInfo {
     /// Name of the last command run (a static name from the command table).
     pub last_cmd: Mutex<&'static str>,
     pub resp: AtomicU8,
-    pub killed: AtomicBool,
-    pub kill: Notify,
+    /// Asks the connection task to end: CLIENT KILL, an overflowing mailbox, server shutdown.
+    signal: Signal,
     /// Set when the client is closed for passing its `client-output-buffer-limit`.
     pub output_limit_reached: AtomicBool,
 }
@@ -36,10 +37,28 @@ impl ClientInfo {
         now.saturating_sub(self.last_active_ms.load(Ordering::Relaxed)) / 1000
     }
 
-    /// Marks the client killed and wakes its connection task, which closes it.
+    /// Marks the client killed and wakes its connection task, which closes it at once.
     pub fn kill(&self) {
-        self.killed.store(true, Ordering::Relaxed);
-        self.kill.notify_one();
+        self.signal.raise(Signal::KILLED);
+    }
+
+    pub fn is_killed(&self) -> bool {
+        self.signal.is_raised(Signal::KILLED)
+    }
+
+    /// Asks the connection task to close after writing the replies it has (server shutdown).
+    fn stop(&self) {
+        self.signal.raise(Signal::STOPPING);
+    }
+
+    /// Resolves once the client is killed.
+    pub fn killed(&self) -> impl Future<Output = ()> + '_ {
+        self.signal.wait(Signal::KILLED)
+    }
+
+    /// Resolves once the client is killed or the server stops.
+    pub fn ended(&self) -> impl Future<Output = ()> + '_ {
+        self.signal.wait(Signal::KILLED | Signal::STOPPING)
     }
 
     /// Closes the client for passing its output-buffer limit (`hard` or `soft`), logging it once,
@@ -86,6 +105,46 @@ impl ClientInfo {
 pub struct ClientRegistry {
     next_id: AtomicU64,
     clients: Mutex<BTreeMap<u64, Arc<ClientInfo>>>,
+    stopping: AtomicBool,
+}
+
+/// A one-way flag set by other tasks that the connection task's `select!` waits on. Cheaper than a
+/// `Notify` plus a `watch` per loop: a poll is one atomic load and, when not raised, a waker
+/// registration that is a no-op while the task's waker stays the same. Only the connection task
+/// polls it, so one waker slot is enough.
+#[derive(Default)]
+struct Signal {
+    raised: AtomicU8,
+    waker: futures_util::task::AtomicWaker,
+}
+
+impl Signal {
+    const KILLED: u8 = 1;
+    const STOPPING: u8 = 2;
+
+    fn raise(&self, bits: u8) {
+        self.raised.fetch_or(bits, Ordering::SeqCst);
+        self.waker.wake();
+    }
+
+    fn is_raised(&self, bits: u8) -> bool {
+        self.raised.load(Ordering::SeqCst) & bits != 0
+    }
+
+    fn wait(&self, bits: u8) -> impl Future<Output = ()> + '_ {
+        std::future::poll_fn(move |cx| {
+            if self.is_raised(bits) {
+                return Poll::Ready(());
+            }
+            self.waker.register(cx.waker());
+            // Raised between the check and the registration: the wake may have been missed.
+            if self.is_raised(bits) {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+    }
 }
 
 impl ClientRegistry {
@@ -102,12 +161,24 @@ impl ClientRegistry {
             last_active_ms: AtomicU64::new(0),
             last_cmd: Mutex::new("NULL"),
             resp: AtomicU8::new(2),
-            killed: AtomicBool::new(false),
-            kill: Notify::new(),
+            signal: Signal::default(),
             output_limit_reached: AtomicBool::new(false),
         });
         self.clients.lock().insert(id, info.clone());
+        // After the insert: either `stop_all` saw this client, or it had set the flag before.
+        if self.stopping.load(Ordering::SeqCst) {
+            info.stop();
+        }
         info
+    }
+
+    /// Server shutdown: every connection, and any that registers from now on, finishes the
+    /// replies it has and closes.
+    pub fn stop_all(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        for client in self.clients.lock().values() {
+            client.stop();
+        }
     }
 
     pub fn unregister(&self, id: u64) {

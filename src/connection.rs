@@ -15,7 +15,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 
 /// Spare read capacity kept before each read, so large values arrive in large chunks.
 const READ_CHUNK: usize = 16 * 1024;
@@ -54,11 +54,10 @@ pub async fn serve(
     peer: SocketAddr,
     laddr: SocketAddr,
     shared: Arc<Shared>,
-    mut stop: watch::Receiver<bool>,
 ) {
     let info = shared.clients.register(peer, laddr);
     let mut conn = ConnState::new(info.clone(), shared.config.read().requirepass.is_empty());
-    if let Err(err) = serve_loop(&mut stream, &shared, &mut conn, &info, &mut stop).await {
+    if let Err(err) = serve_loop(&mut stream, &shared, &mut conn, &info).await {
         tracing::debug!(client = info.id, %peer, %err, "connection ended with an error");
     }
     shared.pubsub.forget(&conn.subs, info.id);
@@ -100,7 +99,6 @@ async fn serve_loop(
     shared: &Shared,
     conn: &mut ConnState,
     info: &ClientInfo,
-    stop: &mut watch::Receiver<bool>,
 ) -> std::io::Result<()> {
     let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut out = BytesMut::with_capacity(READ_CHUNK);
@@ -127,7 +125,7 @@ async fn serve_loop(
                 info.close_for_output_limit(class(conn), "soft");
                 return Ok(());
             },
-            _ = info.kill.notified() => return Ok(()),
+            _ = info.killed() => return Ok(()),
         }
         match batch {
             Batch::Close => {
@@ -136,7 +134,7 @@ async fn serve_loop(
             }
             Batch::Blocked(argv) => {
                 if wait_blocked(
-                    stream, shared, conn, info, stop, &mut inbuf, &mut out, limit, argv,
+                    stream, shared, conn, info, &mut inbuf, &mut out, limit, argv,
                 )
                 .await?
                 {
@@ -169,8 +167,7 @@ async fn serve_loop(
                 take_delivery(conn, delivery, &mut out);
                 drain_inbox(conn, &mut out);
             }
-            _ = info.kill.notified() => return Ok(()),
-            _ = stop.changed() => return Ok(()),
+            _ = info.ended() => return Ok(()),
             _ = idle_timeout(idle_limit) => {
                 tracing::debug!(client = info.id, "closing idle client");
                 return Ok(());
@@ -353,7 +350,6 @@ async fn wait_blocked(
     shared: &Shared,
     conn: &mut ConnState,
     info: &ClientInfo,
-    stop: &mut watch::Receiver<bool>,
     inbuf: &mut BytesMut,
     out: &mut BytesMut,
     limit: ClassLimit,
@@ -406,11 +402,10 @@ async fn wait_blocked(
                         info.close_for_output_limit(class(conn), "soft");
                         return Ok(false);
                     },
-                    _ = info.kill.notified() => return Ok(false),
+                    _ = info.killed() => return Ok(false),
                 }
             }
-            _ = info.kill.notified() => return Ok(false),
-            _ = stop.changed() => return Ok(false),
+            _ = info.ended() => return Ok(false),
         }
     }
 }

@@ -102,7 +102,7 @@ impl Mailbox {
         let full = over.is_none() && self.tx.try_send(delivery).is_err();
         if over.is_some() || full {
             self.queued_bytes.fetch_sub(size, Ordering::AcqRel);
-            if !self.tx.is_closed() && !self.client.killed.load(Ordering::Relaxed) {
+            if !self.tx.is_closed() && !self.client.is_killed() {
                 let limit = over.unwrap_or("message count");
                 self.client
                     .close_for_output_limit(ClientClass::PubSub, limit);

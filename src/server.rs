@@ -143,7 +143,6 @@ async fn serve_tls(
     stream: TcpStream,
     peer: SocketAddr,
     shared: Arc<Shared>,
-    stop: watch::Receiver<bool>,
 ) {
     let _ = stream.set_nodelay(true);
     let laddr = stream.local_addr().unwrap_or(shared.local_addr);
@@ -166,7 +165,7 @@ async fn serve_tls(
     };
     match refusal(&shared, peer) {
         Some(error) => connection::refuse(stream, error).await,
-        None => connection::serve(stream, peer, laddr, shared, stop).await,
+        None => connection::serve(stream, peer, laddr, shared).await,
     }
 }
 
@@ -258,13 +257,12 @@ pub async fn run(
             .total_connections_received
             .fetch_add(1, Ordering::Relaxed);
         let shared = shared.clone();
-        let stop = stop_rx.clone();
         let done = done_tx.clone();
         match (&tls, is_tls) {
             (Some(acceptor), true) => {
                 let acceptor = acceptor.clone();
                 tokio::spawn(async move {
-                    serve_tls(acceptor, stream, peer, shared, stop).await;
+                    serve_tls(acceptor, stream, peer, shared).await;
                     drop(done);
                 });
             }
@@ -276,7 +274,7 @@ pub async fn run(
                 let _ = stream.set_nodelay(true);
                 let laddr = stream.local_addr().unwrap_or(shared.local_addr);
                 tokio::spawn(async move {
-                    connection::serve(stream, peer, laddr, shared, stop).await;
+                    connection::serve(stream, peer, laddr, shared).await;
                     drop(done);
                 });
             }
@@ -286,6 +284,7 @@ pub async fn run(
     tracing::info!("shutting down: no new connections, finishing replies in flight");
     drop(listeners);
     let _ = stop_tx.send(true);
+    shared.clients.stop_all();
     drop(done_tx);
     if tokio::time::timeout(DRAIN_TIMEOUT, done_rx.recv())
         .await
