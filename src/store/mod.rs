@@ -2,6 +2,7 @@
 //! touch (ascending shard order, so multi-key commands are atomic and deadlock-free) and work on a
 //! [`Locked`] view; nobody outside this module sees dashmap.
 
+pub mod eviction;
 pub mod expiry;
 pub mod scan;
 pub mod value;
@@ -25,19 +26,50 @@ type Hasher = ahash::RandomState;
 type Shard = hashbrown::HashMap<Bytes, SharedValue<Entry>, Hasher>;
 type ShardGuard<'a> = RwLockWriteGuard<'a, Shard>;
 
-/// A stored value with its expiry and a version that changes on every write (for WATCH).
+/// Bits of [`Entry::stamp`] holding the access clock; the rest hold the version.
+const CLOCK_BITS: u32 = 24;
+const CLOCK_MASK: u64 = (1 << CLOCK_BITS) - 1;
+
+/// A stored value with its expiry, a version that changes on every write (for WATCH) and the time
+/// of its last access (for LRU eviction and OBJECT IDLETIME).
 #[derive(Debug)]
 pub struct Entry {
     pub value: Value,
     /// Unix time in ms at which the key expires; 0 means never.
     pub expire_at: u64,
-    pub version: u64,
+    /// Version (high 40 bits) and access clock (low 24 bits) share one word, so the clock costs
+    /// no memory. Versions wrap after 2^40 writes; the clock, in seconds as Redis's LRU clock,
+    /// after 194 days.
+    stamp: u64,
 }
 
 impl Entry {
     pub fn is_expired(&self, now: u64) -> bool {
         self.expire_at != 0 && self.expire_at <= now
     }
+
+    /// Changes on every write to the key.
+    pub fn version(&self) -> u64 {
+        self.stamp >> CLOCK_BITS
+    }
+
+    /// Approximate seconds since the key was last read or written (`now` in Unix ms).
+    pub fn idle_secs(&self, now: u64) -> u64 {
+        clock(now).wrapping_sub(self.stamp) & CLOCK_MASK
+    }
+
+    fn touch(&mut self, now: u64) {
+        self.stamp = (self.stamp & !CLOCK_MASK) | clock(now);
+    }
+
+    fn set_version(&mut self, version: u64) {
+        self.stamp = (version << CLOCK_BITS) | (self.stamp & CLOCK_MASK);
+    }
+}
+
+/// The access clock of Unix time `now_ms`: seconds, modulo 2^24.
+fn clock(now_ms: u64) -> u64 {
+    (now_ms / 1000) & CLOCK_MASK
 }
 
 /// Milliseconds since the Unix epoch.
@@ -56,6 +88,8 @@ pub struct Store {
     pub stm_index: StmIndex,
     pub expired_keys: AtomicU64,
     pub expired_stm_entries: AtomicU64,
+    /// `maxmemory` and what to evict when it is reached.
+    pub memory: eviction::MemoryLimit,
     /// Clients blocked in BLPOP/BRPOP/BLMOVE, woken when a list appears or grows at their key.
     pub waiters: std::sync::Arc<Waiters>,
 }
@@ -74,6 +108,7 @@ impl Store {
             stm_index: StmIndex::default(),
             expired_keys: AtomicU64::new(0),
             expired_stm_entries: AtomicU64::new(0),
+            memory: Default::default(),
             waiters: Default::default(),
         }
     }
@@ -224,25 +259,32 @@ impl<'a> Locked<'a> {
         expired
     }
 
-    /// The live entry at `key`.
+    /// The live entry at `key` (a read: its access clock moves).
     pub fn get(&mut self, key: &[u8]) -> Option<&Entry> {
         self.expire_if_due(key);
-        self.shard_mut(key).get(key).map(|e| e.get())
+        let now = self.now;
+        self.shard_mut(key).get_mut(key).map(|e| {
+            let e = e.get_mut();
+            e.touch(now);
+            &*e
+        })
     }
 
     /// The live entry at `key`, for a write: its version changes, so WATCH sees the write.
     pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
         self.expire_if_due(key);
         let version = self.store.bump_version();
+        let now = self.now;
         self.shard_mut(key).get_mut(key).map(|e| {
             let e = e.get_mut();
-            e.version = version;
+            e.set_version(version);
+            e.touch(now);
             e
         })
     }
 
-    /// The live entry at `key` through a shared borrow (no lazy removal), so a command can hold
-    /// several entries at once (SINTER and friends).
+    /// The live entry at `key` through a shared borrow (no lazy removal, no access recorded), so a
+    /// command can hold several entries at once (SINTER and friends).
     pub fn peek(&self, key: &[u8]) -> Option<&Entry> {
         let shard = self.store.shard_of(key);
         let (_, guard) = if self.guards.len() == self.store.shard_count() {
@@ -262,17 +304,19 @@ impl<'a> Locked<'a> {
 
     /// Version of the live entry, or `None` when the key does not exist (for WATCH).
     pub fn version(&mut self, key: &[u8]) -> Option<u64> {
-        self.get(key).map(|e| e.version)
+        self.get(key).map(Entry::version)
     }
 
     /// Stores `value` at `key`, replacing whatever was there; returns the old live entry.
     pub fn set(&mut self, key: &[u8], value: Value, expire_at: u64) -> Option<Entry> {
         let old = self.remove(key);
-        let entry = Entry {
+        let mut entry = Entry {
             value,
             expire_at,
-            version: self.store.bump_version(),
+            stamp: 0,
         };
+        entry.set_version(self.store.bump_version());
+        entry.touch(self.now);
         let owned = Bytes::copy_from_slice(key);
         self.store.on_insert(&owned, &entry.value);
         self.shard_mut(key).insert(owned, SharedValue::new(entry));
