@@ -3,21 +3,25 @@
 //!
 //! Used memory is jemalloc's count of allocated bytes (INFO `used_memory`). Reading it exactly costs
 //! about 20 µs (jemalloc merges its per-arena statistics), far too much for every write, so a
-//! background meter refreshes a cached figure every [`METER_TICK`] while a limit is set. A write
-//! checks the cached figure (with no limit: one relaxed load); only when it says "over" is the
-//! exact figure read and eviction run. Each eviction subtracts exactly what it freed, from this
-//! thread's jemalloc counters, so the loop needs no further exact reads.
+//! background meter refreshes a cached figure every [`METER_TICK`] while a limit is set, and in
+//! between each write adds what its thread allocated since its last write (jemalloc's per-thread
+//! counters: plain loads). A write checks the cached figure (with no limit: one relaxed load);
+//! only when it says "over" is the exact figure read and eviction run. Each eviction subtracts
+//! exactly what it freed, from the same per-thread counters, so the loop needs no more exact reads.
 //!
 //! Sampling is Redis's approximation: pick a random shard and a random position in it, take
-//! `maxmemory-samples` consecutive candidates (hash order, so random keys) and evict the best one:
-//! the longest idle (LRU), the soonest to expire (TTL) or the first (random).
+//! `maxmemory-samples` consecutive candidates (hash order, so random keys), merge them into a pool
+//! of the 16 best seen so far (Redis's eviction pool) and evict the best: the longest idle (LRU)
+//! or the soonest to expire (TTL). The random policies evict the first candidate.
 
 use super::{Entry, Store};
 use bytes::Bytes;
 use parking_lot::Mutex;
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
+use tikv_jemalloc_ctl::thread::ThreadLocal;
 
 /// The exact reply of a refused command.
 pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
@@ -72,10 +76,19 @@ impl Policy {
             })
     }
 
-    fn volatile_only(self) -> bool {
+    /// Whether `entry` may be evicted: the volatile policies evict only keys with an expiry.
+    fn eligible(self, entry: &Entry) -> bool {
+        entry.expire_at != 0
+            || !matches!(
+                self,
+                Policy::VolatileLru | Policy::VolatileRandom | Policy::VolatileTtl
+            )
+    }
+
+    fn score_is_constant(self) -> bool {
         matches!(
             self,
-            Policy::VolatileLru | Policy::VolatileRandom | Policy::VolatileTtl
+            Policy::NoEviction | Policy::AllKeysRandom | Policy::VolatileRandom
         )
     }
 
@@ -102,8 +115,9 @@ pub struct MemoryLimit {
     /// The store's version when a full search found nothing to evict: until something is written,
     /// searching again would find nothing either.
     nothing_evictable_at: AtomicU64,
-    /// One evicting thread at a time; the others then find the figure under the limit.
-    evicting: Mutex<()>,
+    /// The eviction pool, held by one evicting thread at a time (the others then find the figure
+    /// under the limit).
+    pool: Mutex<Vec<Candidate>>,
 }
 
 impl Default for MemoryLimit {
@@ -115,7 +129,7 @@ impl Default for MemoryLimit {
             used: AtomicU64::new(0),
             evicted_keys: AtomicU64::new(0),
             nothing_evictable_at: AtomicU64::new(0),
-            evicting: Mutex::new(()),
+            pool: Mutex::new(Vec::new()),
         }
     }
 }
@@ -140,6 +154,17 @@ impl MemoryLimit {
         Policy::ALL[usize::from(self.policy.load(Relaxed)) % Policy::ALL.len()]
     }
 
+    /// Adds what this thread allocated net since its last check to the cached figure, so writes
+    /// between two meter ticks are counted. Growth already in an exact reading may be counted
+    /// twice: that costs an extra exact reading, never an eviction.
+    fn add_thread_growth(&self) {
+        if let Some(net) = thread_net_allocated() {
+            let grown = SEEN.with(|seen| net.wrapping_sub(seen.replace(net)));
+            // Wrapping: a thread that freed more than it allocated lowers the figure.
+            self.used.fetch_add(grown, Relaxed);
+        }
+    }
+
     /// Refreshes the cached figure (the meter's tick); nothing to do without a limit.
     fn measure(&self) {
         if self.is_limited() {
@@ -149,105 +174,138 @@ impl MemoryLimit {
 }
 
 impl Store {
-    /// Called before a command that may grow memory: true when it may run. Without a limit, or
-    /// under it, this is one or two relaxed loads.
+    /// Called before a command that may grow memory: true when it may run. Without a limit this
+    /// is one relaxed load; under it, a few loads and one atomic add.
     #[inline]
     pub fn make_room(&self) -> bool {
         let max = self.memory.maxmemory.load(Relaxed);
-        max == 0 || self.memory.used.load(Relaxed) <= max || self.evict_to(max)
+        if max == 0 {
+            return true;
+        }
+        self.memory.add_thread_growth();
+        self.memory.used.load(Relaxed) <= max || self.evict_to(max)
     }
 
     /// Measures exactly and evicts until used memory is at most `max` or nothing is evictable.
     #[cold]
     fn evict_to(&self, max: u64) -> bool {
         let limit = &self.memory;
-        let _one_at_a_time = limit.evicting.lock();
+        let mut pool = limit.pool.lock();
         let mut used = crate::metrics::allocated_bytes();
         let policy = limit.policy();
         let samples = limit.samples.load(Relaxed);
-        let freed = FreedBytes::new();
         while used > max && policy != Policy::NoEviction {
             let version = self.next_version.load(Relaxed);
             if limit.nothing_evictable_at.load(Relaxed) == version {
                 break;
             }
-            let before = freed.so_far();
-            if !self.evict_one(policy, samples) {
+            let before = thread_net_allocated();
+            if !self.evict_one(policy, samples, &mut pool) {
                 limit.nothing_evictable_at.store(version, Relaxed);
                 break;
             }
-            used = match freed.since(before) {
-                Some(bytes) => used.saturating_sub(bytes),
-                None => crate::metrics::allocated_bytes(),
+            used = match (before, thread_net_allocated()) {
+                (Some(before), Some(after)) => used.saturating_sub(before.wrapping_sub(after)),
+                _ => crate::metrics::allocated_bytes(),
             };
         }
+        // `used` now counts everything this thread did: its growth so far is accounted for.
+        SEEN.with(|seen| seen.set(thread_net_allocated().unwrap_or(0)));
         limit.used.store(used, Relaxed);
         used <= max
     }
 
-    /// Evicts one key chosen per `policy` from a random shard (the next non-empty one when it
-    /// has no candidate); false when no shard has one.
-    fn evict_one(&self, policy: Policy, samples: u64) -> bool {
+    /// Evicts one key: a random one for the random policies; otherwise the best of the pool
+    /// after adding the samples of a random shard. False when no shard has a candidate.
+    fn evict_one(&self, policy: Policy, samples: u64, pool: &mut Vec<Candidate>) -> bool {
         let shards = self.shard_count();
         let first = rand::random::<u64>() as usize % shards;
+        let random = policy.score_is_constant();
         for i in 0..shards {
-            let mut locked = self.lock_shard((first + i) % shards);
-            let Some(key) = best_candidate(&locked.guards[0].1, policy, samples, locked.now) else {
-                continue;
-            };
-            let evicted = locked.remove(&key);
+            let locked = self.lock_shard((first + i) % shards);
+            let wanted = if random { 1 } else { samples };
+            let sampled = sample(&locked.guards[0].1, policy, wanted, locked.now);
             drop(locked);
-            if evicted.is_some() {
-                self.memory.evicted_keys.fetch_add(1, Relaxed);
+            merge(pool, sampled);
+            while let Some(best) = pool.pop() {
+                let mut locked = self.lock_one(&best.key);
+                let now = locked.now;
+                // A key read (or given a later expiry) since it was sampled is no longer the best.
+                let still_best = locked
+                    .peek(&best.key)
+                    .is_some_and(|e| policy.eligible(e) && policy.score(e, now) >= best.score);
+                if !still_best {
+                    continue;
+                }
+                let evicted = locked.remove(&best.key);
+                drop(locked);
+                if evicted.is_some() {
+                    self.memory.evicted_keys.fetch_add(1, Relaxed);
+                }
+                // `evicted` is dropped here, outside the shard lock.
+                return true;
             }
-            // `evicted` is dropped here, outside the shard lock.
-            return true;
         }
         false
     }
 }
 
-/// The best of up to `samples` candidates taken from a random position of `shard` on.
-fn best_candidate(shard: &super::Shard, policy: Policy, samples: u64, now: u64) -> Option<Bytes> {
+/// A key that may be evicted, with its score when sampled (the highest goes first).
+struct Candidate {
+    score: u64,
+    key: Bytes,
+}
+
+/// Most candidates kept between evictions, as Redis's eviction pool.
+const POOL_SIZE: usize = 16;
+
+/// Up to `samples` eligible keys of `shard`, consecutive from a random position (hash order, so
+/// random keys).
+fn sample(shard: &super::Shard, policy: Policy, samples: u64, now: u64) -> Vec<Candidate> {
     if shard.is_empty() {
-        return None;
+        return Vec::new();
     }
     let start = rand::random::<u64>() as usize % shard.len();
     shard
         .iter()
         .skip(start)
         .chain(shard.iter().take(start))
-        .map(|(k, v)| (k, v.get()))
-        .filter(|(_, e)| !policy.volatile_only() || e.expire_at != 0)
+        .filter(|(_, v)| policy.eligible(v.get()))
         .take(usize::try_from(samples).unwrap_or(usize::MAX))
-        .max_by_key(|(_, e)| policy.score(e, now))
-        .map(|(k, _)| k.clone())
+        .map(|(key, v)| Candidate {
+            score: policy.score(v.get(), now),
+            key: key.clone(),
+        })
+        .collect()
 }
 
-/// Net bytes this thread freed, from jemalloc's per-thread counters (exact and cheap).
-struct FreedBytes(
-    Option<(
-        tikv_jemalloc_ctl::thread::ThreadLocal<u64>,
-        tikv_jemalloc_ctl::thread::ThreadLocal<u64>,
-    )>,
-);
-
-impl FreedBytes {
-    fn new() -> FreedBytes {
-        let counters = tikv_jemalloc_ctl::thread::allocatedp::read()
-            .and_then(|a| Ok((a, tikv_jemalloc_ctl::thread::deallocatedp::read()?)));
-        FreedBytes(counters.ok())
+/// Adds `sampled` to `pool` (no key twice), which stays sorted by score, best last, and keeps
+/// its [`POOL_SIZE`] best.
+fn merge(pool: &mut Vec<Candidate>, sampled: Vec<Candidate>) {
+    for candidate in sampled {
+        if !pool.iter().any(|c| c.key == candidate.key) {
+            pool.push(candidate);
+        }
     }
+    pool.sort_by_key(|c| c.score);
+    let excess = pool.len().saturating_sub(POOL_SIZE);
+    pool.drain(..excess);
+}
 
-    fn so_far(&self) -> Option<u64> {
-        self.0.map(|(a, d)| d.get().wrapping_sub(a.get()))
-    }
+thread_local! {
+    /// jemalloc's counters of the bytes this thread allocated and freed (read through pointers:
+    /// a plain memory load each).
+    static COUNTERS: Option<(ThreadLocal<u64>, ThreadLocal<u64>)> =
+        tikv_jemalloc_ctl::thread::allocatedp::read()
+            .and_then(|a| Ok((a, tikv_jemalloc_ctl::thread::deallocatedp::read()?)))
+            .ok();
+    /// This thread's net allocation when it last added its growth to [`MemoryLimit::used`].
+    static SEEN: Cell<u64> = const { Cell::new(0) };
+}
 
-    /// Bytes freed since `before` (a [`FreedBytes::so_far`] reading); None when unavailable.
-    fn since(&self, before: Option<u64>) -> Option<u64> {
-        let (now, before) = (self.so_far()?, before?);
-        Some((now.wrapping_sub(before) as i64).max(0) as u64)
-    }
+/// Bytes this thread allocated minus bytes it freed, since it started (wrapping).
+fn thread_net_allocated() -> Option<u64> {
+    COUNTERS.with(|c| c.map(|(allocated, freed)| allocated.get().wrapping_sub(freed.get())))
 }
 
 /// Refreshes the used-memory figure every [`METER_TICK`] until `shutdown` resolves.
@@ -294,7 +352,9 @@ mod tests {
             l.set(key.as_bytes(), Value::Str(Bytes::from_static(b"v")), expire);
         }
         for (shard, guard) in &l.guards {
-            let Some(key) = best_candidate(guard, Policy::VolatileTtl, 1000, now) else {
+            let mut pool = Vec::new();
+            merge(&mut pool, sample(guard, Policy::VolatileTtl, 1000, now));
+            let Some(key) = pool.pop().map(|c| c.key) else {
                 continue;
             };
             let soonest = guard
@@ -327,7 +387,9 @@ mod tests {
             "a read touches"
         );
         for (shard, guard) in &l.guards {
-            let Some(key) = best_candidate(guard, Policy::AllKeysLru, 1000, now) else {
+            let mut pool = Vec::new();
+            merge(&mut pool, sample(guard, Policy::AllKeysLru, 1000, now));
+            let Some(key) = pool.pop().map(|c| c.key) else {
                 continue;
             };
             let oldest = guard.values().map(|e| e.get().idle_secs(now)).max();
