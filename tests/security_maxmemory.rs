@@ -179,6 +179,7 @@ async fn allkeys_lru_keeps_the_keys_that_are_read() {
     fill(&mut con, "cold", 3000, None).await;
     // The LRU clock counts seconds: the hot keys' reads must fall in a later second.
     tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(int(&ok(&mut con, &["OBJECT", "IDLETIME", "cold:0"]).await) >= 1);
     let mut pipe = redis::pipe();
     for i in 0..300 {
         pipe.cmd("GET").arg(format!("cold:{i}")).ignore();
@@ -266,4 +267,116 @@ async fn allkeys_random_keeps_used_memory_near_the_limit() {
     );
     assert!(info_field(&mut con, "stats", "evicted_keys").await > 5000);
     ok(&mut con, &["SET", "last", "v"]).await;
+}
+
+#[tokio::test]
+async fn an_evicted_key_counts_as_changed_for_watch() {
+    let server = Binary::start(&["--maxmemory-policy", "allkeys-random"]);
+    let mut con = server.client().await;
+    let mut raw = server.raw().await;
+    ok(&mut con, &["SET", "watched", "1"]).await;
+    raw.roundtrip(b"WATCH watched\r\n", b"+OK\r\n").await;
+    raw.roundtrip(b"MULTI\r\n", b"+OK\r\n").await;
+    raw.roundtrip(b"GET watched\r\n", b"+QUEUED\r\n").await;
+    // A limit no data fits under: the next write evicts every key, then is refused.
+    ok(&mut con, &["CONFIG", "SET", "maxmemory", "1"]).await;
+    assert_eq!(
+        run(&mut con, &["SET", "other", "v"]).await,
+        Err(OOM.to_string())
+    );
+    assert_eq!(int(&ok(&mut con, &["DBSIZE"]).await), 0);
+    assert!(info_field(&mut con, "stats", "evicted_keys").await >= 1);
+    ok(&mut con, &["CONFIG", "SET", "maxmemory", "0"]).await;
+    raw.roundtrip(b"EXEC\r\n", b"*-1\r\n").await;
+}
+
+#[tokio::test]
+async fn flags_and_config_set_use_redis_formats_and_errors() {
+    let server = Binary::start(&[
+        "--maxmemory",
+        "100mb",
+        "--maxmemory-policy",
+        "volatile-ttl",
+        "--maxmemory-samples",
+        "10",
+    ]);
+    let mut con = server.client().await;
+    let get = |v: redis::Value| common::stm::strings(&v);
+    assert_eq!(
+        get(ok(&mut con, &["CONFIG", "GET", "maxmemory*"]).await),
+        [
+            "maxmemory",
+            "104857600",
+            "maxmemory-policy",
+            "volatile-ttl",
+            "maxmemory-samples",
+            "10"
+        ]
+    );
+    let info = common::stm::text(&ok(&mut con, &["INFO", "memory"]).await);
+    assert!(
+        info.contains(
+            "maxmemory:104857600\r\nmaxmemory_human:100.00M\r\nmaxmemory_policy:volatile-ttl\r\n"
+        ),
+        "{info}"
+    );
+    ok(
+        &mut con,
+        &[
+            "CONFIG",
+            "SET",
+            "maxmemory",
+            "2GB",
+            "maxmemory-policy",
+            "ALLKEYS-LRU",
+        ],
+    )
+    .await;
+    assert_eq!(
+        get(ok(
+            &mut con,
+            &["CONFIG", "GET", "maxmemory", "maxmemory-policy"]
+        )
+        .await),
+        ["maxmemory", "2147483648", "maxmemory-policy", "allkeys-lru"]
+    );
+    let failed = |name: &str, why: &str| {
+        Err(format!(
+            "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
+        ))
+    };
+    for bad in ["1.5gb", "-1", "abc"] {
+        assert_eq!(
+            run(&mut con, &["CONFIG", "SET", "maxmemory", bad]).await,
+            failed("maxmemory", "argument must be a memory value")
+        );
+    }
+    assert_eq!(
+        run(
+            &mut con,
+            &["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"]
+        )
+        .await,
+        failed(
+            "maxmemory-policy",
+            "argument(s) must be one of the following: volatile-lru, volatile-random, \
+             volatile-ttl, allkeys-lru, allkeys-random, noeviction"
+        )
+    );
+    assert_eq!(
+        run(&mut con, &["CONFIG", "SET", "maxmemory-samples", "0"]).await,
+        failed(
+            "maxmemory-samples",
+            "argument must be between 1 and 2147483647 inclusive"
+        )
+    );
+    assert_eq!(
+        get(ok(
+            &mut con,
+            &["CONFIG", "GET", "maxmemory", "maxmemory-samples"]
+        )
+        .await),
+        ["maxmemory", "2147483648", "maxmemory-samples", "10"],
+        "refused values change nothing"
+    );
 }

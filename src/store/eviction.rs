@@ -204,8 +204,11 @@ impl Store {
                 limit.nothing_evictable_at.store(version, Relaxed);
                 break;
             }
+            // Signed: the eviction may also have allocated (a pool slot, a cloned key).
             used = match (before, thread_net_allocated()) {
-                (Some(before), Some(after)) => used.saturating_sub(before.wrapping_sub(after)),
+                (Some(before), Some(after)) => {
+                    used.saturating_add_signed(after.wrapping_sub(before) as i64)
+                }
                 _ => crate::metrics::allocated_bytes(),
             };
         }
