@@ -142,6 +142,9 @@ impl MemoryLimit {
         let index = Policy::ALL.iter().position(|p| *p == policy).unwrap_or(0);
         self.policy.store(index as u8, Relaxed);
         self.samples.store(config.maxmemory_samples.max(1), Relaxed);
+        // Candidates and "nothing evictable" were judged under the old policy.
+        self.pool.lock().clear();
+        self.nothing_evictable_at.store(0, Relaxed);
         self.used.store(crate::metrics::allocated_bytes(), Relaxed);
         self.maxmemory.store(config.maxmemory, Relaxed);
     }
