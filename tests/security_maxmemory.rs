@@ -380,3 +380,60 @@ async fn flags_and_config_set_use_redis_formats_and_errors() {
         "refused values change nothing"
     );
 }
+
+#[tokio::test]
+async fn evicted_stm_entries_leave_the_stm_index() {
+    let server = Binary::start(&["--maxmemory-policy", "allkeys-random"]);
+    let mut con = server.client().await;
+    for i in 0..300 {
+        let (user, channel) = (format!("u{}", i % 10), format!("c{i}"));
+        common::stm::capture(&mut con, &user, &channel, "s1", "3", "-", "hello").await;
+    }
+    assert_eq!(info_field(&mut con, "stm", "stm_entries").await, 600);
+    limit_to_current_use(&mut con).await;
+    fill(&mut con, "k", 1000, None).await;
+
+    let stm_keys: Vec<String> = redis::cmd("KEYS")
+        .arg("shortterm:*")
+        .query_async(&mut con)
+        .await
+        .expect("keys");
+    assert!(
+        stm_keys.len() < 550,
+        "only {} of 600 entries evicted",
+        600 - stm_keys.len()
+    );
+    assert_eq!(
+        info_field(&mut con, "stm", "stm_entries").await,
+        stm_keys.len() as i64
+    );
+    assert_eq!(
+        info_field(&mut con, "stm", "stm_persist_forget_ops").await,
+        0,
+        "no row changes"
+    );
+    // STM.RECENT lists only entries that are still there.
+    for user in 0..10 {
+        let recent = ok(
+            &mut con,
+            &[
+                "STM.RECENT",
+                "USER",
+                &format!("u{user}"),
+                "LIMIT",
+                "100",
+                "FORMAT",
+                "JSON",
+            ],
+        )
+        .await;
+        let entries: serde_json::Value =
+            serde_json::from_str(&common::stm::text(&recent)).expect("json");
+        let listed = entries.as_array().expect("array");
+        let live = stm_keys
+            .iter()
+            .filter(|k| k.starts_with(&format!("shortterm:user:u{user}:")))
+            .count();
+        assert_eq!(listed.len(), live, "user u{user}");
+    }
+}

@@ -194,6 +194,9 @@ impl Store {
     fn evict_to(&self, max: u64) -> bool {
         let limit = &self.memory;
         let mut pool = limit.pool.lock();
+        if limit.used.load(Relaxed) <= max {
+            return true; // the thread that held the pool made room meanwhile
+        }
         let mut used = crate::metrics::allocated_bytes();
         let policy = limit.policy();
         let samples = limit.samples.load(Relaxed);
