@@ -437,3 +437,36 @@ async fn evicted_stm_entries_leave_the_stm_index() {
         assert_eq!(listed.len(), live, "user u{user}");
     }
 }
+
+#[tokio::test]
+async fn a_limit_far_below_the_data_is_reached_in_the_background_without_refusing() {
+    let server = Binary::start(&["--maxmemory-policy", "allkeys-random"]);
+    let mut con = server.client().await;
+    let start = used_memory(&mut con).await;
+    fill(&mut con, "k", 20_000, None).await;
+    // Half the data must go (emptied hash tables keep their size, so not all of it could).
+    let limit = (start + used_memory(&mut con).await) / 2;
+    ok(
+        &mut con,
+        &["CONFIG", "SET", "maxmemory", &limit.to_string()],
+    )
+    .await;
+    // About 10,000 keys must go; one write evicts for at most a millisecond, then runs.
+    ok(&mut con, &["SET", "one", "v"]).await;
+    let right_after = info_field(&mut con, "stats", "evicted_keys").await;
+    assert!(
+        right_after < 9_000,
+        "{right_after} keys evicted by one write"
+    );
+    // No more writes: the meter goes on evicting.
+    let mut used = used_memory(&mut con).await;
+    for _ in 0..200 {
+        if used <= limit + 256 * 1024 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        used = used_memory(&mut con).await;
+    }
+    assert!(used <= limit + 256 * 1024, "used {used}, limit {limit}");
+    assert!(info_field(&mut con, "stats", "evicted_keys").await >= 9_000);
+}

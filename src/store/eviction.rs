@@ -8,6 +8,8 @@
 //! counters: plain loads). A write checks the cached figure (with no limit: one relaxed load);
 //! only when it says "over" is the exact figure read and eviction run. Each eviction subtracts
 //! exactly what it freed, from the same per-thread counters, so the loop needs no more exact reads.
+//! A write evicts for at most [`EVICTION_TIME_BOX`]; if still over the limit it runs anyway (as in
+//! Redis, where eviction then continues in the background) and the meter's ticks keep evicting.
 //!
 //! Sampling is Redis's approximation: pick a random shard and a random position in it, take
 //! `maxmemory-samples` consecutive candidates (hash order, so random keys), merge them into a pool
@@ -20,7 +22,7 @@ use parking_lot::Mutex;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tikv_jemalloc_ctl::thread::ThreadLocal;
 
 /// The exact reply of a refused command.
@@ -28,6 +30,9 @@ pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
 /// How often the cached used-memory figure is refreshed while a limit is set.
 pub const METER_TICK: Duration = Duration::from_millis(10);
+/// Longest one write (or one meter tick) spends evicting, so a limit lowered far below the data
+/// never stalls a client, or the other clients of its thread, for long.
+pub const EVICTION_TIME_BOX: Duration = Duration::from_millis(1);
 
 /// What to evict when `maxmemory` is reached (Redis's names).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -167,16 +172,23 @@ impl MemoryLimit {
             self.used.fetch_add(grown, Relaxed);
         }
     }
-
-    /// Refreshes the cached figure (the meter's tick); nothing to do without a limit.
-    fn measure(&self) {
-        if self.is_limited() {
-            self.used.store(crate::metrics::allocated_bytes(), Relaxed);
-        }
-    }
 }
 
 impl Store {
+    /// The meter's tick: refreshes the cached figure and, over the limit, goes on evicting what
+    /// the writes left (each write evicts for at most [`EVICTION_TIME_BOX`]).
+    fn meter_tick(&self) {
+        let max = self.memory.maxmemory.load(Relaxed);
+        if max == 0 {
+            return;
+        }
+        let used = crate::metrics::allocated_bytes();
+        self.memory.used.store(used, Relaxed);
+        if used > max && self.memory.policy() != Policy::NoEviction {
+            self.evict_to(max);
+        }
+    }
+
     /// Called before a command that may grow memory: true when it may run. Without a limit this
     /// is one relaxed load; under it, a few loads and one atomic add.
     #[inline]
@@ -189,7 +201,10 @@ impl Store {
         self.memory.used.load(Relaxed) <= max || self.evict_to(max)
     }
 
-    /// Measures exactly and evicts until used memory is at most `max` or nothing is evictable.
+    /// Measures exactly and evicts until used memory is at most `max`, nothing is evictable, or
+    /// [`EVICTION_TIME_BOX`] has passed. False when the command must be refused: over the limit
+    /// and nothing (more) to evict. Out of time, the command runs, as in Redis, and the next
+    /// writes and meter ticks go on evicting.
     #[cold]
     fn evict_to(&self, max: u64) -> bool {
         let limit = &self.memory;
@@ -200,7 +215,15 @@ impl Store {
         let mut used = crate::metrics::allocated_bytes();
         let policy = limit.policy();
         let samples = limit.samples.load(Relaxed);
+        let started = Instant::now();
+        let mut out_of_time = false;
+        let mut evicted = 0u32;
         while used > max && policy != Policy::NoEviction {
+            evicted += 1;
+            if evicted % 16 == 0 && started.elapsed() > EVICTION_TIME_BOX {
+                out_of_time = true;
+                break;
+            }
             let version = self.next_version.load(Relaxed);
             if limit.nothing_evictable_at.load(Relaxed) == version {
                 break;
@@ -221,7 +244,7 @@ impl Store {
         // `used` now counts everything this thread did: its growth so far is accounted for.
         SEEN.with(|seen| seen.set(thread_net_allocated().unwrap_or(0)));
         limit.used.store(used, Relaxed);
-        used <= max
+        used <= max || out_of_time
     }
 
     /// Evicts one key: a random one for the random policies; otherwise the best of the pool
@@ -325,7 +348,7 @@ pub async fn run_meter(store: Arc<Store>, shutdown: impl std::future::Future<Out
     loop {
         tokio::select! {
             _ = &mut shutdown => return,
-            _ = interval.tick() => store.memory.measure(),
+            _ = interval.tick() => store.meter_tick(),
         }
     }
 }
