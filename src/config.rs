@@ -2,6 +2,7 @@
 //! and the `CONFIG GET/SET` view of the same settings, driven by one parameter table.
 
 use crate::output_limit::OutputBufferLimits;
+use crate::store::eviction::Policy;
 use clap::Parser;
 use std::path::{Path, PathBuf};
 
@@ -93,6 +94,18 @@ pub struct Config {
     /// Largest unparsed input buffered for one client.
     #[arg(long, env = "STMD_CLIENT_QUERY_BUFFER_LIMIT", default_value = "1gb", value_parser = parse_memory, help_heading = "Limits")]
     pub client_query_buffer_limit: u64,
+
+    /// Most memory the data may use (units as above; 0: no limit). Past it, commands that may grow
+    /// memory evict keys per --maxmemory-policy or are refused with OOM.
+    #[arg(long, env = "STMD_MAXMEMORY", default_value = "0", value_parser = parse_memory, help_heading = "Limits")]
+    pub maxmemory: u64,
+    /// What to evict at --maxmemory: noeviction, allkeys-lru, volatile-lru, allkeys-random,
+    /// volatile-random or volatile-ttl.
+    #[arg(long, env = "STMD_MAXMEMORY_POLICY", default_value = "noeviction", value_parser = Policy::parse, help_heading = "Limits")]
+    pub maxmemory_policy: Policy,
+    /// Keys sampled per eviction (more: closer to true LRU/TTL order, slower).
+    #[arg(long, env = "STMD_MAXMEMORY_SAMPLES", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=i32::MAX as u64), help_heading = "Limits")]
+    pub maxmemory_samples: u64,
 
     /// Working directory: where the embedded database file lives.
     #[arg(long, env = "STMD_DIR", default_value = ".", help_heading = "Storage")]
@@ -370,6 +383,16 @@ pub static PARAMS: &[Param] = &[
     memory_param!("proto-max-bulk-len", proto_max_bulk_len),
     number_param!("proto-max-multibulk-len", proto_max_multibulk_len),
     memory_param!("client-query-buffer-limit", client_query_buffer_limit),
+    memory_param!("maxmemory", maxmemory),
+    Param {
+        name: "maxmemory-policy",
+        get: |c| c.maxmemory_policy.name().to_string(),
+        set: Some(|c, v| {
+            c.maxmemory_policy = Policy::parse(v)?;
+            Ok(())
+        }),
+    },
+    number_param!("maxmemory-samples", maxmemory_samples, 1, i32::MAX as i64),
     Param {
         name: "client-output-buffer-limit",
         get: |c| c.client_output_buffer_limit.to_string(),
@@ -420,8 +443,6 @@ pub static PARAMS: &[Param] = &[
     fixed_param!("save", ""),
     fixed_param!("appendonly", "no"),
     fixed_param!("databases", "1"),
-    fixed_param!("maxmemory", "0"),
-    fixed_param!("maxmemory-policy", "noeviction"),
 ];
 
 /// `yes` or `no`, as redis.conf spells booleans.
@@ -542,6 +563,10 @@ mod tests {
             .expect("default")
         );
         assert_eq!(c.client_output_buffer_limit.normal.soft, 1024 * 1024);
+        assert_eq!(
+            (c.maxmemory, c.maxmemory_policy, c.maxmemory_samples),
+            (0, Policy::NoEviction, 5)
+        );
     }
 
     #[test]

@@ -236,6 +236,12 @@ impl Collector for ServerCollector {
             "Keys removed because they expired.",
             load(&shared.store.expired_keys),
         )?;
+        counter(
+            &mut e,
+            "stmd_evicted_keys",
+            "Keys evicted to stay under maxmemory.",
+            load(&shared.store.memory.evicted_keys),
+        )?;
         gauge(
             &mut e,
             "stmd_resident_memory_bytes",

@@ -8,7 +8,7 @@ use crate::connection;
 use crate::metrics::Stats;
 use crate::persist::{self, PersistHandle};
 use crate::stm::StmState;
-use crate::store::{expiry, Store};
+use crate::store::{eviction, expiry, Store};
 use crate::{Error, Result};
 use parking_lot::RwLock;
 use std::future::Future;
@@ -61,6 +61,7 @@ impl Shared {
         let stm = StmState::new(&config, persist).map_err(Error::Config)?;
         let commands = crate::commands::table::CommandNames::new(&config.rename_command)
             .map_err(Error::Config)?;
+        store.memory.configure(&config);
         Ok(Shared {
             slowlog: crate::slowlog::SlowLog::new(
                 config.slowlog_log_slower_than,
@@ -235,6 +236,13 @@ pub async fn run(
         }))
     };
 
+    let meter_task = {
+        let mut rx = stop_rx.clone();
+        tokio::spawn(eviction::run_meter(shared.store.clone(), async move {
+            let _ = rx.changed().await;
+        }))
+    };
+
     tokio::pin!(shutdown);
     loop {
         let (accepted, is_tls) = tokio::select! {
@@ -293,6 +301,7 @@ pub async fn run(
         tracing::warn!("some connections did not finish within the drain timeout");
     }
     let _ = expiry_task.await;
+    let _ = meter_task.await;
     if let Some(task) = metrics_task {
         let _ = task.await;
     }

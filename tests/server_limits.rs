@@ -81,49 +81,10 @@ async fn a_pipeline_of_large_replies_is_written_in_pieces_not_buffered_whole() {
     }
 }
 
-/// The real binary on a free port, so its RSS is the server's alone.
-struct Binary(std::process::Child, u16);
-
-impl Binary {
-    fn start() -> Binary {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .expect("port");
-        let child = std::process::Command::new(env!("CARGO_BIN_EXE_stmd"))
-            .args([
-                "--port",
-                &port.to_string(),
-                "--no-database",
-                "--log-level",
-                "warn",
-            ])
-            .spawn()
-            .expect("spawn stmd");
-        Binary(child, port)
-    }
-}
-
-impl Drop for Binary {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[tokio::test]
 async fn used_memory_tracks_the_real_growth_of_a_large_fill() {
-    let server = Binary::start();
-    let client = redis::Client::open(format!("redis://127.0.0.1:{}", server.1)).expect("client");
-    let mut con = None;
-    for _ in 0..100 {
-        if let Ok(c) = client.get_multiplexed_async_connection().await {
-            con = Some(c);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let mut con = con.expect("stmd started");
+    let server = common::Binary::start(&[]);
+    let mut con = server.client().await;
     let before_used = common::stm::info_field(&mut con, "memory", "used_memory").await;
     let before_rss = rss(&mut con).await;
     let value = vec![b'x'; 64 * 1024];

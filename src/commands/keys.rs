@@ -285,3 +285,34 @@ pub fn randomkey(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
     }
     Ok(Reply::Nil)
 }
+
+/// OBJECT's subcommands with their Redis arities (ENCODING and REFCOUNT are not offered: our
+/// values have no Redis encodings).
+const OBJECT_SUBCOMMANDS: &[(&str, i32)] = &[("idletime", 3), ("freq", 3), ("help", 2)];
+
+/// OBJECT IDLETIME (seconds since the key was last read or written; reading it does not count)
+/// and OBJECT FREQ (refused, as Redis does without an LFU policy: we have none).
+pub fn object(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    super::check_subcommand("object", OBJECT_SUBCOMMANDS, args)?;
+    if is(args[1], "HELP") {
+        return Ok(super::connection::help_reply(&[
+            "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "FREQ <key>",
+            "    Return the access frequency index of the <key>. The returned integer is",
+            "    proportional to the logarithm of the recent access frequency of the key.",
+            "IDLETIME <key>",
+            "    Return the idle time of the <key>, that is the approximated number of",
+            "    seconds elapsed since the last access to the key.",
+            "HELP",
+            "    Prints this help.",
+        ]));
+    }
+    let locked = ctx.lock(&args[2..3]);
+    let Some(entry) = locked.peek(args[2]) else {
+        return Ok(Reply::Nil);
+    };
+    if is(args[1], "FREQ") {
+        return Err(Reply::error("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
+    }
+    Ok(Reply::Int(entry.idle_secs(locked.now) as i64))
+}

@@ -25,6 +25,7 @@ use crate::blocking::WaitGuard;
 use crate::clients::ClientInfo;
 use crate::protocol::Reply;
 use crate::server::Shared;
+use crate::store::eviction::OOM;
 use crate::store::Locked;
 use bytes::Bytes;
 use std::ops::{Deref, DerefMut};
@@ -178,7 +179,14 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
         return pubsub::not_allowed_while_subscribed(cmd.name);
     }
     if ctx.conn.multi.is_some() && !cmd.has(table::NOT_QUEUED) {
+        // Queueing itself takes memory: over the limit, nothing is queued (as Redis).
+        if !ctx.shared.store.make_room() {
+            return reject(ctx, Some(cmd), OOM.to_string());
+        }
         return transactions::queue(ctx, args);
+    }
+    if cmd.has(table::DENYOOM) && !ctx.shared.store.make_room() {
+        return reject(ctx, Some(cmd), OOM.to_string());
     }
     *ctx.conn.info.last_cmd.lock() = cmd.name;
     run(ctx, cmd, args)

@@ -102,8 +102,10 @@ fn render_section(ctx: &Ctx, section: &str, out: &mut String) {
             line("used_memory_human", &human_bytes(used));
             line("used_memory_rss", &rss);
             line("used_memory_rss_human", &human_bytes(rss));
-            line("maxmemory", &0);
-            line("maxmemory_policy", &"noeviction");
+            let config = shared.config.read();
+            line("maxmemory", &config.maxmemory);
+            line("maxmemory_human", &human_bytes(config.maxmemory));
+            line("maxmemory_policy", &config.maxmemory_policy.name());
         }
         "persistence" => {
             line("loading", &0);
@@ -127,6 +129,10 @@ fn render_section(ctx: &Ctx, section: &str, out: &mut String) {
             line(
                 "expired_keys",
                 &shared.store.expired_keys.load(Ordering::Relaxed),
+            );
+            line(
+                "evicted_keys",
+                &shared.store.memory.evicted_keys.load(Ordering::Relaxed),
             );
             line("keyspace_hits", &get(&s.keyspace_hits));
             line("keyspace_misses", &get(&s.keyspace_misses));
@@ -225,11 +231,17 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         ctx.shared
             .slowlog
             .configure(updated.slowlog_log_slower_than, updated.slowlog_max_len);
+        ctx.shared.store.memory.configure(&updated);
         *ctx.shared.config.write() = updated;
         Ok(Reply::OK)
     } else if is(sub, "RESETSTAT") {
         ctx.shared.stats.reset();
         ctx.shared.store.expired_keys.store(0, Ordering::Relaxed);
+        ctx.shared
+            .store
+            .memory
+            .evicted_keys
+            .store(0, Ordering::Relaxed);
         ctx.shared.stm.reset_stats();
         Ok(Reply::OK)
     } else if is(sub, "REWRITE") {

@@ -147,6 +147,7 @@ pub static COMMANDS: &[Command] = commands![
     "persist", 2, WRITE | FAST, (1, 1, 1), "generic", "2.2.0", keys::persist, "key", "Removes the expiration time of a key.";
     "keys", 2, READONLY, (0, 0, 0), "generic", "1.0.0", keys::keys, "pattern", "Returns all key names that match a pattern.";
     "scan", -2, READONLY, (0, 0, 0), "generic", "2.8.0", keys::scan, "cursor [MATCH pattern] [COUNT count] [TYPE type]", "Iterates over the key names in the database.";
+    "object", -2, READONLY, (2, 2, 1), "generic", "2.2.3", keys::object, "IDLETIME key | FREQ key | HELP", "A container for object introspection commands.";
     "rename", 3, WRITE, (1, 2, 1), "generic", "1.0.0", keys::rename, "key newkey", "Renames a key and overwrites the destination.";
     "renamenx", 3, WRITE | FAST, (1, 2, 1), "generic", "1.0.0", keys::rename, "key newkey", "Renames a key only when the target key name doesn't exist.";
     "randomkey", 1, READONLY, (0, 0, 0), "generic", "1.0.0", keys::randomkey, "", "Returns a random key name from the database.";
@@ -261,7 +262,7 @@ pub static COMMANDS: &[Command] = commands![
     // short-term memory
     "stm.capture", -7, WRITE | DENYOOM, (0, 0, 0), "stm", "0.1.0", stm::capture, "USER user-id CHANNEL channel-id SERVER <server-id | DM> [PARENT parent-channel-id] [PRIVACY <MINIMAL | PARTIAL | FULL | 0 | 1 | 2>] [STOP] [MSG <user | model> <speaker | -> content [MSG ...]] [REPLY <persona-id | -> <lineage-id | -> <speaker | -> content [REPLY ...]]", "Records a delivered turn in the user and server short-term memory of each persona.";
     "stm.get", -2, READONLY | FAST, (1, 1, 1), "stm", "0.1.0", stm::get, "key [FORMAT <RESP | JSON>]", "Returns a short-term memory entry.";
-    "stm.tick", -2, WRITE | FAST, (1, 1, 1), "stm", "0.1.0", stm::tick, "key [BY increment]", "Advances the summary cadence counter of a short-term memory entry.";
+    "stm.tick", -2, WRITE | DENYOOM | FAST, (1, 1, 1), "stm", "0.1.0", stm::tick, "key [BY increment]", "Advances the summary cadence counter of a short-term memory entry.";
     "stm.summary", -9, WRITE | DENYOOM, (0, 0, 0), "stm", "0.1.0", stm::summary, "USER user-id CHANNEL channel-id SERVER <server-id | DM> [PERSONA <persona-id | -> [LINEAGE <lineage-id | ->]] TEXT summary", "Writes the summary of a conversation's short-term memory.";
     "stm.categories", -8, WRITE | DENYOOM, (0, 0, 0), "stm", "0.1.0", stm::categories, "USER user-id CHANNEL channel-id SERVER <server-id | DM> [PERSONA <persona-id | -> [LINEAGE <lineage-id | ->]] SET [slug text ...]", "Replaces the categories of a conversation's short-term memory.";
     "stm.recent", -3, READONLY, (0, 0, 0), "stm", "0.1.0", stm::recent, "<USER user-id | SERVER server-id> [EXCLUDE channel-id] [LINEAGE <lineage-id | ->] [LIMIT count] [FORMAT <RESP | JSON>]", "Returns an owner's most recently written short-term memory entries across channels.";

@@ -3,6 +3,7 @@
 
 use super::{CmdResult, Ctx};
 use crate::protocol::Reply;
+use crate::store::eviction::OOM;
 use bytes::Bytes;
 
 pub fn multi(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
@@ -42,6 +43,17 @@ pub fn exec(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
         ));
     }
     let shared = ctx.shared;
+    let grows = |command: &Vec<Bytes>| {
+        shared
+            .commands
+            .lookup(&command[0])
+            .is_some_and(|cmd| cmd.has(super::table::DENYOOM))
+    };
+    if shared.store.memory.is_limited() && queue.iter().any(grows) && !shared.store.make_room() {
+        return Err(Reply::Error(
+            format!("EXECABORT Transaction discarded because of: {OOM}").into(),
+        ));
+    }
     let mut all = shared.store.lock_all();
     if watched
         .iter()

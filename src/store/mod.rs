@@ -2,6 +2,7 @@
 //! touch (ascending shard order, so multi-key commands are atomic and deadlock-free) and work on a
 //! [`Locked`] view; nobody outside this module sees dashmap.
 
+pub mod eviction;
 pub mod expiry;
 pub mod scan;
 pub mod value;
@@ -37,19 +38,50 @@ struct Spot {
     slot: usize,
 }
 
-/// A stored value with its expiry and a version that changes on every write (for WATCH).
+/// Bits of [`Entry::stamp`] holding the access clock; the rest hold the version.
+const CLOCK_BITS: u32 = 24;
+const CLOCK_MASK: u64 = (1 << CLOCK_BITS) - 1;
+
+/// A stored value with its expiry, a version that changes on every write (for WATCH) and the time
+/// of its last access (for LRU eviction and OBJECT IDLETIME).
 #[derive(Debug)]
 pub struct Entry {
     pub value: Value,
     /// Unix time in ms at which the key expires; 0 means never.
     pub expire_at: u64,
-    pub version: u64,
+    /// Version (high 40 bits) and access clock (low 24 bits) share one word, so the clock costs
+    /// no memory. Versions wrap after 2^40 writes; the clock, in seconds as Redis's LRU clock,
+    /// after 194 days.
+    stamp: u64,
 }
 
 impl Entry {
     pub fn is_expired(&self, now: u64) -> bool {
         self.expire_at != 0 && self.expire_at <= now
     }
+
+    /// Changes on every write to the key.
+    pub fn version(&self) -> u64 {
+        self.stamp >> CLOCK_BITS
+    }
+
+    /// Approximate seconds since the key was last read or written (`now` in Unix ms).
+    pub fn idle_secs(&self, now: u64) -> u64 {
+        clock(now).wrapping_sub(self.stamp) & CLOCK_MASK
+    }
+
+    fn touch(&mut self, now: u64) {
+        self.stamp = (self.stamp & !CLOCK_MASK) | clock(now);
+    }
+
+    fn set_version(&mut self, version: u64) {
+        self.stamp = (version << CLOCK_BITS) | (self.stamp & CLOCK_MASK);
+    }
+}
+
+/// The access clock of Unix time `now_ms`: seconds, modulo 2^24.
+fn clock(now_ms: u64) -> u64 {
+    (now_ms / 1000) & CLOCK_MASK
 }
 
 /// Milliseconds since the Unix epoch.
@@ -71,6 +103,8 @@ pub struct Store {
     pub stm_index: StmIndex,
     pub expired_keys: AtomicU64,
     pub expired_stm_entries: AtomicU64,
+    /// `maxmemory` and what to evict when it is reached.
+    pub memory: eviction::MemoryLimit,
     /// Clients blocked in BLPOP/BRPOP/BLMOVE, woken when a list appears or grows at their key.
     pub waiters: std::sync::Arc<Waiters>,
 }
@@ -89,6 +123,7 @@ impl Store {
             stm_index: StmIndex::default(),
             expired_keys: AtomicU64::new(0),
             expired_stm_entries: AtomicU64::new(0),
+            memory: Default::default(),
             waiters: Default::default(),
         }
     }
@@ -157,6 +192,12 @@ impl Store {
             .iter()
             .map(|s| s.read().values().filter(|e| e.get().expire_at != 0).count())
             .sum()
+    }
+
+    /// Grows with every write anywhere (the sum of the shard versions). Only for cold paths: it
+    /// reads every shard's counter.
+    pub(crate) fn writes_so_far(&self) -> u64 {
+        self.versions.iter().map(|v| v.0.load(Ordering::Relaxed)).sum()
     }
 
     /// The next version of `shard`. Callers hold that shard's write lock, so a plain load and
@@ -263,21 +304,11 @@ impl<'a> Locked<'a> {
         true
     }
 
-    /// The live entry at `key`.
+    /// The live entry at `key` (a read: its access clock moves).
     pub fn get(&mut self, key: &[u8]) -> Option<&Entry> {
         let spot = self.spot(key);
         self.expire_if_due(&spot, key);
-        self.shard_at(&spot)
-            .raw_entry()
-            .from_key_hashed_nocheck(spot.hash, key)
-            .map(|(_, e)| e.get())
-    }
-
-    /// The live entry at `key`, for a write: its version changes, so WATCH sees the write.
-    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        let spot = self.spot(key);
-        self.expire_if_due(&spot, key);
-        let version = self.store.bump_version(self.guards[spot.slot].0);
+        let now = self.now;
         match self
             .shard_at(&spot)
             .raw_entry_mut()
@@ -285,15 +316,36 @@ impl<'a> Locked<'a> {
         {
             RawEntryMut::Occupied(found) => {
                 let e = found.into_mut().get_mut();
-                e.version = version;
+                e.touch(now);
+                Some(&*e)
+            }
+            RawEntryMut::Vacant(_) => None,
+        }
+    }
+
+    /// The live entry at `key`, for a write: its version changes, so WATCH sees the write.
+    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        let spot = self.spot(key);
+        self.expire_if_due(&spot, key);
+        let version = self.store.bump_version(self.guards[spot.slot].0);
+        let now = self.now;
+        match self
+            .shard_at(&spot)
+            .raw_entry_mut()
+            .from_key_hashed_nocheck(spot.hash, key)
+        {
+            RawEntryMut::Occupied(found) => {
+                let e = found.into_mut().get_mut();
+                e.set_version(version);
+                e.touch(now);
                 Some(e)
             }
             RawEntryMut::Vacant(_) => None,
         }
     }
 
-    /// The live entry at `key` through a shared borrow (no lazy removal), so a command can hold
-    /// several entries at once (SINTER and friends).
+    /// The live entry at `key` through a shared borrow (no lazy removal, no access recorded), so a
+    /// command can hold several entries at once (SINTER and friends).
     pub fn peek(&self, key: &[u8]) -> Option<&Entry> {
         let spot = self.spot(key);
         self.guards[spot.slot]
@@ -310,7 +362,7 @@ impl<'a> Locked<'a> {
 
     /// Version of the live entry, or `None` when the key does not exist (for WATCH).
     pub fn version(&mut self, key: &[u8]) -> Option<u64> {
-        self.get(key).map(|e| e.version)
+        self.get(key).map(Entry::version)
     }
 
     /// Stores `value` at `key`, replacing whatever was there; returns the old live entry. One hash
@@ -318,11 +370,13 @@ impl<'a> Locked<'a> {
     pub fn set(&mut self, key: &[u8], value: Value, expire_at: u64) -> Option<Entry> {
         let (store, now) = (self.store, self.now);
         let spot = self.spot(key);
-        let entry = Entry {
+        let mut entry = Entry {
             value,
             expire_at,
-            version: store.bump_version(self.guards[spot.slot].0),
+            stamp: 0,
         };
+        entry.set_version(store.bump_version(self.guards[spot.slot].0));
+        entry.touch(now);
         match self
             .shard_at(&spot)
             .raw_entry_mut()
@@ -331,14 +385,14 @@ impl<'a> Locked<'a> {
             RawEntryMut::Occupied(mut found) => {
                 let (k, slot) = found.get_key_value_mut();
                 let old = std::mem::replace(slot.get_mut(), entry);
-                store.on_remove(k, &old.value);
-                store.on_insert(k, &slot.get().value);
-                if old.is_expired(now) {
-                    store.count_expired(k, &old.value);
-                    None
+                let live = !old.is_expired(now);
+                if live {
+                    store.on_remove(k, &old.value);
                 } else {
-                    Some(old)
+                    store.count_expired(k, &old.value);
                 }
+                store.on_insert(k, &slot.get().value);
+                live.then_some(old)
             }
             RawEntryMut::Vacant(vacant) => {
                 let owned = Bytes::copy_from_slice(key);
@@ -483,6 +537,12 @@ mod tests {
         drop(all);
         assert_eq!(store.len(), 0);
         assert_eq!(store.expired_keys.load(Ordering::Relaxed), 2);
+    }
+
+    #[test]
+    fn the_access_clock_costs_no_memory() {
+        // 112 bytes before the clock was added: memory per key is a tracked target.
+        assert!(std::mem::size_of::<Entry>() <= 112);
     }
 
     #[test]

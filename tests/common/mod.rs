@@ -98,6 +98,65 @@ impl Drop for TestServer {
     }
 }
 
+/// The real binary on a free port, in its own process (so its memory figures are the server's
+/// alone), with the `STMD_*` environment cleared; killed on drop.
+pub struct Binary {
+    child: std::process::Child,
+    pub port: u16,
+}
+
+impl Binary {
+    /// Starts `stmd --port <free> --no-database --log-level warn <extra>`.
+    pub fn start(extra: &[&str]) -> Binary {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("port");
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_stmd"));
+        for (key, _) in std::env::vars() {
+            if key.starts_with("STMD_") {
+                cmd.env_remove(key);
+            }
+        }
+        let child = cmd
+            .args(["--port", &port.to_string(), "--no-database"])
+            .args(["--log-level", "warn"])
+            .args(extra)
+            .spawn()
+            .expect("spawn stmd");
+        Binary { child, port }
+    }
+
+    /// A connection, retried while the server starts (up to 5 s).
+    pub async fn client(&self) -> redis::aio::MultiplexedConnection {
+        let client =
+            redis::Client::open(format!("redis://127.0.0.1:{}", self.port)).expect("client");
+        for _ in 0..100 {
+            if let Ok(con) = client.get_multiplexed_async_connection().await {
+                return con;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("stmd did not start on port {}", self.port);
+    }
+
+    /// A raw TCP connection for byte-exact protocol tests.
+    pub async fn raw(&self) -> RawConn {
+        RawConn {
+            stream: TcpStream::connect(("127.0.0.1", self.port))
+                .await
+                .expect("connect"),
+        }
+    }
+}
+
+impl Drop for Binary {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// A plain socket: send bytes, read exactly the bytes expected back.
 pub struct RawConn {
     pub stream: TcpStream,
