@@ -408,8 +408,8 @@ mod tests {
             let key = format!("k{i}");
             l.set(key.as_bytes(), Value::Str(Bytes::from_static(b"v")), 0);
             // Ageing by hand: key i was last touched i seconds ago.
-            if let Some(e) = l.shard_mut(key.as_bytes()).get_mut(key.as_bytes()) {
-                e.get_mut().touch(now - i * 1000);
+            if let Some(e) = l.raw_entry_mut(key.as_bytes()) {
+                e.touch(now - i * 1000);
             }
         }
         assert_eq!(l.peek(b"k150").map(|e| e.idle_secs(now)), Some(150));
