@@ -4,12 +4,12 @@
 use bytes::Bytes;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
-use std::future::Future;
 use std::task::Poll;
+use std::time::Instant;
 
 /// What other connections may read or signal about one client.
 pub struct ClientInfo {

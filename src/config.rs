@@ -30,6 +30,15 @@ pub struct Config {
         help_heading = "Network"
     )]
     pub bind: String,
+    /// Threads serving clients (0: one per CPU core). Every thread serves any connection; on a
+    /// machine shared with other busy processes fewer threads can be faster.
+    #[arg(
+        long,
+        env = "STMD_THREADS",
+        default_value_t = 0,
+        help_heading = "Network"
+    )]
+    pub threads: usize,
     /// Maximum number of connected clients.
     #[arg(
         long,
@@ -443,6 +452,11 @@ pub static PARAMS: &[Param] = &[
     fixed_param!("save", ""),
     fixed_param!("appendonly", "no"),
     fixed_param!("databases", "1"),
+    Param {
+        name: "threads",
+        get: |c| c.threads.to_string(),
+        set: None,
+    },
 ];
 
 /// `yes` or `no`, as redis.conf spells booleans.

@@ -19,10 +19,11 @@ fn main() -> std::process::ExitCode {
             .init(),
         LogFormat::Text => logs.init(),
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if config.threads > 0 {
+        runtime.worker_threads(config.threads);
+    }
+    let runtime = match runtime.enable_all().build() {
         Ok(rt) => rt,
         Err(err) => {
             tracing::error!(%err, "cannot start the runtime");

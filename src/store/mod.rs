@@ -197,7 +197,10 @@ impl Store {
     /// Grows with every write anywhere (the sum of the shard versions). Only for cold paths: it
     /// reads every shard's counter.
     pub(crate) fn writes_so_far(&self) -> u64 {
-        self.versions.iter().map(|v| v.0.load(Ordering::Relaxed)).sum()
+        self.versions
+            .iter()
+            .map(|v| v.0.load(Ordering::Relaxed))
+            .sum()
     }
 
     /// The next version of `shard`. Callers hold that shard's write lock, so a plain load and

@@ -140,7 +140,7 @@ fn snapshot(shared: &Shared) -> Vec<(Vec<u8>, u64, u64)> {
     shared
         .store
         .lock_all()
-        .for_each(|k, e| keys.push((k.to_vec(), e.version, e.expire_at)));
+        .for_each(|k, e| keys.push((k.to_vec(), e.version(), e.expire_at)));
     keys.sort_unstable();
     keys
 }
