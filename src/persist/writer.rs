@@ -13,6 +13,11 @@ use tokio::sync::{mpsc, watch};
 
 /// Most operations folded into one batch.
 const MAX_BATCH: usize = 20_000;
+/// How long the writer keeps gathering after the first operation of a batch. Under load one
+/// transaction then carries the operations of hundreds of captures instead of a few: fewer
+/// commits, and each database page touched is written once per batch, not once per capture. A
+/// lone write waits at most this long; commands never wait for it.
+const GATHER: Duration = Duration::from_millis(20);
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// How long shutdown keeps trying to write what is still queued.
@@ -62,10 +67,21 @@ impl Writer {
             _ = self.stop.wait_for(|stop| *stop) => return None,
         };
         let mut batch = vec![first];
+        let deadline = tokio::time::Instant::now() + GATHER;
         while batch.len() < MAX_BATCH {
-            match self.queue.try_recv() {
-                Ok(op) => batch.push(op),
-                Err(_) => break,
+            let next = match self.queue.try_recv() {
+                Ok(op) => Some(op),
+                Err(mpsc::error::TryRecvError::Disconnected) => None,
+                Err(mpsc::error::TryRecvError::Empty) => {
+                    tokio::time::timeout_at(deadline, self.queue.recv())
+                        .await
+                        .ok()
+                        .flatten()
+                }
+            };
+            match next {
+                Some(op) => batch.push(op),
+                None => break,
             }
         }
         Some(batch)
