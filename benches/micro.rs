@@ -5,8 +5,12 @@
 //!
 //! Run: `cargo bench --bench micro` (criterion; add a name to run one group, e.g. `-- decode`).
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+
 use bytes::BytesMut;
 use clap::Parser;
+use common::resp;
 use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use std::sync::Arc;
 use stmd::commands::{dispatch, ConnState, Ctx};
@@ -22,17 +26,6 @@ const LIMITS: Limits = Limits {
     max_args: 1024 * 1024,
     authenticated: true,
 };
-
-/// RESP bytes of one request.
-fn resp(args: &[&[u8]]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
-}
 
 /// A turn as bots send it: ten 300-byte messages and one reply (the benches/compare workload).
 fn capture_args(user: &str) -> Vec<Vec<u8>> {

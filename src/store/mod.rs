@@ -322,44 +322,38 @@ impl<'a> Locked<'a> {
         true
     }
 
-    /// The live entry at `key` (a read: its access clock moves).
-    pub fn get(&mut self, key: &[u8]) -> Option<&Entry> {
+    /// The live entry at `key` and the shard it lives in; an expired one is removed on the way.
+    fn live_entry(&mut self, key: &[u8]) -> Option<(usize, &mut Entry)> {
         let spot = self.spot(key);
         self.expire_if_due(&spot, key);
-        let now = self.now;
+        let shard = self.guards[spot.slot].0;
         match self
             .shard_at(&spot)
             .raw_entry_mut()
             .from_key_hashed_nocheck(spot.hash, key)
         {
-            RawEntryMut::Occupied(found) => {
-                let e = found.into_mut().get_mut();
-                e.touch(now);
-                Some(&*e)
-            }
+            RawEntryMut::Occupied(found) => Some((shard, found.into_mut().get_mut())),
             RawEntryMut::Vacant(_) => None,
         }
     }
 
+    /// The live entry at `key` (a read: its access clock moves).
+    pub fn get(&mut self, key: &[u8]) -> Option<&Entry> {
+        let now = self.now;
+        self.live_entry(key).map(|(_, e)| {
+            e.touch(now);
+            &*e
+        })
+    }
+
     /// The live entry at `key`, for a write: its version changes, so WATCH sees the write.
     pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        let spot = self.spot(key);
-        self.expire_if_due(&spot, key);
-        let version = self.store.bump_version(self.guards[spot.slot].0);
-        let now = self.now;
-        match self
-            .shard_at(&spot)
-            .raw_entry_mut()
-            .from_key_hashed_nocheck(spot.hash, key)
-        {
-            RawEntryMut::Occupied(found) => {
-                let e = found.into_mut().get_mut();
-                e.set_version(version);
-                e.touch(now);
-                Some(e)
-            }
-            RawEntryMut::Vacant(_) => None,
-        }
+        let (store, now) = (self.store, self.now);
+        self.live_entry(key).map(|(shard, e)| {
+            e.set_version(store.bump_version(shard));
+            e.touch(now);
+            e
+        })
     }
 
     /// The live entry at `key` through a shared borrow (no lazy removal, no access recorded), so a
