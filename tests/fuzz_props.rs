@@ -1,19 +1,14 @@
 //! Property tests run in CI: the request decoder never panics and decodes a stream the same however
 //! it is split, and arbitrary STM argument vectors never panic and never write on error.
 
+mod common;
 mod fuzz_support;
 
 use fuzz_support::{decode_split, decode_whole, run_on_fresh_state};
 use proptest::prelude::*;
 
 fn multibulk(args: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
+    common::resp(&args.iter().map(Vec::as_slice).collect::<Vec<_>>())
 }
 
 fn request() -> impl Strategy<Value = Vec<u8>> {
