@@ -153,6 +153,46 @@ async fn a_queued_error_makes_exec_abort_with_the_redis_crate() {
     );
 }
 
+/// Commands Redis flags `no-multi` (SHUTDOWN) are refused inside MULTI, doom the transaction, and
+/// never run: the server is still up after EXEC. WATCH inside MULTI is refused without dooming it.
+#[tokio::test]
+async fn no_multi_commands_are_refused_not_queued() {
+    let server = TestServer::start().await;
+    let mut con = server.raw().await;
+    con.command(&[b"SET", b"a", b"1"]).await;
+    assert_eq!(con.command(&[b"MULTI"]).await, b"+OK\r\n");
+    assert_eq!(con.command(&[b"SET", b"a", b"2"]).await, b"+QUEUED\r\n");
+    for shutdown in [&[&b"SHUTDOWN"[..]][..], &[b"SHUTDOWN", b"NOSAVE", b"NOW"]] {
+        assert_eq!(
+            con.command(shutdown).await,
+            b"-ERR Command not allowed inside a transaction\r\n"
+        );
+    }
+    assert_eq!(
+        con.command(&[b"EXEC"]).await,
+        b"-EXECABORT Transaction discarded because of previous errors.\r\n"
+    );
+    assert_eq!(con.command(&[b"GET", b"a"]).await, b"$1\r\n1\r\n");
+    // A fresh client still gets answers: nothing was shut down.
+    assert_eq!(server.raw().await.command(&[b"PING"]).await, b"+PONG\r\n");
+
+    con.command(&[b"MULTI"]).await;
+    assert_eq!(
+        con.command(&[b"WATCH", b"a"]).await,
+        b"-ERR WATCH inside MULTI is not allowed\r\n"
+    );
+    con.command(&[b"SET", b"a", b"3"]).await;
+    assert_eq!(con.command(&[b"EXEC"]).await, b"*1\r\n+OK\r\n");
+
+    // COMMAND INFO renders the flag under Redis's name.
+    let info = con.command(&[b"COMMAND", b"INFO", b"shutdown"]).await;
+    assert!(
+        info.windows(8).any(|w| w == b"no_multi"),
+        "{}",
+        String::from_utf8_lossy(&info)
+    );
+}
+
 #[tokio::test]
 async fn requirepass_gates_every_command_until_auth() {
     let server = TestServer::start_with(|c| c.requirepass = "s3cret".into()).await;

@@ -48,6 +48,7 @@ pub mod err {
     pub const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
     pub const NO_SUCH_KEY: &str = "ERR no such key";
     pub const OVERFLOW: &str = "ERR increment or decrement would overflow";
+    pub const NOT_IN_MULTI: &str = "ERR Command not allowed inside a transaction";
 }
 
 /// Per-connection state that commands read and change.
@@ -179,6 +180,9 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
         return pubsub::not_allowed_while_subscribed(cmd.name);
     }
     if ctx.conn.multi.is_some() && !cmd.has(table::NOT_QUEUED) {
+        if cmd.has(table::NO_MULTI) {
+            return reject(ctx, Some(cmd), err::NOT_IN_MULTI.to_string());
+        }
         // Queueing itself takes memory: over the limit, nothing is queued (as Redis).
         if !ctx.shared.store.make_room() {
             return reject(ctx, Some(cmd), OOM.to_string());

@@ -19,8 +19,11 @@ pub const LOADING: u32 = 1 << 7;
 pub const STALE: u32 = 1 << 8;
 pub const FAST: u32 = 1 << 9;
 pub const NO_AUTH: u32 = 1 << 10;
-/// Runs at once even inside MULTI (MULTI, EXEC, DISCARD, WATCH, QUIT, RESET…).
+/// Runs at once even inside MULTI (MULTI, EXEC, DISCARD, WATCH, QUIT, RESET…). Ours, not rendered.
 pub const NOT_QUEUED: u32 = 1 << 11;
+/// Refused inside MULTI (`ERR Command not allowed inside a transaction`), which dooms the
+/// transaction. Redis 7.2 flags SHUTDOWN, SAVE, SYNC and PSYNC so; stmd has SHUTDOWN of those.
+pub const NO_MULTI: u32 = 1 << 12;
 
 const FLAG_NAMES: &[(u32, &str)] = &[
     (WRITE, "write"),
@@ -34,6 +37,7 @@ const FLAG_NAMES: &[(u32, &str)] = &[
     (STALE, "stale"),
     (FAST, "fast"),
     (NO_AUTH, "no_auth"),
+    (NO_MULTI, "no_multi"),
 ];
 
 /// One command's metadata and handler.
@@ -123,7 +127,7 @@ pub static COMMANDS: &[Command] = commands![
     "flushdb", -1, WRITE, (0, 0, 0), "server", "1.0.0", server::flushall, "[ASYNC | SYNC]", "Removes all keys from the current database.";
     "flushall", -1, WRITE, (0, 0, 0), "server", "1.0.0", server::flushall, "[ASYNC | SYNC]", "Removes all keys from all databases.";
     "time", 1, FAST | LOADING | STALE, (0, 0, 0), "server", "2.6.0", server::time, "", "Returns the server time.";
-    "shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "1.0.0", server::shutdown, "[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]", "Stops the server.";
+    "shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI, (0, 0, 0), "server", "1.0.0", server::shutdown, "[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]", "Stops the server.";
     "lastsave", 1, FAST | LOADING | STALE, (0, 0, 0), "server", "1.0.0", server::lastsave, "", "Returns the Unix timestamp of the last successful save to disk.";
     // transactions
     "multi", 1, NOSCRIPT | LOADING | STALE | FAST | NOT_QUEUED, (0, 0, 0), "transactions", "1.2.0", tx::multi, "", "Starts a transaction.";
@@ -362,6 +366,23 @@ mod tests {
                 c.name
             );
         }
+    }
+
+    /// Every command Redis 7.2 flags `no-multi` carries NO_MULTI here when stmd has it, and no
+    /// other command does (Redis's list: COMMAND INFO of redis-server, flag `no_multi`).
+    #[test]
+    fn no_multi_matches_redis() {
+        const REDIS_NO_MULTI: &[&str] = &["psync", "save", "shutdown", "sync"];
+        for c in COMMANDS {
+            assert_eq!(
+                c.has(NO_MULTI),
+                REDIS_NO_MULTI.contains(&c.name),
+                "{}: no_multi differs from Redis",
+                c.name
+            );
+            assert!(!(c.has(NO_MULTI) && c.has(NOT_QUEUED)), "{}", c.name);
+        }
+        assert!(lookup(b"shutdown").is_some_and(|c| c.has(NO_MULTI)));
     }
 
     #[test]
