@@ -1,6 +1,6 @@
 //! Micro-benchmarks of the hot path, one piece at a time: request decoding, dispatch of a
 //! command to the store, reply encoding, STM text cleaning, and a whole STM.CAPTURE applied to the
-//! store. They show which piece a change moved; the side-by-side figures against Redis come from
+//! store, and STM.CONTEXT's read side. They show which piece a change moved; the side-by-side figures against Redis come from
 //! `benches/compare`.
 //!
 //! Run: `cargo bench --bench micro` (criterion; add a name to run one group, e.g. `-- decode`).
@@ -175,5 +175,85 @@ fn capture(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, decode, dispatch_commands, encode, clean, capture);
+/// STM.CONTEXT over a server with four other channels (ten 300-byte messages each, one with a
+/// summary), next to the STM.GET + STM.RECENT pair it replaces, all without the network.
+fn context(c: &mut Criterion) {
+    let shared = shared();
+    let addr = shared.local_addr;
+    let mut conn = ConnState::new(shared.clients.register(addr, addr), true);
+    for channel in ["c1", "c2", "c3", "c4", "c5"] {
+        let mut args = capture_args("u1");
+        args[4] = channel.as_bytes().to_vec();
+        run(&shared, &mut conn, &args);
+    }
+    let summary = "Alice and Nova talked about the weather. ".repeat(10);
+    run(
+        &shared,
+        &mut conn,
+        &to_args(&[
+            "STM.SUMMARY",
+            "USER",
+            "u1",
+            "CHANNEL",
+            "c2",
+            "SERVER",
+            "s1",
+            "PERSONA",
+            "1",
+            "TEXT",
+            &summary,
+        ]),
+    );
+    let mut group = c.benchmark_group("context");
+    let context = to_args(&[
+        "STM.CONTEXT",
+        "USER",
+        "u1",
+        "CHANNEL",
+        "c1",
+        "SERVER",
+        "s1",
+        "PERSONA",
+        "1",
+    ]);
+    let mut context_json = context.clone();
+    context_json.extend(to_args(&["FORMAT", "JSON"]));
+    let get = to_args(&["STM.GET", "shortterm:server:s1:c1:1", "FORMAT", "JSON"]);
+    let recent = to_args(&[
+        "STM.RECENT",
+        "SERVER",
+        "s1",
+        "EXCLUDE",
+        "c1",
+        "LIMIT",
+        "3",
+        "FORMAT",
+        "JSON",
+    ]);
+    group.bench_function("stm_context", |b| {
+        b.iter(|| run(&shared, &mut conn, &context))
+    });
+    group.bench_function("stm_context_json", |b| {
+        b.iter(|| run(&shared, &mut conn, &context_json))
+    });
+    group.bench_function("stm_get_plus_recent_json", |b| {
+        b.iter(|| {
+            (
+                run(&shared, &mut conn, &get),
+                run(&shared, &mut conn, &recent),
+            )
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    decode,
+    dispatch_commands,
+    encode,
+    clean,
+    capture,
+    context
+);
 criterion_main!(benches);

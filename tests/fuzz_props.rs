@@ -56,6 +56,14 @@ const WORDS: &[&str] = &[
     "FORMAT",
     "BY",
     "KEY",
+    "BOT",
+    "OTHERS",
+    "CRUDE",
+    "MODE",
+    "CRUDE_SUMMARY",
+    "CADENCE",
+    "CROSS-SERVER",
+    "NOW",
     "JSON",
     "RESP",
     "DM",
@@ -89,6 +97,7 @@ fn stm_command() -> impl Strategy<Value = Vec<Vec<u8>>> {
         "STM.CATEGORIES",
         "STM.RECENT",
         "STM.FORGET",
+        "STM.CONTEXT",
     ]);
     let arg = prop_oneof![
         4 => prop::sample::select(WORDS.to_vec()).prop_map(|w| w.as_bytes().to_vec()),

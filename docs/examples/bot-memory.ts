@@ -6,15 +6,8 @@ export const redis = new Redis({ host: "127.0.0.1", port: 6379, lazyConnect: tru
 
 export interface Turn { role: "user" | "model"; speaker?: string; content: string }
 export interface Reply { persona: string; lineage?: string; speaker: string; text: string }
-export interface StmEntry {
-  key: string;
-  scope: "user" | "server";
-  messages: { role: string; speaker: string | null; content: string; ts: number }[];
-  summary: string | null;
-  categories: Record<string, string>;
-  turns_since_refresh: number;
-  ttl: number;
-}
+/** STM.CONTEXT's reply: the prompt blocks, whether to ask for a summary, and their sources. */
+export interface StmContext { items: string[]; nudge: boolean; turns_since_refresh: number; keys: string[] }
 
 /** Right after the bot delivered its replies. Returns the keys written ([] when skipped). */
 export async function capture(
@@ -27,20 +20,15 @@ export async function capture(
   return (await redis.call("STM.CAPTURE", ...args)) as string[];
 }
 
-/** The live scope: the server entry in a server, the user entry in a DM. */
-export const memoryKey = (user: string, channel: string, server: string | null, persona: string) =>
-  server ? `shortterm:server:${server}:${channel}:${persona}` : `shortterm:user:${user}:${channel}:${persona}`;
-
-/** This conversation's entry (messages, summary, categories, counters), or null. */
-export async function get(user: string, channel: string, server: string | null, persona: string): Promise<StmEntry | null> {
-  const text = (await redis.call("STM.GET", memoryKey(user, channel, server, persona), "FORMAT", "JSON")) as string | null;
-  return text ? (JSON.parse(text) as StmEntry) : null;
-}
-
-/** The user's other live conversations, newest first. */
-export async function recent(user: string, excludeChannel?: string, limit = 3): Promise<StmEntry[]> {
-  const args = ["USER", user, ...(excludeChannel ? ["EXCLUDE", excludeChannel] : []), "LIMIT", String(limit)];
-  return JSON.parse((await redis.call("STM.RECENT", ...args, "FORMAT", "JSON")) as string) as StmEntry[];
+/** Before building the next prompt, one round trip: the memory blocks to add and the summary nudge. */
+export async function context(
+  user: string, channel: string, server: string | null, persona: string,
+  opts: { lineage?: string; bot?: string; cadence?: number } = {},
+): Promise<StmContext> {
+  const args = ["USER", user, "CHANNEL", channel, "SERVER", server ?? "DM", "PERSONA", persona,
+    "BOT", opts.bot ?? "the assistant", "CADENCE", String(opts.cadence ?? 8)];
+  if (opts.lineage) args.push("LINEAGE", opts.lineage); // only memories of this persona's lineage
+  return JSON.parse((await redis.call("STM.CONTEXT", ...args, "FORMAT", "JSON")) as string) as StmContext;
 }
 
 /** Store a model-written summary; resets turns_since_refresh. */

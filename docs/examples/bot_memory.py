@@ -19,25 +19,15 @@ def capture(user, channel, server, history, replies, privacy="MINIMAL"):
     return r.execute_command(*args)
 
 
-def memory_key(user, channel, server, persona):
-    """The live scope: the server entry in a server, the user entry in a DM."""
-    if server:
-        return f"shortterm:server:{server}:{channel}:{persona}"
-    return f"shortterm:user:{user}:{channel}:{persona}"
-
-
-def get(user, channel, server, persona):
-    """This conversation's entry (messages, summary, categories, counters), or None."""
-    text = r.execute_command("STM.GET", memory_key(user, channel, server, persona), "FORMAT", "JSON")
-    return json.loads(text) if text else None
-
-
-def recent(user, exclude_channel=None, limit=3):
-    """The user's other live conversations, newest first."""
-    args = ["STM.RECENT", "USER", user]
-    if exclude_channel:
-        args += ["EXCLUDE", exclude_channel]
-    return json.loads(r.execute_command(*args, "LIMIT", limit, "FORMAT", "JSON"))
+def context(user, channel, server, persona, lineage=None, bot="the assistant", cadence=8):
+    """Before building the next prompt, one round trip: "items" are the memory blocks to add to the
+    prompt (other channels' memories, then this conversation's summary), "nudge" says the model
+    should write a summary now, "turns_since_refresh" and "keys" say where it all came from."""
+    args = ["STM.CONTEXT", "USER", user, "CHANNEL", channel, "SERVER", server or "DM",
+            "PERSONA", persona, "BOT", bot, "CADENCE", cadence]
+    if lineage:
+        args += ["LINEAGE", lineage]  # only memories of this persona's lineage
+    return json.loads(r.execute_command(*args, "FORMAT", "JSON"))
 
 
 def summary(user, channel, server, persona, text):

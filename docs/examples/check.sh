@@ -30,16 +30,32 @@ keys = m.capture("1001", "7", "42",
                  [{"role": "user", "speaker": "Alice", "content": "hi <:wave:123456789012345678>"}],
                  [{"persona": "3", "lineage": "12", "speaker": "Nova", "text": "Hello Alice!"}])
 assert keys == ["shortterm:user:1001:7:3", "shortterm:server:42:7:3"], keys
-entry = m.get("1001", "7", "42", "3")
-assert [x["content"] for x in entry["messages"]] == ["hi :wave:", "Hello Alice!"], entry
-assert entry["turns_since_refresh"] == 1, entry
-m.capture("1001", "8", None, [{"role": "user", "content": "psst"}],
-          [{"persona": "3", "speaker": "Nova", "text": "yes?"}])
-assert [e["key"] for e in m.recent("1001", exclude_channel="8")] == ["shortterm:user:1001:7:3"]
+here = m.context("1001", "7", "42", "3", lineage="12", bot="Nova")
+assert here == {"items": [], "nudge": False, "turns_since_refresh": 1, "keys": []}, here
+assert m.context("1001", "7", "42", "3", cadence=1)["nudge"] is True
+m.capture("1001", "8", "42", [{"role": "user", "content": "and here?"}],
+          [{"persona": "3", "lineage": "12", "speaker": "Nova", "text": "yes"}])
+there = m.context("1001", "8", "42", "3", lineage="12", bot="Nova")
+assert there["items"] == ['[System: Nova remembers a recent conversation in <#7> (just now):\n'
+                          'Alice: "hi :wave:"\nNova: "Hello Alice!"]'], there
+assert there["keys"] == ["shortterm:server:42:7:3"], there
+assert m.context("1001", "8", "42", "3", lineage="99")["items"] == []
 assert m.summary("1001", "7", "42", "3", "Alice greeted Nova.") == keys
-assert m.get("1001", "7", "42", "3")["summary"] == "Alice greeted Nova."
-assert m.forget("1001") == 2
-assert m.get("1001", "8", None, "3") is None
+here = m.context("1001", "7", "42", "3", lineage="12", bot="Nova")
+assert here["items"] == ['[System: Nova remembers a recent conversation in <#8> (just now):\n'
+                         'Someone: "and here?"\nNova: "yes"]',
+                         "[System: Nova's short term memory for this ongoing conversation:\n"
+                         "Alice greeted Nova.]"], here
+assert here["keys"] == ["shortterm:server:42:8:3", "shortterm:server:42:7:3"], here
+assert here["turns_since_refresh"] == 0 and here["nudge"] is False, here
+m.capture("1001", "9", None, [{"role": "user", "content": "psst"}],
+          [{"persona": "3", "speaker": "Nova", "text": "yes?"}])
+dm = m.context("1001", "9", None, "3")
+assert dm["keys"] == ["shortterm:user:1001:7:3", "shortterm:user:1001:8:3"], dm
+assert dm["items"][0].startswith("[System: the assistant remembers a recent conversation in <#7>"), dm
+assert m.forget("1001") == 3
+assert m.context("1001", "9", None, "3") == {"items": [], "nudge": False, "turns_since_refresh": 0,
+                                             "keys": []}
 print("python example: ok")
 PYEOF
 )
@@ -55,17 +71,22 @@ cat >"$WORK/js/run.js" <<'JSEOF'
 const assert = require('node:assert/strict');
 const m = require('./bot-memory.js');
 (async () => {
-  const keys = await m.capture('2002', '7', '42', [{ role: 'user', speaker: 'Bob', content: 'hi' }],
+  const keys = await m.capture('2002', '7', '43', [{ role: 'user', speaker: 'Bob', content: 'hi' }],
     [{ persona: '3', lineage: '12', speaker: 'Nova', text: 'Hello Bob!' }]);
-  assert.deepEqual(keys, ['shortterm:user:2002:7:3', 'shortterm:server:42:7:3']);
-  const entry = await m.get('2002', '7', '42', '3');
-  assert.deepEqual(entry.messages.map((x) => x.content), ['hi', 'Hello Bob!']);
+  assert.deepEqual(keys, ['shortterm:user:2002:7:3', 'shortterm:server:43:7:3']);
+  assert.deepEqual(await m.context('2002', '7', '43', '3'),
+    { items: [], nudge: false, turns_since_refresh: 1, keys: [] });
+  assert.equal((await m.context('2002', '7', '43', '3', { cadence: 1 })).nudge, true);
   await m.capture('2002', '9', null, [{ role: 'user', content: 'psst' }], [{ persona: '3', speaker: 'Nova', text: 'yes?' }]);
-  assert.deepEqual((await m.recent('2002', '9')).map((e) => e.key), ['shortterm:user:2002:7:3']);
-  assert.deepEqual(await m.summary('2002', '7', '42', '3', 'Bob said hi.'), keys);
-  assert.equal((await m.get('2002', '7', '42', '3')).summary, 'Bob said hi.');
+  const dm = await m.context('2002', '9', null, '3', { bot: 'Nova' });
+  assert.deepEqual(dm.items, ['[System: Nova remembers a recent conversation in <#7> (just now):\nBob: "hi"\nNova: "Hello Bob!"]']);
+  assert.deepEqual(dm.keys, ['shortterm:user:2002:7:3']);
+  assert.deepEqual((await m.context('2002', '9', null, '3', { lineage: '13' })).items, []);
+  assert.deepEqual(await m.summary('2002', '7', '43', '3', 'Bob said hi.'), keys);
+  const here = await m.context('2002', '7', '43', '3', { bot: 'Nova' });
+  assert.deepEqual(here.items, ["[System: Nova's short term memory for this ongoing conversation:\nBob said hi.]"]);
   assert.equal(await m.forget('2002'), 2);
-  assert.equal(await m.get('2002', '9', null, '3'), null);
+  assert.deepEqual((await m.context('2002', '9', null, '3')).keys, []);
   m.redis.disconnect();
   console.log('typescript example: ok');
 })().catch((e) => { console.error(e); process.exit(1); });

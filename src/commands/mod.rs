@@ -14,6 +14,7 @@ pub mod pubsub;
 pub mod server;
 pub mod sets;
 pub mod stm;
+pub mod stm_context;
 pub mod strings;
 pub mod table;
 pub mod transactions;

@@ -17,7 +17,7 @@ fn error(text: &'static str) -> Reply {
 }
 
 /// An id argument (user, channel, server, parent), or `ERR invalid <what> id`.
-fn id<'a>(arg: &'a [u8], what: &'static str) -> Result<&'a [u8], Reply> {
+pub(super) fn id<'a>(arg: &'a [u8], what: &'static str) -> Result<&'a [u8], Reply> {
     if valid_id(arg) {
         Ok(arg)
     } else {
@@ -26,7 +26,7 @@ fn id<'a>(arg: &'a [u8], what: &'static str) -> Result<&'a [u8], Reply> {
 }
 
 /// `SERVER <id|DM>`: None for a direct message.
-fn server_id(arg: &[u8]) -> Result<Option<&[u8]>, Reply> {
+pub(super) fn server_id(arg: &[u8]) -> Result<Option<&[u8]>, Reply> {
     if is(arg, "DM") {
         Ok(None)
     } else {
@@ -44,16 +44,16 @@ fn speaker(arg: &[u8]) -> Result<Option<&[u8]>, Reply> {
     Ok(Some(arg))
 }
 
-fn persona(arg: &[u8]) -> Result<Option<u64>, Reply> {
+pub(super) fn persona(arg: &[u8]) -> Result<Option<u64>, Reply> {
     parse_persona(arg).ok_or_else(|| error("ERR invalid persona id"))
 }
 
-fn lineage(arg: &[u8]) -> Result<Option<i64>, Reply> {
+pub(super) fn lineage(arg: &[u8]) -> Result<Option<i64>, Reply> {
     parse_lineage(arg).ok_or_else(|| error("ERR invalid lineage id"))
 }
 
 /// Sets a once-only option, or answers a syntax error when it was already given.
-fn once<T>(slot: &mut Option<T>, value: T) -> Result<(), Reply> {
+pub(super) fn once<T>(slot: &mut Option<T>, value: T) -> Result<(), Reply> {
     if slot.is_some() {
         return Err(Reply::error(err::SYNTAX));
     }
@@ -220,7 +220,7 @@ fn read_entry<'l>(
 }
 
 /// `FORMAT RESP|JSON`; true for JSON.
-fn format_json(arg: &[u8]) -> Result<bool, Reply> {
+pub(super) fn format_json(arg: &[u8]) -> Result<bool, Reply> {
     if is(arg, "JSON") {
         Ok(true)
     } else if is(arg, "RESP") {

@@ -2,6 +2,7 @@
 //! key positions, group, summary, syntax and handler. Dispatch checks it centrally; COMMAND,
 //! COMMAND INFO/DOCS/COUNT/LIST are rendered from it.
 
+use super::stm_context;
 use super::{blocking_lists as blists, hashes, lists, pubsub, sets, zrange, zsets};
 use super::{connection as conn, keys, ops, server, stm, strings, transactions as tx, Handler};
 use std::collections::HashMap;
@@ -271,6 +272,7 @@ pub static COMMANDS: &[Command] = commands![
     "stm.categories", -8, WRITE | DENYOOM, (0, 0, 0), "stm", "0.1.0", stm::categories, "USER user-id CHANNEL channel-id SERVER <server-id | DM> [PERSONA <persona-id | -> [LINEAGE <lineage-id | ->]] SET [slug text ...]", "Replaces the categories of a conversation's short-term memory.";
     "stm.recent", -3, READONLY, (0, 0, 0), "stm", "0.1.0", stm::recent, "<USER user-id | SERVER server-id> [EXCLUDE channel-id] [LINEAGE <lineage-id | ->] [LIMIT count] [FORMAT <RESP | JSON>]", "Returns an owner's most recently written short-term memory entries across channels.";
     "stm.forget", 3, WRITE, (0, 0, 0), "stm", "0.1.0", stm::forget, "<CHANNEL channel-id | USER user-id | KEY key>", "Deletes short-term memory entries and their scope rows.";
+    "stm.context", -7, READONLY, (0, 0, 0), "stm", "0.1.0", stm_context::context, "USER user-id CHANNEL channel-id SERVER <server-id | DM> [PERSONA <persona-id | ->] [LINEAGE <lineage-id | ->] [BOT name] [OTHERS count] [CRUDE count] [MODE <SUPERSEDE | CRUDE_SUMMARY>] [CADENCE turns] [CROSS-SERVER] [NOW unix-time-milliseconds] [FORMAT <RESP | JSON>]", "Returns the prompt-ready short-term memory blocks of a conversation.";
 ];
 
 /// Lower-case name bytes → command. ahash, not SipHash: this lookup runs for every request.

@@ -1,6 +1,7 @@
 //! Short-term memory: the entry type stored under `shortterm:…` keys, the key format and scopes.
 
 pub mod capture;
+pub mod context;
 pub mod index;
 pub mod messages;
 pub mod render;
