@@ -116,6 +116,14 @@ impl Waiters {
         }
     }
 
+    /// The keys some client is blocked on (SWAPDB wakes those that now hold a list).
+    pub fn waited_keys(&self) -> Vec<Bytes> {
+        if self.keys_waited.load(Ordering::Acquire) == 0 {
+            return Vec::new();
+        }
+        self.queues.lock().keys().cloned().collect()
+    }
+
     /// Number of clients blocked on any key (INFO's `blocked_clients`).
     pub fn blocked_clients(&self) -> usize {
         let queues = self.queues.lock();

@@ -25,6 +25,8 @@ pub struct ClientInfo {
     /// Name of the last command run (a static name from the command table).
     pub last_cmd: Mutex<&'static str>,
     pub resp: AtomicU8,
+    /// The selected database (CLIENT LIST's `db=`), mirrored from the connection's state.
+    pub db: AtomicU64,
     /// Asks the connection task to end: CLIENT KILL, an overflowing mailbox, server shutdown.
     signal: Signal,
     /// Set when the client is closed for passing its `client-output-buffer-limit`.
@@ -85,13 +87,14 @@ impl ClientInfo {
                 .unwrap_or_default()
         };
         format!(
-            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 watch=0 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 watch=0 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             self.laddr,
             text(&self.name),
             self.connected_at.elapsed().as_secs(),
             self.idle_secs(),
+            self.db.load(Ordering::Relaxed),
             self.last_cmd.lock(),
             self.resp.load(Ordering::Relaxed),
             text(&self.lib_name),
@@ -161,6 +164,7 @@ impl ClientRegistry {
             last_active_ms: AtomicU64::new(0),
             last_cmd: Mutex::new("NULL"),
             resp: AtomicU8::new(2),
+            db: AtomicU64::new(0),
             signal: Signal::default(),
             output_limit_reached: AtomicBool::new(false),
         });

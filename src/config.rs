@@ -115,6 +115,10 @@ pub struct Config {
     /// Keys sampled per eviction (more: closer to true LRU/TTL order, slower).
     #[arg(long, env = "STMD_MAXMEMORY_SAMPLES", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=i32::MAX as u64), help_heading = "Limits")]
     pub maxmemory_samples: u64,
+    /// Number of databases (SELECT 0 to N-1). A database's keyspace is created on first use, so
+    /// unused ones cost a few hundred bytes each. `STM.*` commands work in database 0.
+    #[arg(long, env = "STMD_DATABASES", default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=10_000), help_heading = "Limits")]
+    pub databases: u64,
 
     /// Working directory: where the embedded database file lives.
     #[arg(long, env = "STMD_DIR", default_value = ".", help_heading = "Storage")]
@@ -451,7 +455,11 @@ pub static PARAMS: &[Param] = &[
     number_param!("slowlog-max-len", slowlog_max_len),
     fixed_param!("save", ""),
     fixed_param!("appendonly", "no"),
-    fixed_param!("databases", "1"),
+    Param {
+        name: "databases",
+        get: |c| c.databases.to_string(),
+        set: None,
+    },
     Param {
         name: "threads",
         get: |c| c.threads.to_string(),

@@ -267,7 +267,7 @@ impl Collector for ServerCollector {
             &mut e,
             "stmd_stm_entries",
             "STM entries in memory.",
-            signed(shared.store.stm_index.len() as u64),
+            signed(crate::stm::stm_entries(&shared.store) as u64),
         )?;
         counter(
             &mut e,

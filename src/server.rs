@@ -187,7 +187,7 @@ pub async fn run(
         (Some(listener), _) | (None, Some(listener)) => listener.local_addr()?,
         (None, None) => return Err(Error::Config("no port to listen on".into())),
     };
-    let store = Arc::new(Store::new());
+    let store = Arc::new(Store::with_databases(config.databases as usize));
     // The writer stops only after the connections have drained, so their last operations land.
     let (writer_stop_tx, writer_stop_rx) = watch::channel(false);
     let (persist, writer) =

@@ -33,6 +33,10 @@ static ROWS: &[Row] = &[
     (&["select", "0"], b"+OK\r\n", SAME),
     (&["select", "x"], b"-ERR value is not an integer or out of range\r\n", SAME),
     (&["select"], b"-ERR wrong number of arguments for 'select' command\r\n", SAME),
+    (&["select", "-1"], b"-ERR DB index is out of range\r\n", SAME),
+    (&["select", "16"], b"-ERR DB index is out of range\r\n", SAME),
+    (&["select", "1"], b"+OK\r\n", SAME),
+    (&["select", "0"], b"+OK\r\n", SAME),
     (&["client", "getname"], b"$-1\r\n", b"_\r\n"),
     (&["client", "setname", "foo"], b"+OK\r\n", SAME),
     (&["client", "getname"], b"$3\r\nfoo\r\n", SAME),
@@ -414,9 +418,6 @@ static ROWS: &[Row] = &[
 
 /// Where stmd answers differently from Redis 7.0 on purpose.
 static DIFFERENCES: &[Row] = &[
-    // Only database 0 exists, as in Redis Cluster; Redis 7.0 standalone has 16 and says +OK.
-    (&["select", "1"], b"-ERR DB index is out of range\r\n", SAME),
-    (&["select", "-1"], b"-ERR DB index is out of range\r\n", SAME),
     // stmd follows Redis 7.2, which added CLIENT SETINFO and CLIENT NO-TOUCH (7.0: unknown
     // subcommand). Clients such as the `redis` crate and redis-py send SETINFO on connect.
     (&["client", "setinfo", "lib-name", "redis-rs"], b"+OK\r\n", SAME),

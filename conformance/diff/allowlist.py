@@ -50,13 +50,6 @@ def errors_exact_else_kind(a, b, args):
     return a.kind == b.kind
 
 
-def select_other_db(a, b, args):
-    """stmd has only database 0 (like Redis Cluster): `SELECT n` for n != 0 is refused."""
-    if len(args) == 2 and args[1] != b"0" and b.raw == b"+OK\r\n":
-        return a.raw == b"-ERR DB index is out of range\r\n"
-    return a.raw == b.raw
-
-
 def randomkey(a, b, args):
     """Random choice: both nil, or both a key."""
     return a.kind == b.kind
@@ -75,18 +68,7 @@ def scan_plain(a, b, args):
     return a.kind == b.kind == "*" and len(a.value) == len(b.value) == 2
 
 
-def config_get(a, b, args):
-    """stmd has one database: `databases` is 1 there."""
-    if a.raw == b.raw:
-        return True
-    pa, pb = pairs(a), pairs(b)
-    if pa is None or pb is None or a.kind != b.kind or len(pa) != len(pb):
-        return False
-    return all(ka == kb and (va == vb or ka.lower() == b"databases") for (ka, va), (kb, vb) in zip(pa, pb))
-
-
 ALLOWED = {
-    "CONFIG GET": (config_get, "stmd has only db 0: `databases` is 1"),
     "HELLO": (hello, "version (stmd reports its own 7.2-compatible version) and client id differ"),
     "TIME": (time_reply, "the clock: only the shape is compared"),
     "LASTSAVE": (same_kind, "stmd never saves: a timestamp either way"),
@@ -100,7 +82,6 @@ ALLOWED = {
     "CLIENT INFO": (errors_exact_else_kind, "per-client fields (addr, fd, ids, ages, memory) differ"),
     "CLIENT ID": (same_kind, "client ids are per server"),
     "CLIENT SETINFO": (client_setinfo, "Redis 7.2 command; the reference server is 7.0"),
-    "SELECT": (select_other_db, "stmd has only db 0, like Redis Cluster"),
     "RANDOMKEY": (randomkey, "random choice"),
     "SCAN": (scan_plain, "cursor values/order differ; [scan] cases compare the full key set"),
 }

@@ -214,3 +214,26 @@ def test_async_watch_conflict(protocol):
         await other.aclose()
 
     asyncio.run(main())
+
+
+def test_database_index_in_the_url(protocol):
+    """A bot configured with `redis://host:port/2` works in database 2 (redis-py sends SELECT after
+    HELLO), in both protocols; database 0 does not see its keys."""
+    from conftest import HOST, PORT
+
+    key = "db2:" + uuid.uuid4().hex
+    two = redis.Redis.from_url(
+        "redis://%s:%d/2" % (HOST, PORT), protocol=protocol, decode_responses=True, socket_timeout=5
+    )
+    zero = client(protocol)
+    try:
+        assert two.set(key, "v")
+        assert two.get(key) == "v"
+        assert "db=2" in two.execute_command("CLIENT INFO")
+        assert zero.exists(key) == 0
+        assert two.move(key, 0)
+        assert zero.get(key) == "v"
+    finally:
+        zero.delete(key)
+        two.close()
+        zero.close()

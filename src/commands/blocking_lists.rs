@@ -48,7 +48,7 @@ pub fn bpop(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let timeout = parse_timeout(args[args.len() - 1])?;
     let in_exec = ctx.in_exec();
     let me = ctx.conn.wait.as_ref().map(|g| g.waiter().clone());
-    let waiters = ctx.shared.store.waiters.clone();
+    let waiters = ctx.shared.store.db(ctx.conn.db).waiters.clone();
     let guard = {
         let mut locked = ctx.lock(keys);
         for key in keys {
@@ -86,7 +86,7 @@ pub fn blmove(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let (src, dst) = (args[1], args[2]);
     let in_exec = ctx.in_exec();
     let me = ctx.conn.wait.as_ref().map(|g| g.waiter().clone());
-    let waiters = ctx.shared.store.waiters.clone();
+    let waiters = ctx.shared.store.db(ctx.conn.db).waiters.clone();
     let guard = {
         let mut locked = ctx.lock(&args[1..3]);
         let exists = list(&mut locked, src)?.is_some();

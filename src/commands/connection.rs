@@ -113,13 +113,6 @@ pub fn hello(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     ]))
 }
 
-pub fn select(_ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    match int(args[1])? {
-        0 => Ok(Reply::OK),
-        _ => Err(Reply::error("ERR DB index is out of range")),
-    }
-}
-
 pub fn quit(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
     ctx.conn.close_after_reply = true;
     Ok(Reply::OK)
@@ -143,6 +136,7 @@ pub fn reset(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
     conn.info.resp.store(2, Ordering::Relaxed);
     *conn.info.name.lock() = None;
     conn.authenticated = ctx.shared.config.read().requirepass.is_empty();
+    super::databases::set_db(ctx, 0);
     Ok(Reply::Status("RESET".into()))
 }
 

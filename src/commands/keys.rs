@@ -150,9 +150,15 @@ pub fn keys(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     } else {
         // One shard at a time, so KEYS never stalls the whole keyspace. Like Redis, the expired
         // keys it meets are deleted.
-        let store = &ctx.shared.store;
-        for shard in 0..store.shard_count() {
-            let mut locked = store.lock_shard(shard);
+        let (store, db) = (&ctx.shared.store, ctx.conn.db);
+        // A database never used is empty: reading it need not create it.
+        let shards = if store.existing(db).is_some() {
+            store.shard_count()
+        } else {
+            0
+        };
+        for shard in 0..shards {
+            let mut locked = store.lock_shard(db, shard);
             locked.remove_expired();
             collect(&locked);
         }
@@ -202,8 +208,11 @@ pub fn scan(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             return Err(Reply::error(err::SYNTAX));
         }
     }
-    let store = ctx.shared.store.clone();
+    let (store, db) = (ctx.shared.store.clone(), ctx.conn.db);
     let (mut shard, mut position) = scan::split_cursor(cursor);
+    if store.existing(db).is_none() {
+        shard = store.shard_count(); // never used, so empty
+    }
     let mut picked: Vec<(Bytes, &'static str)> = Vec::new();
     let mut next = 0;
     while shard < store.shard_count() {
@@ -211,7 +220,7 @@ pub fn scan(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         let batch = if ctx.in_exec() {
             scan::scan_shard(&ctx.lock_all(), shard, position, want)
         } else {
-            scan::scan_shard(&store.lock_shard(shard), shard, position, want)
+            scan::scan_shard(&store.lock_shard(db, shard), shard, position, want)
         };
         picked.extend(batch.keys);
         if let Some(pos) = batch.resume_at {
@@ -260,7 +269,10 @@ pub fn rename(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 pub fn randomkey(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
-    let store = ctx.shared.store.clone();
+    let (store, db) = (ctx.shared.store.clone(), ctx.conn.db);
+    if store.existing(db).is_none() {
+        return Ok(Reply::Nil); // never used, so empty
+    }
     let shards = store.shard_count();
     let start = rand::thread_rng().gen_range(0..shards);
     for i in 0..shards {
@@ -274,7 +286,7 @@ pub fn randomkey(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
         let found = if ctx.in_exec() {
             pick(&ctx.lock_all())
         } else {
-            pick(&store.lock_shard(shard))
+            pick(&store.lock_shard(db, shard))
         };
         if let Some(key) = found {
             return Ok(Reply::Bulk(key));

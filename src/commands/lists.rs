@@ -44,7 +44,7 @@ fn push_end(list: &mut List, end: End, value: Bytes) {
 /// Wakes a client blocked on `key` after elements were added to an existing list (a new list
 /// signals by itself when it enters the keyspace).
 pub fn signal_push(locked: &Locked<'_>, key: &[u8]) {
-    locked.store().waiters.signal(key);
+    locked.keyspace().waiters.signal(key);
 }
 
 /// Pops one element from `key`, deleting the list when it empties.

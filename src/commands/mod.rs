@@ -5,6 +5,7 @@ pub mod args;
 pub mod blocking_lists;
 pub mod collection_scan;
 pub mod connection;
+pub mod databases;
 pub mod docs;
 pub mod hashes;
 pub mod keys;
@@ -63,8 +64,10 @@ pub struct ConnState {
     pub multi: Option<Vec<Vec<Bytes>>>,
     /// A command failed to queue: EXEC must answer EXECABORT.
     pub multi_failed: bool,
-    /// WATCHed keys with the version each had (None: absent) when watched.
-    pub watched: Vec<(Bytes, Option<u64>)>,
+    /// WATCHed keys with the version each had when watched.
+    pub watched: Vec<databases::Watched>,
+    /// The selected database (SELECT); every key command works in it.
+    pub db: usize,
     /// Set by a blocking command that found nothing: the connection loop waits, then reruns it.
     pub block: Option<BlockRequest>,
     /// This connection's place in the queues of the keys it is blocked on (kept across reruns).
@@ -94,6 +97,7 @@ impl ConnState {
             multi: None,
             multi_failed: false,
             watched: Vec::new(),
+            db: 0,
             block: None,
             wait: None,
             subs: Default::default(),
@@ -102,11 +106,12 @@ impl ConnState {
     }
 }
 
-/// What a handler sees: the shared server, its connection, and (inside EXEC) the held keyspace lock.
+/// What a handler sees: the shared server, its connection, and (inside EXEC) the held locks of
+/// the databases the transaction touches.
 pub struct Ctx<'c, 's> {
     pub shared: &'s Shared,
     pub conn: &'c mut ConnState,
-    held: Option<&'c mut Locked<'s>>,
+    held: Option<&'c mut databases::HeldLocks<'s>>,
 }
 
 /// The shards a command locked itself, or the whole-keyspace lock EXEC holds.
@@ -143,20 +148,58 @@ impl<'c, 's> Ctx<'c, 's> {
         }
     }
 
-    /// Locks the shards of `keys` (or reuses EXEC's lock) for one atomic command.
+    /// Locks the shards of `keys` in the selected database (or reuses EXEC's lock) for one
+    /// atomic command.
+    #[inline]
     pub fn lock<K: AsRef<[u8]>>(&mut self, keys: &[K]) -> KeyLock<'_, 's> {
-        match self.held.as_deref_mut() {
+        let (store, db) = (&self.shared.store, self.conn.db);
+        match self.held.as_deref_mut().and_then(|held| held.get_mut(db)) {
             Some(held) => KeyLock::Held(held),
-            None if keys.len() == 1 => KeyLock::Own(self.shared.store.lock_one(keys[0].as_ref())),
-            None => KeyLock::Own(self.shared.store.lock(keys)),
+            None if keys.len() == 1 => KeyLock::Own(store.lock_one(db, keys[0].as_ref())),
+            None => KeyLock::Own(store.lock(db, keys)),
         }
     }
 
-    /// Locks the whole keyspace (or reuses EXEC's lock).
+    /// Locks the whole selected database (or reuses EXEC's lock).
     pub fn lock_all(&mut self) -> KeyLock<'_, 's> {
-        match self.held.as_deref_mut() {
+        let db = self.conn.db;
+        self.lock_all_of(db)
+    }
+
+    /// Locks the whole of database `db` (or reuses EXEC's lock of it).
+    pub fn lock_all_of(&mut self, db: usize) -> KeyLock<'_, 's> {
+        let store = &self.shared.store;
+        match self.held.as_deref_mut().and_then(|held| held.get_mut(db)) {
             Some(held) => KeyLock::Held(held),
-            None => KeyLock::Own(self.shared.store.lock_all()),
+            None => KeyLock::Own(store.lock_all(db)),
+        }
+    }
+
+    /// Locks `first` and `second` of two different databases at once (MOVE, SWAPDB), taking the
+    /// lower database first, as every multi-database lock does, so two such commands cannot
+    /// deadlock. Inside EXEC the transaction's locks are reused.
+    pub fn lock_two(
+        &mut self,
+        first: (usize, databases::Span<'_>),
+        second: (usize, databases::Span<'_>),
+    ) -> (KeyLock<'_, 's>, KeyLock<'_, 's>) {
+        let store: &'s crate::store::Store = &self.shared.store;
+        let acquire = |(db, span): (usize, databases::Span<'_>)| match span {
+            databases::Span::Keys(keys) => store.lock(db, keys),
+            databases::Span::All => store.lock_all(db),
+        };
+        if let Some(held) = self.held.as_deref_mut() {
+            let (a, b) = held.pair_mut(first.0, second.0);
+            let a = a.map_or_else(|| KeyLock::Own(acquire(first)), KeyLock::Held);
+            let b = b.map_or_else(|| KeyLock::Own(acquire(second)), KeyLock::Held);
+            return (a, b);
+        }
+        if first.0 <= second.0 {
+            let a = acquire(first);
+            (KeyLock::Own(a), KeyLock::Own(acquire(second)))
+        } else {
+            let b = acquire(second);
+            (KeyLock::Own(acquire(first)), KeyLock::Own(b))
         }
     }
 
@@ -222,7 +265,14 @@ pub fn run(ctx: &mut Ctx<'_, '_>, cmd: &Command, args: &[&[u8]]) -> Reply {
     // A blocked command is rerun on every wake-up; monitors saw it the first time.
     let rerun = ctx.conn.wait.is_some();
     let started = std::time::Instant::now();
-    let reply = match (cmd.handler)(ctx, args) {
+    // Checked when the command runs, not when MULTI queues it: a SELECT earlier in the same
+    // transaction changes the database the command runs in.
+    let outcome = if ctx.conn.db != 0 && cmd.has(table::DB_ZERO_ONLY) {
+        Err(databases::db_zero_only(ctx.conn.db))
+    } else {
+        (cmd.handler)(ctx, args)
+    };
+    let reply = match outcome {
         Ok(reply) | Err(reply) => reply,
     };
     let micros = started.elapsed().as_micros().min(u128::from(u64::MAX)) as u64;

@@ -93,7 +93,14 @@ fn render_section(ctx: &Ctx, section: &str, out: &mut String) {
         "clients" => {
             line("connected_clients", &shared.clients.len());
             line("maxclients", &shared.config.read().maxclients);
-            line("blocked_clients", &shared.store.waiters.blocked_clients());
+            line(
+                "blocked_clients",
+                &shared
+                    .store
+                    .existing_dbs()
+                    .map(|(_, space)| space.waiters.blocked_clients())
+                    .sum::<usize>(),
+            );
         }
         "memory" => {
             let rss = rss_bytes();
@@ -151,18 +158,7 @@ fn render_section(ctx: &Ctx, section: &str, out: &mut String) {
         "stm" => shared
             .stm
             .render_info(&shared.store, &mut |n, v| line(n, &v)),
-        "keyspace" => {
-            let keys = shared.store.len();
-            if keys > 0 {
-                line(
-                    "db0",
-                    &format!(
-                        "keys={keys},expires={},avg_ttl=0",
-                        shared.store.volatile_len()
-                    ),
-                );
-            }
-        }
+        "keyspace" => super::databases::keyspace_info(&shared.store, &mut |n, v| line(n, v)),
         _ => {}
     }
 }
@@ -457,23 +453,6 @@ fn command_list(filter: &[&[u8]]) -> CmdResult {
             .map(|c| Reply::bulk_str(c.name))
             .collect(),
     ))
-}
-
-pub fn dbsize(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
-    Ok(Reply::Int(ctx.shared.store.len() as i64))
-}
-
-pub fn flushall(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let valid = match args {
-        [_] => true,
-        [_, mode] => is(mode, "ASYNC") || is(mode, "SYNC"),
-        _ => false,
-    };
-    if !valid {
-        return Err(Reply::error(err::SYNTAX));
-    }
-    ctx.lock_all().clear();
-    Ok(Reply::OK)
 }
 
 pub fn time(_ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {

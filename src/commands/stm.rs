@@ -498,7 +498,7 @@ pub fn recent(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     };
     let limit = limit.unwrap_or(3);
     let json = json.unwrap_or(false);
-    let index = &ctx.shared.store.stm_index;
+    let index = &ctx.shared.store.db(ctx.conn.db).stm_index;
     let keys = match scope {
         Scope::User => index.user_keys(owner),
         Scope::Server => index.server_keys(owner),
@@ -536,7 +536,7 @@ pub fn recent(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 
 pub fn forget(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let (kind, value) = (args[1], args[2]);
-    let index = &ctx.shared.store.stm_index;
+    let index = &ctx.shared.store.db(ctx.conn.db).stm_index;
     let (keys, op): (Vec<Bytes>, Option<PersistOp>) = if is(kind, "CHANNEL") {
         let channel = id(value, "channel")?;
         (

@@ -3,6 +3,7 @@
 //! COMMAND INFO/DOCS/COUNT/LIST are rendered from it.
 
 use super::stm_context;
+use super::databases;
 use super::{blocking_lists as blists, hashes, lists, pubsub, sets, zrange, zsets};
 use super::{connection as conn, keys, ops, server, stm, strings, transactions as tx, Handler};
 use std::collections::HashMap;
@@ -25,6 +26,8 @@ pub const NOT_QUEUED: u32 = 1 << 11;
 /// Refused inside MULTI (`ERR Command not allowed inside a transaction`), which dooms the
 /// transaction. Redis 7.2 flags SHUTDOWN, SAVE, SYNC and PSYNC so; stmd has SHUTDOWN of those.
 pub const NO_MULTI: u32 = 1 << 12;
+/// Works in database 0 only (the `STM.*` commands): refused in any other selected database.
+pub const DB_ZERO_ONLY: u32 = 1 << 13;
 
 const FLAG_NAMES: &[(u32, &str)] = &[
     (WRITE, "write"),
@@ -114,7 +117,7 @@ pub static COMMANDS: &[Command] = commands![
     "echo", 2, FAST | STALE, (0, 0, 0), "connection", "1.0.0", conn::echo, "message", "Returns the given string.";
     "hello", -1, NO_AUTH | FAST | STALE | NOSCRIPT | LOADING, (0, 0, 0), "connection", "6.0.0", conn::hello, "[protover [AUTH username password] [SETNAME clientname]]", "Handshakes with the Redis server.";
     "auth", -2, NO_AUTH | FAST | STALE | NOSCRIPT | LOADING, (0, 0, 0), "connection", "1.0.0", conn::auth, "[username] password", "Authenticates the connection.";
-    "select", 2, FAST | LOADING | STALE, (0, 0, 0), "connection", "1.0.0", conn::select, "index", "Changes the selected database.";
+    "select", 2, FAST | LOADING | STALE, (0, 0, 0), "connection", "1.0.0", databases::select, "index", "Changes the selected database.";
     "quit", -1, NO_AUTH | FAST | STALE | LOADING | NOSCRIPT | NOT_QUEUED, (0, 0, 0), "connection", "1.0.0", conn::quit, "", "Closes the connection.";
     "reset", 1, NO_AUTH | FAST | STALE | LOADING | NOSCRIPT | NOT_QUEUED, (0, 0, 0), "connection", "6.2.0", conn::reset, "", "Resets the connection.";
     "client", -2, STALE | LOADING | NOSCRIPT, (0, 0, 0), "connection", "2.4.0", conn::client, "ID | INFO | LIST | GETNAME | SETNAME connection-name | SETINFO <LIB-NAME libname | LIB-VER libver> | KILL <ip:port | ID client-id>", "A container for client connection commands.";
@@ -124,9 +127,9 @@ pub static COMMANDS: &[Command] = commands![
     "slowlog", -2, ADMIN | LOADING | STALE, (0, 0, 0), "server", "2.2.12", ops::slowlog, "GET [count] | LEN | RESET | HELP", "A container for slow log commands.";
     "monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "1.0.0", ops::monitor, "", "Listens for all requests received by the server in real-time.";
     "command", -1, LOADING | STALE, (0, 0, 0), "server", "2.8.13", server::command, "[COUNT | INFO [command-name ...] | DOCS [command-name ...] | LIST | GETKEYS command [arg ...]]", "Returns detailed information about all commands.";
-    "dbsize", 1, READONLY | FAST, (0, 0, 0), "server", "1.0.0", server::dbsize, "", "Returns the number of keys in the database.";
-    "flushdb", -1, WRITE, (0, 0, 0), "server", "1.0.0", server::flushall, "[ASYNC | SYNC]", "Removes all keys from the current database.";
-    "flushall", -1, WRITE, (0, 0, 0), "server", "1.0.0", server::flushall, "[ASYNC | SYNC]", "Removes all keys from all databases.";
+    "dbsize", 1, READONLY | FAST, (0, 0, 0), "server", "1.0.0", databases::dbsize, "", "Returns the number of keys in the database.";
+    "flushdb", -1, WRITE, (0, 0, 0), "server", "1.0.0", databases::flushdb, "[ASYNC | SYNC]", "Removes all keys from the current database.";
+    "flushall", -1, WRITE, (0, 0, 0), "server", "1.0.0", databases::flushall, "[ASYNC | SYNC]", "Removes all keys from all databases.";
     "time", 1, FAST | LOADING | STALE, (0, 0, 0), "server", "2.6.0", server::time, "", "Returns the server time.";
     "shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI, (0, 0, 0), "server", "1.0.0", server::shutdown, "[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]", "Stops the server.";
     "lastsave", 1, FAST | LOADING | STALE, (0, 0, 0), "server", "1.0.0", server::lastsave, "", "Returns the Unix timestamp of the last successful save to disk.";
@@ -156,6 +159,8 @@ pub static COMMANDS: &[Command] = commands![
     "rename", 3, WRITE, (1, 2, 1), "generic", "1.0.0", keys::rename, "key newkey", "Renames a key and overwrites the destination.";
     "renamenx", 3, WRITE | FAST, (1, 2, 1), "generic", "1.0.0", keys::rename, "key newkey", "Renames a key only when the target key name doesn't exist.";
     "randomkey", 1, READONLY, (0, 0, 0), "generic", "1.0.0", keys::randomkey, "", "Returns a random key name from the database.";
+    "move", 3, WRITE | FAST, (1, 1, 1), "generic", "1.0.0", databases::move_key, "key db", "Moves a key to another database.";
+    "swapdb", 3, WRITE | FAST, (0, 0, 0), "server", "4.0.0", databases::swapdb, "index1 index2", "Swaps two Redis databases.";
     // string
     "get", 2, READONLY | FAST, (1, 1, 1), "string", "1.0.0", strings::get, "key", "Returns the string value of a key.";
     "set", -3, WRITE | DENYOOM, (1, 1, 1), "string", "1.0.0", strings::set, "key value [NX | XX] [GET] [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]", "Sets the string value of a key, ignoring its type.";
@@ -265,14 +270,14 @@ pub static COMMANDS: &[Command] = commands![
     "publish", 3, PUBSUB | LOADING | STALE | FAST, (0, 0, 0), "pubsub", "2.0.0", pubsub::publish, "channel message", "Posts a message to a channel.";
     "pubsub", -2, PUBSUB | LOADING | STALE, (0, 0, 0), "pubsub", "2.8.0", pubsub::pubsub, "CHANNELS [pattern] | NUMSUB [channel [channel ...]] | NUMPAT", "A container for Pub/Sub commands.";
     // short-term memory
-    "stm.capture", -7, WRITE | DENYOOM, (0, 0, 0), "stm", "0.1.0", stm::capture, "USER user-id CHANNEL channel-id SERVER <server-id | DM> [PARENT parent-channel-id] [PRIVACY <MINIMAL | PARTIAL | FULL | 0 | 1 | 2>] [STOP] [MSG <user | model> <speaker | -> content [MSG ...]] [REPLY <persona-id | -> <lineage-id | -> <speaker | -> content [REPLY ...]]", "Records a delivered turn in the user and server short-term memory of each persona.";
-    "stm.get", -2, READONLY | FAST, (1, 1, 1), "stm", "0.1.0", stm::get, "key [FORMAT <RESP | JSON>]", "Returns a short-term memory entry.";
-    "stm.tick", -2, WRITE | DENYOOM | FAST, (1, 1, 1), "stm", "0.1.0", stm::tick, "key [BY increment]", "Advances the summary cadence counter of a short-term memory entry.";
-    "stm.summary", -9, WRITE | DENYOOM, (0, 0, 0), "stm", "0.1.0", stm::summary, "USER user-id CHANNEL channel-id SERVER <server-id | DM> [PERSONA <persona-id | -> [LINEAGE <lineage-id | ->]] TEXT summary", "Writes the summary of a conversation's short-term memory.";
-    "stm.categories", -8, WRITE | DENYOOM, (0, 0, 0), "stm", "0.1.0", stm::categories, "USER user-id CHANNEL channel-id SERVER <server-id | DM> [PERSONA <persona-id | -> [LINEAGE <lineage-id | ->]] SET [slug text ...]", "Replaces the categories of a conversation's short-term memory.";
-    "stm.recent", -3, READONLY, (0, 0, 0), "stm", "0.1.0", stm::recent, "<USER user-id | SERVER server-id> [EXCLUDE channel-id] [LINEAGE <lineage-id | ->] [LIMIT count] [FORMAT <RESP | JSON>]", "Returns an owner's most recently written short-term memory entries across channels.";
-    "stm.forget", 3, WRITE, (0, 0, 0), "stm", "0.1.0", stm::forget, "<CHANNEL channel-id | USER user-id | KEY key>", "Deletes short-term memory entries and their scope rows.";
-    "stm.context", -7, READONLY, (0, 0, 0), "stm", "0.1.0", stm_context::context, "USER user-id CHANNEL channel-id SERVER <server-id | DM> [PERSONA <persona-id | ->] [LINEAGE <lineage-id | ->] [BOT name] [OTHERS count] [CRUDE count] [MODE <SUPERSEDE | CRUDE_SUMMARY>] [CADENCE turns] [CROSS-SERVER] [NOW unix-time-milliseconds] [FORMAT <RESP | JSON>]", "Returns the prompt-ready short-term memory blocks of a conversation.";
+    "stm.capture", -7, WRITE | DENYOOM | DB_ZERO_ONLY, (0, 0, 0), "stm", "0.1.0", stm::capture, "USER user-id CHANNEL channel-id SERVER <server-id | DM> [PARENT parent-channel-id] [PRIVACY <MINIMAL | PARTIAL | FULL | 0 | 1 | 2>] [STOP] [MSG <user | model> <speaker | -> content [MSG ...]] [REPLY <persona-id | -> <lineage-id | -> <speaker | -> content [REPLY ...]]", "Records a delivered turn in the user and server short-term memory of each persona.";
+    "stm.get", -2, READONLY | FAST | DB_ZERO_ONLY, (1, 1, 1), "stm", "0.1.0", stm::get, "key [FORMAT <RESP | JSON>]", "Returns a short-term memory entry.";
+    "stm.tick", -2, WRITE | DENYOOM | FAST | DB_ZERO_ONLY, (1, 1, 1), "stm", "0.1.0", stm::tick, "key [BY increment]", "Advances the summary cadence counter of a short-term memory entry.";
+    "stm.summary", -9, WRITE | DENYOOM | DB_ZERO_ONLY, (0, 0, 0), "stm", "0.1.0", stm::summary, "USER user-id CHANNEL channel-id SERVER <server-id | DM> [PERSONA <persona-id | -> [LINEAGE <lineage-id | ->]] TEXT summary", "Writes the summary of a conversation's short-term memory.";
+    "stm.categories", -8, WRITE | DENYOOM | DB_ZERO_ONLY, (0, 0, 0), "stm", "0.1.0", stm::categories, "USER user-id CHANNEL channel-id SERVER <server-id | DM> [PERSONA <persona-id | -> [LINEAGE <lineage-id | ->]] SET [slug text ...]", "Replaces the categories of a conversation's short-term memory.";
+    "stm.recent", -3, READONLY | DB_ZERO_ONLY, (0, 0, 0), "stm", "0.1.0", stm::recent, "<USER user-id | SERVER server-id> [EXCLUDE channel-id] [LINEAGE <lineage-id | ->] [LIMIT count] [FORMAT <RESP | JSON>]", "Returns an owner's most recently written short-term memory entries across channels.";
+    "stm.forget", 3, WRITE | DB_ZERO_ONLY, (0, 0, 0), "stm", "0.1.0", stm::forget, "<CHANNEL channel-id | USER user-id | KEY key>", "Deletes short-term memory entries and their scope rows.";
+    "stm.context", -7, READONLY | DB_ZERO_ONLY, (0, 0, 0), "stm", "0.1.0", stm_context::context, "USER user-id CHANNEL channel-id SERVER <server-id | DM> [PERSONA <persona-id | ->] [LINEAGE <lineage-id | ->] [BOT name] [OTHERS count] [CRUDE count] [MODE <SUPERSEDE | CRUDE_SUMMARY>] [CADENCE turns] [CROSS-SERVER] [NOW unix-time-milliseconds] [FORMAT <RESP | JSON>]", "Returns the prompt-ready short-term memory blocks of a conversation.";
 ];
 
 /// Lower-case name bytes → command. ahash, not SipHash: this lookup runs for every request.

@@ -1,10 +1,13 @@
-//! MULTI/EXEC/DISCARD/WATCH/UNWATCH. EXEC runs the queue under a lock of the whole keyspace, so it is
-//! atomic against every other client; WATCH compares entry versions taken at WATCH time.
+//! MULTI/EXEC/DISCARD/WATCH/UNWATCH. EXEC runs the queue under whole-database locks of every
+//! database it can touch, so it is atomic against every other client; WATCH compares entry
+//! versions taken at WATCH time.
 
+use super::databases::{HeldLocks, Watched};
 use super::{CmdResult, Ctx};
 use crate::protocol::Reply;
 use crate::store::eviction::OOM;
 use bytes::Bytes;
+use std::sync::atomic::Ordering;
 
 pub fn multi(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
     if ctx.conn.multi.is_some() {
@@ -54,11 +57,9 @@ pub fn exec(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
             format!("EXECABORT Transaction discarded because of: {OOM}").into(),
         ));
     }
-    let mut all = shared.store.lock_all();
-    if watched
-        .iter()
-        .any(|(key, version)| all.version(key) != *version)
-    {
+    let dbs = super::databases::touched_by_exec(ctx, &queue, &watched);
+    let mut all = HeldLocks::acquire(&shared.store, &dbs);
+    if all.any_changed(&watched) {
         return Ok(Reply::NilArray);
     }
     let mut replies = Vec::with_capacity(queue.len());
@@ -86,12 +87,17 @@ pub fn watch(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         return Err(Reply::error("ERR WATCH inside MULTI is not allowed"));
     }
     let keys = &args[1..];
-    let mut locked = ctx.shared.store.lock(keys);
+    let db = ctx.conn.db;
+    let mut locked = ctx.shared.store.lock(db, keys);
+    let swaps = locked.keyspace().swaps.load(Ordering::Relaxed);
     for key in keys {
         let version = locked.version(key);
-        ctx.conn
-            .watched
-            .push((Bytes::copy_from_slice(key), version));
+        ctx.conn.watched.push(Watched {
+            db,
+            key: Bytes::copy_from_slice(key),
+            version,
+            swaps,
+        });
     }
     Ok(Reply::OK)
 }

@@ -143,6 +143,17 @@ impl StmIndex {
         sets.get(id).map(Keys::to_vec).unwrap_or_default()
     }
 
+    /// Trades contents with `other` (SWAPDB). Callers hold every shard of both databases, so no
+    /// insert or removal can be waiting on either index meanwhile.
+    pub(crate) fn swap_with(&self, other: &StmIndex) {
+        if std::ptr::eq(self, other) {
+            return;
+        }
+        let mut mine = self.maps.lock();
+        let mut theirs = other.maps.lock();
+        std::mem::swap(&mut *mine, &mut *theirs);
+    }
+
     /// Number of indexed keys (each STM entry is indexed under its channel exactly once).
     pub fn len(&self) -> usize {
         self.maps.lock().by_channel.values().map(Keys::len).sum()

@@ -315,7 +315,7 @@ impl StmState {
 
     /// The lines of `INFO stm`.
     pub fn render_info(&self, store: &Store, line: &mut dyn FnMut(&str, String)) {
-        line("stm_entries", store.stm_index.len().to_string());
+        line("stm_entries", stm_entries(store).to_string());
         line(
             "stm_expired_entries",
             store
@@ -330,12 +330,21 @@ impl StmState {
     }
 }
 
+/// STM entries in every database (SWAPDB and MOVE can carry them out of database 0).
+pub fn stm_entries(store: &Store) -> usize {
+    store
+        .existing_dbs()
+        .map(|(_, space)| space.stm_index.len())
+        .sum()
+}
+
 /// Brings a row with distilled memory back as an entry without messages, expiring as if last
 /// written at the row's `updated_at`. A live entry always wins. Returns whether it was restored.
 pub fn restore(store: &Store, row: &WarmRow, summary_ttl_ms: u64) -> bool {
     let key = row.scope.key();
     let expire_at = row.updated_ms.saturating_add(summary_ttl_ms);
-    let mut locked = store.lock_one(&key);
+    // STM lives in database 0.
+    let mut locked = store.lock_one(0, &key);
     if expire_at <= locked.now || locked.contains(&key) {
         return false;
     }

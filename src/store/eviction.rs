@@ -19,6 +19,7 @@
 use super::{Entry, Store};
 use bytes::Bytes;
 use parking_lot::Mutex;
+use smallvec::SmallVec;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::Arc;
@@ -253,14 +254,16 @@ impl Store {
         let shards = self.shard_count();
         let first = rand::random::<u64>() as usize % shards;
         let random = policy.score_is_constant();
-        for i in 0..shards {
-            let locked = self.lock_shard((first + i) % shards);
+        // Every database's shard `i` in turn, so eviction reaches keys in all of them.
+        let dbs: SmallVec<[usize; 16]> = self.existing_dbs().map(|(db, _)| db).collect();
+        for (i, &db) in (0..shards).flat_map(|i| dbs.iter().map(move |db| (i, db))) {
+            let locked = self.lock_shard(db, (first + i) % shards);
             let wanted = if random { 1 } else { samples };
-            let sampled = sample(&locked.guards[0].1, policy, wanted, locked.now);
+            let sampled = sample(&locked.guards[0].1, db, policy, wanted, locked.now);
             drop(locked);
             merge(pool, sampled);
             while let Some(best) = pool.pop() {
-                let mut locked = self.lock_one(&best.key);
+                let mut locked = self.lock_one(best.db, &best.key);
                 let now = locked.now;
                 // A key read (or given a later expiry) since it was sampled is no longer the best.
                 let still_best = locked
@@ -285,6 +288,7 @@ impl Store {
 /// A key that may be evicted, with its score when sampled (the highest goes first).
 struct Candidate {
     score: u64,
+    db: usize,
     key: Bytes,
 }
 
@@ -293,7 +297,13 @@ const POOL_SIZE: usize = 16;
 
 /// Up to `samples` eligible keys of `shard`, consecutive from a random position (hash order, so
 /// random keys).
-fn sample(shard: &super::Shard, policy: Policy, samples: u64, now: u64) -> Vec<Candidate> {
+fn sample(
+    shard: &super::Shard,
+    db: usize,
+    policy: Policy,
+    samples: u64,
+    now: u64,
+) -> Vec<Candidate> {
     if shard.is_empty() {
         return Vec::new();
     }
@@ -306,6 +316,7 @@ fn sample(shard: &super::Shard, policy: Policy, samples: u64, now: u64) -> Vec<C
         .take(usize::try_from(samples).unwrap_or(usize::MAX))
         .map(|(key, v)| Candidate {
             score: policy.score(v.get(), now),
+            db,
             key: key.clone(),
         })
         .collect()
@@ -315,7 +326,10 @@ fn sample(shard: &super::Shard, policy: Policy, samples: u64, now: u64) -> Vec<C
 /// its [`POOL_SIZE`] best.
 fn merge(pool: &mut Vec<Candidate>, sampled: Vec<Candidate>) {
     for candidate in sampled {
-        if !pool.iter().any(|c| c.key == candidate.key) {
+        if !pool
+            .iter()
+            .any(|c| c.key == candidate.key && c.db == candidate.db)
+        {
             pool.push(candidate);
         }
     }
@@ -376,7 +390,7 @@ mod tests {
     #[test]
     fn volatile_policies_pick_only_keys_with_a_ttl_and_ttl_picks_the_soonest() {
         let store = Store::new();
-        let mut l = store.lock_all();
+        let mut l = store.lock_all(0);
         let now = l.now;
         for i in 0..200u64 {
             let key = format!("k{i}");
@@ -385,7 +399,7 @@ mod tests {
         }
         for (shard, guard) in &l.guards {
             let mut pool = Vec::new();
-            merge(&mut pool, sample(guard, Policy::VolatileTtl, 1000, now));
+            merge(&mut pool, sample(guard, 0, Policy::VolatileTtl, 1000, now));
             let Some(key) = pool.pop().map(|c| c.key) else {
                 continue;
             };
@@ -402,7 +416,7 @@ mod tests {
     #[test]
     fn lru_picks_the_longest_idle_and_a_read_makes_a_key_young() {
         let store = Store::new();
-        let mut l = store.lock_all();
+        let mut l = store.lock_all(0);
         let now = l.now;
         for i in 0..200u64 {
             let key = format!("k{i}");
@@ -420,7 +434,7 @@ mod tests {
         );
         for (shard, guard) in &l.guards {
             let mut pool = Vec::new();
-            merge(&mut pool, sample(guard, Policy::AllKeysLru, 1000, now));
+            merge(&mut pool, sample(guard, 0, Policy::AllKeysLru, 1000, now));
             let Some(key) = pool.pop().map(|c| c.key) else {
                 continue;
             };

@@ -28,13 +28,15 @@ pub async fn run(store: Arc<Store>, shutdown: impl std::future::Future<Output = 
     }
 }
 
-/// Sweeps one tick's slice of shards starting at `start`; returns where the next tick starts.
+/// Sweeps one tick's slice of shards, in every database, starting at `start`; returns where the next tick starts.
 pub fn sweep(store: &Store, start: usize) -> usize {
     let shards = store.shard_count();
     let per_tick = shards.div_ceil(TICKS_PER_PASS);
-    for i in 0..per_tick {
-        let shard = (start + i) % shards;
-        store.lock_shard(shard).remove_expired();
+    for (db, _) in store.existing_dbs() {
+        for i in 0..per_tick {
+            let shard = (start + i) % shards;
+            store.lock_shard(db, shard).remove_expired();
+        }
     }
     (start + per_tick) % shards
 }

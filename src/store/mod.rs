@@ -5,6 +5,7 @@
 pub mod eviction;
 pub mod expiry;
 pub mod scan;
+pub mod swap;
 pub mod value;
 pub mod zset;
 
@@ -15,6 +16,7 @@ use dashmap::{DashMap, RwLockWriteGuard, SharedValue};
 use hashbrown::hash_map::RawEntryMut;
 use smallvec::SmallVec;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use value::Value;
@@ -92,8 +94,22 @@ pub fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-/// The whole keyspace (database 0) plus the bookkeeping that must change with it.
+/// Every database's keyspace plus the bookkeeping shared by all of them (expiry counters, the
+/// memory limit). Databases are numbered `0..databases`; each one's keyspace is created on first
+/// use, so the empty ones cost one empty slot each.
 pub struct Store {
+    dbs: Box<[OnceLock<Keyspace>]>,
+    /// One hasher for every database: a key lands in the same shard of each, which lets SWAPDB
+    /// swap two databases shard by shard.
+    hasher: Hasher,
+    pub expired_keys: AtomicU64,
+    pub expired_stm_entries: AtomicU64,
+    /// `maxmemory` and what to evict when it is reached.
+    pub memory: eviction::MemoryLimit,
+}
+
+/// One database: its sharded keys and what must change with them.
+pub struct Keyspace {
     map: DashMap<Bytes, Entry, Hasher>,
     /// Per shard, the last version handed out there. A key always lives in the same shard, so
     /// versions unique per shard are unique per key; and only that shard's lock holder writes its
@@ -101,12 +117,12 @@ pub struct Store {
     versions: Box<[ShardVersion]>,
     /// Owner/channel → STM keys, kept exact by every insert and removal below.
     pub stm_index: StmIndex,
-    pub expired_keys: AtomicU64,
-    pub expired_stm_entries: AtomicU64,
-    /// `maxmemory` and what to evict when it is reached.
-    pub memory: eviction::MemoryLimit,
-    /// Clients blocked in BLPOP/BRPOP/BLMOVE, woken when a list appears or grows at their key.
-    pub waiters: std::sync::Arc<Waiters>,
+    /// Clients blocked in BLPOP/BRPOP/BLMOVE on this database's keys, woken when a list appears
+    /// or grows at their key.
+    pub waiters: Arc<Waiters>,
+    /// Bumped when SWAPDB replaces the contents: WATCH cannot rely on versions across a swap
+    /// (each database numbers its own versions).
+    pub swaps: AtomicU64,
 }
 
 impl Default for Store {
@@ -115,65 +131,137 @@ impl Default for Store {
     }
 }
 
+/// Redis's default number of databases.
+pub const DEFAULT_DATABASES: usize = 16;
+
 impl Store {
     pub fn new() -> Store {
-        Store {
-            map: DashMap::with_capacity_and_hasher_and_shard_amount(0, Hasher::new(), SHARDS),
-            versions: (0..SHARDS).map(|_| ShardVersion::default()).collect(),
-            stm_index: StmIndex::default(),
+        Store::with_databases(DEFAULT_DATABASES)
+    }
+
+    pub fn with_databases(count: usize) -> Store {
+        let store = Store {
+            dbs: (0..count.max(1)).map(|_| OnceLock::new()).collect(),
+            hasher: Hasher::new(),
             expired_keys: AtomicU64::new(0),
             expired_stm_entries: AtomicU64::new(0),
             memory: Default::default(),
-            waiters: Default::default(),
-        }
+        };
+        store.db(0); // the one nearly every client uses
+        store
+    }
+
+    /// Number of databases (valid indexes are below it).
+    pub fn databases(&self) -> usize {
+        self.dbs.len()
+    }
+
+    /// The keyspace of database `db` (`db` already checked against [`Store::databases`]), created
+    /// on first use.
+    #[inline]
+    pub fn db(&self, db: usize) -> &Keyspace {
+        self.dbs[db].get_or_init(|| Keyspace::new(&self.hasher))
+    }
+
+    /// The keyspace of `db` if it was ever used: reads of a never-used database need not create it.
+    pub fn existing(&self, db: usize) -> Option<&Keyspace> {
+        self.dbs.get(db).and_then(OnceLock::get)
+    }
+
+    /// Every database created so far, with its index.
+    pub fn existing_dbs(&self) -> impl Iterator<Item = (usize, &Keyspace)> {
+        self.dbs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, slot)| slot.get().map(|space| (i, space)))
     }
 
     pub fn shard_count(&self) -> usize {
-        self.map.shards().len()
+        SHARDS
     }
 
-    pub fn shard_of(&self, key: &[u8]) -> usize {
-        self.map.determine_map(key)
-    }
-
-    /// Locks the shard of one key.
-    pub fn lock_one(&self, key: &[u8]) -> Locked<'_> {
-        let shard = self.shard_of(key);
+    /// Locks the shard of one key of database `db`.
+    #[inline]
+    pub fn lock_one(&self, db: usize, key: &[u8]) -> Locked<'_> {
+        let space = self.db(db);
+        let shard = space.shard_of(key);
         let mut guards = SmallVec::new();
-        guards.push((shard, self.map.shards()[shard].write()));
-        Locked::new(self, guards)
+        guards.push((shard, space.map.shards()[shard].write()));
+        Locked::new(self, db, guards)
     }
 
-    /// Locks the shards of all `keys`, in ascending shard order.
-    pub fn lock<K: AsRef<[u8]>>(&self, keys: &[K]) -> Locked<'_> {
+    /// Locks the shards of all `keys` of database `db`, in ascending shard order.
+    pub fn lock<K: AsRef<[u8]>>(&self, db: usize, keys: &[K]) -> Locked<'_> {
+        let space = self.db(db);
         let mut shards: SmallVec<[usize; 8]> =
-            keys.iter().map(|k| self.shard_of(k.as_ref())).collect();
+            keys.iter().map(|k| space.shard_of(k.as_ref())).collect();
         shards.sort_unstable();
         shards.dedup();
         let guards = shards
             .into_iter()
-            .map(|s| (s, self.map.shards()[s].write()))
+            .map(|s| (s, space.map.shards()[s].write()))
             .collect();
-        Locked::new(self, guards)
+        Locked::new(self, db, guards)
     }
 
-    /// Locks every shard, in order: for MULTI/EXEC, FLUSHALL and whole-keyspace reads.
-    pub fn lock_all(&self) -> Locked<'_> {
+    /// Locks every shard of database `db`, in order: for MULTI/EXEC, FLUSHDB and whole-database
+    /// reads.
+    pub fn lock_all(&self, db: usize) -> Locked<'_> {
         let guards = self
+            .db(db)
             .map
             .shards()
             .iter()
             .enumerate()
             .map(|(i, s)| (i, s.write()))
             .collect();
-        Locked::new(self, guards)
+        Locked::new(self, db, guards)
     }
 
-    /// Locks one shard by index (SCAN, KEYS, the active expiry cycle).
-    pub fn lock_shard(&self, shard: usize) -> Locked<'_> {
+    /// Locks one shard of database `db` by index (SCAN, KEYS, the active expiry cycle).
+    pub fn lock_shard(&self, db: usize, shard: usize) -> Locked<'_> {
         let mut guards = SmallVec::new();
-        guards.push((shard, self.map.shards()[shard].write()));
-        Locked::new(self, guards)
+        guards.push((shard, self.db(db).map.shards()[shard].write()));
+        Locked::new(self, db, guards)
+    }
+
+    /// Number of keys in every database, including expired ones not reclaimed yet.
+    pub fn len(&self) -> usize {
+        self.existing_dbs().map(|(_, space)| space.len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Number of keys of database `db`, including expired ones not reclaimed yet (as DBSIZE).
+    pub fn db_len(&self, db: usize) -> usize {
+        self.existing(db).map_or(0, Keyspace::len)
+    }
+
+    /// Grows with every write anywhere (the sum of the shard versions). Only for cold paths: it
+    /// reads every shard's counter.
+    pub(crate) fn writes_so_far(&self) -> u64 {
+        self.existing_dbs()
+            .flat_map(|(_, space)| space.versions.iter())
+            .map(|v| v.0.load(Ordering::Relaxed))
+            .sum()
+    }
+}
+
+impl Keyspace {
+    fn new(hasher: &Hasher) -> Keyspace {
+        Keyspace {
+            map: DashMap::with_capacity_and_hasher_and_shard_amount(0, hasher.clone(), SHARDS),
+            versions: (0..SHARDS).map(|_| ShardVersion::default()).collect(),
+            stm_index: StmIndex::default(),
+            waiters: Default::default(),
+            swaps: AtomicU64::new(0),
+        }
+    }
+
+    pub fn shard_of(&self, key: &[u8]) -> usize {
+        self.map.determine_map(key)
     }
 
     /// Number of keys, including expired ones not reclaimed yet (as Redis's DBSIZE).
@@ -185,22 +273,24 @@ impl Store {
         self.len() == 0
     }
 
-    /// Number of keys with an expiry set (for INFO keyspace).
-    pub fn volatile_len(&self) -> usize {
-        self.map
-            .shards()
-            .iter()
-            .map(|s| s.read().values().filter(|e| e.get().expire_at != 0).count())
-            .sum()
-    }
-
-    /// Grows with every write anywhere (the sum of the shard versions). Only for cold paths: it
-    /// reads every shard's counter.
-    pub(crate) fn writes_so_far(&self) -> u64 {
-        self.versions
-            .iter()
-            .map(|v| v.0.load(Ordering::Relaxed))
-            .sum()
+    /// Number of keys with an expiry set, and their average time to live in ms (INFO keyspace).
+    pub fn expiry_stats(&self, now: u64) -> (usize, u64) {
+        let (mut count, mut total) = (0usize, 0u128);
+        for shard in self.map.shards() {
+            for entry in shard.read().values() {
+                let at = entry.get().expire_at;
+                if at != 0 {
+                    count += 1;
+                    total += u128::from(at.saturating_sub(now));
+                }
+            }
+        }
+        let avg = if count == 0 {
+            0
+        } else {
+            (total / count as u128) as u64
+        };
+        (count, avg)
     }
 
     /// The next version of `shard`. Callers hold that shard's write lock, so a plain load and
@@ -220,11 +310,11 @@ impl Store {
     }
 
     /// Bookkeeping for a value removed because its time was up.
-    fn count_expired(&self, key: &[u8], value: &Value) {
+    fn count_expired(&self, store: &Store, key: &[u8], value: &Value) {
         self.on_remove(key, value);
-        self.expired_keys.fetch_add(1, Ordering::Relaxed);
+        store.expired_keys.fetch_add(1, Ordering::Relaxed);
         if matches!(value, Value::Stm(_)) {
-            self.expired_stm_entries.fetch_add(1, Ordering::Relaxed);
+            store.expired_stm_entries.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -232,7 +322,7 @@ impl Store {
     fn on_insert(&self, key: &Bytes, value: &Value) {
         match value {
             Value::Stm(entry) => self.stm_index.insert(key, entry),
-            // A list created by any command (LPUSH, RENAME, …) may serve a blocked client.
+            // A list created by any command (LPUSH, RENAME, MOVE, …) may serve a blocked client.
             Value::List(_) => self.waiters.signal(key),
             _ => {}
         }
@@ -242,15 +332,19 @@ impl Store {
 /// Write access to the keys of some locked shards. Expired keys are removed lazily as they are met.
 pub struct Locked<'a> {
     store: &'a Store,
+    space: &'a Keyspace,
+    db: usize,
     guards: SmallVec<[(usize, ShardGuard<'a>); 2]>,
     /// The command's clock: one reading per lock, as Redis caches the time per command.
     pub now: u64,
 }
 
 impl<'a> Locked<'a> {
-    fn new(store: &'a Store, guards: SmallVec<[(usize, ShardGuard<'a>); 2]>) -> Self {
+    fn new(store: &'a Store, db: usize, guards: SmallVec<[(usize, ShardGuard<'a>); 2]>) -> Self {
         Locked {
             store,
+            space: store.db(db),
+            db,
             guards,
             now: now_ms(),
         }
@@ -260,6 +354,16 @@ impl<'a> Locked<'a> {
         self.store
     }
 
+    /// The database these shards belong to.
+    pub fn keyspace(&self) -> &'a Keyspace {
+        self.space
+    }
+
+    /// The index of that database.
+    pub fn db(&self) -> usize {
+        self.db
+    }
+
     /// Refreshes the clock (EXEC runs many commands under one lock).
     pub fn refresh_clock(&mut self) {
         self.now = now_ms();
@@ -267,9 +371,9 @@ impl<'a> Locked<'a> {
 
     /// Hashes `key` once and finds its shard's guard: every lookup below reuses the hash.
     fn spot(&self, key: &[u8]) -> Spot {
-        let hash = self.store.map.hash_usize(&key);
-        let shard = self.store.map.determine_shard(hash);
-        let slot = if self.guards.len() == self.store.shard_count() {
+        let hash = self.space.map.hash_usize(&key);
+        let shard = self.space.map.determine_shard(hash);
+        let slot = if self.guards.len() == SHARDS {
             shard
         } else {
             // A handler that touches a key it did not lock is a bug in that handler, not bad input.
@@ -306,7 +410,7 @@ impl<'a> Locked<'a> {
     /// Removes the key at `spot` if it has expired; true when it did.
     fn expire_if_due(&mut self, spot: &Spot, key: &[u8]) -> bool {
         let now = self.now;
-        let store = self.store;
+        let (store, space) = (self.store, self.space);
         let shard = self.shard_at(spot);
         let RawEntryMut::Occupied(found) = shard
             .raw_entry_mut()
@@ -318,7 +422,7 @@ impl<'a> Locked<'a> {
             return false;
         }
         let (k, old) = found.remove_entry();
-        store.count_expired(&k, &old.into_inner().value);
+        space.count_expired(store, &k, &old.into_inner().value);
         true
     }
 
@@ -348,9 +452,9 @@ impl<'a> Locked<'a> {
 
     /// The live entry at `key`, for a write: its version changes, so WATCH sees the write.
     pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        let (store, now) = (self.store, self.now);
+        let (space, now) = (self.space, self.now);
         self.live_entry(key).map(|(shard, e)| {
-            e.set_version(store.bump_version(shard));
+            e.set_version(space.bump_version(shard));
             e.touch(now);
             e
         })
@@ -380,14 +484,14 @@ impl<'a> Locked<'a> {
     /// Stores `value` at `key`, replacing whatever was there; returns the old live entry. One hash
     /// and one probe: an existing key keeps its stored name, a new one is copied in.
     pub fn set(&mut self, key: &[u8], value: Value, expire_at: u64) -> Option<Entry> {
-        let (store, now) = (self.store, self.now);
+        let (store, space, now) = (self.store, self.space, self.now);
         let spot = self.spot(key);
         let mut entry = Entry {
             value,
             expire_at,
             stamp: 0,
         };
-        entry.set_version(store.bump_version(self.guards[spot.slot].0));
+        entry.set_version(space.bump_version(self.guards[spot.slot].0));
         entry.touch(now);
         match self
             .shard_at(&spot)
@@ -399,16 +503,16 @@ impl<'a> Locked<'a> {
                 let old = std::mem::replace(slot.get_mut(), entry);
                 let live = !old.is_expired(now);
                 if live {
-                    store.on_remove(k, &old.value);
+                    space.on_remove(k, &old.value);
                 } else {
-                    store.count_expired(k, &old.value);
+                    space.count_expired(store, k, &old.value);
                 }
-                store.on_insert(k, &slot.get().value);
+                space.on_insert(k, &slot.get().value);
                 live.then_some(old)
             }
             RawEntryMut::Vacant(vacant) => {
                 let owned = Bytes::copy_from_slice(key);
-                store.on_insert(&owned, &entry.value);
+                space.on_insert(&owned, &entry.value);
                 vacant.insert_hashed_nocheck(spot.hash, owned, SharedValue::new(entry));
                 None
             }
@@ -417,7 +521,7 @@ impl<'a> Locked<'a> {
 
     /// Removes the live entry at `key`.
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
-        let (store, now) = (self.store, self.now);
+        let (store, space, now) = (self.store, self.space, self.now);
         let spot = self.spot(key);
         let RawEntryMut::Occupied(found) = self
             .shard_at(&spot)
@@ -429,10 +533,10 @@ impl<'a> Locked<'a> {
         let (k, old) = found.remove_entry();
         let old = old.into_inner();
         if old.is_expired(now) {
-            store.count_expired(&k, &old.value);
+            space.count_expired(store, &k, &old.value);
             return None;
         }
-        store.on_remove(&k, &old.value);
+        space.on_remove(&k, &old.value);
         Some(old)
     }
 
@@ -452,7 +556,7 @@ impl<'a> Locked<'a> {
         keys.iter()
             .filter_map(|key| {
                 let key = key.as_ref();
-                let shard = self.store.shard_of(key);
+                let shard = self.space.shard_of(key);
                 let (_, guard) = self.guards.iter().find(|(s, _)| *s == shard)?;
                 let (k, v) = guard.get_key_value(key)?;
                 (!v.get().is_expired(self.now)).then(|| (k, v.get()))
@@ -475,21 +579,21 @@ impl<'a> Locked<'a> {
     pub fn clear(&mut self) {
         for (_, guard) in self.guards.iter_mut() {
             for (k, v) in guard.drain() {
-                self.store.on_remove(&k, &v.get().value);
+                self.space.on_remove(&k, &v.get().value);
             }
         }
     }
 
     /// Removes the expired keys of the locked shards; returns how many.
     pub fn remove_expired(&mut self) -> usize {
-        let (store, now) = (self.store, self.now);
+        let (store, space, now) = (self.store, self.space, self.now);
         let mut removed = 0;
         for (_, guard) in self.guards.iter_mut() {
             guard.retain(|k, v| {
                 let expired = v.get().is_expired(now);
                 if expired {
                     removed += 1;
-                    store.count_expired(k, &v.get().value);
+                    space.count_expired(store, k, &v.get().value);
                 }
                 !expired
             });
@@ -526,7 +630,7 @@ mod tests {
     #[test]
     fn set_get_remove() {
         let store = Store::new();
-        let mut l = store.lock_one(b"a");
+        let mut l = store.lock_one(0, b"a");
         assert!(l.set(b"a", string("1"), 0).is_none());
         assert!(matches!(l.get(b"a").map(|e| &e.value), Some(Value::Str(v)) if v == "1"));
         assert!(l.set(b"a", string("2"), 0).is_some());
@@ -538,14 +642,14 @@ mod tests {
     fn expired_keys_are_gone_on_access_and_reclaimed_by_the_sweep() {
         let store = Store::new();
         {
-            let mut l = store.lock(&[b"x", b"y"]);
+            let mut l = store.lock(0, &[b"x", b"y"]);
             let past = l.now - 1;
             l.set(b"x", string("1"), past);
             l.set(b"y", string("1"), past);
             assert!(l.get(b"x").is_none());
         }
         assert_eq!(store.len(), 1, "y is still held until reclaimed");
-        let mut all = store.lock_all();
+        let mut all = store.lock_all(0);
         assert_eq!(all.remove_expired(), 1);
         drop(all);
         assert_eq!(store.len(), 0);
@@ -555,7 +659,7 @@ mod tests {
     #[test]
     fn versions_change_on_every_write() {
         let store = Store::new();
-        let mut l = store.lock_one(b"k");
+        let mut l = store.lock_one(0, b"k");
         l.set(b"k", string("1"), 0);
         let v1 = l.version(b"k");
         let _ = l.get_mut(b"k");
@@ -568,7 +672,7 @@ mod tests {
     fn multi_key_lock_orders_and_dedups_shards() {
         let store = Store::new();
         let keys: Vec<Vec<u8>> = (0..50).map(|i| format!("key{i}").into_bytes()).collect();
-        let mut l = store.lock(&keys);
+        let mut l = store.lock(0, &keys);
         for k in &keys {
             l.set(k, string("v"), 0);
         }

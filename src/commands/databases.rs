@@ -1,0 +1,248 @@
+//! Numbered databases: SELECT, MOVE, SWAPDB, FLUSHDB, FLUSHALL, DBSIZE, and what EXEC and WATCH
+//! need to work across them.
+//!
+//! Lock order, for everything that locks more than one database: ascending database index, and
+//! inside one database ascending shard index. EXEC locks every database its queue can touch before
+//! running it, in that order, so transactions stay atomic and deadlock-free.
+
+use super::args::{int, is};
+use super::{err, CmdResult, Ctx};
+use crate::protocol::Reply;
+use crate::store::{swap, Locked, Store};
+use bytes::Bytes;
+use smallvec::SmallVec;
+use std::sync::atomic::Ordering;
+
+/// What part of a database a two-database command locks.
+pub enum Span<'k> {
+    Keys(&'k [&'k [u8]]),
+    All,
+}
+
+/// A WATCHed key: where it was and what it looked like when watched.
+#[derive(Debug)]
+pub struct Watched {
+    pub db: usize,
+    pub key: Bytes,
+    /// The entry's version; None when the key did not exist.
+    pub version: Option<u64>,
+    /// The database's swap count then (SWAPDB changes contents without changing versions).
+    pub swaps: u64,
+}
+
+impl Watched {
+    /// True when the key was written (or swapped away) since it was watched, as Redis's
+    /// "dirty CAS": a swap counts only if the key exists on either side of it.
+    fn changed(&self, locked: &mut Locked<'_>) -> bool {
+        let now = locked.version(&self.key);
+        let swapped = locked.keyspace().swaps.load(Ordering::Relaxed) != self.swaps;
+        now != self.version || (swapped && (now.is_some() || self.version.is_some()))
+    }
+}
+
+/// The whole-database locks an EXEC holds, one per database it may touch, in ascending order.
+#[derive(Default)]
+pub struct HeldLocks<'s>(SmallVec<[Locked<'s>; 1]>);
+
+impl<'s> HeldLocks<'s> {
+    pub fn get_mut(&mut self, db: usize) -> Option<&mut Locked<'s>> {
+        self.0.iter_mut().find(|l| l.db() == db)
+    }
+
+    /// The locks of two different databases at once.
+    pub fn pair_mut(
+        &mut self,
+        a: usize,
+        b: usize,
+    ) -> (Option<&mut Locked<'s>>, Option<&mut Locked<'s>>) {
+        let (mut first, mut second) = (None, None);
+        for locked in self.0.iter_mut() {
+            if locked.db() == a && first.is_none() {
+                first = Some(locked);
+            } else if locked.db() == b && second.is_none() {
+                second = Some(locked);
+            }
+        }
+        (first, second)
+    }
+
+    /// Refreshes every held clock (EXEC runs many commands under these locks).
+    pub fn refresh_clock(&mut self) {
+        self.0.iter_mut().for_each(Locked::refresh_clock);
+    }
+
+    /// Locks every database of `dbs` (sorted, no repeats) whole.
+    pub fn acquire(store: &'s Store, dbs: &[usize]) -> Self {
+        HeldLocks(dbs.iter().map(|&db| store.lock_all(db)).collect())
+    }
+
+    /// True when any watched key changed since WATCH.
+    pub fn any_changed(&mut self, watched: &[Watched]) -> bool {
+        watched
+            .iter()
+            .any(|w| self.get_mut(w.db).is_some_and(|l| w.changed(l)))
+    }
+}
+
+/// The databases an EXEC must lock before running `queue`: the selected one, those of watched
+/// keys, and those SELECT, MOVE, SWAPDB and FLUSHALL in the queue name (sorted, no repeats).
+pub fn touched_by_exec(
+    ctx: &Ctx<'_, '_>,
+    queue: &[Vec<Bytes>],
+    watched: &[Watched],
+) -> SmallVec<[usize; 4]> {
+    let store = &ctx.shared.store;
+    let count = store.databases();
+    let index = |arg: Option<&Bytes>| {
+        arg.and_then(|a| std::str::from_utf8(a).ok()?.parse::<usize>().ok())
+            .filter(|&db| db < count)
+    };
+    let mut dbs: SmallVec<[usize; 4]> = SmallVec::new();
+    dbs.push(ctx.conn.db);
+    dbs.extend(watched.iter().map(|w| w.db));
+    for command in queue {
+        let Some(cmd) = ctx.shared.commands.lookup(&command[0]) else {
+            continue;
+        };
+        match cmd.name {
+            "select" => dbs.extend(index(command.get(1))),
+            "move" => dbs.extend(index(command.get(2))),
+            "swapdb" => dbs.extend([1, 2].into_iter().filter_map(|i| index(command.get(i)))),
+            "flushall" => dbs.extend(store.existing_dbs().map(|(db, _)| db)),
+            _ => {}
+        }
+    }
+    dbs.sort_unstable();
+    dbs.dedup();
+    dbs
+}
+
+/// The error an `STM.*` command gets outside database 0.
+pub fn db_zero_only(db: usize) -> Reply {
+    Reply::Error(
+        format!(
+            "ERR STM commands work in database 0 only (this connection selected database {db}); \
+             SELECT 0 first"
+        )
+        .into(),
+    )
+}
+
+/// A database index as SELECT and MOVE read it, with Redis's errors.
+fn db_index(ctx: &Ctx<'_, '_>, arg: &[u8]) -> Result<usize, Reply> {
+    let n = int(arg)?;
+    if i32::try_from(n).is_err() {
+        return Err(Reply::error(
+            "ERR value is out of range, value must between -2147483648 and 2147483647",
+        ));
+    }
+    usize::try_from(n)
+        .ok()
+        .filter(|&db| db < ctx.shared.store.databases())
+        .ok_or_else(|| Reply::error("ERR DB index is out of range"))
+}
+
+pub fn select(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let db = db_index(ctx, args[1])?;
+    set_db(ctx, db);
+    Ok(Reply::OK)
+}
+
+/// Selects `db` for the connection (SELECT, RESET) and shows it in CLIENT LIST.
+pub fn set_db(ctx: &mut Ctx, db: usize) {
+    ctx.conn.db = db;
+    ctx.conn.info.db.store(db as u64, Ordering::Relaxed);
+}
+
+/// MOVE key db: moves a key, with its time to live, to another database, unless it exists there.
+pub fn move_key(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let key = args[1];
+    let (from, to) = (ctx.conn.db, db_index(ctx, args[2])?);
+    if from == to {
+        return Err(Reply::error(
+            "ERR source and destination objects are the same",
+        ));
+    }
+    let keys = [key];
+    let (mut source, mut target) = ctx.lock_two((from, Span::Keys(&keys)), (to, Span::Keys(&keys)));
+    if !source.contains(key) || target.contains(key) {
+        return Ok(Reply::Int(0));
+    }
+    match source.remove(key) {
+        Some(entry) => {
+            target.set(key, entry.value, entry.expire_at);
+            Ok(Reply::Int(1))
+        }
+        None => Ok(Reply::Int(0)),
+    }
+}
+
+/// SWAPDB index1 index2.
+pub fn swapdb(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let parse = |arg: &[u8], which: &str| {
+        int(arg).map_err(|_| Reply::Error(format!("ERR invalid {which} DB index").into()))
+    };
+    let (a, b) = (parse(args[1], "first")?, parse(args[2], "second")?);
+    let count = ctx.shared.store.databases();
+    let valid = |n: i64| usize::try_from(n).ok().filter(|&db| db < count);
+    let (Some(a), Some(b)) = (valid(a), valid(b)) else {
+        return Err(Reply::error("ERR DB index is out of range"));
+    };
+    if a == b {
+        return Ok(Reply::OK);
+    }
+    let store = &ctx.shared.store;
+    if store.existing(a).is_none() && store.existing(b).is_none() && !ctx.in_exec() {
+        return Ok(Reply::OK); // two never-used databases: both empty, nothing to swap
+    }
+    let (mut first, mut second) = ctx.lock_two((a, Span::All), (b, Span::All));
+    swap::swap_databases(&mut first, &mut second)
+        .map_err(|_| Reply::error("ERR SWAPDB could not lock both databases"))?;
+    Ok(Reply::OK)
+}
+
+/// `[ASYNC | SYNC]`, the only argument FLUSHDB and FLUSHALL take.
+fn flush_mode_ok(args: &[&[u8]]) -> Result<(), Reply> {
+    match args {
+        [_] => Ok(()),
+        [_, mode] if is(mode, "ASYNC") || is(mode, "SYNC") => Ok(()),
+        _ => Err(Reply::error(err::SYNTAX)),
+    }
+}
+
+pub fn flushdb(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    flush_mode_ok(args)?;
+    if ctx.shared.store.existing(ctx.conn.db).is_some() {
+        ctx.lock_all().clear();
+    }
+    Ok(Reply::OK)
+}
+
+pub fn flushall(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    flush_mode_ok(args)?;
+    let dbs: SmallVec<[usize; 16]> = ctx.shared.store.existing_dbs().map(|(db, _)| db).collect();
+    for db in dbs {
+        ctx.lock_all_of(db).clear();
+    }
+    Ok(Reply::OK)
+}
+
+pub fn dbsize(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
+    Ok(Reply::Int(ctx.shared.store.db_len(ctx.conn.db) as i64))
+}
+
+/// INFO's keyspace section: one line per non-empty database.
+pub fn keyspace_info(store: &Store, line: &mut dyn FnMut(&str, &dyn std::fmt::Display)) {
+    let now = crate::store::now_ms();
+    for (db, space) in store.existing_dbs() {
+        let keys = space.len();
+        if keys == 0 {
+            continue;
+        }
+        let (expires, avg_ttl) = space.expiry_stats(now);
+        line(
+            &format!("db{db}"),
+            &format!("keys={keys},expires={expires},avg_ttl={avg_ttl}"),
+        );
+    }
+}
