@@ -145,7 +145,7 @@ impl ContextRequest<'_> {
 
 pub fn context(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let req = parse(args)?;
-    let index = &ctx.shared.store.stm_index;
+    let index = &ctx.shared.store.db(ctx.conn.db).stm_index;
     // Candidates from the owner index: this server's server scopes, or the user's user scopes in a
     // DM, plus the user's user scopes of other servers with CROSS-SERVER.
     let mut candidates = match req.server {
