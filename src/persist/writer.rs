@@ -145,7 +145,12 @@ impl Writer {
                     );
                 }
             }
-            Err(err) => self.mark_down("sweep", &err),
+            // Not an outage of the row writes (those notice one themselves and retry): the
+            // error is shown and the next sweep tries again.
+            Err(err) => {
+                tracing::warn!(%err, "retention sweep failed; it runs again at the next period");
+                *self.stats.last_error.lock() = Some(format!("sweep: {err}"));
+            }
         }
     }
 
