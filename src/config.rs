@@ -180,6 +180,32 @@ pub struct Config {
         help_heading = "Short-term memory"
     )]
     pub stm_persist_queue: u64,
+    /// Seconds the start waits for the database to restore summaries before it serves without
+    /// them (rows that arrive later are merged into the entries).
+    #[arg(
+        long,
+        env = "STMD_STM_RESTORE_TIMEOUT",
+        default_value_t = 10,
+        help_heading = "Short-term memory"
+    )]
+    pub stm_restore_timeout: u64,
+    /// Days after its last update a scope row is deleted by the daily sweep (0: keep forever).
+    #[arg(
+        long,
+        env = "STMD_STM_ROW_RETENTION_DAYS",
+        default_value_t = 90,
+        help_heading = "Short-term memory"
+    )]
+    pub stm_row_retention_days: u64,
+    /// Milliseconds between retention sweeps (a test knob, hidden: production sweeps daily).
+    #[arg(
+        long,
+        env = "STMD_STM_RETENTION_SWEEP_MS",
+        default_value_t = 86_400_000,
+        value_parser = clap::value_parser!(u64).range(1..),
+        hide = true
+    )]
+    pub stm_retention_sweep_ms: u64,
     /// Extra regex removed from stored text, like the built-in annotations (repeatable).
     #[arg(
         long = "stm-strip-pattern",
@@ -442,6 +468,16 @@ pub static PARAMS: &[Param] = &[
         set: None,
     },
     Param {
+        name: "stm-restore-timeout",
+        get: |c| c.stm_restore_timeout.to_string(),
+        set: None,
+    },
+    Param {
+        name: "stm-row-retention-days",
+        get: |c| c.stm_row_retention_days.to_string(),
+        set: None,
+    },
+    Param {
         name: "loglevel",
         get: |c| c.log_level.clone(),
         set: None,
@@ -570,6 +606,8 @@ mod tests {
             (1500, 65536)
         );
         assert_eq!((c.stm_max_items, c.stm_persist_queue), (1000, 100000));
+        assert_eq!((c.stm_restore_timeout, c.stm_row_retention_days), (10, 90));
+        assert_eq!(c.stm_retention_sweep_ms, 86_400_000);
         assert_eq!((c.slowlog_log_slower_than, c.slowlog_max_len), (10000, 128));
         assert_eq!((c.metrics_addr, c.log_format), (None, LogFormat::Text));
         assert_eq!(

@@ -170,6 +170,22 @@ async fn serve_tls(
     }
 }
 
+/// Resolves when the warm start has put the recent summaries into the keyspace, or after `timeout`
+/// (the database is unreachable; the rows are merged when it comes back). Until then the listeners
+/// are bound but nothing is accepted: clients connect (the kernel queues them in the listen
+/// backlog) and their first reply simply comes later, so a bot shard that reconnects and captures
+/// at once never runs before the restore, and no command needs a check of its own.
+async fn wait_for_restore(mut restored: watch::Receiver<bool>, timeout: Duration) {
+    let started = std::time::Instant::now();
+    match tokio::time::timeout(timeout, restored.wait_for(|done| *done)).await {
+        Ok(_) => tracing::debug!(waited = ?started.elapsed(), "warm start done"),
+        Err(_) => tracing::warn!(
+            timeout_secs = timeout.as_secs(),
+            "database unreachable: serving without the restored summaries; they are merged when it comes back"
+        ),
+    }
+}
+
 /// Serves the listeners until `shutdown` resolves or a client sends SHUTDOWN; then stops
 /// accepting, lets every connection finish the replies in flight, and returns. A TLS listener needs
 /// `--tls-cert-file` and `--tls-key-file` in `config`.
@@ -190,8 +206,12 @@ pub async fn run(
     let store = Arc::new(Store::with_databases(config.databases as usize));
     // The writer stops only after the connections have drained, so their last operations land.
     let (writer_stop_tx, writer_stop_rx) = watch::channel(false);
-    let (persist, writer) =
-        persist::start(&config, store.clone(), writer_stop_rx).map_err(Error::Config)?;
+    let persist::Started {
+        handle: persist,
+        writer,
+        restored,
+    } = persist::start(&config, store.clone(), writer_stop_rx).map_err(Error::Config)?;
+    let restore_timeout = Duration::from_secs(config.stm_restore_timeout);
     let shared = Arc::new(Shared::new(config, local_addr, store, persist)?);
     let tls_addr = match &listeners.tls {
         Some(listener) => Some(listener.local_addr()?),
@@ -244,12 +264,20 @@ pub async fn run(
     };
 
     tokio::pin!(shutdown);
+    // No connection is accepted before the warm start is done: see `wait_for_restore`.
+    let restoring = wait_for_restore(restored, restore_timeout);
+    tokio::pin!(restoring);
+    let mut restore_done = false;
     loop {
         let (accepted, is_tls) = tokio::select! {
             _ = &mut shutdown => break,
             _ = shared.shutdown_requested.notified() => break,
-            accepted = accept(&listeners.plain) => (accepted, false),
-            accepted = accept(&listeners.tls) => (accepted, true),
+            _ = &mut restoring, if !restore_done => {
+                restore_done = true;
+                continue;
+            }
+            accepted = accept(&listeners.plain), if restore_done => (accepted, false),
+            accepted = accept(&listeners.tls), if restore_done => (accepted, true),
         };
         let (stream, peer) = match accepted {
             Ok(pair) => pair,

@@ -5,70 +5,13 @@
 mod common;
 
 use common::postgres::PgCluster;
+use common::rows::{wait_flushed, Backend};
 use common::stm::{entry_json, info_field, ok, text};
 use common::TestServer;
 use redis::aio::MultiplexedConnection;
 use redis::Value;
-use sqlx::Row;
 use std::path::Path;
 use std::time::{Duration, Instant};
-use stmd::config::Config;
-
-/// Where a test server keeps its rows.
-#[derive(Clone)]
-enum Backend {
-    Sqlite(std::path::PathBuf),
-    Postgres(String),
-}
-
-impl Backend {
-    fn configure(&self, c: &mut Config) {
-        c.no_database = false;
-        match self {
-            Backend::Sqlite(dir) => c.dir = dir.clone(),
-            Backend::Postgres(url) => c.database_url = Some(url.clone()),
-        }
-    }
-
-    /// Every row as one line: kind server user channel persona lineage summary categories turns refreshed.
-    async fn rows(&self) -> Vec<String> {
-        const COLUMNS: &str = "scope_kind || ' ' || COALESCE(server_disc_id, '-') || ' ' || COALESCE(user_disc_id, '-') || ' ' \
-            || channel_disc_id || ' ' || COALESCE(persona_id, 0) || ' ' || COALESCE(persona_lineage_id, -1) || ' ' \
-            || COALESCE(summary, '-') || ' ' || CAST(categories AS TEXT) || ' ' || turns_since_refresh || ' ' || last_refreshed_turn AS line";
-        let sql = format!("SELECT {COLUMNS} FROM short_term_memories ORDER BY line");
-        let lines: Vec<String> = match self {
-            Backend::Sqlite(dir) => {
-                let url = format!("sqlite://{}", dir.join("stmd.db").display());
-                let pool = sqlx::SqlitePool::connect(&url).await.expect("sqlite");
-                let rows = sqlx::query(&sql).fetch_all(&pool).await.expect("rows");
-                rows.iter().map(|r| r.get::<String, _>("line")).collect()
-            }
-            Backend::Postgres(url) => {
-                let pool = sqlx::PgPool::connect(url).await.expect("postgres");
-                let rows = sqlx::query(&sql).fetch_all(&pool).await.expect("rows");
-                rows.iter().map(|r| r.get::<String, _>("line")).collect()
-            }
-        };
-        lines
-    }
-}
-
-/// Waits until every queued row operation has been written.
-async fn wait_flushed(con: &mut MultiplexedConnection) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let queued = info_field(con, "stm", "stm_persist_queued").await;
-        let written = info_field(con, "stm", "stm_persist_written").await;
-        if queued == written && info_field(con, "stm", "stm_persist_db_up").await == 1 {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "rows not flushed: {written}/{queued} written"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
 
 /// A capture whose message text must never reach the database.
 async fn capture(
@@ -401,6 +344,8 @@ async fn a_full_queue_drops_and_counts_but_commands_succeed() {
         c.no_database = false;
         c.database_url = Some(url);
         c.stm_persist_queue = 10;
+        // The database is down on purpose: serve at once instead of waiting for the restore.
+        c.stm_restore_timeout = 0;
     })
     .await;
     let mut con = server.client().await;

@@ -1,4 +1,4 @@
-//! STM.CAPTURE and STM.GET against ../shared/STM-SPEC.md, over real TCP in RESP2 and RESP3.
+//! STM.CAPTURE and STM.GET against docs/stm.md, over real TCP in RESP2 and RESP3.
 
 mod common;
 

@@ -1,5 +1,5 @@
 //! STM.TICK, STM.SUMMARY, STM.CATEGORIES, STM.RECENT, STM.FORGET, expiry, standard commands on STM
-//! keys and bad input, against ../shared/STM-SPEC.md.
+//! keys and bad input, against docs/stm.md.
 
 mod common;
 

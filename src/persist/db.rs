@@ -66,8 +66,8 @@ pub struct WarmRow {
 }
 
 impl Database {
-    /// Opens a lazy pool: nothing is contacted until the first statement, so a database that is
-    /// down never delays start-up.
+    /// Opens a lazy pool: nothing is contacted until the first statement, so opening never waits;
+    /// only the warm start waits for the database, and at most `stm-restore-timeout`.
     pub fn open(url: Option<&str>, dir: &Path) -> Result<Database, String> {
         match url {
             Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
@@ -393,13 +393,12 @@ where
     qb
 }
 
-fn warm_row<R: Row>(row: &R) -> Result<WarmRow, sqlx::Error>
+/// The scope a row belongs to, from its identity columns.
+pub(super) fn row_scope<R: Row>(row: &R) -> Result<ScopeKey, sqlx::Error>
 where
     for<'r> String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
     for<'r> Option<String>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-    for<'r> i32: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
     for<'r> Option<i32>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-    for<'r> i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
     for<'a> &'a str: sqlx::ColumnIndex<R>,
 {
     let kind: String = row.try_get("scope_kind")?;
@@ -409,6 +408,28 @@ where
         Scope::User
     };
     let bytes = |s: Option<String>| s.map(bytes::Bytes::from);
+    let persona: Option<i32> = row.try_get("persona_id")?;
+    Ok(ScopeKey {
+        scope,
+        user: match scope {
+            Scope::User => bytes(row.try_get("user_disc_id")?),
+            Scope::Server => None,
+        },
+        server: bytes(row.try_get("server_disc_id")?),
+        channel: bytes::Bytes::from(row.try_get::<String, _>("channel_disc_id")?),
+        persona: persona.filter(|p| *p > 0).map(|p| p as u64),
+    })
+}
+
+fn warm_row<R: Row>(row: &R) -> Result<WarmRow, sqlx::Error>
+where
+    for<'r> String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> Option<String>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> i32: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> Option<i32>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'a> &'a str: sqlx::ColumnIndex<R>,
+{
     let categories_text: String = row.try_get("categories")?;
     let categories = match serde_json::from_str::<serde_json::Value>(&categories_text) {
         Ok(serde_json::Value::Object(map)) => {
@@ -424,18 +445,8 @@ where
         }
         _ => Vec::new(),
     };
-    let persona: Option<i32> = row.try_get("persona_id")?;
     Ok(WarmRow {
-        scope: ScopeKey {
-            scope,
-            user: match scope {
-                Scope::User => bytes(row.try_get("user_disc_id")?),
-                Scope::Server => None,
-            },
-            server: bytes(row.try_get("server_disc_id")?),
-            channel: bytes::Bytes::from(row.try_get::<String, _>("channel_disc_id")?),
-            persona: persona.filter(|p| *p > 0).map(|p| p as u64),
-        },
+        scope: row_scope(row)?,
         lineage: row
             .try_get::<Option<i32>, _>("persona_lineage_id")?
             .map(i64::from),

@@ -1,9 +1,12 @@
 //! The scope-row sink. Commands hand every change that must reach the `short_term_memories` table to
 //! [`PersistHandle::send`], which never blocks and never fails the command: a full queue drops the
-//! operation and counts it. The writer task drains the queue into the database.
+//! operation and counts it. The writer task drains the queue into the database, after restoring
+//! the recent summaries into the keyspace ([`restore`]), and deletes old rows ([`retention`]).
 
 pub mod db;
 pub mod fold;
+pub mod restore;
+pub mod retention;
 pub mod writer;
 
 use crate::config::Config;
@@ -59,6 +62,29 @@ impl PersistOp {
     }
 }
 
+impl PersistOp {
+    /// Whether this operation deletes the row of `scope` (a user-scope key does not name its
+    /// server, so forgetting one matches the user's row in any server, as the DELETE does).
+    pub fn forgets(&self, scope: &ScopeKey) -> bool {
+        match self {
+            PersistOp::ForgetChannel { channel } => scope.channel == *channel,
+            PersistOp::ForgetUser { user } => {
+                scope.scope == crate::stm::Scope::User && scope.user.as_ref() == Some(user)
+            }
+            PersistOp::ForgetScope { scope: gone } => {
+                gone.scope == scope.scope
+                    && gone.channel == scope.channel
+                    && gone.persona == scope.persona
+                    && match gone.scope {
+                        crate::stm::Scope::User => gone.user == scope.user,
+                        crate::stm::Scope::Server => gone.server == scope.server,
+                    }
+            }
+            _ => false,
+        }
+    }
+}
+
 const KIND_NAMES: [&str; 5] = ["ensure", "tick", "summary", "categories", "forget"];
 
 /// Counters of the sink and the writer, for `INFO stm`.
@@ -80,6 +106,13 @@ pub struct PersistStats {
     pub retries: AtomicU64,
     /// Entries restored from rows at start-up.
     pub restored: AtomicU64,
+    /// Of those, rows merged into entries that commands had written before the rows arrived.
+    pub restored_merged: AtomicU64,
+    /// Whether the warm start has finished (rows loaded and merged).
+    pub restore_done: AtomicBool,
+    /// Retention sweeps run, and rows they deleted.
+    pub sweeps: AtomicU64,
+    pub swept_rows: AtomicU64,
     /// Whether the last attempt succeeded.
     pub up: AtomicBool,
     pub last_error: Mutex<Option<String>>,
@@ -93,18 +126,33 @@ pub struct PersistHandle {
     pub stats: Arc<PersistStats>,
 }
 
+/// What [`start`] hands the server: the commands' sink, the writer task, and the warm start's
+/// signal (true once the recent summaries are in the keyspace; the sender is dropped if the writer
+/// stops first).
+pub struct Started {
+    pub handle: PersistHandle,
+    pub writer: Option<tokio::task::JoinHandle<()>>,
+    pub restored: watch::Receiver<bool>,
+}
+
 /// Opens the configured database and starts its writer; with `--no-database`, a sink that only
 /// counts. The writer stops (after draining) when `stop` becomes true.
 pub fn start(
     config: &Config,
     store: Arc<Store>,
     stop: watch::Receiver<bool>,
-) -> Result<(PersistHandle, Option<tokio::task::JoinHandle<()>>), String> {
+) -> Result<Started, String> {
     if config.no_database {
         tracing::warn!(
             "--no-database: scope rows are not stored; summaries will not survive a restart"
         );
-        return Ok((PersistHandle::disabled(), None));
+        let handle = PersistHandle::disabled();
+        handle.stats.restore_done.store(true, Ordering::Relaxed);
+        return Ok(Started {
+            handle,
+            writer: None,
+            restored: watch::channel(true).1,
+        });
     }
     let db = db::Database::open(config.database_url.as_deref(), &config.dir)?;
     let capacity = (config.stm_persist_queue as usize).max(1);
@@ -116,6 +164,7 @@ pub fn start(
         stats: stats.clone(),
     };
     tracing::info!(database = db.kind(), "scope rows go to the database");
+    let (restored_tx, restored) = watch::channel(false);
     let writer = writer::Writer {
         db,
         queue: rx,
@@ -123,8 +172,17 @@ pub fn start(
         store,
         summary_ttl_secs: config.stm_summary_ttl,
         stop,
+        restored: restored_tx,
+        retention: retention::Retention {
+            days: config.stm_row_retention_days,
+            period: std::time::Duration::from_millis(config.stm_retention_sweep_ms),
+        },
     };
-    Ok((handle, Some(tokio::spawn(writer.run()))))
+    Ok(Started {
+        handle,
+        writer: Some(tokio::spawn(writer.run())),
+        restored,
+    })
 }
 
 impl PersistHandle {
@@ -195,6 +253,13 @@ impl PersistHandle {
         line("stm_persist_statements", get(&s.statements));
         line("stm_persist_retries", get(&s.retries));
         line("stm_persist_restored", get(&s.restored));
+        line("stm_persist_restored_merged", get(&s.restored_merged));
+        line(
+            "stm_persist_restore_done",
+            u8::from(s.restore_done.load(Ordering::Relaxed)).to_string(),
+        );
+        line("stm_persist_sweeps", get(&s.sweeps));
+        line("stm_persist_swept_rows", get(&s.swept_rows));
         let last_error = s.last_error.lock().clone().unwrap_or_default();
         line(
             "stm_persist_last_error",

@@ -1,9 +1,13 @@
 //! The writer task: connects and migrates (retrying while the database is down), restores recent
-//! rows with distilled memory into the keyspace, then drains the queue in folded batches, retrying
-//! a failed batch with exponential backoff. On shutdown it writes what is left within a bounded time.
+//! rows with distilled memory into the keyspace and signals the server that it may answer
+//! commands, then drains the queue in folded batches, retrying a failed batch with exponential
+//! backoff, and sweeps old rows between batches. On shutdown it writes what is left within a
+//! bounded time.
 
 use super::db::Database;
 use super::fold::fold;
+use super::restore::{merge_row, Merge};
+use super::retention::Retention;
 use super::{PersistOp, PersistStats};
 use crate::store::Store;
 use std::sync::atomic::Ordering;
@@ -31,10 +35,21 @@ pub struct Writer {
     /// `stm-summary-ttl` in seconds: the age of rows restored at start-up.
     pub summary_ttl_secs: u64,
     pub stop: watch::Receiver<bool>,
+    /// Set to true once the warm start is done: the server answers no command before that (or
+    /// before `stm-restore-timeout`).
+    pub restored: watch::Sender<bool>,
+    pub retention: Retention,
 }
 
 /// Why a retry loop ended without success.
 struct Stopped;
+
+/// What the writer does next.
+enum Work {
+    Write(Vec<PersistOp>),
+    Sweep,
+    Stop,
+}
 
 impl Writer {
     pub async fn run(mut self) {
@@ -45,26 +60,55 @@ impl Writer {
                 async move { db.migrate().await }
             })
             .await;
-        if ready.is_ok() {
-            self.restore().await;
-            while let Some(batch) = self.next_batch().await {
-                if self.write_with_retry(batch.clone()).await.is_err() {
-                    // Stopped while the database was failing: keep the batch for the drain.
-                    self.drain(batch).await;
-                    self.db.close().await;
-                    return;
+        let restored = match ready {
+            Ok(()) => self.restore().await,
+            Err(stopped) => Err(stopped),
+        };
+        if let Ok(queued_meanwhile) = restored {
+            // First sweep right after the start: a server restarted daily must still sweep.
+            let mut next_sweep =
+                (self.retention.days > 0).then(|| tokio::time::Instant::now() + GATHER);
+            let mut work = Work::Write(queued_meanwhile);
+            loop {
+                match work {
+                    Work::Stop => break,
+                    Work::Sweep => {
+                        self.sweep().await;
+                        next_sweep = Some(tokio::time::Instant::now() + self.retention.period);
+                    }
+                    Work::Write(batch) if batch.is_empty() => {}
+                    Work::Write(batch) => {
+                        if self.write_with_retry(batch.clone()).await.is_err() {
+                            // Stopped while the database was failing: keep the batch for the drain.
+                            self.drain(batch).await;
+                            self.db.close().await;
+                            return;
+                        }
+                    }
                 }
+                work = self.next_work(next_sweep).await;
             }
         }
         self.drain(Vec::new()).await;
         self.db.close().await;
     }
 
-    /// Waits for the next operations (or the stop signal) and takes what else is queued.
-    async fn next_batch(&mut self) -> Option<Vec<PersistOp>> {
+    /// Waits for the next operations (taking what else is queued), the time of the next sweep, or
+    /// the stop signal.
+    async fn next_work(&mut self, next_sweep: Option<tokio::time::Instant>) -> Work {
+        let sweep_due = async {
+            match next_sweep {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
         let first = tokio::select! {
-            op = self.queue.recv() => op?,
-            _ = self.stop.wait_for(|stop| *stop) => return None,
+            op = self.queue.recv() => match op {
+                Some(op) => op,
+                None => return Work::Stop,
+            },
+            _ = self.stop.wait_for(|stop| *stop) => return Work::Stop,
+            _ = sweep_due => return Work::Sweep,
         };
         let mut batch = vec![first];
         let deadline = tokio::time::Instant::now() + GATHER;
@@ -84,7 +128,30 @@ impl Writer {
                 None => break,
             }
         }
-        Some(batch)
+        Work::Write(batch)
+    }
+
+    /// Deletes the rows past retention; a failure waits for the next sweep.
+    async fn sweep(&mut self) {
+        match self.db.sweep(self.retention.days, &self.store).await {
+            Ok(deleted) => {
+                self.stats.sweeps.fetch_add(1, Ordering::Relaxed);
+                self.stats.swept_rows.fetch_add(deleted, Ordering::Relaxed);
+                if deleted > 0 {
+                    tracing::info!(
+                        deleted,
+                        days = self.retention.days,
+                        "retention sweep deleted old scope rows"
+                    );
+                }
+            }
+            // Not an outage of the row writes (those notice one themselves and retry): the
+            // error is shown and the next sweep tries again.
+            Err(err) => {
+                tracing::warn!(%err, "retention sweep failed; it runs again at the next period");
+                *self.stats.last_error.lock() = Some(format!("sweep: {err}"));
+            }
+        }
     }
 
     async fn write_with_retry(&mut self, ops: Vec<PersistOp>) -> Result<(), Stopped> {
@@ -106,21 +173,21 @@ impl Writer {
     }
 
     /// Runs `attempt` until it succeeds, backing off exponentially; gives up when stop is signalled.
-    async fn retry_until_stopped<F, Fut>(
+    async fn retry_until_stopped<T, F, Fut>(
         &mut self,
         what: &str,
         mut attempt: F,
-    ) -> Result<(), Stopped>
+    ) -> Result<T, Stopped>
     where
         F: FnMut() -> Fut,
-        Fut: std::future::Future<Output = Result<(), sqlx::Error>>,
+        Fut: std::future::Future<Output = Result<T, sqlx::Error>>,
     {
         let mut backoff = FIRST_BACKOFF;
         loop {
             match attempt().await {
-                Ok(()) => {
+                Ok(value) => {
                     self.mark_up();
-                    return Ok(());
+                    return Ok(value);
                 }
                 Err(err) => {
                     self.mark_down(what, &err);
@@ -153,25 +220,66 @@ impl Writer {
         }
     }
 
-    /// Loads recent rows with distilled memory back as entries (a live entry always wins).
-    async fn restore(&mut self) {
-        match self.db.load_recent(self.summary_ttl_secs).await {
-            Ok(rows) => {
-                let ttl_ms = self.summary_ttl_secs.saturating_mul(1000);
-                let restored = rows
-                    .into_iter()
-                    .filter(|row| crate::stm::restore(&self.store, row, ttl_ms))
-                    .count();
-                self.stats
-                    .restored
-                    .store(restored as u64, Ordering::Relaxed);
-                tracing::info!(
-                    restored,
-                    "restored short-term memory summaries from the database"
-                );
-            }
-            Err(err) => tracing::warn!(%err, "could not load summaries from the database"),
+    /// The warm start: loads the recent rows with distilled memory (retrying while the database
+    /// is down) and merges them into the keyspace, then signals the server. Returns the operations
+    /// queued meanwhile, for the writer to write first.
+    ///
+    /// Normally no command has been answered yet. When the server stopped waiting
+    /// (`stm-restore-timeout`), commands have run since the start and their row operations are
+    /// all still queued (nothing was written before this): a row that a queued forget deletes
+    /// stays gone, and [`merge_row`] fills in only entries with no newer summary or categories.
+    /// The queued operations are written after the merge, so the rows read here are exactly the
+    /// state from before the start.
+    async fn restore(&mut self) -> Result<Vec<PersistOp>, Stopped> {
+        let db = self.db.clone();
+        let max_age = self.summary_ttl_secs;
+        let rows = self
+            .retry_until_stopped("restore", || {
+                let db = db.clone();
+                async move { db.load_recent(max_age).await }
+            })
+            .await?;
+        let mut pending = Vec::new();
+        while let Ok(op) = self.queue.try_recv() {
+            pending.push(op);
         }
+        let forgets: Vec<&PersistOp> = pending
+            .iter()
+            .filter(|op| {
+                matches!(
+                    op,
+                    PersistOp::ForgetChannel { .. }
+                        | PersistOp::ForgetUser { .. }
+                        | PersistOp::ForgetScope { .. }
+                )
+            })
+            .collect();
+        let ttl_ms = self.summary_ttl_secs.saturating_mul(1000);
+        let (mut created, mut filled_in) = (0u64, 0u64);
+        for row in &rows {
+            if forgets.iter().any(|op| op.forgets(&row.scope)) {
+                continue;
+            }
+            match merge_row(&self.store, row, ttl_ms) {
+                Merge::Created => created += 1,
+                Merge::FilledIn => filled_in += 1,
+                Merge::Kept => {}
+            }
+        }
+        self.stats
+            .restored
+            .store(created + filled_in, Ordering::Relaxed);
+        self.stats
+            .restored_merged
+            .store(filled_in, Ordering::Relaxed);
+        self.stats.restore_done.store(true, Ordering::Relaxed);
+        let _ = self.restored.send(true);
+        tracing::info!(
+            restored = created + filled_in,
+            merged_into_newer_entries = filled_in,
+            "restored short-term memory summaries from the database"
+        );
+        Ok(pending)
     }
 
     /// Writes `pending` and whatever is still queued, trying until [`DRAIN_TIMEOUT`] has passed.

@@ -250,7 +250,6 @@ impl StmEntry {
 }
 
 use crate::config::Config;
-use crate::persist::db::WarmRow;
 use crate::persist::PersistHandle;
 use crate::store::Store;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -338,22 +337,3 @@ pub fn stm_entries(store: &Store) -> usize {
         .sum()
 }
 
-/// Brings a row with distilled memory back as an entry without messages, expiring as if last
-/// written at the row's `updated_at`. A live entry always wins. Returns whether it was restored.
-pub fn restore(store: &Store, row: &WarmRow, summary_ttl_ms: u64) -> bool {
-    let key = row.scope.key();
-    let expire_at = row.updated_ms.saturating_add(summary_ttl_ms);
-    // STM lives in database 0.
-    let mut locked = store.lock_one(0, &key);
-    if expire_at <= locked.now || locked.contains(&key) {
-        return false;
-    }
-    let mut entry = StmEntry::new(&row.scope, row.updated_ms);
-    entry.lineage = row.lineage;
-    entry.summary = row.summary.clone().filter(|s| !s.is_empty());
-    entry.categories = row.categories.clone();
-    entry.turns_since_refresh = row.turns_since_refresh;
-    entry.last_refreshed_turn = row.last_refreshed_turn;
-    locked.set(&key, crate::store::Value::Stm(Box::new(entry)), expire_at);
-    true
-}

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod postgres;
+pub mod rows;
 pub mod stm;
 
 use std::net::SocketAddr;

@@ -1,0 +1,73 @@
+//! The warm start: rows with distilled memory come back into the keyspace. Normally this runs
+//! before the first command is answered, so the keyspace is empty and every row becomes an entry
+//! without messages. When the database was out of reach for longer than `stm-restore-timeout`, the
+//! server serves first and the rows arrive later; then a row must not undo what commands did in
+//! the meantime, so [`merge_row`] fills in only what is still missing.
+
+use super::db::WarmRow;
+use crate::stm::StmEntry;
+use crate::store::{Store, Value};
+
+/// What became of one row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Merge {
+    /// No live entry: a new entry without messages.
+    Created,
+    /// A live entry written since the start, without a summary or categories write: the row
+    /// filled in its summary, categories and counters.
+    FilledIn,
+    /// The entry has newer distilled state (or the key holds another type, or the row is too old
+    /// to be live): the row changed nothing.
+    Kept,
+}
+
+/// Whether `entry` has had a summary or categories write since this server started. Every such
+/// write (clearing ones too) adds 1 to `last_refreshed_turn`, and before the warm start has merged
+/// a scope's row, its entry can only have been made since the start, from 0: so a count of 0 means
+/// no such write. The restored entries themselves are never merged twice: the warm start runs once.
+fn has_distilled_write_since_start(entry: &StmEntry) -> bool {
+    entry.last_refreshed_turn != 0 || entry.has_distilled()
+}
+
+/// Brings `row` into the keyspace: a new entry expiring as if last written at the row's
+/// `updated_at`, or the row's distilled memory and counters added to an entry that commands made
+/// since the start and that has no newer summary or categories.
+pub fn merge_row(store: &Store, row: &WarmRow, summary_ttl_ms: u64) -> Merge {
+    let key = row.scope.key();
+    let mut locked = store.lock_one(0, &key);
+    let now = locked.now;
+    if let Some(live) = locked.get_mut(&key) {
+        let Value::Stm(entry) = &mut live.value else {
+            return Merge::Kept;
+        };
+        if has_distilled_write_since_start(entry) {
+            return Merge::Kept;
+        }
+        entry.summary = row.summary.clone().filter(|s| !s.is_empty());
+        entry.categories = row.categories.clone();
+        // The entry's count holds the turns captured since the start; the row's, those before.
+        entry.turns_since_refresh = entry
+            .turns_since_refresh
+            .saturating_add(row.turns_since_refresh);
+        entry.last_refreshed_turn = row.last_refreshed_turn;
+        // Distilled memory earns the longer expiry from the entry's last write; an entry without
+        // expiry (PERSIST) or with a later one keeps it.
+        if live.expire_at != 0 {
+            let distilled_deadline = entry.last_updated.saturating_add(summary_ttl_ms);
+            live.expire_at = live.expire_at.max(distilled_deadline);
+        }
+        return Merge::FilledIn;
+    }
+    let expire_at = row.updated_ms.saturating_add(summary_ttl_ms);
+    if expire_at <= now {
+        return Merge::Kept;
+    }
+    let mut entry = StmEntry::new(&row.scope, row.updated_ms);
+    entry.lineage = row.lineage;
+    entry.summary = row.summary.clone().filter(|s| !s.is_empty());
+    entry.categories = row.categories.clone();
+    entry.turns_since_refresh = row.turns_since_refresh;
+    entry.last_refreshed_turn = row.last_refreshed_turn;
+    locked.set(&key, Value::Stm(Box::new(entry)), expire_at);
+    Merge::Created
+}
