@@ -2,6 +2,7 @@
 //! touch (ascending shard order, so multi-key commands are atomic and deadlock-free) and work on a
 //! [`Locked`] view; nobody outside this module sees dashmap.
 
+pub mod changes;
 pub mod eviction;
 pub mod expiry;
 pub mod scan;
@@ -11,10 +12,11 @@ pub mod zset;
 use crate::blocking::Waiters;
 use crate::stm::index::StmIndex;
 use bytes::Bytes;
+use changes::Change;
 use dashmap::{DashMap, RwLockWriteGuard, SharedValue};
 use hashbrown::hash_map::RawEntryMut;
 use smallvec::SmallVec;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use value::Value;
@@ -107,6 +109,9 @@ pub struct Store {
     pub memory: eviction::MemoryLimit,
     /// Clients blocked in BLPOP/BRPOP/BLMOVE, woken when a list appears or grows at their key.
     pub waiters: std::sync::Arc<Waiters>,
+    /// True while keyspace notifications are on or a client tracks keys: only then are changes
+    /// noted (see [`changes`]). Set by `crate::events`.
+    pub listening: AtomicBool,
 }
 
 impl Default for Store {
@@ -125,6 +130,7 @@ impl Store {
             expired_stm_entries: AtomicU64::new(0),
             memory: Default::default(),
             waiters: Default::default(),
+            listening: AtomicBool::new(false),
         }
     }
 
@@ -212,6 +218,15 @@ impl Store {
         next
     }
 
+    /// Notes `change` at `key` when someone listens: the only cost on the write path otherwise is
+    /// this one relaxed load.
+    #[inline]
+    pub fn noting(&self, key: &[u8], change: Change) {
+        if self.listening.load(Ordering::Relaxed) {
+            changes::note(key, change);
+        }
+    }
+
     /// Bookkeeping for a value leaving the keyspace (deleted, overwritten, expired, flushed).
     fn on_remove(&self, key: &[u8], value: &Value) {
         if let Value::Stm(entry) = value {
@@ -221,6 +236,7 @@ impl Store {
 
     /// Bookkeeping for a value removed because its time was up.
     fn count_expired(&self, key: &[u8], value: &Value) {
+        self.noting(key, Change::Expired);
         self.on_remove(key, value);
         self.expired_keys.fetch_add(1, Ordering::Relaxed);
         if matches!(value, Value::Stm(_)) {
@@ -339,11 +355,17 @@ impl<'a> Locked<'a> {
 
     /// The live entry at `key` (a read: its access clock moves).
     pub fn get(&mut self, key: &[u8]) -> Option<&Entry> {
-        let now = self.now;
-        self.live_entry(key).map(|(_, e)| {
-            e.touch(now);
-            &*e
-        })
+        let (store, now) = (self.store, self.now);
+        match self.live_entry(key) {
+            Some((_, e)) => {
+                e.touch(now);
+                Some(&*e)
+            }
+            None => {
+                store.noting(key, Change::Missed);
+                None
+            }
+        }
     }
 
     /// The live entry at `key`, for a write: its version changes, so WATCH sees the write.
@@ -352,6 +374,7 @@ impl<'a> Locked<'a> {
         self.live_entry(key).map(|(shard, e)| {
             e.set_version(store.bump_version(shard));
             e.touch(now);
+            store.noting(key, Change::Written);
             e
         })
     }
@@ -360,12 +383,16 @@ impl<'a> Locked<'a> {
     /// command can hold several entries at once (SINTER and friends).
     pub fn peek(&self, key: &[u8]) -> Option<&Entry> {
         let spot = self.spot(key);
-        self.guards[spot.slot]
+        let found = self.guards[spot.slot]
             .1
             .raw_entry()
             .from_key_hashed_nocheck(spot.hash, key)
             .map(|(_, e)| e.get())
-            .filter(|e| !e.is_expired(self.now))
+            .filter(|e| !e.is_expired(self.now));
+        if found.is_none() {
+            self.store.noting(key, Change::Missed);
+        }
+        found
     }
 
     pub fn contains(&mut self, key: &[u8]) -> bool {
@@ -404,11 +431,20 @@ impl<'a> Locked<'a> {
                     store.count_expired(k, &old.value);
                 }
                 store.on_insert(k, &slot.get().value);
+                store.noting(
+                    k,
+                    if live {
+                        Change::Written
+                    } else {
+                        Change::Created
+                    },
+                );
                 live.then_some(old)
             }
             RawEntryMut::Vacant(vacant) => {
                 let owned = Bytes::copy_from_slice(key);
                 store.on_insert(&owned, &entry.value);
+                store.noting(key, Change::Created);
                 vacant.insert_hashed_nocheck(spot.hash, owned, SharedValue::new(entry));
                 None
             }
@@ -417,6 +453,27 @@ impl<'a> Locked<'a> {
 
     /// Removes the live entry at `key`.
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
+        self.remove_as(key, Change::Removed)
+    }
+
+    /// Removes the live entry at `key` to make room (noted as an eviction, not a deletion).
+    pub fn evict(&mut self, key: &[u8]) -> Option<Entry> {
+        self.remove_as(key, Change::Evicted)
+    }
+
+    /// Names the event of a change whose name depends on the outcome (RENAME's `rename_from`,
+    /// SET's extra `expire`…). A command that names one names all of its write events.
+    pub fn notify(&self, class: u32, name: &'static str, key: &[u8]) {
+        self.store.noting(key, Change::Event { class, name });
+    }
+
+    /// Says that this command changed nothing at `key` after all (ZADD XX on missing members…),
+    /// so its own event is not published.
+    pub fn unchanged(&self, key: &[u8]) {
+        self.notify(0, "", key);
+    }
+
+    fn remove_as(&mut self, key: &[u8], change: Change) -> Option<Entry> {
         let (store, now) = (self.store, self.now);
         let spot = self.spot(key);
         let RawEntryMut::Occupied(found) = self
@@ -433,6 +490,7 @@ impl<'a> Locked<'a> {
             return None;
         }
         store.on_remove(&k, &old.value);
+        store.noting(&k, change);
         Some(old)
     }
 
@@ -473,6 +531,7 @@ impl<'a> Locked<'a> {
 
     /// Removes every key of the locked shards.
     pub fn clear(&mut self) {
+        self.store.noting(b"", Change::Flushed);
         for (_, guard) in self.guards.iter_mut() {
             for (k, v) in guard.drain() {
                 self.store.on_remove(&k, &v.get().value);
