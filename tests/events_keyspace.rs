@@ -187,6 +187,11 @@ async fn stm_entries_publish_their_own_class() {
         "user",
         "alice",
         "hello",
+        "REPLY",
+        "3",
+        "-",
+        "Nova",
+        "hi",
     ];
     ok(&mut con, &capture).await;
     sub.roundtrip(b"PING\r\n", b"*2\r\n$4\r\npong\r\n$0\r\n\r\n")
