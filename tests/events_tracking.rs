@@ -6,7 +6,7 @@
 mod common;
 mod types_support;
 
-use common::stm::{int, ok};
+use common::stm::ok;
 use common::{resp, RawConn, TestServer};
 use std::time::Duration;
 use types_support::{args, assert_silent, raw3};
@@ -222,7 +222,6 @@ async fn a_full_table_drops_and_invalidates_keys() {
         common::stm::strings(&ok(&mut writer, &["CONFIG", "GET", "tracking-table-max-keys"]).await),
         vec!["tracking-table-max-keys", "0"]
     );
-    let _ = int;
 }
 
 #[tokio::test]

@@ -345,5 +345,8 @@ pub fn restore(store: &Store, row: &WarmRow, summary_ttl_ms: u64) -> bool {
     entry.turns_since_refresh = row.turns_since_refresh;
     entry.last_refreshed_turn = row.last_refreshed_turn;
     locked.set(&key, crate::store::Value::Stm(Box::new(entry)), expire_at);
+    // No command made this change: its note must not be published as part of the next command
+    // this thread runs.
+    crate::store::changes::take();
     true
 }
