@@ -259,6 +259,20 @@ pub struct Config {
     )]
     pub slowlog_max_len: u64,
 
+    /// Keyspace notifications to publish, in Redis's class letters (`KEA`, `Ex`…; empty: none),
+    /// plus `S` for STM entries' own events.
+    #[arg(long, env = "STMD_NOTIFY_KEYSPACE_EVENTS", default_value = "", hide_default_value = true, value_parser = crate::events::NotifyFlags::parse, help_heading = "Events")]
+    pub notify_keyspace_events: crate::events::NotifyFlags,
+    /// Most keys remembered for client-side caching (default-mode CLIENT TRACKING); past it, keys
+    /// are dropped and invalidated (0: no limit).
+    #[arg(
+        long,
+        env = "STMD_TRACKING_TABLE_MAX_KEYS",
+        default_value_t = 1_000_000,
+        help_heading = "Events"
+    )]
+    pub tracking_table_max_keys: u64,
+
     /// Address for the Prometheus metrics endpoint (`GET /metrics`), e.g. 127.0.0.1:9121.
     /// Off unless given.
     #[arg(long, env = "STMD_METRICS_ADDR", help_heading = "Observability")]
@@ -489,6 +503,15 @@ pub static PARAMS: &[Param] = &[
         i64::MAX
     ),
     number_param!("slowlog-max-len", slowlog_max_len),
+    Param {
+        name: "notify-keyspace-events",
+        get: |c| c.notify_keyspace_events.to_string(),
+        set: Some(|c, v| {
+            c.notify_keyspace_events = crate::events::NotifyFlags::parse(v)?;
+            Ok(())
+        }),
+    },
+    number_param!("tracking-table-max-keys", tracking_table_max_keys),
     fixed_param!("save", ""),
     fixed_param!("appendonly", "no"),
     Param {

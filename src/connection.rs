@@ -61,6 +61,10 @@ pub async fn serve(
         tracing::debug!(client = info.id, %peer, %err, "connection ended with an error");
     }
     shared.pubsub.forget(&conn.subs, info.id);
+    if conn.tracking.mode.is_some() {
+        shared.events.tracking.remove(info.id);
+        shared.events.update_gate();
+    }
     if conn.monitor {
         shared.monitors.remove(info.id);
     }

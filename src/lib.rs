@@ -6,6 +6,7 @@ pub mod clients;
 pub mod commands;
 pub mod config;
 pub mod connection;
+pub mod events;
 pub mod exporter;
 pub mod glob;
 pub mod metrics;

@@ -35,6 +35,9 @@ pub enum Delivery {
     /// One MONITOR line, already encoded (`+<time> [0 <addr>] "cmd" …\r\n`): the same bytes in
     /// RESP2 and RESP3, as Redis sends them.
     Monitor(Bytes),
+    /// Any other out-of-band frame (tracking's `invalidate` pushes); `size` is its approximate
+    /// byte count for the mailbox limits.
+    Frame { reply: Reply, size: usize },
 }
 
 impl Delivery {
@@ -46,6 +49,7 @@ impl Delivery {
                 payload,
             } => channel.len() + payload.len() + pattern.as_ref().map_or(0, |p| p.len()),
             Delivery::Monitor(line) => line.len(),
+            Delivery::Frame { size, .. } => *size,
         }
     }
 
@@ -58,6 +62,7 @@ impl Delivery {
                 payload,
             } => (pattern, channel, payload),
             Delivery::Monitor(line) => return Reply::Raw(line.clone()),
+            Delivery::Frame { reply, .. } => return reply.clone(),
         };
         let mut items = Vec::with_capacity(4);
         match pattern {
@@ -126,6 +131,11 @@ impl Mailbox {
             Ok(_) => false,
             Err(since) => now.saturating_sub(since) >= allowed.as_millis() as u64,
         }
+    }
+
+    /// The client this mailbox belongs to.
+    pub fn client(&self) -> &Arc<ClientInfo> {
+        &self.client
     }
 
     /// Called by the subscriber's connection for each message it takes out.
@@ -267,6 +277,11 @@ impl PubSub {
             .filter(|c| pattern.is_none_or(|p| glob::matches(p, c, false)))
             .cloned()
             .collect()
+    }
+
+    /// The mailbox of client `id` if it is subscribed to `channel` (tracking's redirection).
+    pub fn subscriber(&self, channel: &[u8], id: u64) -> Option<Arc<Mailbox>> {
+        self.channels.read().get(channel)?.get(&id).cloned()
     }
 
     pub fn numsub(&self, channel: &[u8]) -> usize {

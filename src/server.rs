@@ -49,6 +49,8 @@ pub struct Shared {
     pub command_stats: crate::metrics::CommandStats,
     /// Woken by the SHUTDOWN command.
     pub shutdown_requested: Notify,
+    /// Keyspace notifications and client-side caching.
+    pub events: crate::events::Events,
 }
 
 impl Shared {
@@ -62,7 +64,9 @@ impl Shared {
         let commands = crate::commands::table::CommandNames::new(&config.rename_command)
             .map_err(Error::Config)?;
         store.memory.configure(&config);
+        let events = crate::events::Events::new(&config, store.clone());
         Ok(Shared {
+            events,
             slowlog: crate::slowlog::SlowLog::new(
                 config.slowlog_log_slower_than,
                 config.slowlog_max_len,
@@ -250,17 +254,28 @@ pub async fn run(
 
     let expiry_task = {
         let mut rx = stop_rx.clone();
-        let store = shared.store.clone();
-        tokio::spawn(expiry::run(store, async move {
-            let _ = rx.changed().await;
-        }))
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let store = shared.store.clone();
+            let after_tick = || crate::events::after_background_work(&shared);
+            expiry::run(store, after_tick, async move {
+                let _ = rx.changed().await;
+            })
+            .await
+        })
     };
 
     let meter_task = {
         let mut rx = stop_rx.clone();
-        tokio::spawn(eviction::run_meter(shared.store.clone(), async move {
-            let _ = rx.changed().await;
-        }))
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let store = shared.store.clone();
+            let after_tick = || crate::events::after_background_work(&shared);
+            eviction::run_meter(store, after_tick, async move {
+                let _ = rx.changed().await;
+            })
+            .await
+        })
     };
 
     tokio::pin!(shutdown);

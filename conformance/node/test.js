@@ -325,6 +325,36 @@ test('node-redis RESP3: pub/sub', async () => {
   await pub.close();
 });
 
+test('node-redis RESP3: client-side cache is invalidated by writes, expiry and FLUSHALL', async () => {
+  const cached = createClient({
+    socket: { host: HOST, port: PORT, reconnectStrategy: false },
+    RESP: 3,
+    clientSideCache: { ttl: 0, maxEntries: 0, evictPolicy: 'LRU' },
+  });
+  cached.on('error', () => {});
+  await cached.connect();
+  const writer = await nr();
+  const key = uniq('nr:csc');
+  await writer.set(key, 'v1');
+  assert.equal(await cached.get(key), 'v1');
+  assert.equal(await cached.get(key), 'v1');
+  assert.equal(cached.clientSideCache.stats().hitCount, 1); // the second GET came from the cache
+  await writer.set(key, 'v2');
+  await sleep(100); // the invalidate push arrives out of band
+  assert.equal(await cached.get(key), 'v2');
+  const short = uniq('nr:csc');
+  await writer.set(short, 'x', { PX: 100 });
+  assert.equal(await cached.get(short), 'x');
+  await sleep(1500); // the active expiry cycle (one pass a second) removes it and invalidates
+  assert.equal(await cached.get(short), null);
+  assert.equal(await cached.get(key), 'v2');
+  await writer.flushAll();
+  await sleep(100);
+  assert.equal(await cached.get(key), null);
+  await cached.close();
+  await writer.close();
+});
+
 // ---------------------------------------------------------------- runner
 
 (async () => {

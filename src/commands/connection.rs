@@ -126,6 +126,12 @@ pub fn reset(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
     conn.wait = None;
     conn.block = None;
     super::pubsub::reset(ctx);
+    // RESET turns tracking off, as in Redis.
+    if ctx.conn.tracking.mode.take().is_some() {
+        ctx.shared.events.tracking.remove(ctx.conn.info.id);
+        ctx.shared.events.update_gate();
+    }
+    ctx.conn.tracking.caching = false;
     if ctx.conn.monitor {
         // RESET leaves MONITOR mode, as in Redis.
         ctx.shared.monitors.remove(ctx.conn.info.id);
@@ -161,6 +167,10 @@ const CLIENT_SUBCOMMANDS: &[(&str, i32)] = &[
     ("kill", -3),
     ("no-evict", 3),
     ("no-touch", 3),
+    ("tracking", -3),
+    ("caching", 3),
+    ("getredir", 2),
+    ("trackinginfo", 2),
     ("help", 2),
 ];
 
@@ -199,6 +209,14 @@ pub fn client(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         client_list(ctx, &args[2..])
     } else if is(sub, "KILL") {
         client_kill(ctx, &args[2..])
+    } else if is(sub, "TRACKING") {
+        crate::events::tracking::client_tracking(ctx, args)
+    } else if is(sub, "CACHING") {
+        crate::events::tracking::client_caching(ctx, args)
+    } else if is(sub, "GETREDIR") {
+        Ok(crate::events::tracking::client_getredir(ctx))
+    } else if is(sub, "TRACKINGINFO") {
+        Ok(crate::events::tracking::client_trackinginfo(ctx))
     } else if is(sub, "NO-EVICT") || is(sub, "NO-TOUCH") {
         // Accepted for clients that set them; stmd neither evicts nor tracks access.
         if is(args[2], "ON") || is(args[2], "OFF") {

@@ -3,6 +3,7 @@
 
 use super::args::{int, is, Cursor};
 use super::{err, CmdResult, Ctx};
+use crate::events::class;
 use crate::glob;
 use crate::protocol::Reply;
 use crate::store::scan;
@@ -264,6 +265,8 @@ pub fn rename(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     }
     if let Some(entry) = locked.remove(from) {
         locked.set(to, entry.value, entry.expire_at);
+        locked.notify(class::GENERIC, "rename_from", from);
+        locked.notify(class::GENERIC, "rename_to", to);
     }
     Ok(if nx { Reply::Int(1) } else { Reply::OK })
 }

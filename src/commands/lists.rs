@@ -4,6 +4,7 @@
 use super::args::{int, is, Cursor};
 use super::typed::{list, list_mut, list_or_create, remove_if_empty, wrongtype, List};
 use super::{err, CmdResult, Ctx};
+use crate::events::class;
 use crate::protocol::Reply;
 use crate::store::{Locked, Value};
 use bytes::Bytes;
@@ -80,6 +81,16 @@ pub fn move_one(
     };
     push_end(list_or_create(locked, dst)?, to, value.clone());
     signal_push(locked, dst);
+    // Redis's order: the push, the pop, then `del` if the source emptied.
+    let (popped, pushed) = (
+        if from == End::Left { "lpop" } else { "rpop" },
+        if to == End::Left { "lpush" } else { "rpush" },
+    );
+    locked.notify(class::LIST, pushed, dst);
+    locked.notify(class::LIST, popped, src);
+    if locked.peek(src).is_none() {
+        locked.notify(class::GENERIC, "del", src);
+    }
     Ok(Some(value))
 }
 

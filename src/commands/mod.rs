@@ -76,6 +76,8 @@ pub struct ConnState {
     pub subs: crate::pubsub::Subscriptions,
     /// In MONITOR mode: other clients' commands arrive in the mailbox.
     pub monitor: bool,
+    /// CLIENT TRACKING mode and CLIENT CACHING flag.
+    pub tracking: crate::events::tracking::ConnTracking,
 }
 
 /// What a blocking command asks of the connection loop when it has to wait.
@@ -102,6 +104,7 @@ impl ConnState {
             wait: None,
             subs: Default::default(),
             monitor: false,
+            tracking: Default::default(),
         }
     }
 }
@@ -234,7 +237,17 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
         return transactions::queue(ctx, args);
     }
     if cmd.has(table::DENYOOM) && !ctx.shared.store.make_room() {
-        return reject(ctx, Some(cmd), OOM.to_string());
+        let refused = reject(ctx, Some(cmd), OOM.to_string());
+        // What the failed eviction did remove is still announced.
+        if ctx
+            .shared
+            .store
+            .listening
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            crate::events::after_command(ctx, cmd);
+        }
+        return refused;
     }
     *ctx.conn.info.last_cmd.lock() = cmd.name;
     run(ctx, cmd, args)
@@ -264,6 +277,9 @@ fn reject(ctx: &mut Ctx<'_, '_>, cmd: Option<&Command>, error: String) -> Reply 
 pub fn run(ctx: &mut Ctx<'_, '_>, cmd: &Command, args: &[&[u8]]) -> Reply {
     // A blocked command is rerun on every wake-up; monitors saw it the first time.
     let rerun = ctx.conn.wait.is_some();
+    if ctx.conn.tracking.mode.is_some() {
+        crate::events::tracking::before_command(ctx, cmd, args);
+    }
     let started = std::time::Instant::now();
     // Checked when the command runs, not when MULTI queues it: a SELECT earlier in the same
     // transaction changes the database the command runs in.
@@ -275,6 +291,18 @@ pub fn run(ctx: &mut Ctx<'_, '_>, cmd: &Command, args: &[&[u8]]) -> Reply {
     let reply = match outcome {
         Ok(reply) | Err(reply) => reply,
     };
+    // Keyspace events and tracking invalidations: one load when nobody listens.
+    if ctx
+        .shared
+        .store
+        .listening
+        .load(std::sync::atomic::Ordering::Relaxed)
+    {
+        crate::events::after_command(ctx, cmd);
+    }
+    if ctx.conn.tracking.caching {
+        crate::events::tracking::after_command(ctx, cmd);
+    }
     let micros = started.elapsed().as_micros().min(u128::from(u64::MAX)) as u64;
     let shared = ctx.shared;
     shared.command_stats.observe(cmd, micros);

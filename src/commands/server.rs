@@ -228,6 +228,7 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             .slowlog
             .configure(updated.slowlog_log_slower_than, updated.slowlog_max_len);
         ctx.shared.store.memory.configure(&updated);
+        ctx.shared.events.configure(&updated);
         *ctx.shared.config.write() = updated;
         Ok(Reply::OK)
     } else if is(sub, "RESETSTAT") {

@@ -4,6 +4,7 @@ use super::args::{int, Cursor};
 use super::hashes::{random_count, random_positions};
 use super::typed::{remove_if_empty, set, set_mut, set_or_create, wrongtype};
 use super::{collection_scan, err, CmdResult, Ctx};
+use crate::events::class;
 use crate::protocol::Reply;
 use crate::store::value::SetValue;
 use crate::store::{Locked, Value};
@@ -139,7 +140,12 @@ pub fn smove(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         s.swap_remove(member);
     }
     remove_if_empty(&mut locked, src);
+    locked.notify(class::SET, "srem", src);
+    if locked.peek(src).is_none() {
+        locked.notify(class::GENERIC, "del", src);
+    }
     set_or_create(&mut locked, dst)?.insert(Bytes::copy_from_slice(member));
+    locked.notify(class::SET, "sadd", dst);
     Ok(Reply::Int(1))
 }
 

@@ -2,6 +2,7 @@
 
 use super::args::{float, int, is};
 use super::{err, CmdResult, Ctx};
+use crate::events::class;
 use crate::metrics::Stats;
 use crate::protocol::{parse_i64_strict, Reply};
 use crate::store::{Entry, Value};
@@ -178,6 +179,10 @@ pub fn set(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     }
     let expire_at = if keepttl { kept_ttl } else { expire_at };
     locked.set(key, owned(value), expire_at);
+    if expiry.is_some() {
+        locked.notify(class::STRING, "set", key);
+        locked.notify(class::GENERIC, "expire", key);
+    }
     Ok(if get { old_reply() } else { Reply::OK })
 }
 
@@ -203,6 +208,8 @@ pub fn setex(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         name,
     )?;
     locked.set(args[1], owned(args[3]), at);
+    locked.notify(class::STRING, "set", args[1]);
+    locked.notify(class::GENERIC, "expire", args[1]);
     Ok(Reply::OK)
 }
 
@@ -249,8 +256,15 @@ pub fn getex(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     if let Some(at) = new_deadline {
         if at != 0 && at <= now {
             locked.remove(args[1]);
+            locked.notify(class::GENERIC, "del", args[1]);
         } else if let Some(entry) = locked.get_mut(args[1]) {
+            let had_ttl = entry.expire_at != 0;
             entry.expire_at = at;
+            match (at, had_ttl) {
+                (0, true) => locked.notify(class::GENERIC, "persist", args[1]),
+                (0, false) => locked.unchanged(args[1]),
+                _ => locked.notify(class::GENERIC, "expire", args[1]),
+            }
         }
     }
     Ok(Reply::Bulk(value))

@@ -129,6 +129,11 @@ pub fn zadd(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         }
     }
     remove_if_empty(&mut locked, key); // XX/NX on a fresh key may have added nothing
+    if added + changed == 0 {
+        locked.unchanged(key);
+    } else if incr {
+        locked.notify(crate::events::class::ZSET, "zincr", key);
+    }
     if incr {
         return Ok(incr_result.map_or(Reply::Nil, Reply::Double));
     }

@@ -266,6 +266,9 @@ impl Writer {
                 Merge::Kept => {}
             }
         }
+        // No command made these changes: their notes must not be published as part of the next
+        // command this thread runs.
+        crate::store::changes::take();
         self.stats
             .restored
             .store(created + filled_in, Ordering::Relaxed);

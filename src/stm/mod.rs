@@ -336,4 +336,3 @@ pub fn stm_entries(store: &Store) -> usize {
         .map(|(_, space)| space.stm_index.len())
         .sum()
 }
-

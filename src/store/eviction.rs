@@ -272,7 +272,7 @@ impl Store {
                 if !still_best {
                     continue;
                 }
-                let evicted = locked.remove(&best.key);
+                let evicted = locked.evict(&best.key);
                 drop(locked);
                 if evicted.is_some() {
                     self.memory.evicted_keys.fetch_add(1, Relaxed);
@@ -355,14 +355,22 @@ fn thread_net_allocated() -> Option<u64> {
 }
 
 /// Refreshes the used-memory figure every [`METER_TICK`] until `shutdown` resolves.
-pub async fn run_meter(store: Arc<Store>, shutdown: impl std::future::Future<Output = ()>) {
+/// `after_tick` publishes the `evicted` events and invalidations of each tick.
+pub async fn run_meter(
+    store: Arc<Store>,
+    after_tick: impl Fn(),
+    shutdown: impl std::future::Future<Output = ()>,
+) {
     let mut interval = tokio::time::interval(METER_TICK);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
             _ = &mut shutdown => return,
-            _ = interval.tick() => store.meter_tick(),
+            _ = interval.tick() => {
+                store.meter_tick();
+                after_tick();
+            }
         }
     }
 }

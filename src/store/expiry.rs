@@ -13,8 +13,13 @@ pub const TICK: Duration = Duration::from_millis(100);
 /// Ticks for one full pass over all shards.
 const TICKS_PER_PASS: usize = 10;
 
-/// Runs until the store is dropped by everyone else or `shutdown` resolves.
-pub async fn run(store: Arc<Store>, shutdown: impl std::future::Future<Output = ()>) {
+/// Runs until the store is dropped by everyone else or `shutdown` resolves. `after_tick`
+/// publishes the `expired` events and invalidations of each tick.
+pub async fn run(
+    store: Arc<Store>,
+    after_tick: impl Fn(),
+    shutdown: impl std::future::Future<Output = ()>,
+) {
     let mut interval = tokio::time::interval(TICK);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut next_shard = 0;
@@ -25,6 +30,7 @@ pub async fn run(store: Arc<Store>, shutdown: impl std::future::Future<Output = 
             _ = interval.tick() => {}
         }
         next_shard = sweep(&store, next_shard);
+        after_tick();
     }
 }
 

@@ -2,6 +2,7 @@
 //! touch (ascending shard order, so multi-key commands are atomic and deadlock-free) and work on a
 //! [`Locked`] view; nobody outside this module sees dashmap.
 
+pub mod changes;
 pub mod eviction;
 pub mod expiry;
 pub mod scan;
@@ -12,10 +13,11 @@ pub mod zset;
 use crate::blocking::Waiters;
 use crate::stm::index::StmIndex;
 use bytes::Bytes;
+use changes::Change;
 use dashmap::{DashMap, RwLockWriteGuard, SharedValue};
 use hashbrown::hash_map::RawEntryMut;
 use smallvec::SmallVec;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -106,6 +108,9 @@ pub struct Store {
     pub expired_stm_entries: AtomicU64,
     /// `maxmemory` and what to evict when it is reached.
     pub memory: eviction::MemoryLimit,
+    /// True while keyspace notifications are on or a client tracks keys: only then are changes
+    /// noted (see [`changes`]). Set by `crate::events`.
+    pub listening: AtomicBool,
 }
 
 /// One database: its sharded keys and what must change with them.
@@ -146,6 +151,7 @@ impl Store {
             expired_keys: AtomicU64::new(0),
             expired_stm_entries: AtomicU64::new(0),
             memory: Default::default(),
+            listening: AtomicBool::new(false),
         };
         store.db(0); // the one nearly every client uses
         store
@@ -154,6 +160,15 @@ impl Store {
     /// Number of databases (valid indexes are below it).
     pub fn databases(&self) -> usize {
         self.dbs.len()
+    }
+
+    /// Notes `change` at `key` of database `db` when someone listens: the only cost on the write
+    /// path otherwise is this one relaxed load.
+    #[inline]
+    pub fn noting(&self, db: usize, key: &[u8], change: Change) {
+        if self.listening.load(Ordering::Relaxed) {
+            changes::note(db, key, change);
+        }
     }
 
     /// The keyspace of database `db` (`db` already checked against [`Store::databases`]), created
@@ -310,7 +325,8 @@ impl Keyspace {
     }
 
     /// Bookkeeping for a value removed because its time was up.
-    fn count_expired(&self, store: &Store, key: &[u8], value: &Value) {
+    fn count_expired(&self, store: &Store, db: usize, key: &[u8], value: &Value) {
+        store.noting(db, key, Change::Expired);
         self.on_remove(key, value);
         store.expired_keys.fetch_add(1, Ordering::Relaxed);
         if matches!(value, Value::Stm(_)) {
@@ -410,7 +426,7 @@ impl<'a> Locked<'a> {
     /// Removes the key at `spot` if it has expired; true when it did.
     fn expire_if_due(&mut self, spot: &Spot, key: &[u8]) -> bool {
         let now = self.now;
-        let (store, space) = (self.store, self.space);
+        let (store, space, db) = (self.store, self.space, self.db);
         let shard = self.shard_at(spot);
         let RawEntryMut::Occupied(found) = shard
             .raw_entry_mut()
@@ -422,7 +438,7 @@ impl<'a> Locked<'a> {
             return false;
         }
         let (k, old) = found.remove_entry();
-        space.count_expired(store, &k, &old.into_inner().value);
+        space.count_expired(store, db, &k, &old.into_inner().value);
         true
     }
 
@@ -443,19 +459,26 @@ impl<'a> Locked<'a> {
 
     /// The live entry at `key` (a read: its access clock moves).
     pub fn get(&mut self, key: &[u8]) -> Option<&Entry> {
-        let now = self.now;
-        self.live_entry(key).map(|(_, e)| {
-            e.touch(now);
-            &*e
-        })
+        let (store, db, now) = (self.store, self.db, self.now);
+        match self.live_entry(key) {
+            Some((_, e)) => {
+                e.touch(now);
+                Some(&*e)
+            }
+            None => {
+                store.noting(db, key, Change::Missed);
+                None
+            }
+        }
     }
 
     /// The live entry at `key`, for a write: its version changes, so WATCH sees the write.
     pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        let (space, now) = (self.space, self.now);
+        let (store, space, db, now) = (self.store, self.space, self.db, self.now);
         self.live_entry(key).map(|(shard, e)| {
             e.set_version(space.bump_version(shard));
             e.touch(now);
+            store.noting(db, key, Change::Written);
             e
         })
     }
@@ -464,12 +487,16 @@ impl<'a> Locked<'a> {
     /// command can hold several entries at once (SINTER and friends).
     pub fn peek(&self, key: &[u8]) -> Option<&Entry> {
         let spot = self.spot(key);
-        self.guards[spot.slot]
+        let found = self.guards[spot.slot]
             .1
             .raw_entry()
             .from_key_hashed_nocheck(spot.hash, key)
             .map(|(_, e)| e.get())
-            .filter(|e| !e.is_expired(self.now))
+            .filter(|e| !e.is_expired(self.now));
+        if found.is_none() {
+            self.store.noting(self.db, key, Change::Missed);
+        }
+        found
     }
 
     pub fn contains(&mut self, key: &[u8]) -> bool {
@@ -484,7 +511,7 @@ impl<'a> Locked<'a> {
     /// Stores `value` at `key`, replacing whatever was there; returns the old live entry. One hash
     /// and one probe: an existing key keeps its stored name, a new one is copied in.
     pub fn set(&mut self, key: &[u8], value: Value, expire_at: u64) -> Option<Entry> {
-        let (store, space, now) = (self.store, self.space, self.now);
+        let (store, space, db, now) = (self.store, self.space, self.db, self.now);
         let spot = self.spot(key);
         let mut entry = Entry {
             value,
@@ -505,14 +532,24 @@ impl<'a> Locked<'a> {
                 if live {
                     space.on_remove(k, &old.value);
                 } else {
-                    space.count_expired(store, k, &old.value);
+                    space.count_expired(store, db, k, &old.value);
                 }
                 space.on_insert(k, &slot.get().value);
+                store.noting(
+                    db,
+                    k,
+                    if live {
+                        Change::Written
+                    } else {
+                        Change::Created
+                    },
+                );
                 live.then_some(old)
             }
             RawEntryMut::Vacant(vacant) => {
                 let owned = Bytes::copy_from_slice(key);
                 space.on_insert(&owned, &entry.value);
+                store.noting(db, key, Change::Created);
                 vacant.insert_hashed_nocheck(spot.hash, owned, SharedValue::new(entry));
                 None
             }
@@ -521,7 +558,28 @@ impl<'a> Locked<'a> {
 
     /// Removes the live entry at `key`.
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
-        let (store, space, now) = (self.store, self.space, self.now);
+        self.remove_as(key, Change::Removed)
+    }
+
+    /// Removes the live entry at `key` to make room (noted as an eviction, not a deletion).
+    pub fn evict(&mut self, key: &[u8]) -> Option<Entry> {
+        self.remove_as(key, Change::Evicted)
+    }
+
+    /// Names the event of a change whose name depends on the outcome (RENAME's `rename_from`,
+    /// SET's extra `expire`…). A command that names one names all of its write events.
+    pub fn notify(&self, class: u32, name: &'static str, key: &[u8]) {
+        self.store.noting(self.db, key, Change::Event { class, name });
+    }
+
+    /// Says that this command changed nothing at `key` after all (ZADD XX on missing members…),
+    /// so its own event is not published.
+    pub fn unchanged(&self, key: &[u8]) {
+        self.notify(0, "", key);
+    }
+
+    fn remove_as(&mut self, key: &[u8], change: Change) -> Option<Entry> {
+        let (store, space, db, now) = (self.store, self.space, self.db, self.now);
         let spot = self.spot(key);
         let RawEntryMut::Occupied(found) = self
             .shard_at(&spot)
@@ -533,10 +591,11 @@ impl<'a> Locked<'a> {
         let (k, old) = found.remove_entry();
         let old = old.into_inner();
         if old.is_expired(now) {
-            space.count_expired(store, &k, &old.value);
+            space.count_expired(store, db, &k, &old.value);
             return None;
         }
         space.on_remove(&k, &old.value);
+        store.noting(db, &k, change);
         Some(old)
     }
 
@@ -577,6 +636,7 @@ impl<'a> Locked<'a> {
 
     /// Removes every key of the locked shards.
     pub fn clear(&mut self) {
+        self.store.noting(self.db, b"", Change::Flushed);
         for (_, guard) in self.guards.iter_mut() {
             for (k, v) in guard.drain() {
                 self.space.on_remove(&k, &v.get().value);
@@ -586,14 +646,14 @@ impl<'a> Locked<'a> {
 
     /// Removes the expired keys of the locked shards; returns how many.
     pub fn remove_expired(&mut self) -> usize {
-        let (store, space, now) = (self.store, self.space, self.now);
+        let (store, space, db, now) = (self.store, self.space, self.db, self.now);
         let mut removed = 0;
         for (_, guard) in self.guards.iter_mut() {
             guard.retain(|k, v| {
                 let expired = v.get().is_expired(now);
                 if expired {
                     removed += 1;
-                    space.count_expired(store, k, &v.get().value);
+                    space.count_expired(store, db, k, &v.get().value);
                 }
                 !expired
             });

@@ -1,0 +1,294 @@
+//! Keyspace notifications and client-side caching: both react to the changes the store notes
+//! (`store::changes`), after each command (from dispatch) and after each tick of the active expiry
+//! cycle and the memory meter. Nothing here runs while nobody listens: the store then notes
+//! nothing and dispatch skips the call on one relaxed load.
+
+pub mod names;
+pub mod tracking;
+
+use crate::commands::table::{self, Command};
+use crate::commands::Ctx;
+use crate::pubsub::PubSub;
+use crate::store::changes::{self, Change, Noted};
+use crate::store::Store;
+use bytes::Bytes;
+use std::fmt;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::Arc;
+
+/// Redis's event classes (the letters of `notify-keyspace-events`), plus `S` for STM entries.
+pub mod class {
+    pub const KEYSPACE: u32 = 1 << 0; // K
+    pub const KEYEVENT: u32 = 1 << 1; // E
+    pub const GENERIC: u32 = 1 << 2; // g
+    pub const STRING: u32 = 1 << 3; // $
+    pub const LIST: u32 = 1 << 4; // l
+    pub const SET: u32 = 1 << 5; // s
+    pub const HASH: u32 = 1 << 6; // h
+    pub const ZSET: u32 = 1 << 7; // z
+    pub const EXPIRED: u32 = 1 << 8; // x
+    pub const EVICTED: u32 = 1 << 9; // e
+    pub const STREAM: u32 = 1 << 10; // t
+    pub const KEY_MISS: u32 = 1 << 11; // m
+    pub const MODULE: u32 = 1 << 12; // d
+    pub const NEW: u32 = 1 << 13; // n
+    /// Ours: STM entries' own events (`stm.capture`, `stm.forget`…). Redis rejects the letter `S`,
+    /// so no Redis configuration means anything else by it.
+    pub const STM: u32 = 1 << 14; // S
+    /// Redis's `A`: every type class, not `m`, `n` (nor our `S`, so `A` means what it means in
+    /// Redis and CONFIG GET renders Redis's settings as Redis does).
+    pub const ALL: u32 =
+        GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
+}
+
+/// The `notify-keyspace-events` setting: class bits, rendered and parsed as Redis does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NotifyFlags(pub u32);
+
+/// Letter ↔ class, in the order Redis renders them (after `A`).
+const LETTERS: &[(char, u32)] = &[
+    ('g', class::GENERIC),
+    ('$', class::STRING),
+    ('l', class::LIST),
+    ('s', class::SET),
+    ('h', class::HASH),
+    ('z', class::ZSET),
+    ('x', class::EXPIRED),
+    ('e', class::EVICTED),
+    ('t', class::STREAM),
+    ('d', class::MODULE),
+    ('n', class::NEW),
+];
+
+impl NotifyFlags {
+    /// Parses Redis's class letters (`KEA`, `Ex`, `""`…), with Redis's CONFIG SET text on error.
+    pub fn parse(text: &str) -> Result<NotifyFlags, String> {
+        let mut flags = 0;
+        for c in text.chars() {
+            flags |= match c {
+                'A' => class::ALL,
+                'K' => class::KEYSPACE,
+                'E' => class::KEYEVENT,
+                'm' => class::KEY_MISS,
+                'S' => class::STM,
+                _ => LETTERS
+                    .iter()
+                    .find(|(letter, _)| *letter == c)
+                    .map(|(_, bit)| *bit)
+                    .ok_or_else(|| {
+                        "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".to_string()
+                    })?,
+            };
+        }
+        Ok(NotifyFlags(flags))
+    }
+
+    /// True when some event would be published: a channel kind (K or E) and a class.
+    pub fn active(self) -> bool {
+        self.0 & (class::KEYSPACE | class::KEYEVENT) != 0
+            && self.0 & !(class::KEYSPACE | class::KEYEVENT) != 0
+    }
+}
+
+impl fmt::Display for NotifyFlags {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let flags = self.0;
+        if flags & class::ALL == class::ALL {
+            // Redis 7 shows no `n` beside `A` (the flag still works).
+            f.write_str("A")?;
+        } else {
+            for (letter, bit) in LETTERS {
+                if flags & bit != 0 {
+                    write!(f, "{letter}")?;
+                }
+            }
+        }
+        if flags & class::STM != 0 {
+            f.write_str("S")?;
+        }
+        for (bit, letter) in [
+            (class::KEYSPACE, "K"),
+            (class::KEYEVENT, "E"),
+            (class::KEY_MISS, "m"),
+        ] {
+            if flags & bit != 0 {
+                f.write_str(letter)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where a batch of noted changes came from.
+pub struct Origin<'a> {
+    /// The command that made them (None: the expiry cycle or the memory meter).
+    pub cmd: Option<&'a Command>,
+    /// The client that made them (0: none), for tracking's NOLOOP.
+    pub writer: u64,
+}
+
+/// Notification settings and the tracking state of a server.
+pub struct Events {
+    flags: AtomicU32,
+    pub tracking: tracking::Tracking,
+    store: Arc<Store>,
+}
+
+impl Events {
+    pub fn new(config: &crate::config::Config, store: Arc<Store>) -> Events {
+        let events = Events {
+            flags: AtomicU32::new(0),
+            tracking: Default::default(),
+            store,
+        };
+        events.configure(config);
+        events
+    }
+
+    /// Applies `notify-keyspace-events` and `tracking-table-max-keys` (at start and after
+    /// CONFIG SET).
+    pub fn configure(&self, config: &crate::config::Config) {
+        self.flags.store(config.notify_keyspace_events.0, Relaxed);
+        self.tracking
+            .max_keys
+            .store(config.tracking_table_max_keys, Relaxed);
+        self.update_gate();
+    }
+
+    /// Tells the store whether to note changes: only while notifications are on or someone
+    /// tracks keys.
+    pub fn update_gate(&self) {
+        let listening =
+            NotifyFlags(self.flags.load(Relaxed)).active() || self.tracking.client_count() > 0;
+        self.store.listening.store(listening, Relaxed);
+    }
+
+    /// Publishes the events and sends the invalidations of what was noted on this thread.
+    pub fn publish(&self, shared: &crate::server::Shared, origin: Origin<'_>) {
+        let pubsub = &shared.pubsub;
+        let noted = changes::take();
+        if noted.is_empty() {
+            return;
+        }
+        let flags = NotifyFlags(self.flags.load(Relaxed));
+        if flags.active() {
+            self.notify(pubsub, flags.0, &noted, &origin);
+        }
+        if self.tracking.client_count() > 0 {
+            self.tracking
+                .invalidate_noted(shared, &noted, origin.writer);
+        }
+    }
+
+    /// Turns noted changes into Redis's events: the command's own event for its writes (unless
+    /// its handler named them), `del` for removals, and the outcome events (`new`, `expired`,
+    /// `evicted`, `keymiss`) whatever the command.
+    fn notify(&self, pubsub: &PubSub, flags: u32, noted: &[Noted], origin: &Origin<'_>) {
+        let named_by_handler = noted
+            .iter()
+            .any(|n| matches!(n.change, Change::Event { .. }));
+        let own = origin.cmd.and_then(|c| names::command_event(c.name));
+        let reads = origin.cmd.is_some_and(|c| c.has(table::READONLY));
+        let mut last: Option<(usize, Bytes, &'static str)> = None;
+        let mut fire = |class: u32, name: &'static str, db: usize, key: &Bytes| {
+            // A handler that reaches the same key twice (a lookup, then a change) is one event.
+            if last
+                .as_ref()
+                .is_some_and(|(d, k, n)| *d == db && k == key && *n == name)
+            {
+                return;
+            }
+            last = Some((db, key.clone(), name));
+            if flags & class != 0 {
+                fire_event(pubsub, flags, db, name, key);
+            }
+        };
+        for n in noted {
+            let key = &n.key;
+            match n.change {
+                Change::Created | Change::Written => {
+                    if n.change == Change::Created {
+                        fire(class::NEW, "new", n.db, key);
+                    }
+                    if let (false, Some(own)) = (named_by_handler, own) {
+                        fire(own.class, own.name, n.db, key);
+                    }
+                }
+                Change::Removed if !named_by_handler => match own {
+                    Some(own) if own.on_removal => fire(own.class, own.name, n.db, key),
+                    _ => fire(class::GENERIC, "del", n.db, key),
+                },
+                Change::Removed | Change::Flushed => {}
+                Change::Expired => fire(class::EXPIRED, "expired", n.db, key),
+                Change::Evicted => fire(class::EVICTED, "evicted", n.db, key),
+                Change::Missed if reads => fire(class::KEY_MISS, "keymiss", n.db, key),
+                Change::Missed => {}
+                Change::Event { class, name } => fire(class, name, n.db, key),
+            }
+        }
+    }
+}
+
+/// Publishes one event on `__keyspace@<db>__:<key>` and/or `__keyevent@<db>__:<event>`.
+fn fire_event(pubsub: &PubSub, flags: u32, db: usize, event: &str, key: &[u8]) {
+    if flags & class::KEYSPACE != 0 {
+        let mut channel = format!("__keyspace@{db}__:").into_bytes();
+        channel.extend_from_slice(key);
+        pubsub.publish(&channel, event.as_bytes());
+    }
+    if flags & class::KEYEVENT != 0 {
+        let channel = format!("__keyevent@{db}__:{event}");
+        pubsub.publish(channel.as_bytes(), key);
+    }
+}
+
+/// Dispatch's call after a handler, made only while the store notes changes.
+pub fn after_command(ctx: &mut Ctx<'_, '_>, cmd: &Command) {
+    let origin = Origin {
+        cmd: Some(cmd),
+        writer: ctx.conn.info.id,
+    };
+    ctx.shared.events.publish(ctx.shared, origin);
+}
+
+/// The expiry cycle's and the memory meter's call after each tick.
+pub fn after_background_work(shared: &crate::server::Shared) {
+    if shared.store.listening.load(Relaxed) {
+        let origin = Origin {
+            cmd: None,
+            writer: 0,
+        };
+        shared.events.publish(shared, origin);
+    } else {
+        // Notes from just before the gate closed must not linger until it opens again.
+        changes::take();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_render_as_redis_renders_them() {
+        for (given, shown) in [
+            ("", ""),
+            ("KEA", "AKE"),
+            ("AKEnm", "AKEm"),
+            ("Elshzxetdgn$", "AE"),
+            ("gn", "gn"),
+            ("Ex", "xE"),
+            ("g$lshzxetdKE", "AKE"),
+            ("Kgl", "glK"),
+            ("KS", "SK"),
+            ("EAS", "ASE"),
+        ] {
+            let flags = NotifyFlags::parse(given).expect("valid");
+            assert_eq!(flags.to_string(), shown, "{given}");
+        }
+        assert!(NotifyFlags::parse("KEq").is_err());
+        assert!(!NotifyFlags::parse("KE").expect("valid").active());
+        assert!(!NotifyFlags::parse("A").expect("valid").active());
+        assert!(NotifyFlags::parse("Ex").expect("valid").active());
+    }
+}

@@ -1,0 +1,106 @@
+//! Each writing command's own keyspace event, as Redis 7.2 names it (its `notifyKeyspaceEvent`
+//! calls). This is the data the generic path reads; the few commands whose events depend on the
+//! outcome (RENAME, LMOVE, SMOVE, ZADD INCR, SET/SETEX/GETEX with an expiry) name their events
+//! in their handlers through `Locked::notify`.
+
+use super::class;
+
+/// A command's event for the keys it writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OwnEvent {
+    pub class: u32,
+    pub name: &'static str,
+    /// Also the event for keys the command removes (STM.FORGET), instead of `del`.
+    pub on_removal: bool,
+}
+
+const fn ev(class: u32, name: &'static str) -> Option<OwnEvent> {
+    Some(OwnEvent {
+        class,
+        name,
+        on_removal: false,
+    })
+}
+
+/// The event of `command` (lower-case table name) for the keys it writes; None for commands
+/// whose only key events are the generic ones (`del`, `expired`, `new`…).
+pub fn command_event(command: &str) -> Option<OwnEvent> {
+    use class::*;
+    match command {
+        "expire" | "pexpire" | "expireat" | "pexpireat" => ev(GENERIC, "expire"),
+        "persist" => ev(GENERIC, "persist"),
+        "set" | "setnx" | "setex" | "psetex" | "getset" | "mset" | "msetnx" => ev(STRING, "set"),
+        "incr" | "decr" | "incrby" | "decrby" => ev(STRING, "incrby"),
+        "incrbyfloat" => ev(STRING, "incrbyfloat"),
+        "append" => ev(STRING, "append"),
+        "setrange" => ev(STRING, "setrange"),
+        "lpush" | "lpushx" => ev(LIST, "lpush"),
+        "rpush" | "rpushx" => ev(LIST, "rpush"),
+        "lpop" | "blpop" => ev(LIST, "lpop"),
+        "rpop" | "brpop" => ev(LIST, "rpop"),
+        "lset" => ev(LIST, "lset"),
+        "lrem" => ev(LIST, "lrem"),
+        "ltrim" => ev(LIST, "ltrim"),
+        "linsert" => ev(LIST, "linsert"),
+        "hset" | "hmset" | "hsetnx" => ev(HASH, "hset"),
+        "hdel" => ev(HASH, "hdel"),
+        "hincrby" => ev(HASH, "hincrby"),
+        "hincrbyfloat" => ev(HASH, "hincrbyfloat"),
+        "sadd" => ev(SET, "sadd"),
+        "srem" => ev(SET, "srem"),
+        "spop" => ev(SET, "spop"),
+        "sinterstore" => ev(SET, "sinterstore"),
+        "sunionstore" => ev(SET, "sunionstore"),
+        "sdiffstore" => ev(SET, "sdiffstore"),
+        "zadd" => ev(ZSET, "zadd"),
+        "zincrby" => ev(ZSET, "zincr"),
+        "zrem" => ev(ZSET, "zrem"),
+        "zremrangebyscore" => ev(ZSET, "zremrangebyscore"),
+        "zremrangebyrank" => ev(ZSET, "zremrangebyrank"),
+        "zremrangebylex" => ev(ZSET, "zremrangebylex"),
+        "zpopmin" => ev(ZSET, "zpopmin"),
+        "zpopmax" => ev(ZSET, "zpopmax"),
+        "stm.capture" => ev(STM, "stm.capture"),
+        "stm.summary" => ev(STM, "stm.summary"),
+        "stm.categories" => ev(STM, "stm.categories"),
+        "stm.tick" => ev(STM, "stm.tick"),
+        "stm.forget" => Some(OwnEvent {
+            class: STM,
+            name: "stm.forget",
+            on_removal: true,
+        }),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::table::{COMMANDS, WRITE};
+
+    /// Every writing command either has its own event or only removes keys / names its events in
+    /// its handler: a new writing command must be placed in one of these lists.
+    #[test]
+    fn every_writing_command_is_covered() {
+        const GENERIC_ONLY: &[&str] = &["del", "unlink", "getdel", "flushdb", "flushall"];
+        const NAMED_BY_HANDLER: &[&str] = &[
+            "rename",
+            "renamenx",
+            "getex",
+            "lmove",
+            "rpoplpush",
+            "blmove",
+            "brpoplpush",
+            "smove",
+        ];
+        for c in COMMANDS.iter().filter(|c| c.has(WRITE)) {
+            assert!(
+                command_event(c.name).is_some()
+                    || GENERIC_ONLY.contains(&c.name)
+                    || NAMED_BY_HANDLER.contains(&c.name),
+                "{} has no keyspace event",
+                c.name
+            );
+        }
+    }
+}

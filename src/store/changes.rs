@@ -1,0 +1,59 @@
+//! The "key changed" record: the one path keyspace notifications and client-side caching share.
+//!
+//! Every write the store does (insert, in-place change, removal, expiry, eviction, flush) and every
+//! read miss is noted here, on the thread doing it, but only while someone listens (notifications
+//! on, or a client tracking): otherwise the cost is the one relaxed load in [`Store::noting`].
+//! Commands are synchronous, so after a handler returns, dispatch takes what its thread noted and
+//! turns it into events and invalidations (`crate::events`). The active expiry cycle and the
+//! memory meter do the same after each of their ticks.
+//!
+//! [`Store::noting`]: super::Store::noting
+
+use bytes::Bytes;
+use std::cell::RefCell;
+
+/// What happened to a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// A key that did not exist (or had expired) was stored.
+    Created,
+    /// An existing key was overwritten or changed in place.
+    Written,
+    /// A live key was deleted by a command.
+    Removed,
+    /// A key was removed because its time was up (lazily or by the active cycle).
+    Expired,
+    /// A key was evicted to stay under `maxmemory`.
+    Evicted,
+    /// A read found no key (Redis's `keymiss`; only read-only commands publish it).
+    Missed,
+    /// Every key of the locked shards went away (FLUSHALL, FLUSHDB); the key is empty.
+    Flushed,
+    /// A handler named the event itself because it depends on the outcome (RENAME's
+    /// `rename_from`, SET's extra `expire`…): `class` is an `events::class` bit.
+    Event { class: u32, name: &'static str },
+}
+
+/// One noted change.
+#[derive(Debug, Clone)]
+pub struct Noted {
+    /// The database the key is in (its index goes into the channel names).
+    pub db: usize,
+    pub key: Bytes,
+    pub change: Change,
+}
+
+thread_local! {
+    static NOTED: RefCell<Vec<Noted>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Notes a change on this thread (callers check that someone listens first).
+pub fn note(db: usize, key: &[u8], change: Change) {
+    let key = Bytes::copy_from_slice(key);
+    NOTED.with(|noted| noted.borrow_mut().push(Noted { db, key, change }));
+}
+
+/// Takes everything noted on this thread since the last call.
+pub fn take() -> Vec<Noted> {
+    NOTED.with(|noted| std::mem::take(&mut *noted.borrow_mut()))
+}
