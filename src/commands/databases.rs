@@ -93,8 +93,9 @@ pub fn touched_by_exec(
 ) -> SmallVec<[usize; 4]> {
     let store = &ctx.shared.store;
     let count = store.databases();
+    // Parsed as the commands themselves parse it, so EXEC locks exactly what they will use.
     let index = |arg: Option<&Bytes>| {
-        arg.and_then(|a| std::str::from_utf8(a).ok()?.parse::<usize>().ok())
+        arg.and_then(|a| usize::try_from(int(a).ok()?).ok())
             .filter(|&db| db < count)
     };
     let mut dbs: SmallVec<[usize; 4]> = SmallVec::new();

@@ -187,7 +187,7 @@ impl Store {
         let shard = space.shard_of(key);
         let mut guards = SmallVec::new();
         guards.push((shard, space.map.shards()[shard].write()));
-        Locked::new(self, db, guards)
+        Locked::new(self, db, space, guards)
     }
 
     /// Locks the shards of all `keys` of database `db`, in ascending shard order.
@@ -201,28 +201,29 @@ impl Store {
             .into_iter()
             .map(|s| (s, space.map.shards()[s].write()))
             .collect();
-        Locked::new(self, db, guards)
+        Locked::new(self, db, space, guards)
     }
 
     /// Locks every shard of database `db`, in order: for MULTI/EXEC, FLUSHDB and whole-database
     /// reads.
     pub fn lock_all(&self, db: usize) -> Locked<'_> {
-        let guards = self
-            .db(db)
+        let space = self.db(db);
+        let guards = space
             .map
             .shards()
             .iter()
             .enumerate()
             .map(|(i, s)| (i, s.write()))
             .collect();
-        Locked::new(self, db, guards)
+        Locked::new(self, db, space, guards)
     }
 
     /// Locks one shard of database `db` by index (SCAN, KEYS, the active expiry cycle).
     pub fn lock_shard(&self, db: usize, shard: usize) -> Locked<'_> {
+        let space = self.db(db);
         let mut guards = SmallVec::new();
-        guards.push((shard, self.db(db).map.shards()[shard].write()));
-        Locked::new(self, db, guards)
+        guards.push((shard, space.map.shards()[shard].write()));
+        Locked::new(self, db, space, guards)
     }
 
     /// Number of keys in every database, including expired ones not reclaimed yet.
@@ -340,10 +341,15 @@ pub struct Locked<'a> {
 }
 
 impl<'a> Locked<'a> {
-    fn new(store: &'a Store, db: usize, guards: SmallVec<[(usize, ShardGuard<'a>); 2]>) -> Self {
+    fn new(
+        store: &'a Store,
+        db: usize,
+        space: &'a Keyspace,
+        guards: SmallVec<[(usize, ShardGuard<'a>); 2]>,
+    ) -> Self {
         Locked {
             store,
-            space: store.db(db),
+            space,
             db,
             guards,
             now: now_ms(),
