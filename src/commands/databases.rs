@@ -229,6 +229,10 @@ pub fn flushall(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 pub fn dbsize(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
+    if ctx.in_exec() {
+        // EXEC holds the database's shards: count through its lock (a read lock would deadlock).
+        return Ok(Reply::Int(ctx.lock_all().stored_keys() as i64));
+    }
     Ok(Reply::Int(ctx.shared.store.db_len(ctx.conn.db) as i64))
 }
 

@@ -546,6 +546,11 @@ impl<'a> Locked<'a> {
         Some(old)
     }
 
+    /// Keys held in the locked shards, including expired ones not reclaimed yet (as DBSIZE).
+    pub fn stored_keys(&self) -> usize {
+        self.guards.iter().map(|(_, guard)| guard.len()).sum()
+    }
+
     /// Calls `f` with every live key and entry of the locked shards (expired ones are skipped).
     pub fn for_each(&self, mut f: impl FnMut(&Bytes, &Entry)) {
         for (_, guard) in &self.guards {
