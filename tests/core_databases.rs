@@ -257,21 +257,21 @@ async fn watch_sees_writes_in_the_watched_database_and_swaps() {
 async fn stm_commands_work_in_database_zero_only() {
     let server = TestServer::start().await;
     let mut c = server.raw().await;
-    let capture = "STM.CAPTURE USER u1 CHANNEL c1 SERVER s1 MSG user alice hello REPLY p1 - bot hi";
+    let capture = "STM.CAPTURE USER 1001 CHANNEL 7 SERVER 42 MSG user alice hello REPLY 3 - bot hi";
     let refused = "-ERR STM commands work in database 0 only (this connection selected database 3); SELECT 0 first\r\n";
     run(&mut c, "SELECT 3").await;
     assert_eq!(run(&mut c, capture).await, refused);
-    assert_eq!(run(&mut c, "STM.RECENT USER u1").await, refused);
+    assert_eq!(run(&mut c, "STM.RECENT USER 1001").await, refused);
     assert_eq!(run(&mut c, "DBSIZE").await, ":0\r\n");
     run(&mut c, "SELECT 0").await;
     let captured = run(&mut c, capture).await;
     assert!(!captured.starts_with('-'), "{captured}");
-    let recent = run(&mut c, "STM.RECENT USER u1").await;
-    assert!(recent.contains("hello"), "{recent}");
+    let recent = run(&mut c, "STM.RECENT USER 1001").await;
+    assert!(recent.contains("shortterm:user:1001:7:3"), "{recent}");
     // Inside MULTI the check follows the database each command runs in.
     run(&mut c, "MULTI").await;
     run(&mut c, "SELECT 3").await;
-    run(&mut c, "STM.RECENT USER u1").await;
+    run(&mut c, "STM.RECENT USER 1001").await;
     let exec = run(&mut c, "EXEC").await;
     assert_eq!(exec, format!("*2\r\n+OK\r\n{refused}"));
 }

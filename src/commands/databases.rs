@@ -93,8 +93,9 @@ pub fn touched_by_exec(
 ) -> SmallVec<[usize; 4]> {
     let store = &ctx.shared.store;
     let count = store.databases();
+    // Parsed as the commands themselves parse it, so EXEC locks exactly what they will use.
     let index = |arg: Option<&Bytes>| {
-        arg.and_then(|a| std::str::from_utf8(a).ok()?.parse::<usize>().ok())
+        arg.and_then(|a| usize::try_from(int(a).ok()?).ok())
             .filter(|&db| db < count)
     };
     let mut dbs: SmallVec<[usize; 4]> = SmallVec::new();
@@ -228,6 +229,10 @@ pub fn flushall(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 pub fn dbsize(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
+    if ctx.in_exec() {
+        // EXEC holds the database's shards: count through its lock (a read lock would deadlock).
+        return Ok(Reply::Int(ctx.lock_all().stored_keys() as i64));
+    }
     Ok(Reply::Int(ctx.shared.store.db_len(ctx.conn.db) as i64))
 }
 

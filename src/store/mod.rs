@@ -202,7 +202,7 @@ impl Store {
         let shard = space.shard_of(key);
         let mut guards = SmallVec::new();
         guards.push((shard, space.map.shards()[shard].write()));
-        Locked::new(self, db, guards)
+        Locked::new(self, db, space, guards)
     }
 
     /// Locks the shards of all `keys` of database `db`, in ascending shard order.
@@ -216,28 +216,29 @@ impl Store {
             .into_iter()
             .map(|s| (s, space.map.shards()[s].write()))
             .collect();
-        Locked::new(self, db, guards)
+        Locked::new(self, db, space, guards)
     }
 
     /// Locks every shard of database `db`, in order: for MULTI/EXEC, FLUSHDB and whole-database
     /// reads.
     pub fn lock_all(&self, db: usize) -> Locked<'_> {
-        let guards = self
-            .db(db)
+        let space = self.db(db);
+        let guards = space
             .map
             .shards()
             .iter()
             .enumerate()
             .map(|(i, s)| (i, s.write()))
             .collect();
-        Locked::new(self, db, guards)
+        Locked::new(self, db, space, guards)
     }
 
     /// Locks one shard of database `db` by index (SCAN, KEYS, the active expiry cycle).
     pub fn lock_shard(&self, db: usize, shard: usize) -> Locked<'_> {
+        let space = self.db(db);
         let mut guards = SmallVec::new();
-        guards.push((shard, self.db(db).map.shards()[shard].write()));
-        Locked::new(self, db, guards)
+        guards.push((shard, space.map.shards()[shard].write()));
+        Locked::new(self, db, space, guards)
     }
 
     /// Number of keys in every database, including expired ones not reclaimed yet.
@@ -356,10 +357,15 @@ pub struct Locked<'a> {
 }
 
 impl<'a> Locked<'a> {
-    fn new(store: &'a Store, db: usize, guards: SmallVec<[(usize, ShardGuard<'a>); 2]>) -> Self {
+    fn new(
+        store: &'a Store,
+        db: usize,
+        space: &'a Keyspace,
+        guards: SmallVec<[(usize, ShardGuard<'a>); 2]>,
+    ) -> Self {
         Locked {
             store,
-            space: store.db(db),
+            space,
             db,
             guards,
             now: now_ms(),
@@ -597,6 +603,11 @@ impl<'a> Locked<'a> {
         space.on_remove(&k, &old.value);
         store.noting(db, &k, change);
         Some(old)
+    }
+
+    /// Keys held in the locked shards, including expired ones not reclaimed yet (as DBSIZE).
+    pub fn stored_keys(&self) -> usize {
+        self.guards.iter().map(|(_, guard)| guard.len()).sum()
     }
 
     /// Calls `f` with every live key and entry of the locked shards (expired ones are skipped).
