@@ -56,6 +56,14 @@ fn run(script: &str) -> String {
     }
 }
 
+/// Cases where stmd answers differently on purpose: (case, stmd's answer, why).
+const KNOWN_DIFFERENCES: &[(&str, &str, &str)] = &[(
+    "encode depth past the Lua stack",
+    r#""true 10002" "false "Cannot serialise, excessive nesting (1202)"""#,
+    "objects nested past ~1200 levels (only with encode_max_depth raised) would exhaust mlua's \
+     reference slots, so they are refused before lua-cjson's 4000",
+)];
+
 #[test]
 fn libraries_match_redis() {
     let prelude = include_str!("scripting_libs/prelude.lua");
@@ -64,7 +72,11 @@ fn libraries_match_redis() {
     let mut failures = Vec::new();
     for case in &cases {
         let got = run(&format!("{prelude}{}", case.snippet));
-        if got != case.expected {
+        let expected = KNOWN_DIFFERENCES
+            .iter()
+            .find(|(name, _, _)| *name == case.name)
+            .map_or(case.expected.as_str(), |(_, ours, _)| *ours);
+        if got != expected {
             failures.push(format!(
                 "{}\n  redis: {}\n  stmd:  {}",
                 case.name, case.expected, got

@@ -6,7 +6,10 @@
 mod decode;
 
 use super::number_format::format_g;
-use super::{bad_argument, lib_function, message, Args, LibResult, LUA_MAX_C_STACK};
+use super::{
+    bad_argument, deep, lib_function, message, Args, LibResult, LUA_MAX_C_STACK,
+    NESTING_REFERENCE_BUDGET,
+};
 use mlua::{LightUserData, Lua, MultiValue, Table, Value};
 use parking_lot::Mutex;
 use std::sync::Arc;
@@ -230,6 +233,7 @@ fn encode(lua: &Lua, args: &Args, config: &Shared) -> LibResult<MultiValue> {
         config: &config,
         out: Vec::new(),
         top: 1,
+        references: 0,
     };
     if let Some(value) = args.get(1) {
         encoder.value(value, 0)?;
@@ -257,6 +261,9 @@ struct Encoder<'a> {
     out: Vec<u8>,
     /// Lua stack slots lua-cjson would use, for its `lua_checkstack` limit.
     top: usize,
+    /// mlua references held by the enclosing levels (an object level holds about five: the
+    /// table, the iterator's key, the current key and value; an array level one).
+    references: usize,
 }
 
 impl Encoder<'_> {
@@ -271,14 +278,17 @@ impl Encoder<'_> {
             Value::LightUserData(ud) if ud.0.is_null() => self.out.extend_from_slice(b"null"),
             Value::Table(table) => {
                 let depth = depth + 1;
-                if depth > self.config.encode_max_depth || self.top + 3 > LUA_MAX_C_STACK {
+                if depth > self.config.encode_max_depth
+                    || self.top + 3 > LUA_MAX_C_STACK
+                    || self.references > NESTING_REFERENCE_BUDGET
+                {
                     return Err(message(format!(
                         "Cannot serialise, excessive nesting ({depth})"
                     )));
                 }
                 match self.array_length(table, value)? {
-                    Some(length) if length > 0 => self.array(table, length, depth)?,
-                    _ => self.object(table, depth)?,
+                    Some(length) if length > 0 => deep(|| self.array(table, length, depth))?,
+                    _ => deep(|| self.object(table, depth))?,
                 }
             }
             other => return Err(cannot_serialise(other, "type not supported")),
@@ -369,6 +379,7 @@ impl Encoder<'_> {
     fn array(&mut self, table: &Table, length: i32, depth: i32) -> LibResult<()> {
         self.out.push(b'[');
         self.top += 1;
+        self.references += 1;
         for index in 1..=length {
             if index > 1 {
                 self.out.push(b',');
@@ -378,6 +389,7 @@ impl Encoder<'_> {
             self.value(&element, depth)?;
         }
         self.top -= 1;
+        self.references -= 1;
         self.out.push(b']');
         Ok(())
     }
@@ -385,6 +397,7 @@ impl Encoder<'_> {
     fn object(&mut self, table: &Table, depth: i32) -> LibResult<()> {
         self.out.push(b'{');
         self.top += 2;
+        self.references += 5;
         let mut first = true;
         for pair in table.clone().pairs::<Value, Value>() {
             let (key, value) = pair?;
@@ -418,6 +431,7 @@ impl Encoder<'_> {
             self.value(&value, depth)?;
         }
         self.top -= 2;
+        self.references -= 5;
         self.out.push(b'}');
         Ok(())
     }

@@ -2,7 +2,8 @@
 //! them; `unpack`, `unpack_one` and `unpack_limit` decode a stream of values.
 
 use super::{
-    bad_argument, c_double_to_i64, lib_function, message, Args, Failure, LibResult, LUA_MAX_C_STACK,
+    bad_argument, c_double_to_i64, deep, lib_function, message, Args, Failure, LibResult,
+    LUA_MAX_C_STACK, NESTING_REFERENCE_BUDGET,
 };
 use mlua::{Lua, MultiValue, Table, Value};
 
@@ -316,9 +317,13 @@ impl<'a> Decoder<'a> {
                     None => return Ok(Value::Nil),
                 }
             }
-            0xc0 => Ok(Value::Nil),
-            0xc3 => Ok(Value::Boolean(true)),
-            0xc2 => Ok(Value::Boolean(false)),
+            0xc0 | 0xc2 | 0xc3 => {
+                self.at += 1;
+                Ok(match kind {
+                    0xc0 => Value::Nil,
+                    other => Value::Boolean(other == 0xc3),
+                })
+            }
             0xca => match self.take(1, 4) {
                 Some(bytes) => number(f64::from(f32::from_bits(Self::big_endian(bytes) as u32))),
                 None => return Ok(Value::Nil),
@@ -341,9 +346,9 @@ impl<'a> Decoder<'a> {
                     return Ok(Value::Nil);
                 };
                 if kind < 0xde {
-                    self.array(len)
+                    deep(|| self.array(len))
                 } else {
-                    self.map(len)
+                    deep(|| self.map(len))
                 }
             }
             0x00..=0x7f => {
@@ -357,11 +362,11 @@ impl<'a> Decoder<'a> {
             0xa0..=0xbf => self.string(1, usize::from(kind & 0x1f)),
             0x90..=0x9f => {
                 self.at += 1;
-                self.array(u64::from(kind & 0xf))
+                deep(|| self.array(u64::from(kind & 0xf)))
             }
             0x80..=0x8f => {
                 self.at += 1;
-                self.map(u64::from(kind & 0xf))
+                deep(|| self.map(u64::from(kind & 0xf)))
             }
             _ => {
                 self.error = Some(DecodeError::BadFormat);
@@ -384,7 +389,7 @@ impl<'a> Decoder<'a> {
     fn array(&mut self, len: u64) -> LibResult<Value> {
         let table = self.lua.create_table()?;
         self.top += 1;
-        if self.top + 1 > LUA_MAX_C_STACK {
+        if self.top + 1 > LUA_MAX_C_STACK || self.top > NESTING_REFERENCE_BUDGET {
             return Err(message(
                 "stack overflow (in function mp_decode_to_lua_array)",
             ));
@@ -404,6 +409,13 @@ impl<'a> Decoder<'a> {
     fn map(&mut self, len: u64) -> LibResult<Value> {
         let table = self.lua.create_table()?;
         self.top += 1;
+        // Each open map holds its table and a pending key as mlua references (the C code's
+        // stack slots, counted in `top`): refuse before mlua runs out of reference slots.
+        if self.top > NESTING_REFERENCE_BUDGET {
+            return Err(message(
+                "stack overflow (too many return values at once; use unpack_one or unpack_limit instead.)",
+            ));
+        }
         for _ in 0..len {
             let key = self.decode()?;
             if self.error.is_some() {

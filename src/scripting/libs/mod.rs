@@ -16,7 +16,7 @@ mod number_format;
 mod r#struct;
 
 use mlua::{ffi, Function, Lua, MultiValue, Value};
-use std::os::raw::c_int;
+use std::os::raw::{c_int, c_void};
 
 /// Sets the globals `cjson`, `cmsgpack`, `bit` and `struct`, as Redis does when it creates a
 /// script state.
@@ -33,6 +33,12 @@ pub fn register(lua: &Lua) -> mlua::Result<()> {
 /// many slots. The C libraries hit it on deep nesting or many results; we count the same slots
 /// to fail at the same place with the same message.
 pub(crate) const LUA_MAX_C_STACK: usize = 8000;
+
+/// How many mlua references nested tables may hold at once while encoding or decoding. mlua
+/// keeps every live reference in a slot of an auxiliary Lua stack of LUA_MAX_C_STACK slots and
+/// panics when they run out, so deep nesting is refused with the library's own error before
+/// that, leaving room for the references the script engine holds.
+pub(crate) const NESTING_REFERENCE_BUDGET: usize = 6000;
 
 /// How a library function fails, mirroring the two ways the C code raises errors.
 pub(crate) enum Failure {
@@ -71,7 +77,8 @@ where
 {
     let inner = lua.create_function(move |lua, args: MultiValue| {
         let mut out = MultiValue::new();
-        match body(lua, Args(args.into_vec())) {
+        let args = args.into_iter().map(unbox_tiny_number).collect();
+        match body(lua, Args(args)) {
             Ok(values) => {
                 out.push_back(Value::Boolean(true));
                 out.extend(values);
@@ -109,12 +116,23 @@ where
 /// Lua's own.
 ///
 /// SAFETY (of the body): this is only called by Lua as a C function. Every local here is a plain
-/// integer or pointer with no destructor, so Lua's error longjmp leaving this frame skips no Rust
-/// drop. Stack use: one slot for the pushed function (Lua guarantees LUA_MINSTACK = 20 free slots
+/// integer, float or pointer with no destructor, so Lua's error longjmp leaving this frame skips no Rust
+/// drop. Stack use: one slot for a replaced tiny-number argument (popped by `lua_replace`), one
+/// for the pushed function (Lua guarantees LUA_MINSTACK = 20 free slots
 /// to a C function), two for `luaL_where` + message, checked with `lua_checkstack`. The message
 /// pointer stays valid while its string sits at index 2, which nothing removes before the raise.
 unsafe extern "C-unwind" fn raise_like_lauxlib(state: *mut ffi::lua_State) -> c_int {
     let nargs = ffi::lua_gettop(state);
+    for index in 1..=nargs {
+        if ffi::lua_type(state, index) == ffi::LUA_TNUMBER {
+            let n = ffi::lua_tonumber(state, index);
+            if is_tiny(n) {
+                // The pointer is never dereferenced: it only carries the number's bits.
+                ffi::lua_pushlightuserdata(state, n.to_bits() as usize as *mut c_void);
+                ffi::lua_replace(state, index);
+            }
+        }
+    }
     ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
     ffi::lua_insert(state, 1);
     ffi::lua_call(state, nargs, ffi::LUA_MULTRET);
@@ -135,6 +153,30 @@ unsafe extern "C-unwind" fn raise_like_lauxlib(state: *mut ffi::lua_State) -> c_
     ffi::lua_pushvalue(state, 2);
     ffi::lua_concat(state, 2);
     ffi::lua_error(state)
+}
+
+/// Numbers mlua would read as the integer 0 (it rounds anything within 2^-52 of an integer):
+/// -0 and the non-zero numbers smaller than 2^-52. The C closure passes such arguments as a
+/// light userdata holding the number's bits, which [`unbox_tiny_number`] turns back into the
+/// number; no script can make a non-NULL light userdata, so nothing else is mistaken for one.
+fn is_tiny(n: f64) -> bool {
+    n.abs() < f64::EPSILON && (n != 0.0 || n.is_sign_negative())
+}
+
+fn unbox_tiny_number(value: Value) -> Value {
+    match value {
+        Value::LightUserData(ud) if !ud.0.is_null() => {
+            Value::Number(f64::from_bits(ud.0 as usize as u64))
+        }
+        other => other,
+    }
+}
+
+/// Runs a recursive step with enough native stack: the encoders and the msgpack decoder recurse
+/// once per nesting level (thousands, as the C code does), and scripts may run on threads with
+/// small stacks, so the stack grows on the heap when it runs low instead of overflowing.
+pub(crate) fn deep<R>(step: impl FnOnce() -> R) -> R {
+    stacker::maybe_grow(64 * 1024, 1024 * 1024, step)
 }
 
 /// Lua's `lua_typename` for a value (light userdata is "userdata" there), or "no value" past

@@ -170,8 +170,11 @@ fn ordered(bytes: &mut [u8], endian: Endian) {
     }
 }
 
-fn pack(lua: &Lua, args: Args) -> LibResult<MultiValue> {
+fn pack(lua: &Lua, mut args: Args) -> LibResult<MultiValue> {
     let format_text = args.check_bytes(lua, 1)?;
+    // lua-struct pushes a nil after the arguments before packing, so a missing first value
+    // reads as "got nil" (and the ones after it as "got no value").
+    args.0.push(Value::Nil);
     let format_bytes = format_text.as_bytes();
     let mut format = Format::new(&format_bytes);
     let mut header = Header::new();

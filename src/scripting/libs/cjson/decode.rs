@@ -71,8 +71,8 @@ impl Token {
 
 /// A container being filled: arrays count their next index, objects hold the pending key.
 enum Frame {
-    Array(Table, i64),
-    Object(Table, Value),
+    Array(i64),
+    Object(Vec<u8>),
 }
 
 pub(super) fn decode(lua: &Lua, args: &Args, config: &Shared) -> LibResult<MultiValue> {
@@ -324,11 +324,11 @@ impl Parser<'_> {
     }
 
     /// An object key: a string token followed by a colon.
-    fn object_key(&mut self, token: Token) -> LibResult<Value> {
+    fn object_key(&mut self, token: Token) -> LibResult<Vec<u8>> {
         if token.kind != Kind::String {
             return Err(self.parse_error("object key string", &token));
         }
-        let key = Value::String(self.lua.create_string(&token.text)?);
+        let key = token.text;
         self.top += 1;
         let colon = self.next_token();
         if colon.kind != Kind::Colon {
@@ -338,9 +338,15 @@ impl Parser<'_> {
     }
 
     /// `json_process_value` without recursion: `token` starts a value; containers push a frame
-    /// and the loop continues with their first element.
+    /// and the loop continues with their first element. Only the innermost container is held
+    /// as an mlua reference; its ancestors wait in a Lua table, so deep input cannot exhaust
+    /// mlua's reference slots before lua-cjson's own limits apply.
     fn value(&mut self, first: Token) -> LibResult<Value> {
-        let mut stack: Vec<Frame> = Vec::new();
+        let mut nest = Nest {
+            frames: Vec::new(),
+            current: None,
+            ancestors: None,
+        };
         let mut token = first;
         'value: loop {
             let mut value = match token.kind {
@@ -358,7 +364,7 @@ impl Parser<'_> {
                         Value::Table(table)
                     } else {
                         let key = self.object_key(next)?;
-                        stack.push(Frame::Object(table, key));
+                        nest.push(self.lua, table, Frame::Object(key))?;
                         token = self.next_token();
                         continue 'value;
                     }
@@ -372,7 +378,7 @@ impl Parser<'_> {
                         self.depth -= 1;
                         Value::Table(table)
                     } else {
-                        stack.push(Frame::Array(table, 1));
+                        nest.push(self.lua, table, Frame::Array(1))?;
                         token = next;
                         continue 'value;
                     }
@@ -384,49 +390,79 @@ impl Parser<'_> {
             }
             // The value is complete: store it in its container, then read what follows.
             loop {
-                match stack.last_mut() {
-                    None => return Ok(value),
-                    Some(Frame::Array(table, index)) => {
+                let Some(table) = nest.current.as_ref() else {
+                    return Ok(value);
+                };
+                let (end, expected) = match nest.frames.last_mut() {
+                    Some(Frame::Array(index)) => {
                         table.raw_set(*index, value)?;
                         *index += 1;
                         self.top -= 1;
-                        let next = self.next_token();
-                        if next.kind == Kind::ArrayEnd {
-                            self.depth -= 1;
-                            value = Value::Table(table.clone());
-                            stack.pop();
-                            continue;
-                        }
-                        if next.kind != Kind::Comma {
-                            return Err(self.parse_error("comma or array end", &next));
-                        }
-                        token = self.next_token();
-                        continue 'value;
+                        (Kind::ArrayEnd, "comma or array end")
                     }
-                    Some(Frame::Object(table, key)) => {
-                        table.raw_set(std::mem::replace(key, Value::Nil), value)?;
+                    Some(Frame::Object(key)) => {
+                        let key = self.lua.create_string(std::mem::take(key))?;
+                        table.raw_set(key, value)?;
                         self.top -= 2;
-                        let next = self.next_token();
-                        if next.kind == Kind::ObjectEnd {
-                            self.depth -= 1;
-                            value = Value::Table(table.clone());
-                            stack.pop();
-                            continue;
-                        }
-                        if next.kind != Kind::Comma {
-                            return Err(self.parse_error("comma or object end", &next));
-                        }
-                        let key_token = self.next_token();
-                        let key = self.object_key(key_token)?;
-                        if let Some(Frame::Object(_, pending)) = stack.last_mut() {
-                            *pending = key;
-                        }
-                        token = self.next_token();
-                        continue 'value;
+                        (Kind::ObjectEnd, "comma or object end")
+                    }
+                    None => return Ok(value),
+                };
+                let next = self.next_token();
+                if next.kind == end {
+                    self.depth -= 1;
+                    value = Value::Table(nest.pop()?);
+                    continue;
+                }
+                if next.kind != Kind::Comma {
+                    return Err(self.parse_error(expected, &next));
+                }
+                if end == Kind::ObjectEnd {
+                    let key_token = self.next_token();
+                    let key = self.object_key(key_token)?;
+                    if let Some(Frame::Object(pending)) = nest.frames.last_mut() {
+                        *pending = key;
                     }
                 }
+                token = self.next_token();
+                continue 'value;
             }
         }
+    }
+}
+
+/// The containers being filled, innermost first in `current`.
+struct Nest {
+    frames: Vec<Frame>,
+    current: Option<Table>,
+    /// Outer containers by depth, created when nesting first goes two deep.
+    ancestors: Option<Table>,
+}
+
+impl Nest {
+    fn push(&mut self, lua: &Lua, table: Table, frame: Frame) -> mlua::Result<()> {
+        if let Some(parent) = self.current.replace(table) {
+            if self.ancestors.is_none() {
+                self.ancestors = Some(lua.create_table()?);
+            }
+            if let Some(ancestors) = &self.ancestors {
+                ancestors.raw_set(self.frames.len(), parent)?;
+            }
+        }
+        self.frames.push(frame);
+        Ok(())
+    }
+
+    /// Closes the innermost container and makes its parent current again.
+    fn pop(&mut self) -> mlua::Result<Table> {
+        let done = self.current.take();
+        self.frames.pop();
+        if let (false, Some(ancestors)) = (self.frames.is_empty(), &self.ancestors) {
+            let depth = self.frames.len();
+            self.current = Some(ancestors.raw_get(depth)?);
+            ancestors.raw_set(depth, Value::Nil)?;
+        }
+        done.ok_or_else(|| mlua::Error::runtime("cjson: no open container"))
     }
 }
 
