@@ -138,7 +138,7 @@ fn is_array(table: &Table) -> mlua::Result<bool> {
             Value::Number(n) => n,
             _ => return Ok(false),
         };
-        if n <= 0.0 || !(n.is_finite() && n >= -2_147_483_648.0 && n < 2_147_483_648.0) {
+        if n <= 0.0 || !(-2_147_483_648.0..2_147_483_648.0).contains(&n) {
             return Ok(false);
         }
         if n as i32 as f64 != n {

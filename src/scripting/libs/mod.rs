@@ -198,7 +198,7 @@ pub(crate) fn lua_type_name(value: Option<&Value>) -> &'static str {
 /// C's `(int64_t)d` as x86-64 does it: truncation, and the "indefinite" INT64_MIN when out of
 /// range or NaN (the C libraries rely on this undefined-but-fixed behaviour).
 pub(crate) fn c_double_to_i64(d: f64) -> i64 {
-    if (-9.223_372_036_854_775_808e18..9.223_372_036_854_775_808e18).contains(&d) {
+    if (i64::MIN as f64..-(i64::MIN as f64)).contains(&d) {
         d as i64
     } else {
         i64::MIN

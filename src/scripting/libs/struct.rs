@@ -145,11 +145,11 @@ fn is_integer_option(option: u8) -> bool {
 fn put_integer(out: &mut Vec<u8>, number: f64, endian: Endian, size: usize) {
     let mut value: u64 = if number < 0.0 {
         c_double_to_i64(number) as u64
-    } else if number < 9.223_372_036_854_775_808e18 {
+    } else if number < -(i64::MIN as f64) {
         number as u64
     } else {
         // x86-64 converts from 2^63 by subtracting it first; past 2^64 the result is 0.
-        (c_double_to_i64(number - 9.223_372_036_854_775_808e18) as u64) ^ (1 << 63)
+        (c_double_to_i64(number + i64::MIN as f64) as u64) ^ (1 << 63)
     };
     let mut bytes = vec![0u8; size];
     for i in 0..size {
