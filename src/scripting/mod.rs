@@ -1,0 +1,3 @@
+//! Lua scripting. This module holds the libraries Redis loads into every script state.
+
+pub mod libs;
