@@ -30,6 +30,12 @@ pub async fn run(store: Arc<Store>, shutdown: impl std::future::Future<Output = 
 
 /// Sweeps one tick's slice of shards starting at `start`; returns where the next tick starts.
 pub fn sweep(store: &Store, start: usize) -> usize {
+    if !store
+        .active_expire
+        .load(std::sync::atomic::Ordering::Relaxed)
+    {
+        return start;
+    }
     let shards = store.shard_count();
     let per_tick = shards.div_ceil(TICKS_PER_PASS);
     for i in 0..per_tick {

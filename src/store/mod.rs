@@ -107,6 +107,8 @@ pub struct Store {
     pub memory: eviction::MemoryLimit,
     /// Clients blocked in BLPOP/BRPOP/BLMOVE, woken when a list appears or grows at their key.
     pub waiters: std::sync::Arc<Waiters>,
+    /// Off after `DEBUG SET-ACTIVE-EXPIRE 0`: only reads expire keys then (lazy expiry).
+    pub active_expire: std::sync::atomic::AtomicBool,
 }
 
 impl Default for Store {
@@ -125,6 +127,7 @@ impl Store {
             expired_stm_entries: AtomicU64::new(0),
             memory: Default::default(),
             waiters: Default::default(),
+            active_expire: true.into(),
         }
     }
 
