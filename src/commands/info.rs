@@ -101,6 +101,7 @@ fn render(ctx: &Ctx, section: &str, out: &mut String) {
             lines.add("cluster_connections", 0);
             lines.add("maxclients", shared.config.read().maxclients);
             lines.add("blocked_clients", shared.store.waiters.blocked_clients());
+            lines.add("tracking_clients", 0);
         }
         "memory" => memory(ctx, &mut lines),
         "persistence" => {
@@ -411,6 +412,7 @@ fn stats(ctx: &Ctx, lines: &mut Lines) {
         "evicted_keys",
         shared.store.memory.evicted_keys.load(Ordering::Relaxed),
     );
+    lines.add("expired_time_cap_reached_count", 0);
     lines.add("evicted_clients", 0);
     lines.add("keyspace_hits", s.keyspace_hits.total());
     lines.add("keyspace_misses", s.keyspace_misses.total());
@@ -420,6 +422,20 @@ fn stats(ctx: &Ctx, lines: &mut Lines) {
     lines.add("latest_fork_usec", 0);
     lines.add("total_forks", 0);
     lines.add("migrate_cached_sockets", 0);
+    // No active defragmentation, no client tracking, no separate I/O threads.
+    for field in [
+        "active_defrag_hits",
+        "active_defrag_misses",
+        "active_defrag_key_hits",
+        "active_defrag_key_misses",
+        "tracking_total_keys",
+        "tracking_total_items",
+        "tracking_total_prefixes",
+        "io_threaded_reads_processed",
+        "io_threaded_writes_processed",
+    ] {
+        lines.add(field, 0);
+    }
     lines.add("unexpected_error_replies", 0);
     lines.add("total_error_replies", s.total_error_replies.total());
     lines.add("dump_payload_sanitizations", 0);
