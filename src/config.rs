@@ -258,6 +258,18 @@ pub struct Config {
         help_heading = "Observability"
     )]
     pub slowlog_max_len: u64,
+    /// LATENCY monitor: record events that take at least this many milliseconds (0: off).
+    #[arg(
+        long,
+        env = "STMD_LATENCY_MONITOR_THRESHOLD",
+        default_value_t = 0,
+        help_heading = "Observability"
+    )]
+    pub latency_monitor_threshold: u64,
+    /// Allow the DEBUG command: `yes`, `no`, or `local` (from loopback clients only). Fixed at
+    /// start-up, as in Redis.
+    #[arg(long, env = "STMD_ENABLE_DEBUG_COMMAND", value_enum, default_value_t = DebugCommand::No, help_heading = "Observability")]
+    pub enable_debug_command: DebugCommand,
 
     /// Keyspace notifications to publish, in Redis's class letters (`KEA`, `Ex`…; empty: none),
     /// plus `S` for STM entries' own events.
@@ -285,6 +297,14 @@ pub enum TlsAuthClients {
     Yes,
     No,
     Optional,
+}
+
+/// Who may run DEBUG (Redis's `enable-debug-command`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DebugCommand {
+    Yes,
+    No,
+    Local,
 }
 
 /// How log lines are written.
@@ -512,6 +532,19 @@ pub static PARAMS: &[Param] = &[
         }),
     },
     number_param!("tracking-table-max-keys", tracking_table_max_keys),
+    number_param!("latency-monitor-threshold", latency_monitor_threshold),
+    Param {
+        name: "enable-debug-command",
+        get: |c| {
+            match c.enable_debug_command {
+                DebugCommand::Yes => "yes",
+                DebugCommand::No => "no",
+                DebugCommand::Local => "local",
+            }
+            .to_string()
+        },
+        set: None,
+    },
     fixed_param!("save", ""),
     fixed_param!("appendonly", "no"),
     Param {

@@ -3,15 +3,18 @@
 
 pub mod blocking;
 pub mod clients;
+pub mod command_stats;
 pub mod commands;
 pub mod config;
 pub mod connection;
 pub mod events;
 pub mod exporter;
 pub mod glob;
+pub mod latency;
 pub mod metrics;
 pub mod monitor;
 pub mod output_limit;
+pub mod percpu;
 pub mod persist;
 pub mod protocol;
 pub mod pubsub;

@@ -1,23 +1,23 @@
-//! Counters shared by INFO and the metrics endpoint. Relaxed atomics: they are statistics,
-//! not synchronisation.
+//! Counters shared by INFO and the metrics endpoint. Striped per thread ([`Counter`]): the hot
+//! path bumps several of them per request, and one shared atomic would bounce between cores.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+pub use crate::percpu::Counter;
 
 /// Server-wide statistics, reset by CONFIG RESETSTAT.
 #[derive(Default)]
 pub struct Stats {
-    pub total_connections_received: AtomicU64,
-    pub total_commands_processed: AtomicU64,
-    pub rejected_connections: AtomicU64,
-    pub total_net_input_bytes: AtomicU64,
-    pub total_net_output_bytes: AtomicU64,
-    pub keyspace_hits: AtomicU64,
-    pub keyspace_misses: AtomicU64,
-    pub total_error_replies: AtomicU64,
+    pub total_connections_received: Counter,
+    pub total_commands_processed: Counter,
+    pub rejected_connections: Counter,
+    pub total_net_input_bytes: Counter,
+    pub total_net_output_bytes: Counter,
+    pub keyspace_hits: Counter,
+    pub keyspace_misses: Counter,
+    pub total_error_replies: Counter,
     /// Clients closed for passing their `client-output-buffer-limit`.
-    pub client_output_buffer_limit_disconnections: AtomicU64,
+    pub client_output_buffer_limit_disconnections: Counter,
     /// TLS connections that failed or timed out in the handshake.
-    pub tls_handshake_failures: AtomicU64,
+    pub tls_handshake_failures: Counter,
 }
 
 impl Stats {
@@ -34,14 +34,42 @@ impl Stats {
             &self.client_output_buffer_limit_disconnections,
             &self.tls_handshake_failures,
         ] {
-            counter.store(0, Ordering::Relaxed);
+            counter.reset();
         }
     }
 
-    pub fn add(counter: &AtomicU64, n: u64) {
+    pub fn add(counter: &Counter, n: u64) {
         if n != 0 {
-            counter.fetch_add(n, Ordering::Relaxed);
+            counter.add(n);
         }
+    }
+}
+
+/// The memory figures INFO reports beside the current ones: what the server used when it started
+/// (its fixed overhead) and the most it has used (seen whenever memory is read).
+pub struct MemoryMarks {
+    pub startup: u64,
+    peak: std::sync::atomic::AtomicU64,
+}
+
+impl MemoryMarks {
+    pub fn now() -> MemoryMarks {
+        let startup = allocated_bytes();
+        MemoryMarks {
+            startup,
+            peak: startup.into(),
+        }
+    }
+
+    /// Notes `used` and returns the peak including it.
+    pub fn peak(&self, used: u64) -> u64 {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.peak.fetch_max(used, Relaxed).max(used)
+    }
+
+    /// CONFIG RESETSTAT: the peak starts again from `used`.
+    pub fn reset_peak(&self, used: u64) {
+        self.peak.store(used, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -67,68 +95,9 @@ pub fn rss_bytes() -> u64 {
         .unwrap_or(0)
 }
 
-/// Upper bounds (µs) of the command latency histogram buckets; the last bucket is +Inf.
+/// Upper bounds (µs) of the metrics endpoint's command latency buckets; the last bucket is +Inf.
 pub const LATENCY_BUCKETS_US: [u64; 12] = [
     10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 100_000, 1_000_000,
 ];
 
-/// Count and latency of one command. Buckets are stored per bucket (not cumulative), so an
-/// observation is three relaxed increments; scrapes add them up.
-#[derive(Default)]
-pub struct CommandCounters {
-    pub calls: AtomicU64,
-    pub micros: AtomicU64,
-    pub buckets: [AtomicU64; LATENCY_BUCKETS_US.len() + 1],
-}
-
-/// Per-command counters, one slot per entry of the static command table, so the hot path does no
-/// hashing and no locking: the slot is found from the command's position in the table.
-pub struct CommandStats {
-    slots: Vec<CommandCounters>,
-}
-
-impl Default for CommandStats {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl CommandStats {
-    pub fn new() -> CommandStats {
-        CommandStats {
-            slots: (0..crate::commands::COMMANDS.len())
-                .map(|_| CommandCounters::default())
-                .collect(),
-        }
-    }
-
-    /// The table position of `cmd` (a reference into `COMMANDS`), computed from addresses.
-    fn slot(&self, cmd: &crate::commands::Command) -> Option<&CommandCounters> {
-        let base = crate::commands::COMMANDS.as_ptr() as usize;
-        let offset = (cmd as *const crate::commands::Command as usize).checked_sub(base)?;
-        self.slots
-            .get(offset / std::mem::size_of::<crate::commands::Command>())
-    }
-
-    pub fn observe(&self, cmd: &crate::commands::Command, micros: u64) {
-        let Some(slot) = self.slot(cmd) else {
-            return;
-        };
-        slot.calls.fetch_add(1, Ordering::Relaxed);
-        slot.micros.fetch_add(micros, Ordering::Relaxed);
-        let bucket = LATENCY_BUCKETS_US
-            .iter()
-            .position(|&le| micros <= le)
-            .unwrap_or(LATENCY_BUCKETS_US.len());
-        slot.buckets[bucket].fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// `(command name, counters)` for every command called at least once.
-    pub fn called(&self) -> impl Iterator<Item = (&'static str, &CommandCounters)> {
-        crate::commands::COMMANDS
-            .iter()
-            .zip(&self.slots)
-            .filter(|(_, c)| c.calls.load(Ordering::Relaxed) > 0)
-            .map(|(cmd, c)| (cmd.name, c))
-    }
-}
+pub use crate::command_stats::CommandStats;

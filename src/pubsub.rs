@@ -82,9 +82,11 @@ impl Delivery {
 pub struct Mailbox {
     tx: mpsc::Sender<Delivery>,
     queued_bytes: AtomicUsize,
-    /// The `pubsub` output-buffer limit when the mailbox was made (a CONFIG SET applies to
+    /// The output-buffer limit of `class` when the mailbox was made (a CONFIG SET applies to
     /// mailboxes made afterwards).
     limit: ClassLimit,
+    /// `pubsub` for subscribers; `normal` for MONITOR, as Redis classes monitors.
+    class: ClientClass,
     /// Milliseconds after the client connected when the queue reached the soft limit, plus one
     /// (0: below the soft limit).
     soft_since: AtomicU64,
@@ -109,8 +111,7 @@ impl Mailbox {
             self.queued_bytes.fetch_sub(size, Ordering::AcqRel);
             if !self.tx.is_closed() && !self.client.is_killed() {
                 let limit = over.unwrap_or("message count");
-                self.client
-                    .close_for_output_limit(ClientClass::PubSub, limit);
+                self.client.close_for_output_limit(self.class, limit);
             }
             return false;
         }
@@ -164,8 +165,13 @@ impl Subscriptions {
         self.channels.len() + self.patterns.len()
     }
 
-    /// This connection's mailbox, created on first use with the `pubsub` output-buffer limit.
-    pub fn mailbox(&mut self, client: &Arc<ClientInfo>, limit: ClassLimit) -> Arc<Mailbox> {
+    /// This connection's mailbox, created on first use with `class`'s output-buffer `limit`.
+    pub fn mailbox(
+        &mut self,
+        client: &Arc<ClientInfo>,
+        class: ClientClass,
+        limit: ClassLimit,
+    ) -> Arc<Mailbox> {
         // Also MONITOR's: one mailbox per connection, whatever arrives in it.
         if let Some(mailbox) = &self.mailbox {
             return mailbox.clone();
@@ -175,6 +181,7 @@ impl Subscriptions {
             tx,
             queued_bytes: AtomicUsize::new(0),
             limit,
+            class,
             soft_since: AtomicU64::new(0),
             client: client.clone(),
         });

@@ -47,6 +47,10 @@ pub struct Shared {
     pub monitors: crate::monitor::Monitors,
     /// Per-command counts and latencies for the metrics endpoint.
     pub command_stats: crate::metrics::CommandStats,
+    /// LATENCY's events over `latency-monitor-threshold`.
+    pub latency: crate::latency::LatencyMonitor,
+    /// Memory at start-up and the peak seen, for INFO memory and MEMORY STATS.
+    pub memory_marks: crate::metrics::MemoryMarks,
     /// Woken by the SHUTDOWN command.
     pub shutdown_requested: Notify,
     /// Keyspace notifications and client-side caching.
@@ -73,6 +77,8 @@ impl Shared {
             ),
             monitors: Default::default(),
             command_stats: crate::metrics::CommandStats::new(),
+            latency: crate::latency::LatencyMonitor::new(config.latency_monitor_threshold),
+            memory_marks: crate::metrics::MemoryMarks::now(),
             store,
             commands,
             config: RwLock::new(config),

@@ -312,3 +312,31 @@ async fn a_subscriber_that_does_not_read_is_closed_at_the_pubsub_limit() {
         assert!(message.ends_with(b"pp\r\n"));
     }
 }
+
+#[tokio::test]
+async fn a_monitor_that_does_not_read_is_closed_at_the_normal_limit() {
+    let server = TestServer::start().await;
+    let mut con = server.client().await;
+    // Monitors are `normal` clients (as in Redis): a tight normal limit closes it, a tight
+    // pubsub limit does not apply to it.
+    config_set(&mut con, "normal 256kb 0 0 pubsub 1mb 0 0")
+        .await
+        .expect("set");
+    let mut monitor = server.raw().await;
+    monitor.send(&resp(&[b"MONITOR"])).await;
+    let ok = monitor.read_reply().await;
+    assert_eq!(ok, b"+OK\r\n");
+    let payload = vec![b'p'; 64 * 1024];
+    for _ in 0..2000 {
+        let _: () = redis::cmd("SET")
+            .arg("k")
+            .arg(&payload)
+            .query_async(&mut con)
+            .await
+            .expect("set");
+        if disconnections(&mut con).await > 0 {
+            break;
+        }
+    }
+    assert!(wait_disconnections(&mut con, 1, Duration::from_secs(10)).await);
+}

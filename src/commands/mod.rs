@@ -8,6 +8,8 @@ pub mod connection;
 pub mod databases;
 pub mod docs;
 pub mod hashes;
+pub mod info;
+pub mod introspection;
 pub mod keys;
 pub mod lists;
 pub mod ops;
@@ -215,29 +217,33 @@ impl<'c, 's> Ctx<'c, 's> {
 /// Runs one request.
 pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
     let Some(cmd) = ctx.shared.commands.lookup(args[0]) else {
-        return reject(ctx, None, unknown_command(args));
+        return reject(ctx, None, args, unknown_command(args));
     };
     if !cmd.arity_ok(args.len()) {
-        return reject(ctx, Some(cmd), wrong_arity(cmd.name));
+        return reject(ctx, Some(cmd), args, wrong_arity(cmd.name));
     }
     if !ctx.conn.authenticated && !cmd.has(table::NO_AUTH) {
-        return reject(ctx, Some(cmd), err::NOAUTH.to_string());
+        return reject(ctx, Some(cmd), args, err::NOAUTH.to_string());
     }
     if !ctx.conn.resp3 && ctx.conn.subs.count() > 0 && !pubsub::allowed_while_subscribed(cmd.name) {
-        return pubsub::not_allowed_while_subscribed(cmd.name);
+        let reply = pubsub::not_allowed_while_subscribed(cmd.name);
+        if let Reply::Error(text) = &reply {
+            count_rejection(ctx, Some(cmd), args, text);
+        }
+        return reply;
     }
     if ctx.conn.multi.is_some() && !cmd.has(table::NOT_QUEUED) {
         if cmd.has(table::NO_MULTI) {
-            return reject(ctx, Some(cmd), err::NOT_IN_MULTI.to_string());
+            return reject(ctx, Some(cmd), args, err::NOT_IN_MULTI.to_string());
         }
         // Queueing itself takes memory: over the limit, nothing is queued (as Redis).
         if !ctx.shared.store.make_room() {
-            return reject(ctx, Some(cmd), OOM.to_string());
+            return reject(ctx, Some(cmd), args, OOM.to_string());
         }
         return transactions::queue(ctx, args);
     }
     if cmd.has(table::DENYOOM) && !ctx.shared.store.make_room() {
-        let refused = reject(ctx, Some(cmd), OOM.to_string());
+        let refused = reject(ctx, Some(cmd), args, OOM.to_string());
         // What the failed eviction did remove is still announced.
         if ctx
             .shared
@@ -255,7 +261,8 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
 
 /// A command refused before running. Inside MULTI it dooms the transaction; a refused EXEC
 /// discards it at once with `EXECABORT`, as Redis does.
-fn reject(ctx: &mut Ctx<'_, '_>, cmd: Option<&Command>, error: String) -> Reply {
+fn reject(ctx: &mut Ctx<'_, '_>, cmd: Option<&Command>, args: &[&[u8]], error: String) -> Reply {
+    count_rejection(ctx, cmd, args, &error);
     if ctx.conn.multi.is_none() {
         return Reply::Error(error.into());
     }
@@ -270,6 +277,12 @@ fn reject(ctx: &mut Ctx<'_, '_>, cmd: Option<&Command>, error: String) -> Reply 
     }
     ctx.conn.multi_failed = true;
     Reply::Error(error.into())
+}
+
+/// Counts an error reply for a command refused before it ran (INFO errorstats, `rejected_calls`).
+fn count_rejection(ctx: &Ctx<'_, '_>, cmd: Option<&Command>, args: &[&[u8]], error: &str) {
+    crate::metrics::Stats::add(&ctx.shared.stats.total_error_replies, 1);
+    ctx.shared.command_stats.rejected(cmd, args, error);
 }
 
 /// Calls the handler of an already checked command, timing it for the SLOWLOG and the metrics,
@@ -305,7 +318,16 @@ pub fn run(ctx: &mut Ctx<'_, '_>, cmd: &Command, args: &[&[u8]]) -> Reply {
     }
     let micros = started.elapsed().as_micros().min(u128::from(u64::MAX)) as u64;
     let shared = ctx.shared;
-    shared.command_stats.observe(cmd, micros);
+    // Per-thread counters: no cache line shared with other cores is written here.
+    shared.command_stats.observe(cmd, args, nanos, &reply);
+    shared.latency.observe(
+        if cmd.has(table::FAST) {
+            "fast-command"
+        } else {
+            "command"
+        },
+        micros,
+    );
     if reply.is_error() {
         crate::metrics::Stats::add(&shared.stats.total_error_replies, 1);
     }

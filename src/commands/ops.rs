@@ -81,8 +81,13 @@ pub fn monitor(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
         ));
     }
     if !ctx.conn.monitor {
-        let limit = ctx.shared.config.read().client_output_buffer_limit.pubsub;
-        let mailbox = ctx.conn.subs.mailbox(&ctx.conn.info, limit);
+        // Monitors are `normal` clients for the output-buffer limits, as in Redis.
+        let limit = ctx.shared.config.read().client_output_buffer_limit.normal;
+        let mailbox = ctx.conn.subs.mailbox(
+            &ctx.conn.info,
+            crate::output_limit::ClientClass::Normal,
+            limit,
+        );
         ctx.shared.monitors.add(ctx.conn.info.id, mailbox);
         ctx.conn.monitor = true;
     }

@@ -54,7 +54,10 @@ pub fn subscribe(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let pattern = is(args[0], "psubscribe");
     let client = ctx.conn.info.clone();
     let limit = ctx.shared.config.read().client_output_buffer_limit.pubsub;
-    let mailbox = ctx.conn.subs.mailbox(&client, limit);
+    let mailbox = ctx
+        .conn
+        .subs
+        .mailbox(&client, crate::output_limit::ClientClass::PubSub, limit);
     let resp3 = ctx.conn.resp3;
     let mut out = BytesMut::new();
     for name in &args[1..] {

@@ -1,182 +1,14 @@
-//! Server commands: INFO, CONFIG, COMMAND, DBSIZE, FLUSHDB/FLUSHALL, TIME, SHUTDOWN, LASTSAVE.
+//! Server commands: CONFIG, COMMAND, DBSIZE, FLUSHDB/FLUSHALL, TIME, SHUTDOWN, LASTSAVE.
 
 use super::args::is;
-use super::connection::{help_reply, REDIS_VERSION};
+use super::connection::help_reply;
 use super::table::{self, lookup, Command, COMMANDS};
 use super::{check_subcommand, err, CmdResult, Ctx};
 use crate::config::{find_param, PARAMS};
 use crate::glob;
-use crate::metrics::{allocated_bytes, rss_bytes};
 use crate::protocol::Reply;
-use std::fmt::Write;
 use std::sync::atomic::Ordering;
 use std::time::{SystemTime, UNIX_EPOCH};
-
-const DEFAULT_SECTIONS: &[&str] = &["server", "clients", "memory", "stats", "stm", "keyspace"];
-const ALL_SECTIONS: &[&str] = &[
-    "server",
-    "clients",
-    "memory",
-    "persistence",
-    "stats",
-    "replication",
-    "cpu",
-    "stm",
-    "keyspace",
-];
-
-pub fn info(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let mut wanted: Vec<&str> = Vec::new();
-    for arg in &args[1..] {
-        let name = String::from_utf8_lossy(arg).to_ascii_lowercase();
-        match name.as_str() {
-            "default" => wanted.extend(DEFAULT_SECTIONS),
-            "all" | "everything" => wanted.extend(ALL_SECTIONS),
-            other => {
-                if let Some(s) = ALL_SECTIONS.iter().find(|s| **s == other) {
-                    wanted.push(s);
-                }
-            }
-        }
-    }
-    if args.len() == 1 {
-        wanted.extend(DEFAULT_SECTIONS);
-    }
-    let mut text = String::new();
-    for section in ALL_SECTIONS.iter().filter(|s| wanted.contains(s)) {
-        if !text.is_empty() {
-            text.push_str("\r\n");
-        }
-        render_section(ctx, section, &mut text);
-    }
-    Ok(Reply::Verbatim(text))
-}
-
-fn render_section(ctx: &Ctx, section: &str, out: &mut String) {
-    let shared = ctx.shared;
-    let mut title = section.to_string();
-    title[..1].make_ascii_uppercase();
-    let _ = write!(
-        out,
-        "# {}\r\n",
-        if section == "cpu" {
-            "CPU"
-        } else if section == "stm" {
-            "STM"
-        } else {
-            &title
-        }
-    );
-    let mut line = |name: &str, value: &dyn std::fmt::Display| {
-        let _ = write!(out, "{name}:{value}\r\n");
-    };
-    match section {
-        "server" => {
-            let uptime = shared.started.elapsed().as_secs();
-            line("redis_version", &REDIS_VERSION);
-            line("stmd_version", &env!("CARGO_PKG_VERSION"));
-            line("redis_mode", &"standalone");
-            line("os", &std::env::consts::OS);
-            line("arch_bits", &(usize::BITS));
-            line("process_id", &std::process::id());
-            line("run_id", &shared.run_id);
-            line("tcp_port", &shared.local_addr.port());
-            line("uptime_in_seconds", &uptime);
-            line("uptime_in_days", &(uptime / 86400));
-            line(
-                "executable",
-                &std::env::current_exe()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_default(),
-            );
-        }
-        "clients" => {
-            line("connected_clients", &shared.clients.len());
-            line("maxclients", &shared.config.read().maxclients);
-            line(
-                "blocked_clients",
-                &shared
-                    .store
-                    .existing_dbs()
-                    .map(|(_, space)| space.waiters.blocked_clients())
-                    .sum::<usize>(),
-            );
-        }
-        "memory" => {
-            let rss = rss_bytes();
-            let used = allocated_bytes();
-            line("used_memory", &used);
-            line("used_memory_human", &human_bytes(used));
-            line("used_memory_rss", &rss);
-            line("used_memory_rss_human", &human_bytes(rss));
-            let config = shared.config.read();
-            line("maxmemory", &config.maxmemory);
-            line("maxmemory_human", &human_bytes(config.maxmemory));
-            line("maxmemory_policy", &config.maxmemory_policy.name());
-        }
-        "persistence" => {
-            line("loading", &0);
-            line("rdb_changes_since_last_save", &0);
-            line("aof_enabled", &0);
-        }
-        "stats" => {
-            let s = &shared.stats;
-            let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
-            line(
-                "total_connections_received",
-                &get(&s.total_connections_received),
-            );
-            line(
-                "total_commands_processed",
-                &get(&s.total_commands_processed),
-            );
-            line("total_net_input_bytes", &get(&s.total_net_input_bytes));
-            line("total_net_output_bytes", &get(&s.total_net_output_bytes));
-            line("rejected_connections", &get(&s.rejected_connections));
-            line(
-                "expired_keys",
-                &shared.store.expired_keys.load(Ordering::Relaxed),
-            );
-            line(
-                "evicted_keys",
-                &shared.store.memory.evicted_keys.load(Ordering::Relaxed),
-            );
-            line("keyspace_hits", &get(&s.keyspace_hits));
-            line("keyspace_misses", &get(&s.keyspace_misses));
-            line("total_error_replies", &get(&s.total_error_replies));
-            line(
-                "client_output_buffer_limit_disconnections",
-                &get(&s.client_output_buffer_limit_disconnections),
-            );
-            line("tls_handshake_failures", &get(&s.tls_handshake_failures));
-        }
-        "replication" => {
-            line("role", &"master");
-            line("connected_slaves", &0);
-        }
-        "cpu" => {}
-        "stm" => shared
-            .stm
-            .render_info(&shared.store, &mut |n, v| line(n, &v)),
-        "keyspace" => super::databases::keyspace_info(&shared.store, &mut |n, v| line(n, v)),
-        _ => {}
-    }
-}
-
-fn human_bytes(n: u64) -> String {
-    const UNITS: &[&str] = &["B", "K", "M", "G", "T"];
-    let mut value = n as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{n}B")
-    } else {
-        format!("{value:.2}{}", UNITS[unit])
-    }
-}
 
 /// CONFIG's subcommands with their Redis arities.
 const CONFIG_SUBCOMMANDS: &[(&str, i32)] = &[
@@ -228,7 +60,9 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             .slowlog
             .configure(updated.slowlog_log_slower_than, updated.slowlog_max_len);
         ctx.shared.store.memory.configure(&updated);
-        ctx.shared.events.configure(&updated);
+        ctx.shared
+            .latency
+            .set_threshold(updated.latency_monitor_threshold);
         *ctx.shared.config.write() = updated;
         Ok(Reply::OK)
     } else if is(sub, "RESETSTAT") {
@@ -240,6 +74,10 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             .evicted_keys
             .store(0, Ordering::Relaxed);
         ctx.shared.stm.reset_stats();
+        ctx.shared.command_stats.reset();
+        ctx.shared
+            .memory_marks
+            .reset_peak(crate::metrics::allocated_bytes());
         Ok(Reply::OK)
     } else if is(sub, "REWRITE") {
         Err(Reply::error(
@@ -353,6 +191,7 @@ const COMMAND_SUBCOMMANDS: &[(&str, i32)] = &[
     ("info", -2),
     ("docs", -2),
     ("getkeys", -4),
+    ("getkeysandflags", -4),
     ("help", 2),
 ];
 
@@ -388,7 +227,7 @@ pub fn command(_ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
                 .map(|c| (Reply::bulk_str(c.name), command_docs(c)))
                 .collect(),
         ))
-    } else if is(sub, "GETKEYS") {
+    } else if is(sub, "GETKEYS") || is(sub, "GETKEYSANDFLAGS") {
         let target = &args[2..];
         let Some(cmd) = lookup(target[0]) else {
             return Err(Reply::error("ERR Invalid command specified"));
@@ -401,9 +240,20 @@ pub fn command(_ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
                 "ERR Invalid number of arguments specified for command",
             ));
         }
+        let with_flags = is(sub, "GETKEYSANDFLAGS");
         Ok(Reply::Array(
             cmd.key_positions(target.len())
-                .map(|i| Reply::bulk(target[i]))
+                .map(|i| {
+                    if with_flags {
+                        let flags = super::introspection::key_flags(cmd);
+                        Reply::Array(vec![
+                            Reply::bulk(target[i]),
+                            status_set(flags.iter().map(|f| f.to_string())),
+                        ])
+                    } else {
+                        Reply::bulk(target[i])
+                    }
+                })
                 .collect(),
         ))
     } else {
@@ -421,6 +271,8 @@ pub fn command(_ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             "    Return documentation details about multiple commands.",
             "GETKEYS <full-command>",
             "    Return the keys from a full command.",
+            "GETKEYSANDFLAGS <full-command>",
+            "    Return the keys and the access flags from a full command.",
             "HELP",
             "    Print this help.",
         ]))

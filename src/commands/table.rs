@@ -2,9 +2,11 @@
 //! key positions, group, summary, syntax and handler. Dispatch checks it centrally; COMMAND,
 //! COMMAND INFO/DOCS/COUNT/LIST are rendered from it.
 
-use super::stm_context;
 use super::databases;
-use super::{blocking_lists as blists, hashes, lists, pubsub, sets, zrange, zsets};
+use super::stm_context;
+use super::{
+    blocking_lists as blists, hashes, info, introspection, lists, pubsub, sets, zrange, zsets,
+};
 use super::{connection as conn, keys, ops, server, stm, strings, transactions as tx, Handler};
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -122,7 +124,7 @@ pub static COMMANDS: &[Command] = commands![
     "reset", 1, NO_AUTH | FAST | STALE | LOADING | NOSCRIPT | NOT_QUEUED, (0, 0, 0), "connection", "6.2.0", conn::reset, "", "Resets the connection.";
     "client", -2, STALE | LOADING | NOSCRIPT, (0, 0, 0), "connection", "2.4.0", conn::client, "ID | INFO | LIST | GETNAME | SETNAME connection-name | SETINFO <LIB-NAME libname | LIB-VER libver> | KILL <ip:port | ID client-id>", "A container for client connection commands.";
     // server
-    "info", -1, STALE | LOADING, (0, 0, 0), "server", "1.0.0", server::info, "[section [section ...]]", "Returns information and statistics about the server.";
+    "info", -1, STALE | LOADING, (0, 0, 0), "server", "1.0.0", info::info, "[section [section ...]]", "Returns information and statistics about the server.";
     "config", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "2.0.0", server::config, "GET parameter [parameter ...] | SET parameter value [parameter value ...] | RESETSTAT", "A container for server configuration commands.";
     "slowlog", -2, ADMIN | LOADING | STALE, (0, 0, 0), "server", "2.2.12", ops::slowlog, "GET [count] | LEN | RESET | HELP", "A container for slow log commands.";
     "monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "1.0.0", ops::monitor, "", "Listens for all requests received by the server in real-time.";
@@ -133,6 +135,12 @@ pub static COMMANDS: &[Command] = commands![
     "time", 1, FAST | LOADING | STALE, (0, 0, 0), "server", "2.6.0", server::time, "", "Returns the server time.";
     "shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI, (0, 0, 0), "server", "1.0.0", server::shutdown, "[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]", "Stops the server.";
     "lastsave", 1, FAST | LOADING | STALE, (0, 0, 0), "server", "1.0.0", server::lastsave, "", "Returns the Unix timestamp of the last successful save to disk.";
+    "latency", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "2.8.13", introspection::latency, "LATEST | HISTORY event | RESET [event ...] | GRAPH event | DOCTOR | HISTOGRAM [command ...] | HELP", "A container for latency diagnostics commands.";
+    "memory", -2, 0, (0, 0, 0), "server", "4.0.0", introspection::memory, "USAGE key [SAMPLES count] | STATS | DOCTOR | MALLOC-STATS | PURGE | HELP", "A container for memory diagnostics commands.";
+    "role", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "server", "2.8.12", introspection::role, "", "Returns the replication role.";
+    "wait", 3, NOSCRIPT, (0, 0, 0), "generic", "3.0.0", introspection::wait, "numreplicas timeout", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.";
+    "lolwut", -1, READONLY | FAST, (0, 0, 0), "server", "5.0.0", introspection::lolwut, "[VERSION version]", "Displays computer art and the Redis version";
+    "debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "1.0.0", introspection::debug, "SLEEP seconds | OBJECT key | SET-ACTIVE-EXPIRE flag | HELP", "A container for debugging commands.";
     // transactions
     "multi", 1, NOSCRIPT | LOADING | STALE | FAST | NOT_QUEUED, (0, 0, 0), "transactions", "1.2.0", tx::multi, "", "Starts a transaction.";
     "exec", 1, NOSCRIPT | LOADING | STALE | NOT_QUEUED, (0, 0, 0), "transactions", "1.2.0", tx::exec, "", "Executes all commands in a transaction.";

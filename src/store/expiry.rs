@@ -36,6 +36,12 @@ pub async fn run(
 
 /// Sweeps one tick's slice of shards, in every database, starting at `start`; returns where the next tick starts.
 pub fn sweep(store: &Store, start: usize) -> usize {
+    if !store
+        .active_expire
+        .load(std::sync::atomic::Ordering::Relaxed)
+    {
+        return start;
+    }
     let shards = store.shard_count();
     let per_tick = shards.div_ceil(TICKS_PER_PASS);
     for (db, _) in store.existing_dbs() {

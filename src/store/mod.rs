@@ -111,6 +111,8 @@ pub struct Store {
     /// True while keyspace notifications are on or a client tracks keys: only then are changes
     /// noted (see [`changes`]). Set by `crate::events`.
     pub listening: AtomicBool,
+    /// Off after `DEBUG SET-ACTIVE-EXPIRE 0`: only reads expire keys then (lazy expiry).
+    pub active_expire: AtomicBool,
 }
 
 /// One database: its sharded keys and what must change with them.
@@ -152,6 +154,7 @@ impl Store {
             expired_stm_entries: AtomicU64::new(0),
             memory: Default::default(),
             listening: AtomicBool::new(false),
+            active_expire: true.into(),
         };
         store.db(0); // the one nearly every client uses
         store
