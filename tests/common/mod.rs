@@ -3,6 +3,7 @@
 
 pub mod postgres;
 pub mod stm;
+pub mod stm_context;
 
 use std::net::SocketAddr;
 use std::time::Duration;
