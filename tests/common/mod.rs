@@ -4,6 +4,7 @@
 pub mod postgres;
 pub mod rows;
 pub mod stm;
+pub mod stm_context;
 
 use std::net::SocketAddr;
 use std::time::Duration;
