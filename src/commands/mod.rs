@@ -316,7 +316,8 @@ pub fn run(ctx: &mut Ctx<'_, '_>, cmd: &Command, args: &[&[u8]]) -> Reply {
     if ctx.conn.tracking.caching {
         crate::events::tracking::after_command(ctx, cmd);
     }
-    let micros = started.elapsed().as_micros().min(u128::from(u64::MAX)) as u64;
+    let nanos = started.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
+    let micros = nanos / 1000;
     let shared = ctx.shared;
     // Per-thread counters: no cache line shared with other cores is written here.
     shared.command_stats.observe(cmd, args, nanos, &reply);

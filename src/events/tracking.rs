@@ -411,8 +411,12 @@ pub fn client_tracking(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Result<Reply, R
         prefixes.sort();
     }
     let info = ctx.conn.info.clone();
-    let limit = ctx.shared.config.read().client_output_buffer_limit.pubsub;
-    let mailbox = ctx.conn.subs.mailbox(&info, limit);
+    // A tracking client is a `normal` client for the output-buffer limits, as in Redis.
+    let limit = ctx.shared.config.read().client_output_buffer_limit.normal;
+    let mailbox = ctx
+        .conn
+        .subs
+        .mailbox(&info, crate::output_limit::ClientClass::Normal, limit);
     let client = Arc::new(TrackedClient {
         id: info.id,
         info,

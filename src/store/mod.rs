@@ -578,7 +578,8 @@ impl<'a> Locked<'a> {
     /// Names the event of a change whose name depends on the outcome (RENAME's `rename_from`,
     /// SET's extra `expire`…). A command that names one names all of its write events.
     pub fn notify(&self, class: u32, name: &'static str, key: &[u8]) {
-        self.store.noting(self.db, key, Change::Event { class, name });
+        self.store
+            .noting(self.db, key, Change::Event { class, name });
     }
 
     /// Says that this command changed nothing at `key` after all (ZADD XX on missing members…),
