@@ -14,6 +14,7 @@ pub mod output_limit;
 pub mod persist;
 pub mod protocol;
 pub mod pubsub;
+pub mod scripting;
 pub mod server;
 pub mod slowlog;
 pub mod stm;

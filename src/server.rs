@@ -49,6 +49,8 @@ pub struct Shared {
     pub command_stats: crate::metrics::CommandStats,
     /// Woken by the SHUTDOWN command.
     pub shutdown_requested: Notify,
+    /// The Lua engine and script cache (EVAL, SCRIPT).
+    pub scripting: crate::scripting::Scripting,
 }
 
 impl Shared {
@@ -82,6 +84,7 @@ impl Shared {
                 .collect(),
             local_addr,
             shutdown_requested: Notify::new(),
+            scripting: crate::scripting::Scripting::new(),
         })
     }
 }

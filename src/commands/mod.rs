@@ -11,6 +11,7 @@ pub mod keys;
 pub mod lists;
 pub mod ops;
 pub mod pubsub;
+pub mod scripting;
 pub mod server;
 pub mod sets;
 pub mod stm;
@@ -174,6 +175,12 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
     }
     if !ctx.conn.authenticated && !cmd.has(table::NO_AUTH) {
         return reject(ctx, Some(cmd), err::NOAUTH.to_string());
+    }
+    if !cmd.has(table::ALLOW_BUSY) && ctx.shared.scripting.run.is_running() {
+        let threshold = ctx.shared.config.read().busy_reply_threshold;
+        if let Some(busy) = ctx.shared.scripting.run.busy_error(threshold) {
+            return reject(ctx, Some(cmd), busy.to_string());
+        }
     }
     if !ctx.conn.resp3 && ctx.conn.subs.count() > 0 && !pubsub::allowed_while_subscribed(cmd.name) {
         return pubsub::not_allowed_while_subscribed(cmd.name);

@@ -106,6 +106,10 @@ fn render_section(ctx: &Ctx, section: &str, out: &mut String) {
             line("maxmemory", &config.maxmemory);
             line("maxmemory_human", &human_bytes(config.maxmemory));
             line("maxmemory_policy", &config.maxmemory_policy.name());
+            let (scripts, scripts_bytes, lua_bytes) = shared.scripting.usage();
+            line("used_memory_lua", &lua_bytes);
+            line("used_memory_scripts", &scripts_bytes);
+            line("number_of_cached_scripts", &scripts);
         }
         "persistence" => {
             line("loading", &0);

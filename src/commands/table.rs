@@ -2,6 +2,7 @@
 //! key positions, group, summary, syntax and handler. Dispatch checks it centrally; COMMAND,
 //! COMMAND INFO/DOCS/COUNT/LIST are rendered from it.
 
+use super::scripting as lua;
 use super::{blocking_lists as blists, hashes, lists, pubsub, sets, zrange, zsets};
 use super::{connection as conn, keys, ops, server, stm, strings, transactions as tx, Handler};
 use std::collections::HashMap;
@@ -21,6 +22,8 @@ pub const FAST: u32 = 1 << 9;
 pub const NO_AUTH: u32 = 1 << 10;
 /// Runs at once even inside MULTI (MULTI, EXEC, DISCARD, WATCH, QUIT, RESET…).
 pub const NOT_QUEUED: u32 = 1 << 11;
+/// Runs even while a script is past `busy-reply-threshold` (Redis 7.2's `allow_busy`).
+pub const ALLOW_BUSY: u32 = 1 << 12;
 
 const FLAG_NAMES: &[(u32, &str)] = &[
     (WRITE, "write"),
@@ -34,6 +37,7 @@ const FLAG_NAMES: &[(u32, &str)] = &[
     (STALE, "stale"),
     (FAST, "fast"),
     (NO_AUTH, "no_auth"),
+    (ALLOW_BUSY, "allow_busy"),
 ];
 
 /// One command's metadata and handler.
@@ -107,11 +111,11 @@ pub static COMMANDS: &[Command] = commands![
     // connection
     "ping", -1, FAST | STALE, (0, 0, 0), "connection", "1.0.0", conn::ping, "[message]", "Returns the server's liveliness response.";
     "echo", 2, FAST | STALE, (0, 0, 0), "connection", "1.0.0", conn::echo, "message", "Returns the given string.";
-    "hello", -1, NO_AUTH | FAST | STALE | NOSCRIPT | LOADING, (0, 0, 0), "connection", "6.0.0", conn::hello, "[protover [AUTH username password] [SETNAME clientname]]", "Handshakes with the Redis server.";
-    "auth", -2, NO_AUTH | FAST | STALE | NOSCRIPT | LOADING, (0, 0, 0), "connection", "1.0.0", conn::auth, "[username] password", "Authenticates the connection.";
+    "hello", -1, NO_AUTH | FAST | STALE | NOSCRIPT | LOADING | ALLOW_BUSY, (0, 0, 0), "connection", "6.0.0", conn::hello, "[protover [AUTH username password] [SETNAME clientname]]", "Handshakes with the Redis server.";
+    "auth", -2, NO_AUTH | FAST | STALE | NOSCRIPT | LOADING | ALLOW_BUSY, (0, 0, 0), "connection", "1.0.0", conn::auth, "[username] password", "Authenticates the connection.";
     "select", 2, FAST | LOADING | STALE, (0, 0, 0), "connection", "1.0.0", conn::select, "index", "Changes the selected database.";
-    "quit", -1, NO_AUTH | FAST | STALE | LOADING | NOSCRIPT | NOT_QUEUED, (0, 0, 0), "connection", "1.0.0", conn::quit, "", "Closes the connection.";
-    "reset", 1, NO_AUTH | FAST | STALE | LOADING | NOSCRIPT | NOT_QUEUED, (0, 0, 0), "connection", "6.2.0", conn::reset, "", "Resets the connection.";
+    "quit", -1, NO_AUTH | FAST | STALE | LOADING | NOSCRIPT | NOT_QUEUED | ALLOW_BUSY, (0, 0, 0), "connection", "1.0.0", conn::quit, "", "Closes the connection.";
+    "reset", 1, NO_AUTH | FAST | STALE | LOADING | NOSCRIPT | NOT_QUEUED | ALLOW_BUSY, (0, 0, 0), "connection", "6.2.0", conn::reset, "", "Resets the connection.";
     "client", -2, STALE | LOADING | NOSCRIPT, (0, 0, 0), "connection", "2.4.0", conn::client, "ID | INFO | LIST | GETNAME | SETNAME connection-name | SETINFO <LIB-NAME libname | LIB-VER libver> | KILL <ip:port | ID client-id>", "A container for client connection commands.";
     // server
     "info", -1, STALE | LOADING, (0, 0, 0), "server", "1.0.0", server::info, "[section [section ...]]", "Returns information and statistics about the server.";
@@ -123,14 +127,14 @@ pub static COMMANDS: &[Command] = commands![
     "flushdb", -1, WRITE, (0, 0, 0), "server", "1.0.0", server::flushall, "[ASYNC | SYNC]", "Removes all keys from the current database.";
     "flushall", -1, WRITE, (0, 0, 0), "server", "1.0.0", server::flushall, "[ASYNC | SYNC]", "Removes all keys from all databases.";
     "time", 1, FAST | LOADING | STALE, (0, 0, 0), "server", "2.6.0", server::time, "", "Returns the server time.";
-    "shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "1.0.0", server::shutdown, "[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]", "Stops the server.";
+    "shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, (0, 0, 0), "server", "1.0.0", server::shutdown, "[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]", "Stops the server.";
     "lastsave", 1, FAST | LOADING | STALE, (0, 0, 0), "server", "1.0.0", server::lastsave, "", "Returns the Unix timestamp of the last successful save to disk.";
     // transactions
-    "multi", 1, NOSCRIPT | LOADING | STALE | FAST | NOT_QUEUED, (0, 0, 0), "transactions", "1.2.0", tx::multi, "", "Starts a transaction.";
+    "multi", 1, NOSCRIPT | LOADING | STALE | FAST | NOT_QUEUED | ALLOW_BUSY, (0, 0, 0), "transactions", "1.2.0", tx::multi, "", "Starts a transaction.";
     "exec", 1, NOSCRIPT | LOADING | STALE | NOT_QUEUED, (0, 0, 0), "transactions", "1.2.0", tx::exec, "", "Executes all commands in a transaction.";
-    "discard", 1, NOSCRIPT | LOADING | STALE | FAST | NOT_QUEUED, (0, 0, 0), "transactions", "2.0.0", tx::discard, "", "Discards a transaction.";
-    "watch", -2, NOSCRIPT | LOADING | STALE | FAST | NOT_QUEUED, (1, -1, 1), "transactions", "2.2.0", tx::watch, "key [key ...]", "Monitors changes to keys to determine the execution of a transaction.";
-    "unwatch", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "transactions", "2.2.0", tx::unwatch, "", "Forgets about watched keys of a transaction.";
+    "discard", 1, NOSCRIPT | LOADING | STALE | FAST | NOT_QUEUED | ALLOW_BUSY, (0, 0, 0), "transactions", "2.0.0", tx::discard, "", "Discards a transaction.";
+    "watch", -2, NOSCRIPT | LOADING | STALE | FAST | NOT_QUEUED | ALLOW_BUSY, (1, -1, 1), "transactions", "2.2.0", tx::watch, "key [key ...]", "Monitors changes to keys to determine the execution of a transaction.";
+    "unwatch", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, (0, 0, 0), "transactions", "2.2.0", tx::unwatch, "", "Forgets about watched keys of a transaction.";
     // generic
     "del", -2, WRITE, (1, -1, 1), "generic", "1.0.0", keys::del, "key [key ...]", "Deletes one or more keys.";
     "unlink", -2, WRITE | FAST, (1, -1, 1), "generic", "4.0.0", keys::del, "key [key ...]", "Asynchronously deletes one or more keys.";
@@ -259,6 +263,12 @@ pub static COMMANDS: &[Command] = commands![
     "punsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE, (0, 0, 0), "pubsub", "2.0.0", pubsub::unsubscribe, "[pattern [pattern ...]]", "Stops listening to messages published to channels that match one or more patterns.";
     "publish", 3, PUBSUB | LOADING | STALE | FAST, (0, 0, 0), "pubsub", "2.0.0", pubsub::publish, "channel message", "Posts a message to a channel.";
     "pubsub", -2, PUBSUB | LOADING | STALE, (0, 0, 0), "pubsub", "2.8.0", pubsub::pubsub, "CHANNELS [pattern] | NUMSUB [channel [channel ...]] | NUMPAT", "A container for Pub/Sub commands.";
+    // scripting
+    "eval", -3, NOSCRIPT | STALE, (0, 0, 0), "scripting", "2.6.0", lua::eval, "script numkeys [key [key ...]] [arg [arg ...]]", "Executes a server-side Lua script.";
+    "evalsha", -3, NOSCRIPT | STALE, (0, 0, 0), "scripting", "2.6.0", lua::evalsha, "sha1 numkeys [key [key ...]] [arg [arg ...]]", "Executes a server-side Lua script by SHA1 digest.";
+    "eval_ro", -3, NOSCRIPT | STALE | READONLY, (0, 0, 0), "scripting", "7.0.0", lua::eval, "script numkeys [key [key ...]] [arg [arg ...]]", "Executes a read-only server-side Lua script.";
+    "evalsha_ro", -3, NOSCRIPT | STALE | READONLY, (0, 0, 0), "scripting", "7.0.0", lua::evalsha, "sha1 numkeys [key [key ...]] [arg [arg ...]]", "Executes a read-only server-side Lua script by SHA1 digest.";
+    "script", -2, NOSCRIPT | ALLOW_BUSY, (0, 0, 0), "scripting", "2.6.0", lua::script, "LOAD script | EXISTS sha1 [sha1 ...] | FLUSH [ASYNC | SYNC] | KILL | HELP", "A container for Lua scripts management commands.";
     // short-term memory
     "stm.capture", -7, WRITE | DENYOOM, (0, 0, 0), "stm", "0.1.0", stm::capture, "USER user-id CHANNEL channel-id SERVER <server-id | DM> [PARENT parent-channel-id] [PRIVACY <MINIMAL | PARTIAL | FULL | 0 | 1 | 2>] [STOP] [MSG <user | model> <speaker | -> content [MSG ...]] [REPLY <persona-id | -> <lineage-id | -> <speaker | -> content [REPLY ...]]", "Records a delivered turn in the user and server short-term memory of each persona.";
     "stm.get", -2, READONLY | FAST, (1, 1, 1), "stm", "0.1.0", stm::get, "key [FORMAT <RESP | JSON>]", "Returns a short-term memory entry.";
