@@ -73,8 +73,10 @@ fn run_script(
         held: Some(lock),
     };
     let running = shared.scripting.running();
-    let reply = engine.invoke(&loaded, keys, argv, &mut |call, resp3| {
-        call_from_script(&mut inner, call, resp3, &permissions)
+    let reply = crate::scripting::off_worker(|| {
+        engine.invoke(&loaded, keys, argv, &mut |call, resp3| {
+            call_from_script(&mut inner, call, resp3, &permissions)
+        })
     });
     drop(running);
     shared.scripting.record_usage(&engine);

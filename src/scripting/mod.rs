@@ -92,10 +92,7 @@ impl RunState {
                 Some(_) => std::thread::sleep(Duration::from_millis(1)),
             }
         };
-        match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
-            Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(wait),
-            _ => wait(),
-        }
+        off_worker(wait)
     }
 
     /// SCRIPT KILL: stops a script that has not written.
@@ -174,6 +171,15 @@ impl Scripting {
             self.scripts_bytes.load(Relaxed),
             self.lua_bytes.load(Relaxed),
         )
+    }
+}
+
+/// Runs `f`, which may take long (a script, a wait for one), after handing this tokio worker's
+/// queued tasks to another thread, so a long script never holds up other connections' tasks.
+pub fn off_worker<R>(f: impl FnOnce() -> R) -> R {
+    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
+        _ => f(),
     }
 }
 
