@@ -134,13 +134,17 @@ pub fn new_conn(shared: &Shared) -> ConnState {
     ConnState::new(info, true)
 }
 
-/// Every key with its version (changed by each write) and expiry: equal snapshots, no write.
-fn snapshot(shared: &Shared) -> Vec<(Vec<u8>, u64, u64)> {
+/// Every key of every database with its version (changed by each write) and expiry: equal
+/// snapshots, no write.
+fn snapshot(shared: &Shared) -> Vec<(usize, Vec<u8>, u64, u64)> {
     let mut keys = Vec::new();
-    shared
-        .store
-        .lock_all()
-        .for_each(|k, e| keys.push((k.to_vec(), e.version(), e.expire_at)));
+    let dbs: Vec<usize> = shared.store.existing_dbs().map(|(db, _)| db).collect();
+    for db in dbs {
+        shared
+            .store
+            .lock_all(db)
+            .for_each(|k, e| keys.push((db, k.to_vec(), e.version(), e.expire_at)));
+    }
     keys.sort_unstable();
     keys
 }

@@ -4,9 +4,13 @@
 use super::{bad_argument, lib_function, lua_type_name, Args, LibResult};
 use mlua::{Lua, MultiValue, Table, Value};
 
+/// A named 32-bit operation of one or two operands.
+type Unary = (&'static str, fn(u32) -> u32);
+type Binary = (&'static str, fn(u32, u32) -> u32);
+
 pub(super) fn module(lua: &Lua) -> mlua::Result<Table> {
     let bit = lua.create_table()?;
-    let unary: [(&str, fn(u32) -> u32); 3] = [
+    let unary: [Unary; 3] = [
         ("tobit", |b| b),
         ("bnot", |b| !b),
         ("bswap", u32::swap_bytes),
@@ -17,7 +21,7 @@ pub(super) fn module(lua: &Lua) -> mlua::Result<Table> {
             lib_function(lua, move |lua, args| result(op(to_bits(lua, &args, 1)?)))?,
         )?;
     }
-    let folds: [(&str, fn(u32, u32) -> u32); 3] = [
+    let folds: [Binary; 3] = [
         ("band", |a, b| a & b),
         ("bor", |a, b| a | b),
         ("bxor", |a, b| a ^ b),
@@ -35,7 +39,7 @@ pub(super) fn module(lua: &Lua) -> mlua::Result<Table> {
             })?,
         )?;
     }
-    let shifts: [(&str, fn(u32, u32) -> u32); 5] = [
+    let shifts: [Binary; 5] = [
         ("lshift", |b, n| b << n),
         ("rshift", |b, n| b >> n),
         ("arshift", |b, n| ((b as i32) >> n) as u32),

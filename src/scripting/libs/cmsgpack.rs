@@ -300,14 +300,14 @@ impl<'a> Decoder<'a> {
         }
         let number = |n: f64| Ok(Value::Number(n));
         let value: LibResult<Value> = match kind {
-            0xcc | 0xcd | 0xce | 0xcf => {
+            0xcc..=0xcf => {
                 let width = 1 << (kind - 0xcc);
                 match self.take(1, width) {
                     Some(bytes) => number(Self::big_endian(bytes) as f64),
                     None => return Ok(Value::Nil),
                 }
             }
-            0xd0 | 0xd1 | 0xd2 | 0xd3 => {
+            0xd0..=0xd3 => {
                 let width = 1 << (kind - 0xd0);
                 match self.take(1, width) {
                     Some(bytes) => {
@@ -332,7 +332,7 @@ impl<'a> Decoder<'a> {
                 Some(bytes) => number(f64::from_bits(Self::big_endian(bytes))),
                 None => return Ok(Value::Nil),
             },
-            0xd9 | 0xda | 0xdb => {
+            0xd9..=0xdb => {
                 let width = 1 << (kind - 0xd9);
                 let Some(len) = self.take(1, width).map(Self::big_endian) else {
                     return Ok(Value::Nil);
@@ -340,7 +340,7 @@ impl<'a> Decoder<'a> {
                 self.at -= 1 + width;
                 self.string(1 + width, len as usize)
             }
-            0xdc | 0xdd | 0xde | 0xdf => {
+            0xdc..=0xdf => {
                 let width = if kind & 1 == 0 { 2 } else { 4 };
                 let Some(len) = self.take(1, width).map(Self::big_endian) else {
                     return Ok(Value::Nil);
