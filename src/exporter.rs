@@ -127,8 +127,10 @@ impl Collector for ServerCollector {
         let shared = &self.0;
         let s = &shared.stats;
 
-        // Commands by name: count and latency histogram (subcommands as `config|get`).
-        let commands = shared.command_stats.totals();
+        // Commands by name: count and latency histogram (subcommands as `config|get`); a command
+        // that was only ever refused (before it ran) has no series.
+        let mut commands = shared.command_stats.totals();
+        commands.retain(|c| c.calls > 0);
         {
             let mut family = e.encode_descriptor(
                 "stmd_commands",

@@ -134,7 +134,8 @@ async fn scrape_shows_commands_keys_stm_and_persistence() {
     );
     // A command refused for its arity never ran: it is not counted by name.
     assert!(!body.contains(r#"command="incr""#), "{body}");
-    has_line(&body, "stmd_error_replies_total 1");
+    // Both errors count, the refused INCR too (as Redis counts rejected calls in total_error_replies).
+    has_line(&body, "stmd_error_replies_total 2");
     has_line(&body, "stmd_connected_clients 1");
     // a, b and the two scope keys of the capture.
     has_line(&body, "stmd_keys 4");

@@ -172,6 +172,9 @@ pub fn move_key(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     match source.remove(key) {
         Some(entry) => {
             target.set(key, entry.value, entry.expire_at);
+            // Redis's events: `move_from` in the source database, `move_to` in the target.
+            source.notify(crate::events::class::GENERIC, "move_from", key);
+            target.notify(crate::events::class::GENERIC, "move_to", key);
             Ok(Reply::Int(1))
         }
         None => Ok(Reply::Int(0)),

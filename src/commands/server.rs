@@ -60,6 +60,7 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             .slowlog
             .configure(updated.slowlog_log_slower_than, updated.slowlog_max_len);
         ctx.shared.store.memory.configure(&updated);
+        ctx.shared.events.configure(&updated);
         ctx.shared
             .latency
             .set_threshold(updated.latency_monitor_threshold);

@@ -139,7 +139,7 @@ pub static COMMANDS: &[Command] = commands![
     "memory", -2, 0, (0, 0, 0), "server", "4.0.0", introspection::memory, "USAGE key [SAMPLES count] | STATS | DOCTOR | MALLOC-STATS | PURGE | HELP", "A container for memory diagnostics commands.";
     "role", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "server", "2.8.12", introspection::role, "", "Returns the replication role.";
     "wait", 3, NOSCRIPT, (0, 0, 0), "generic", "3.0.0", introspection::wait, "numreplicas timeout", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.";
-    "lolwut", -1, READONLY | FAST, (0, 0, 0), "server", "5.0.0", introspection::lolwut, "[VERSION version]", "Displays computer art and the Redis version";
+    "lolwut", -1, READONLY | FAST, (0, 0, 0), "server", "5.0.0", introspection::lolwut, "[VERSION version]", "Displays computer art and the Redis version.";
     "debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "1.0.0", introspection::debug, "SLEEP seconds | OBJECT key | SET-ACTIVE-EXPIRE flag | HELP", "A container for debugging commands.";
     // transactions
     "multi", 1, NOSCRIPT | LOADING | STALE | FAST | NOT_QUEUED, (0, 0, 0), "transactions", "1.2.0", tx::multi, "", "Starts a transaction.";
