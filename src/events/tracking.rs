@@ -153,6 +153,8 @@ impl Tracking {
     /// prefix with the command's keys under it, sorted (Redis batches them per event-loop turn).
     pub fn invalidate_noted(&self, shared: &Shared, noted: &[Noted], writer: u64) {
         let mut changed: Vec<&[u8]> = Vec::new();
+        // FLUSHALL notes one flush per database: clients get one null invalidation, as in Redis.
+        let mut flushed = false;
         for n in noted {
             match n.change {
                 Change::Created
@@ -168,7 +170,11 @@ impl Tracking {
                         }
                     }
                 }
-                Change::Flushed => self.invalidate_all(shared),
+                Change::Flushed if !flushed => {
+                    flushed = true;
+                    self.invalidate_all(shared);
+                }
+                Change::Flushed => {}
                 Change::Missed | Change::Event { .. } => {}
             }
         }
