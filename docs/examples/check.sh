@@ -17,6 +17,11 @@ if [ -z "${STMD_BIN:-}" ]; then
   cargo build --quiet --bin stmd --manifest-path "$ROOT/Cargo.toml"
   STMD_BIN="$TARGET/debug/stmd"
 fi
+# The server takes its settings from its flags only: STMD_* variables of the caller (conformance/run
+# exports its own server's ports, e.g. STMD_TLS_PORT) must not reach it.
+for var in $(compgen -e | grep '^STMD_' || true); do
+  [ "$var" = STMD_BIN ] || unset "$var"
+done
 PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 "$STMD_BIN" --port "$PORT" --dir "$WORK" --no-database >"$WORK/stmd.log" 2>&1 &
 PID=$!
