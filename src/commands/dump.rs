@@ -124,7 +124,9 @@ pub fn copy(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         } else if is(args[at], "DB") && at + 1 < args.len() {
             let index = int(args[at + 1])?;
             if i32::try_from(index).is_err() {
-                return Err(Reply::error(err::NOT_INTEGER));
+                return Err(Reply::error(
+                    "ERR value is out of range, value must between -2147483648 and 2147483647",
+                ));
             }
             target_db = usize::try_from(index)
                 .ok()

@@ -201,10 +201,14 @@ pub fn read_ziplist(blob: &[u8]) -> Result<Vec<Bytes>, RdbError> {
     if total != blob.len() {
         return Err(RdbError::BadData);
     }
-    r.take(4)?; // offset of the tail
+    let tail = r.le(4)? as usize;
     let declared = r.le(2)? as usize;
     let mut elements = Vec::new();
+    let mut last_entry = ZIPLIST_HEADER;
     loop {
+        if r.at < blob.len() && blob[r.at] != 0xff {
+            last_entry = r.at;
+        }
         let prev = r.byte()?;
         if prev == 0xff {
             break;
@@ -234,11 +238,18 @@ pub fn read_ziplist(blob: &[u8]) -> Result<Vec<Bytes>, RdbError> {
         };
         elements.push(element);
     }
-    if r.at != blob.len() || (declared != u16::MAX as usize && declared != elements.len()) {
+    // Redis checks the header's tail offset even without deep sanitization.
+    if r.at != blob.len()
+        || tail != last_entry
+        || (declared != u16::MAX as usize && declared != elements.len())
+    {
         return Err(RdbError::BadData);
     }
     Ok(elements)
 }
+
+/// A ziplist's header: total bytes u32, tail offset u32, count u16.
+const ZIPLIST_HEADER: usize = 10;
 
 /// The members of an intset: `encoding (2, 4 or 8) u32, count u32, sorted little-endian values`.
 pub fn read_intset(blob: &[u8]) -> Result<Vec<i64>, RdbError> {
@@ -349,8 +360,8 @@ mod tests {
 
     #[test]
     fn ziplist_reads_strings_and_every_integer_form() {
-        // zlbytes, zltail, zllen=4; entries: "ab", int 7 (immediate), int16 300, int8 -5; end.
-        let mut z = vec![0, 0, 0, 0, 0, 0, 0, 0, 4, 0];
+        // zlbytes, zltail=20, zllen=4; entries: "ab", int 7 (immediate), int16 300, int8 -5; end.
+        let mut z = vec![0, 0, 0, 0, 20, 0, 0, 0, 4, 0];
         z.extend_from_slice(&[0, 0x02, b'a', b'b']);
         z.extend_from_slice(&[4, 0xf8]);
         z.extend_from_slice(&[2, 0xc0, 0x2c, 0x01]);
@@ -360,5 +371,7 @@ mod tests {
         z[..4].copy_from_slice(&total.to_le_bytes());
         let back = read_ziplist(&z).expect("valid");
         assert_eq!(back, vec!["ab", "7", "300", "-5"]);
+        z[4] = 16; // a tail offset that is not the last entry's
+        assert!(read_ziplist(&z).is_err());
     }
 }

@@ -10,6 +10,8 @@
 
 mod decode;
 mod encode;
+#[cfg(test)]
+mod fixtures;
 mod listpack;
 pub mod lzf;
 mod stm;

@@ -156,11 +156,11 @@ fn text(bytes: Bytes) -> Result<String, RdbError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::stm::ScopeKey;
 
-    pub fn sample_entry() -> StmEntry {
+    pub(in crate::rdb) fn sample_entry() -> StmEntry {
         let scope = ScopeKey {
             scope: Scope::User,
             user: Some(Bytes::from_static(b"u1")),
