@@ -68,15 +68,19 @@ fn restore_options(args: &[&[u8]]) -> Result<RestoreOptions, Reply> {
 pub fn restore(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let options = restore_options(args)?;
     let key = args[1];
+    // Decoded before the key's shard is locked (a large payload takes a while), but its errors
+    // come in Redis's order: after BUSYKEY and the TTL's.
+    let ttl = int(args[2]);
+    let decoded = rdb::restore(args[3]);
     let mut locked = ctx.lock(&args[1..2]);
     if !options.replace && locked.contains(key) {
         return Err(Reply::error("BUSYKEY Target key name already exists."));
     }
-    let ttl = int(args[2])?;
+    let ttl = ttl?;
     if ttl < 0 {
         return Err(Reply::error("ERR Invalid TTL value, must be >= 0"));
     }
-    let value = rdb::restore(args[3]).map_err(|e| Reply::Error(format!("ERR {e}").into()))?;
+    let value = decoded.map_err(|e| Reply::Error(format!("ERR {e}").into()))?;
     let expire_at = match ttl {
         0 => 0,
         _ if options.absolute_ttl => ttl,
