@@ -20,6 +20,7 @@ pub mod percpu;
 pub mod persist;
 pub mod protocol;
 pub mod pubsub;
+pub mod rdb;
 pub mod scripting;
 pub mod server;
 pub mod slowlog;

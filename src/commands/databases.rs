@@ -108,6 +108,14 @@ pub fn touched_by_exec(
         match cmd.name {
             "select" => dbs.extend(index(command.get(1))),
             "move" => dbs.extend(index(command.get(2))),
+            // COPY … DB n: the target database (any DB word after the two keys).
+            "copy" => dbs.extend(
+                command
+                    .iter()
+                    .skip(3)
+                    .position(|a| is(a, "DB"))
+                    .and_then(|at| index(command.get(at + 4))),
+            ),
             "swapdb" => dbs.extend([1, 2].into_iter().filter_map(|i| index(command.get(i)))),
             "flushall" => dbs.extend(store.existing_dbs().map(|(db, _)| db)),
             _ => {}

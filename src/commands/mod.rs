@@ -7,6 +7,7 @@ pub mod collection_scan;
 pub mod connection;
 pub mod databases;
 pub mod docs;
+pub mod dump;
 pub mod hashes;
 pub mod info;
 pub mod introspection;

@@ -3,6 +3,7 @@
 //! COMMAND INFO/DOCS/COUNT/LIST are rendered from it.
 
 use super::databases;
+use super::dump;
 use super::stm_context;
 use super::{
     blocking_lists as blists, hashes, info, introspection, lists, pubsub, sets, zrange, zsets,
@@ -168,6 +169,10 @@ pub static COMMANDS: &[Command] = commands![
     "renamenx", 3, WRITE | FAST, (1, 2, 1), "generic", "1.0.0", keys::rename, "key newkey", "Renames a key only when the target key name doesn't exist.";
     "randomkey", 1, READONLY, (0, 0, 0), "generic", "1.0.0", keys::randomkey, "", "Returns a random key name from the database.";
     "move", 3, WRITE | FAST, (1, 1, 1), "generic", "1.0.0", databases::move_key, "key db", "Moves a key to another database.";
+    "dump", 2, READONLY, (1, 1, 1), "generic", "2.6.0", dump::dump, "key", "Returns a serialized representation of the value stored at a key.";
+    "restore", -4, WRITE | DENYOOM, (1, 1, 1), "generic", "2.6.0", dump::restore, "key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]", "Creates a key from the serialized representation of a value.";
+    "copy", -3, WRITE | DENYOOM, (1, 2, 1), "generic", "6.2.0", dump::copy, "source destination [DB destination-db] [REPLACE]", "Copies the value of a key to a new key.";
+    "touch", -2, READONLY | FAST, (1, -1, 1), "generic", "3.2.1", dump::touch, "key [key ...]", "Returns the number of existing keys out of those specified after updating the time they were last accessed.";
     "swapdb", 3, WRITE | FAST, (0, 0, 0), "server", "4.0.0", databases::swapdb, "index1 index2", "Swaps two Redis databases.";
     // string
     "get", 2, READONLY | FAST, (1, 1, 1), "string", "1.0.0", strings::get, "key", "Returns the string value of a key.";

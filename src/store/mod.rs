@@ -565,6 +565,16 @@ impl<'a> Locked<'a> {
         }
     }
 
+    /// Makes the live entry at `key` look last read `secs` seconds ago (RESTORE … IDLETIME),
+    /// without counting as a write. The clock wraps as Redis's 24-bit LRU clock does.
+    pub fn set_idle_secs(&mut self, key: &[u8], secs: u64) {
+        let now = self.now;
+        if let Some((_, entry)) = self.live_entry(key) {
+            entry.stamp =
+                (entry.stamp & !CLOCK_MASK) | (clock(now).wrapping_sub(secs) & CLOCK_MASK);
+        }
+    }
+
     /// Removes the live entry at `key`.
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
         self.remove_as(key, Change::Removed)
