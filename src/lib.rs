@@ -16,6 +16,7 @@ pub mod latency;
 pub mod metrics;
 pub mod monitor;
 pub mod output_limit;
+pub mod pause;
 pub mod percpu;
 pub mod persist;
 pub mod protocol;

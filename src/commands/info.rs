@@ -97,18 +97,23 @@ fn render(ctx: &Ctx, section: &str, out: &mut String) {
     match section {
         "server" => server(ctx, &mut lines),
         "clients" => {
+            let buffers = shared.clients.buffer_peaks();
             lines.add("connected_clients", shared.clients.len());
             lines.add("cluster_connections", 0);
             lines.add("maxclients", shared.config.read().maxclients);
+            lines.add("client_recent_max_input_buffer", buffers.input);
+            lines.add("client_recent_max_output_buffer", buffers.output);
             lines.add(
                 "blocked_clients",
                 shared
                     .store
                     .existing_dbs()
                     .map(|(_, space)| space.waiters.blocked_clients())
-                    .sum::<usize>(),
+                    .sum::<usize>()
+                    + shared.store.pause.waiting(),
             );
             lines.add("tracking_clients", shared.events.tracking.client_count());
+            lines.add("clients_in_timeout_table", buffers.with_timeout);
         }
         "memory" => memory(ctx, &mut lines),
         "persistence" => {

@@ -20,13 +20,18 @@ pub fn del(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 pub fn exists(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let keys = &args[1..];
     let mut locked = ctx.lock(keys);
-    let found = keys.iter().filter(|k| locked.contains(k)).count();
+    let found = keys
+        .iter()
+        .filter(|k| locked.get_untouched(k).is_some())
+        .count();
     Ok(Reply::Int(found as i64))
 }
 
 pub fn type_(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut locked = ctx.lock(&args[1..2]);
-    let name = locked.get(args[1]).map_or("none", |e| e.value.type_name());
+    let name = locked
+        .get_untouched(args[1])
+        .map_or("none", |e| e.value.type_name());
     Ok(Reply::Status(name.into()))
 }
 

@@ -3,6 +3,7 @@
 
 pub mod args;
 pub mod blocking_lists;
+pub mod client;
 pub mod collection_scan;
 pub mod connection;
 pub mod databases;
@@ -81,6 +82,15 @@ pub struct ConnState {
     pub monitor: bool,
     /// CLIENT TRACKING mode and CLIENT CACHING flag.
     pub tracking: crate::events::tracking::ConnTracking,
+    /// CLIENT NO-TOUCH: this client's reads do not refresh keys' access clocks.
+    pub no_touch: bool,
+    /// CLIENT NO-EVICT (shown in CLIENT LIST; stmd never evicts clients).
+    pub no_evict: bool,
+    /// CLIENT REPLY ON/OFF/SKIP.
+    pub replies: client::ReplyMode,
+    /// Set by dispatch when CLIENT PAUSE holds the command: the connection loop waits for the
+    /// pause to end, then runs it again.
+    pub postponed: bool,
 }
 
 /// What a blocking command asks of the connection loop when it has to wait.
@@ -108,6 +118,10 @@ impl ConnState {
             subs: Default::default(),
             monitor: false,
             tracking: Default::default(),
+            no_touch: false,
+            no_evict: false,
+            replies: Default::default(),
+            postponed: false,
         }
     }
 }
@@ -158,12 +172,14 @@ impl<'c, 's> Ctx<'c, 's> {
     /// atomic command.
     #[inline]
     pub fn lock<K: AsRef<[u8]>>(&mut self, keys: &[K]) -> KeyLock<'_, 's> {
-        let (store, db) = (&self.shared.store, self.conn.db);
-        match self.held.as_deref_mut().and_then(|held| held.get_mut(db)) {
+        let (store, db, touch) = (&self.shared.store, self.conn.db, !self.conn.no_touch);
+        let mut lock = match self.held.as_deref_mut().and_then(|held| held.get_mut(db)) {
             Some(held) => KeyLock::Held(held),
             None if keys.len() == 1 => KeyLock::Own(store.lock_one(db, keys[0].as_ref())),
             None => KeyLock::Own(store.lock(db, keys)),
-        }
+        };
+        lock.touch = touch;
+        lock
     }
 
     /// Locks the whole selected database (or reuses EXEC's lock).
@@ -174,11 +190,13 @@ impl<'c, 's> Ctx<'c, 's> {
 
     /// Locks the whole of database `db` (or reuses EXEC's lock of it).
     pub fn lock_all_of(&mut self, db: usize) -> KeyLock<'_, 's> {
-        let store = &self.shared.store;
-        match self.held.as_deref_mut().and_then(|held| held.get_mut(db)) {
+        let (store, touch) = (&self.shared.store, !self.conn.no_touch);
+        let mut lock = match self.held.as_deref_mut().and_then(|held| held.get_mut(db)) {
             Some(held) => KeyLock::Held(held),
             None => KeyLock::Own(store.lock_all(db)),
-        }
+        };
+        lock.touch = touch;
+        lock
     }
 
     /// Locks `first` and `second` of two different databases at once (MOVE, SWAPDB), taking the
@@ -220,6 +238,12 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
     let Some(cmd) = ctx.shared.commands.lookup(args[0]) else {
         return reject(ctx, None, args, unknown_command(args));
     };
+    // CLIENT LIST's `cmd`: the last command found, even if refused or queued (as Redis).
+    ctx.conn.info.published.set_last_command(
+        crate::command_stats::CommandStats::index(cmd),
+        // Only commands without keys can be containers: a GET copies nothing.
+        if cmd.first_key == 0 { args } else { &[] },
+    );
     if !cmd.arity_ok(args.len()) {
         return reject(ctx, Some(cmd), args, wrong_arity(cmd.name));
     }
@@ -232,6 +256,10 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
             count_rejection(ctx, Some(cmd), args, text);
         }
         return reply;
+    }
+    if ctx.shared.store.pause.freezes_keyspace() && client::paused(ctx, cmd) {
+        ctx.conn.postponed = true;
+        return Reply::Nil; // not sent: the command runs again when the pause ends
     }
     if ctx.conn.multi.is_some() && !cmd.has(table::NOT_QUEUED) {
         if cmd.has(table::NO_MULTI) {
@@ -256,7 +284,6 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
         }
         return refused;
     }
-    *ctx.conn.info.last_cmd.lock() = cmd.name;
     run(ctx, cmd, args)
 }
 

@@ -31,6 +31,8 @@ pub const NOT_QUEUED: u32 = 1 << 11;
 pub const NO_MULTI: u32 = 1 << 12;
 /// Works in database 0 only (the `STM.*` commands): refused in any other selected database.
 pub const DB_ZERO_ONLY: u32 = 1 << 13;
+/// Does not write the keyspace but is propagated to replicas (PUBLISH): CLIENT PAUSE WRITE holds it.
+pub const MAY_REPLICATE: u32 = 1 << 14;
 
 const FLAG_NAMES: &[(u32, &str)] = &[
     (WRITE, "write"),
@@ -45,6 +47,7 @@ const FLAG_NAMES: &[(u32, &str)] = &[
     (FAST, "fast"),
     (NO_AUTH, "no_auth"),
     (NO_MULTI, "no_multi"),
+    (MAY_REPLICATE, "may_replicate"),
 ];
 
 /// One command's metadata and handler.
@@ -280,7 +283,7 @@ pub static COMMANDS: &[Command] = commands![
     "unsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE, (0, 0, 0), "pubsub", "2.0.0", pubsub::unsubscribe, "[channel [channel ...]]", "Stops listening to messages posted to channels.";
     "psubscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE, (0, 0, 0), "pubsub", "2.0.0", pubsub::subscribe, "pattern [pattern ...]", "Listens for messages published to channels that match one or more patterns.";
     "punsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE, (0, 0, 0), "pubsub", "2.0.0", pubsub::unsubscribe, "[pattern [pattern ...]]", "Stops listening to messages published to channels that match one or more patterns.";
-    "publish", 3, PUBSUB | LOADING | STALE | FAST, (0, 0, 0), "pubsub", "2.0.0", pubsub::publish, "channel message", "Posts a message to a channel.";
+    "publish", 3, PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE, (0, 0, 0), "pubsub", "2.0.0", pubsub::publish, "channel message", "Posts a message to a channel.";
     "pubsub", -2, PUBSUB | LOADING | STALE, (0, 0, 0), "pubsub", "2.8.0", pubsub::pubsub, "CHANNELS [pattern] | NUMSUB [channel [channel ...]] | NUMPAT", "A container for Pub/Sub commands.";
     // short-term memory
     "stm.capture", -7, WRITE | DENYOOM | DB_ZERO_ONLY, (0, 0, 0), "stm", "0.1.0", stm::capture, "USER user-id CHANNEL channel-id SERVER <server-id | DM> [PARENT parent-channel-id] [PRIVACY <MINIMAL | PARTIAL | FULL | 0 | 1 | 2>] [STOP] [MSG <user | model> <speaker | -> content [MSG ...]] [REPLY <persona-id | -> <lineage-id | -> <speaker | -> content [REPLY ...]]", "Records a delivered turn in the user and server short-term memory of each persona.";
