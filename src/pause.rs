@@ -38,8 +38,17 @@ impl Pause {
     /// mode, as Redis keeps the most restrictive of several pauses.
     pub fn pause(&self, end: Instant, mode: PauseMode) {
         let mut current = self.end.lock();
-        let (end, mode) = match (*current, self.mode()) {
-            (Some(old_end), Some(old_mode)) => (end.max(old_end), mode.max(old_mode)),
+        // The mode is read from the atomic, not through `mode()`, which would take the lock held
+        // here again (parking_lot's mutex is not reentrant).
+        let old_mode = match self.mode.load(Relaxed) {
+            1 => Some(PauseMode::Write),
+            2 => Some(PauseMode::All),
+            _ => None,
+        };
+        let (end, mode) = match (*current, old_mode) {
+            (Some(old_end), Some(old_mode)) if old_end > Instant::now() => {
+                (end.max(old_end), mode.max(old_mode))
+            }
             _ => (end, mode),
         };
         *current = Some(end);
