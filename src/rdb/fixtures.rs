@@ -188,3 +188,56 @@ fn describe(value: &Value) -> Vec<String> {
         Value::Stm(entry) => vec![format!("{entry:?}")],
     }
 }
+
+mod properties {
+    use super::super::*;
+    use proptest::prelude::*;
+
+    /// Valid bodies to damage: a listpack zset (LZF inside), a quicklist, an intset, a hash table.
+    fn bodies() -> Vec<Vec<u8>> {
+        let values = [
+            crate::store::Value::List((0..40).map(|i| format!("e{i}").into()).collect()),
+            crate::store::Value::Set(Box::new((0..20).map(|i| i.to_string().into()).collect())),
+            crate::store::Value::Hash(Box::new(
+                (0..3)
+                    .map(|i| (format!("f{i}").into(), "x".repeat(70).into()))
+                    .collect(),
+            )),
+            crate::store::Value::Stm(Box::new(stm::tests::sample_entry())),
+        ];
+        values.iter().map(encode_value).collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+        #[test]
+        fn arbitrary_bodies_never_panic(body in prop::collection::vec(any::<u8>(), 0..256)) {
+            let _ = decode_value(&body);
+        }
+
+        #[test]
+        fn damaged_bodies_never_panic(
+            which in 0usize..4,
+            flips in prop::collection::vec((any::<usize>(), any::<u8>()), 1..4),
+            cut in any::<usize>(),
+        ) {
+            let mut body = bodies().swap_remove(which);
+            for (at, byte) in flips {
+                let len = body.len();
+                body[at % len] = byte;
+            }
+            let len = body.len();
+            body.truncate(cut % (len + 1));
+            let _ = decode_value(&body);
+        }
+
+        #[test]
+        fn lzf_round_trips(input in prop::collection::vec(0u8..4, 1..2000)) {
+            let packed = lzf::compress(&input, input.len() + 64);
+            prop_assert!(packed.is_some());
+            let packed = packed.unwrap_or_default();
+            prop_assert_eq!(lzf::decompress(&packed, input.len()), Some(input));
+        }
+    }
+}

@@ -34,10 +34,71 @@ pub fn compress(input: &[u8], limit: usize) -> Option<Vec<u8>> {
     if input.is_empty() || limit == 0 {
         return None;
     }
+    HASH_TABLE.with(|table| compress_with(&mut table.borrow_mut(), input, limit))
+}
+
+/// The hash table of the last 3-byte sequences seen, reused across calls: clearing 64 Ki slots
+/// for every string would cost more than compressing a short one (liblzf leaves its table
+/// uninitialised for the same reason). A slot holds `base + position`; slots below the current
+/// call's `base` were written by earlier calls and count as empty.
+struct HashTable {
+    slots: Vec<u32>,
+    base: u32,
+}
+
+thread_local! {
+    static HASH_TABLE: std::cell::RefCell<HashTable> = const {
+        std::cell::RefCell::new(HashTable {
+            slots: Vec::new(),
+            base: 0,
+        })
+    };
+}
+
+impl HashTable {
+    /// Starts a call over `len` bytes: a fresh range of slot values, or a cleared table when the
+    /// values would overflow.
+    fn begin(&mut self, len: usize) -> Option<()> {
+        let len = u32::try_from(len).ok()?;
+        if self.slots.is_empty() {
+            self.slots = vec![0; HASH_SIZE];
+        }
+        match self.base.checked_add(1).and_then(|b| b.checked_add(len)) {
+            Some(_) => self.base += 1,
+            None => {
+                self.slots.fill(0);
+                self.base = 1;
+            }
+        }
+        Some(())
+    }
+
+    /// The position last stored at `slot` in this call, or 0 for none (liblzf never refers back
+    /// to position 0 either), and stores `position` there.
+    fn swap(&mut self, slot: usize, position: usize) -> usize {
+        let old = std::mem::replace(&mut self.slots[slot], self.base + position as u32);
+        old.checked_sub(self.base).map_or(0, |p| p as usize)
+    }
+
+    fn set(&mut self, slot: usize, position: usize) {
+        self.slots[slot] = self.base + position as u32;
+    }
+
+    /// Moves `base` past every value this call wrote.
+    fn end(&mut self, len: usize) {
+        self.base += len as u32;
+    }
+}
+
+fn compress_with(table: &mut HashTable, input: &[u8], limit: usize) -> Option<Vec<u8>> {
+    table.begin(input.len())?;
+    let result = compress_into(table, input, limit);
+    table.end(input.len());
+    result
+}
+
+fn compress_into(table: &mut HashTable, input: &[u8], limit: usize) -> Option<Vec<u8>> {
     let end = input.len();
-    // Positions of the last 3-byte sequence seen per hash; 0 doubles as "none", and liblzf never
-    // refers back to position 0 either.
-    let mut table = vec![0usize; HASH_SIZE];
     let mut out: Vec<u8> = Vec::with_capacity(limit.min(end + end / 16 + 64));
     let mut literal = 0usize;
     out.push(0); // the control byte of the first literal run
@@ -45,9 +106,7 @@ pub fn compress(input: &[u8], limit: usize) -> Option<Vec<u8>> {
     let mut hash = if end >= 2 { first(input, 0) } else { 0 };
     while end >= 3 && ip < end - 2 {
         hash = next(hash, input, ip);
-        let at = slot(hash);
-        let reference = table[at];
-        table[at] = ip;
+        let reference = table.swap(slot(hash), ip);
         let offset = ip.wrapping_sub(reference).wrapping_sub(1);
         if reference > 0
             && offset < MAX_OFFSET
@@ -98,10 +157,10 @@ pub fn compress(input: &[u8], limit: usize) -> Option<Vec<u8>> {
             ip -= 2;
             hash = first(input, ip);
             hash = next(hash, input, ip);
-            table[slot(hash)] = ip;
+            table.set(slot(hash), ip);
             ip += 1;
             hash = next(hash, input, ip);
-            table[slot(hash)] = ip;
+            table.set(slot(hash), ip);
             ip += 1;
         } else {
             if out.len() >= limit {
@@ -215,6 +274,22 @@ mod tests {
                 Some(&sample[..])
             );
         }
+    }
+
+    #[test]
+    fn earlier_calls_do_not_change_the_output() {
+        let a = "memory of a conversation, ".repeat(8).into_bytes();
+        let b = b"abcabcabcabcabcabcabcabc xyz abcabcabc".repeat(5);
+        let first_a = compress(&a, a.len());
+        let first_b = compress(&b, b.len());
+        for _ in 0..3 {
+            assert_eq!(compress(&b, b.len()), first_b);
+            assert_eq!(compress(&a, a.len()), first_a);
+        }
+        // Forcing the slot values to wrap clears the table instead.
+        HASH_TABLE.with(|t| t.borrow_mut().base = u32::MAX - 10);
+        assert_eq!(compress(&a, a.len()), first_a);
+        assert_eq!(compress(&b, b.len()), first_b);
     }
 
     #[test]
