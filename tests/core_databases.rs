@@ -353,3 +353,47 @@ async fn the_redis_crate_with_a_database_in_its_url_works_in_that_database() {
     let mut raw = server.raw().await;
     assert_eq!(run(&mut raw, "EXISTS k").await, ":0\r\n");
 }
+
+/// Commands that count or walk a database (INFO keyspace, MEMORY STATS, DBSIZE, RANDOMKEY, SCAN,
+/// KEYS) inside MULTI/EXEC, where EXEC already holds the databases' locks: each must answer
+/// instead of waiting forever on a lock its own transaction holds.
+#[tokio::test]
+async fn counting_and_walking_commands_answer_inside_exec() {
+    let server = TestServer::start().await;
+    for command in [
+        &["INFO", "keyspace"][..],
+        &["INFO"],
+        &["INFO", "everything"],
+        &["MEMORY", "STATS"],
+        &["DBSIZE"],
+        &["RANDOMKEY"],
+        &["SCAN", "0"],
+        &["KEYS", "*"],
+    ] {
+        let mut con = server.client().await;
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("SET")
+            .arg("k")
+            .arg("v")
+            .arg("EX")
+            .arg(100)
+            .ignore();
+        let mut queued = redis::cmd(command[0]);
+        for arg in &command[1..] {
+            queued.arg(*arg);
+        }
+        pipe.add_command(queued);
+        let reply = tokio::time::timeout(
+            Duration::from_secs(5),
+            pipe.query_async::<Vec<redis::Value>>(&mut con),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{command:?} inside EXEC never answered"))
+        .expect("exec");
+        if command == ["INFO", "keyspace"] {
+            let text: String = redis::from_redis_value(reply[0].clone()).expect("text");
+            assert!(text.contains("db0:keys=1,expires=1,"), "{text}");
+        }
+    }
+}

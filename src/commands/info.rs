@@ -188,7 +188,7 @@ fn render(ctx: &Ctx, section: &str, out: &mut String) {
             }
         }
         "cluster" => lines.add("cluster_enabled", 0),
-        "keyspace" => super::databases::keyspace_info(&shared.store, &mut |n, v| lines.add(n, v)),
+        "keyspace" => super::databases::keyspace_info(ctx, &mut |n, v| lines.add(n, v)),
         "stm" => shared
             .stm
             .render_info(&shared.store, &mut |n, v| lines.add(n, v)),
