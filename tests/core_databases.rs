@@ -397,3 +397,56 @@ async fn counting_and_walking_commands_answer_inside_exec() {
         }
     }
 }
+
+/// FLUSHALL empties every database at once: a transaction reading two databases never sees the
+/// first one flushed and the second one still full.
+#[tokio::test]
+async fn flushall_empties_every_database_atomically() {
+    let server = TestServer::start().await;
+    let mut filler = server.client().await;
+    for round in 0..3 {
+        for db in [0, 1] {
+            let mut pipe = redis::pipe();
+            pipe.cmd("SELECT").arg(db).ignore();
+            for chunk in 0..20 {
+                let mut mset = redis::cmd("MSET");
+                for i in 0..1000 {
+                    mset.arg(format!("k{round}:{chunk}:{i}")).arg("v");
+                }
+                pipe.add_command(mset).ignore();
+            }
+            let () = pipe.query_async(&mut filler).await.expect("fill");
+        }
+        let mut flusher = server.client().await;
+        let flush = tokio::spawn(async move {
+            let () = redis::cmd("FLUSHALL")
+                .query_async(&mut flusher)
+                .await
+                .expect("flushall");
+        });
+        let mut reader = server.client().await;
+        loop {
+            let (first, second): (i64, i64) = redis::pipe()
+                .atomic()
+                .cmd("SELECT")
+                .arg(0)
+                .ignore()
+                .cmd("DBSIZE")
+                .cmd("SELECT")
+                .arg(1)
+                .ignore()
+                .cmd("DBSIZE")
+                .query_async(&mut reader)
+                .await
+                .expect("exec");
+            assert!(
+                !(first == 0 && second > 0),
+                "db 0 empty while db 1 holds {second}"
+            );
+            if first == 0 && second == 0 {
+                break;
+            }
+        }
+        flush.await.expect("flush task");
+    }
+}

@@ -229,8 +229,19 @@ pub fn flushdb(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 pub fn flushall(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     flush_mode_ok(args)?;
     let dbs: SmallVec<[usize; 16]> = ctx.shared.store.existing_dbs().map(|(db, _)| db).collect();
-    for db in dbs {
-        ctx.lock_all_of(db).clear();
+    if ctx.in_exec() {
+        // EXEC holds every database already: the flush is atomic under its locks.
+        for db in dbs {
+            ctx.lock_all_of(db).clear();
+        }
+        return Ok(Reply::OK);
+    }
+    // Every database is locked (in ascending order, as every multi-database lock) before any is
+    // emptied, so no client sees database 0 empty while database 1 is still full.
+    let store = &ctx.shared.store;
+    let mut locks: SmallVec<[Locked<'_>; 16]> = dbs.iter().map(|&db| store.lock_all(db)).collect();
+    for locked in locks.iter_mut() {
+        locked.clear();
     }
     Ok(Reply::OK)
 }
