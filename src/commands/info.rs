@@ -411,6 +411,10 @@ fn stats(ctx: &Ctx, lines: &mut Lines) {
         shared.store.expired_keys.load(Ordering::Relaxed),
     );
     lines.add(
+        "expired_stale_perc",
+        format_args!("{:.2}", shared.store.expired_stale_percent()),
+    );
+    lines.add(
         "evicted_keys",
         shared.store.memory.evicted_keys.load(Ordering::Relaxed),
     );
