@@ -164,11 +164,15 @@ async fn ttl_values_and_the_commands_that_keep_or_clear_them() {
 async fn expired_stale_perc_estimates_the_expired_share() {
     let server = TestServer::start().await;
     let mut conn = server.raw().await;
-    assert_eq!(info_field(&mut conn, b"stats", "expired_stale_perc").await, "0.00");
+    assert_eq!(
+        info_field(&mut conn, b"stats", "expired_stale_perc").await,
+        "0.00"
+    );
     for i in 0..200 {
         let key = format!("k{i}");
         let ttl: &[u8] = if i % 2 == 0 { b"1" } else { b"100000" };
-        conn.command(&[b"SET", key.as_bytes(), b"v", b"PX", ttl]).await;
+        conn.command(&[b"SET", key.as_bytes(), b"v", b"PX", ttl])
+            .await;
     }
     tokio::time::sleep(Duration::from_millis(400)).await;
     let percent: f64 = info_field(&mut conn, b"stats", "expired_stale_perc")
