@@ -121,6 +121,19 @@ impl ClientInfo {
         self.connected_at.elapsed().as_secs()
     }
 
+    /// The memory the connection holds: its records and buffers (CLIENT LIST's `tot-mem`).
+    pub fn memory(&self) -> u64 {
+        let p = &self.published;
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        std::mem::size_of::<ClientInfo>() as u64
+            + load(&p.state_mem)
+            + load(&p.qbuf)
+            + load(&p.qbuf_free)
+            + load(&p.argv_mem)
+            + load(&p.multi_mem)
+            + load(&p.rbs)
+    }
+
     /// One line of CLIENT LIST / the CLIENT INFO reply, with Redis 7.2's fields in its order.
     pub fn describe(&self) -> String {
         let text = |m: &Mutex<Option<Bytes>>| {
@@ -140,13 +153,7 @@ impl ClientInfo {
             load(&p.multi_mem),
         );
         let (rbs, rbp, omem) = (load(&p.rbs), load(&p.rbp), load(&p.omem));
-        let tot_mem = std::mem::size_of::<ClientInfo>() as u64
-            + load(&p.state_mem)
-            + qbuf
-            + qbuf_free
-            + argv_mem
-            + multi_mem
-            + rbs;
+        let tot_mem = self.memory();
         format!(
             "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl=0 oll={} omem={} tot-mem={} events={} cmd={} user=default redir={} resp={} lib-name={} lib-ver={}",
             self.id,
@@ -426,6 +433,11 @@ impl ClientRegistry {
     /// The client with this id, if connected.
     pub fn get(&self, id: u64) -> Option<Arc<ClientInfo>> {
         self.clients.lock().get(&id).cloned()
+    }
+
+    /// INFO memory's `mem_clients_normal`: what every connected client holds (no replicas here).
+    pub fn memory(&self) -> u64 {
+        self.clients.lock().values().map(|c| c.memory()).sum()
     }
 
     /// INFO clients' buffer peaks over the connected clients, and how many wait with a timeout.

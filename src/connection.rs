@@ -165,6 +165,7 @@ async fn serve_loop(
         tokio::select! {
             read = stream.read_buf(&mut inbuf) => {
                 let read = read?;
+                Stats::add(&shared.stats.total_reads_processed, 1);
                 if read == 0 {
                     return Ok(());
                 }
@@ -208,6 +209,7 @@ async fn flush(
             },
         }
         Stats::add(&shared.stats.total_net_output_bytes, out.len() as u64);
+        Stats::add(&shared.stats.total_writes_processed, 1);
         pending.store(0, Ordering::Relaxed);
         out.clear();
         if out.capacity() > 4 * 1024 * 1024 {
@@ -506,6 +508,7 @@ async fn wait_blocked(
                 break true;
             }
             read = stream.read_buf(inbuf) => {
+                Stats::add(&shared.stats.total_reads_processed, 1);
                 if read? == 0 || inbuf.len() > query_limit {
                     break false;
                 }

@@ -418,4 +418,22 @@ async fn client_list_fields_tell_the_truth() {
     assert_eq!(text.lines().count(), 1);
     let info: String = cmd(&mut admin, &["CLIENT", "INFO"]).await;
     assert!(info.contains(" cmd=client|info "), "{info}");
+
+    // INFO's figures from the same records: every client's memory, socket reads and writes.
+    let all_clients = info_field(&mut admin, "memory", "mem_clients_normal").await;
+    assert!(
+        all_clients as u64 > tot,
+        "{all_clients} vs one client's {tot}"
+    );
+    let reads = info_field(&mut admin, "stats", "total_reads_processed").await;
+    let writes = info_field(&mut admin, "stats", "total_writes_processed").await;
+    assert!(
+        reads >= 10 && writes >= 10,
+        "reads {reads}, writes {writes}"
+    );
+    assert_eq!(
+        info_field(&mut admin, "clients", "client_recent_max_output_buffer").await,
+        0
+    );
+    assert!(info_field(&mut admin, "clients", "client_recent_max_input_buffer").await > 0);
 }

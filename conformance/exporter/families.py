@@ -22,10 +22,6 @@ NOT_DONE = re.compile(r"^redis_(rdb_|aof_|last_bgsave|.*fork|.*cow_|module_fork|
 # skipped); remove an entry once stmd reports the family.
 KNOWN_MISSING = {
     "redis_config_io_threads": "CONFIG GET io-threads is not offered",
-    "redis_expired_stale_percentage": "the expiry cycle does not estimate stale keys",
-    "redis_mem_clients_normal": "client buffer memory is not accounted",
-    "redis_total_reads_processed": "read calls are not counted yet",
-    "redis_total_writes_processed": "write calls are not counted yet",
 }
 
 

@@ -301,7 +301,7 @@ fn memory_stats(ctx: &Ctx) -> Reply {
     let peak = shared.memory_marks.peak(used);
     let startup = shared.memory_marks.startup.min(used);
     let rss = crate::metrics::rss_bytes();
-    let keys = shared.store.len() as u64;
+    let keys = super::databases::total_keys(ctx) as u64;
     let dataset = used - startup;
     let int = |n: u64| Reply::Int(n.min(i64::MAX as u64) as i64);
     let ratio = |a: u64, b: u64| Reply::Double(if b == 0 { 0.0 } else { a as f64 / b as f64 });

@@ -227,6 +227,11 @@ impl<'c, 's> Ctx<'c, 's> {
         }
     }
 
+    /// EXEC's lock of database `db`, when this command runs inside an EXEC that holds it.
+    pub fn held_lock(&self, db: usize) -> Option<&Locked<'s>> {
+        self.held.as_deref().and_then(|held| held.get(db))
+    }
+
     /// True while running the commands of an EXEC (blocking commands must not block then).
     pub fn in_exec(&self) -> bool {
         self.held.is_some()

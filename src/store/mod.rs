@@ -115,6 +115,9 @@ pub struct Store {
     pub active_expire: AtomicBool,
     /// CLIENT PAUSE: while set, keys are neither expired nor evicted.
     pub pause: crate::pause::Pause,
+    /// INFO's `expired_stale_perc`: the share of swept keys found expired, smoothed over the
+    /// expiry cycle's ticks as Redis smooths it (an `f64`'s bits).
+    expired_stale: AtomicU64,
 }
 
 /// One database: its sharded keys and what must change with them.
@@ -158,9 +161,27 @@ impl Store {
             listening: AtomicBool::new(false),
             active_expire: true.into(),
             pause: Default::default(),
+            expired_stale: AtomicU64::new(0),
         };
         store.db(0); // the one nearly every client uses
         store
+    }
+
+    /// Folds one expiry tick into `expired_stale_perc`: `expired` of the `sampled` keys it swept.
+    pub fn note_stale_share(&self, expired: usize, sampled: usize) {
+        if sampled == 0 {
+            return;
+        }
+        let current = expired as f64 / sampled as f64;
+        let old = f64::from_bits(self.expired_stale.load(Ordering::Relaxed));
+        let smoothed = current * 0.05 + old * 0.95;
+        self.expired_stale
+            .store(smoothed.to_bits(), Ordering::Relaxed);
+    }
+
+    /// INFO's `expired_stale_perc`, in percent.
+    pub fn expired_stale_percent(&self) -> f64 {
+        f64::from_bits(self.expired_stale.load(Ordering::Relaxed)) * 100.0
     }
 
     /// Number of databases (valid indexes are below it).
