@@ -1,7 +1,7 @@
 //! Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, RESET, CLIENT.
 
 use super::args::{int, is, Cursor};
-use super::{check_subcommand, err, wrong_arity, CmdResult, Ctx};
+use super::{err, wrong_arity, CmdResult, Ctx};
 use crate::protocol::Reply;
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
@@ -156,26 +156,7 @@ fn valid_client_text(text: &[u8], what: &str) -> Result<Bytes, Reply> {
     Ok(Bytes::copy_from_slice(text))
 }
 
-/// CLIENT's subcommands with their Redis arities.
-const CLIENT_SUBCOMMANDS: &[(&str, i32)] = &[
-    ("id", 2),
-    ("info", 2),
-    ("list", -2),
-    ("getname", 2),
-    ("setname", 3),
-    ("setinfo", 4),
-    ("kill", -3),
-    ("no-evict", 3),
-    ("no-touch", 3),
-    ("tracking", -3),
-    ("caching", 3),
-    ("getredir", 2),
-    ("trackinginfo", 2),
-    ("help", 2),
-];
-
 pub fn client(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    check_subcommand("client", CLIENT_SUBCOMMANDS, args)?;
     let sub = args[1];
     let info = ctx.conn.info.clone();
     if is(sub, "ID") {
@@ -241,6 +222,15 @@ pub fn client(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             "    Return information about client connections.",
             "KILL <ip:port> | ID <client-id> | ADDR <ip:port> | LADDR <ip:port> | SKIPME yes/no",
             "    Kill connections.",
+            "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+            "         [OPTIN] [OPTOUT] [NOLOOP]",
+            "    Turn invalidation messages for client-side caching on or off.",
+            "CACHING (YES|NO)",
+            "    Track (or not) the keys of the next command, in OPTIN/OPTOUT modes.",
+            "GETREDIR",
+            "    Return the id of the client invalidations are redirected to.",
+            "TRACKINGINFO",
+            "    Describe the tracking state of the current connection.",
             "NO-EVICT (ON|OFF)",
             "    Accepted; stmd never evicts clients.",
             "NO-TOUCH (ON|OFF)",
