@@ -58,7 +58,7 @@ pub fn info(cmd: &'static Command) -> Reply {
     ])
 }
 
-/// One COMMAND DOCS entry.
+/// One COMMAND DOCS entry, its fields in Redis's order (Redis's `history` is not kept).
 fn docs(cmd: &'static Command) -> Reply {
     let text = |s: &'static str| Reply::bulk_str(s);
     let mut fields = vec![
@@ -66,9 +66,22 @@ fn docs(cmd: &'static Command) -> Reply {
         (text("since"), text(cmd.since)),
         (text("group"), text(cmd.group)),
     ];
+    if !cmd.complexity.is_empty() {
+        fields.push((text("complexity"), text(cmd.complexity)));
+    }
+    if !cmd.doc_flags.is_empty() {
+        fields.push((text("doc_flags"), status_set(cmd.doc_flags.iter().copied())));
+    }
+    if !cmd.deprecated_since.is_empty() {
+        fields.push((text("deprecated_since"), text(cmd.deprecated_since)));
+        fields.push((text("replaced_by"), text(cmd.replaced_by)));
+    }
     let arguments = super::docs::parse(cmd.syntax);
     if !arguments.is_empty() {
-        fields.push((text("arguments"), super::docs::render(&arguments)));
+        fields.push((
+            text("arguments"),
+            super::docs::render_with_keys(&arguments, cmd.keys.len()),
+        ));
     }
     if !cmd.subcommands.is_empty() {
         fields.push((
