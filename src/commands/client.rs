@@ -4,34 +4,12 @@
 
 use super::args::{int, is};
 use super::connection::{help_reply, valid_client_text};
-use super::{check_subcommand, err, table, CmdResult, Command, ConnState, Ctx};
+use super::{err, table, CmdResult, Command, ConnState, Ctx};
 use crate::clients::{flag, ClientInfo};
 use crate::pause::PauseMode;
 use crate::protocol::Reply;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
-
-/// CLIENT's subcommands with their Redis arities.
-const CLIENT_SUBCOMMANDS: &[(&str, i32)] = &[
-    ("id", 2),
-    ("info", 2),
-    ("list", -2),
-    ("getname", 2),
-    ("setname", 3),
-    ("setinfo", 4),
-    ("kill", -3),
-    ("pause", -3),
-    ("unpause", 2),
-    ("unblock", -3),
-    ("reply", 3),
-    ("no-evict", 3),
-    ("no-touch", 3),
-    ("tracking", -3),
-    ("caching", 3),
-    ("getredir", 2),
-    ("trackinginfo", 2),
-    ("help", 2),
-];
 
 /// Redis 7.2's CLIENT HELP.
 const HELP: &[&str] = &[
@@ -115,7 +93,6 @@ impl ReplyMode {
 }
 
 pub fn client(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    check_subcommand("client", CLIENT_SUBCOMMANDS, args)?;
     let sub = args[1];
     let info = ctx.conn.info.clone();
     if is(sub, "ID") {

@@ -3,8 +3,10 @@
 
 pub mod args;
 pub mod blocking_lists;
+pub mod categories;
 pub mod client;
 pub mod collection_scan;
+pub mod command_info;
 pub mod connection;
 pub mod databases;
 pub mod docs;
@@ -13,6 +15,7 @@ pub mod hashes;
 pub mod info;
 pub mod introspection;
 pub mod keys;
+pub mod keyspec;
 pub mod lists;
 pub mod ops;
 pub mod pubsub;
@@ -21,6 +24,7 @@ pub mod sets;
 pub mod stm;
 pub mod stm_context;
 pub mod strings;
+pub mod subcommands;
 pub mod table;
 pub mod transactions;
 pub mod typed;
@@ -252,7 +256,12 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
     if !cmd.arity_ok(args.len()) {
         return reject(ctx, Some(cmd), args, wrong_arity(cmd.name));
     }
-    if !ctx.conn.authenticated && !cmd.has(table::NO_AUTH) {
+    // A container's subcommand: known, with its own arity; its row's flags rule what follows.
+    let effective = match cmd.resolve(args) {
+        Ok(effective) => effective,
+        Err(text) => return reject(ctx, Some(cmd), args, text),
+    };
+    if !ctx.conn.authenticated && !effective.has(table::NO_AUTH) {
         return reject(ctx, Some(cmd), args, err::NOAUTH.to_string());
     }
     if !ctx.conn.resp3 && ctx.conn.subs.count() > 0 && !pubsub::allowed_while_subscribed(cmd.name) {
@@ -262,12 +271,12 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
         }
         return reply;
     }
-    if ctx.shared.store.pause.freezes_keyspace() && client::paused(ctx, cmd) {
+    if ctx.shared.store.pause.freezes_keyspace() && client::paused(ctx, effective) {
         ctx.conn.postponed = true;
         return Reply::Nil; // not sent: the command runs again when the pause ends
     }
     if ctx.conn.multi.is_some() && !cmd.has(table::NOT_QUEUED) {
-        if cmd.has(table::NO_MULTI) {
+        if effective.has(table::NO_MULTI) {
             return reject(ctx, Some(cmd), args, err::NOT_IN_MULTI.to_string());
         }
         // Queueing itself takes memory: over the limit, nothing is queued (as Redis).
@@ -276,7 +285,7 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
         }
         return transactions::queue(ctx, args);
     }
-    if cmd.has(table::DENYOOM) && !ctx.shared.store.make_room() {
+    if effective.has(table::DENYOOM) && !ctx.shared.store.make_room() {
         let refused = reject(ctx, Some(cmd), args, OOM.to_string());
         // What the failed eviction did remove is still announced.
         if ctx
@@ -320,11 +329,13 @@ fn count_rejection(ctx: &Ctx<'_, '_>, cmd: Option<&Command>, args: &[&[u8]], err
 
 /// Calls the handler of an already checked command, timing it for the SLOWLOG and the metrics,
 /// and shows it to monitors.
-pub fn run(ctx: &mut Ctx<'_, '_>, cmd: &Command, args: &[&[u8]]) -> Reply {
+pub fn run(ctx: &mut Ctx<'_, '_>, cmd: &'static Command, args: &[&[u8]]) -> Reply {
     // A blocked command is rerun on every wake-up; monitors saw it the first time.
     let rerun = ctx.conn.wait.is_some();
+    // The subcommand's row for a container (its flags and keys), else the command's.
+    let effective = cmd.effective(args);
     if ctx.conn.tracking.mode.is_some() {
-        crate::events::tracking::before_command(ctx, cmd, args);
+        crate::events::tracking::before_command(ctx, effective, args);
     }
     let started = std::time::Instant::now();
     // Checked when the command runs, not when MULTI queues it: a SELECT earlier in the same
@@ -355,7 +366,7 @@ pub fn run(ctx: &mut Ctx<'_, '_>, cmd: &Command, args: &[&[u8]]) -> Reply {
     // Per-thread counters: no cache line shared with other cores is written here.
     shared.command_stats.observe(cmd, args, nanos, &reply);
     shared.latency.observe(
-        if cmd.has(table::FAST) {
+        if effective.has(table::FAST) {
             "fast-command"
         } else {
             "command"
@@ -365,8 +376,8 @@ pub fn run(ctx: &mut Ctx<'_, '_>, cmd: &Command, args: &[&[u8]]) -> Reply {
     if reply.is_error() {
         crate::metrics::Stats::add(&shared.stats.total_error_replies, 1);
     }
-    // EXEC is not logged itself: the commands it ran are, one by one (as in Redis).
-    if shared.slowlog.is_slow(micros) && cmd.name != "exec" {
+    // EXEC (`skip_slowlog`) is not logged itself: the commands it ran are, one by one (as in Redis).
+    if shared.slowlog.is_slow(micros) && !effective.has(table::SKIP_SLOWLOG) {
         let info = &ctx.conn.info;
         let name = info.name.lock().clone().unwrap_or_default();
         shared
@@ -374,7 +385,7 @@ pub fn run(ctx: &mut Ctx<'_, '_>, cmd: &Command, args: &[&[u8]]) -> Reply {
             .record(&redacted(cmd, args), micros, info.addr.to_string(), name);
     }
     // Admin commands (CONFIG, SHUTDOWN…) are not shown, as in Redis.
-    if shared.monitors.active() && !rerun && !cmd.has(table::ADMIN) {
+    if shared.monitors.active() && !rerun && !effective.has(table::ADMIN) {
         shared
             .monitors
             .feed(ctx.conn.info.addr, &redacted(cmd, args));
@@ -440,30 +451,4 @@ pub fn unknown_subcommand(sub: &[u8], container: &str) -> Reply {
         )
         .into(),
     )
-}
-
-/// Checks the subcommand of a container command (CLIENT, CONFIG, COMMAND) against `subcommands`
-/// (name, Redis arity counted over the whole request), with Redis 7's texts:
-/// `ERR wrong number of arguments for 'client|setname' command` and
-/// `ERR unknown subcommand 'x'. Try CLIENT HELP.`
-pub fn check_subcommand(
-    container: &str,
-    subcommands: &[(&str, i32)],
-    args: &[&[u8]],
-) -> Result<(), Reply> {
-    let sub = args[1];
-    let Some(&(name, arity)) = subcommands
-        .iter()
-        .find(|(name, _)| sub.eq_ignore_ascii_case(name.as_bytes()))
-    else {
-        return Err(unknown_subcommand(sub, &container.to_ascii_uppercase()));
-    };
-    let argc = args.len() as i64;
-    let arity = i64::from(arity);
-    if (arity >= 0 && argc != arity) || (arity < 0 && argc < -arity) {
-        return Err(Reply::Error(
-            wrong_arity(&format!("{container}|{name}")).into(),
-        ));
-    }
-    Ok(())
 }
