@@ -259,7 +259,8 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
     // A container's subcommand: known, with its own arity; its row's flags rule what follows.
     let effective = match cmd.resolve(args) {
         Ok(effective) => effective,
-        Err(text) => return reject(ctx, Some(cmd), args, text),
+        // An unknown subcommand counts as no command at all (no commandstats line), as Redis.
+        Err(text) => return reject(ctx, None, args, text),
     };
     if !ctx.conn.authenticated && !effective.has(table::NO_AUTH) {
         return reject(ctx, Some(cmd), args, err::NOAUTH.to_string());
