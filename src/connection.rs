@@ -87,6 +87,9 @@ enum Batch {
     OverLimit,
     /// This command blocked (BLPOP…): wait, then run it again, before touching later requests.
     Blocked(Vec<Bytes>),
+    /// A script call is in progress: this request is still at the head of the read buffer; wait
+    /// for the script (or the BUSY threshold), then run the buffer again.
+    ScriptWait,
 }
 
 /// The output-buffer class of a connection right now.
@@ -145,6 +148,14 @@ async fn serve_loop(
                     continue; // served or timed out: run what was pipelined behind it
                 }
                 return Ok(());
+            }
+            Batch::ScriptWait => {
+                conn.script_wait = false;
+                let threshold = shared.config.read().busy_reply_threshold;
+                tokio::select! {
+                    _ = shared.scripting.run.wait(threshold) => continue,
+                    _ = info.ended() => return Ok(()),
+                }
             }
             Batch::More => continue,
             Batch::Done | Batch::OverLimit => {}
@@ -280,6 +291,7 @@ fn run_buffered(
         limits.authenticated = conn.authenticated;
         let inline_args;
         let args: SmallVec<[&[u8]; 16]>;
+        let request_start = pos;
         match parse_request(&inbuf[pos..], limits, ranges) {
             Parsed::Request(used) => {
                 let base = pos;
@@ -322,7 +334,12 @@ fn run_buffered(
             let mut ctx = Ctx::new(shared, conn);
             commands::dispatch(&mut ctx, &args)
         };
-        if conn.block.is_some() {
+        if conn.script_wait {
+            // Not run: it stays in the buffer for the next pass.
+            pos = request_start;
+            commands -= 1;
+            batch = Batch::ScriptWait;
+        } else if conn.block.is_some() {
             batch = Batch::Blocked(args.iter().map(|a| Bytes::copy_from_slice(a)).collect());
         } else {
             reply.encode(conn.resp3, out);
@@ -379,7 +396,12 @@ async fn wait_blocked(
         tokio::select! {
             _ = woken => {
                 conn.block = None;
-                let reply = commands::dispatch(&mut Ctx::new(shared, conn), &args);
+                let mut reply = commands::dispatch(&mut Ctx::new(shared, conn), &args);
+                while std::mem::take(&mut conn.script_wait) {
+                    let threshold = shared.config.read().busy_reply_threshold;
+                    shared.scripting.run.wait(threshold).await;
+                    reply = commands::dispatch(&mut Ctx::new(shared, conn), &args);
+                }
                 if conn.block.is_none() {
                     conn.wait = None;
                     reply.encode(conn.resp3, out);

@@ -7,6 +7,7 @@ pub mod collection_scan;
 pub mod connection;
 pub mod databases;
 pub mod docs;
+pub mod functions;
 pub mod hashes;
 pub mod info;
 pub mod introspection;
@@ -14,6 +15,7 @@ pub mod keys;
 pub mod lists;
 pub mod ops;
 pub mod pubsub;
+pub mod scripting;
 pub mod server;
 pub mod sets;
 pub mod stm;
@@ -28,6 +30,7 @@ pub mod zsets;
 use crate::blocking::WaitGuard;
 use crate::clients::ClientInfo;
 use crate::protocol::Reply;
+use crate::scripting::BusyCheck;
 use crate::server::Shared;
 use crate::store::eviction::OOM;
 use crate::store::Locked;
@@ -80,6 +83,9 @@ pub struct ConnState {
     pub monitor: bool,
     /// CLIENT TRACKING mode and CLIENT CACHING flag.
     pub tracking: crate::events::tracking::ConnTracking,
+    /// Set by dispatch when a script call is in progress: the command did not run; the
+    /// connection waits for the script (or the BUSY threshold) and dispatches it again.
+    pub script_wait: bool,
 }
 
 /// What a blocking command asks of the connection loop when it has to wait.
@@ -107,6 +113,7 @@ impl ConnState {
             subs: Default::default(),
             monitor: false,
             tracking: Default::default(),
+            script_wait: false,
         }
     }
 }
@@ -224,6 +231,18 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
     }
     if !ctx.conn.authenticated && !cmd.has(table::NO_AUTH) {
         return reject(ctx, Some(cmd), args, err::NOAUTH.to_string());
+    }
+    if !cmd.has(table::ALLOW_BUSY) && ctx.shared.scripting.run.is_active() {
+        let threshold = ctx.shared.config.read().busy_reply_threshold;
+        match ctx.shared.scripting.run.check(threshold) {
+            BusyCheck::Free => {}
+            BusyCheck::Busy(text) => return reject(ctx, Some(cmd), args, text.to_string()),
+            // Nothing has happened yet: the connection waits, then dispatches it again.
+            BusyCheck::Wait => {
+                ctx.conn.script_wait = true;
+                return Reply::Nil;
+            }
+        }
     }
     if !ctx.conn.resp3 && ctx.conn.subs.count() > 0 && !pubsub::allowed_while_subscribed(cmd.name) {
         let reply = pubsub::not_allowed_while_subscribed(cmd.name);

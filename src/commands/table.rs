@@ -3,6 +3,8 @@
 //! COMMAND INFO/DOCS/COUNT/LIST are rendered from it.
 
 use super::databases;
+use super::functions;
+use super::scripting as lua;
 use super::stm_context;
 use super::{
     blocking_lists as blists, hashes, info, introspection, lists, pubsub, sets, zrange, zsets,
@@ -30,6 +32,8 @@ pub const NOT_QUEUED: u32 = 1 << 11;
 pub const NO_MULTI: u32 = 1 << 12;
 /// Works in database 0 only (the `STM.*` commands): refused in any other selected database.
 pub const DB_ZERO_ONLY: u32 = 1 << 13;
+/// Runs even while a script is past `busy-reply-threshold` (Redis 7.2's `allow_busy`).
+pub const ALLOW_BUSY: u32 = 1 << 14;
 
 const FLAG_NAMES: &[(u32, &str)] = &[
     (WRITE, "write"),
@@ -44,6 +48,7 @@ const FLAG_NAMES: &[(u32, &str)] = &[
     (FAST, "fast"),
     (NO_AUTH, "no_auth"),
     (NO_MULTI, "no_multi"),
+    (ALLOW_BUSY, "allow_busy"),
 ];
 
 /// One command's metadata and handler.
@@ -117,11 +122,11 @@ pub static COMMANDS: &[Command] = commands![
     // connection
     "ping", -1, FAST | STALE, (0, 0, 0), "connection", "1.0.0", conn::ping, "[message]", "Returns the server's liveliness response.";
     "echo", 2, FAST | STALE, (0, 0, 0), "connection", "1.0.0", conn::echo, "message", "Returns the given string.";
-    "hello", -1, NO_AUTH | FAST | STALE | NOSCRIPT | LOADING, (0, 0, 0), "connection", "6.0.0", conn::hello, "[protover [AUTH username password] [SETNAME clientname]]", "Handshakes with the Redis server.";
-    "auth", -2, NO_AUTH | FAST | STALE | NOSCRIPT | LOADING, (0, 0, 0), "connection", "1.0.0", conn::auth, "[username] password", "Authenticates the connection.";
+    "hello", -1, NO_AUTH | FAST | STALE | NOSCRIPT | LOADING | ALLOW_BUSY, (0, 0, 0), "connection", "6.0.0", conn::hello, "[protover [AUTH username password] [SETNAME clientname]]", "Handshakes with the Redis server.";
+    "auth", -2, NO_AUTH | FAST | STALE | NOSCRIPT | LOADING | ALLOW_BUSY, (0, 0, 0), "connection", "1.0.0", conn::auth, "[username] password", "Authenticates the connection.";
     "select", 2, FAST | LOADING | STALE, (0, 0, 0), "connection", "1.0.0", databases::select, "index", "Changes the selected database.";
-    "quit", -1, NO_AUTH | FAST | STALE | LOADING | NOSCRIPT | NOT_QUEUED, (0, 0, 0), "connection", "1.0.0", conn::quit, "", "Closes the connection.";
-    "reset", 1, NO_AUTH | FAST | STALE | LOADING | NOSCRIPT | NOT_QUEUED, (0, 0, 0), "connection", "6.2.0", conn::reset, "", "Resets the connection.";
+    "quit", -1, NO_AUTH | FAST | STALE | LOADING | NOSCRIPT | NOT_QUEUED | ALLOW_BUSY, (0, 0, 0), "connection", "1.0.0", conn::quit, "", "Closes the connection.";
+    "reset", 1, NO_AUTH | FAST | STALE | LOADING | NOSCRIPT | NOT_QUEUED | ALLOW_BUSY, (0, 0, 0), "connection", "6.2.0", conn::reset, "", "Resets the connection.";
     "client", -2, STALE | LOADING | NOSCRIPT, (0, 0, 0), "connection", "2.4.0", conn::client, "ID | INFO | LIST | GETNAME | SETNAME connection-name | SETINFO <LIB-NAME libname | LIB-VER libver> | KILL <ip:port | ID client-id>", "A container for client connection commands.";
     // server
     "info", -1, STALE | LOADING, (0, 0, 0), "server", "1.0.0", info::info, "[section [section ...]]", "Returns information and statistics about the server.";
@@ -133,20 +138,20 @@ pub static COMMANDS: &[Command] = commands![
     "flushdb", -1, WRITE, (0, 0, 0), "server", "1.0.0", databases::flushdb, "[ASYNC | SYNC]", "Removes all keys from the current database.";
     "flushall", -1, WRITE, (0, 0, 0), "server", "1.0.0", databases::flushall, "[ASYNC | SYNC]", "Removes all keys from all databases.";
     "time", 1, FAST | LOADING | STALE, (0, 0, 0), "server", "2.6.0", server::time, "", "Returns the server time.";
-    "shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI, (0, 0, 0), "server", "1.0.0", server::shutdown, "[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]", "Stops the server.";
+    "shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, (0, 0, 0), "server", "1.0.0", server::shutdown, "[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]", "Stops the server.";
     "lastsave", 1, FAST | LOADING | STALE, (0, 0, 0), "server", "1.0.0", server::lastsave, "", "Returns the Unix timestamp of the last successful save to disk.";
     "latency", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "2.8.13", introspection::latency, "LATEST | HISTORY event | RESET [event ...] | GRAPH event | DOCTOR | HISTOGRAM [command ...] | HELP", "A container for latency diagnostics commands.";
     "memory", -2, 0, (0, 0, 0), "server", "4.0.0", introspection::memory, "USAGE key [SAMPLES count] | STATS | DOCTOR | MALLOC-STATS | PURGE | HELP", "A container for memory diagnostics commands.";
     "role", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "server", "2.8.12", introspection::role, "", "Returns the replication role.";
-    "wait", 3, NOSCRIPT, (0, 0, 0), "generic", "3.0.0", introspection::wait, "numreplicas timeout", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.";
+    "wait", 3, 0, (0, 0, 0), "generic", "3.0.0", introspection::wait, "numreplicas timeout", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.";
     "lolwut", -1, READONLY | FAST, (0, 0, 0), "server", "5.0.0", introspection::lolwut, "[VERSION version]", "Displays computer art and the Redis version.";
     "debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "1.0.0", introspection::debug, "SLEEP seconds | OBJECT key | SET-ACTIVE-EXPIRE flag | HELP", "A container for debugging commands.";
     // transactions
-    "multi", 1, NOSCRIPT | LOADING | STALE | FAST | NOT_QUEUED, (0, 0, 0), "transactions", "1.2.0", tx::multi, "", "Starts a transaction.";
+    "multi", 1, NOSCRIPT | LOADING | STALE | FAST | NOT_QUEUED | ALLOW_BUSY, (0, 0, 0), "transactions", "1.2.0", tx::multi, "", "Starts a transaction.";
     "exec", 1, NOSCRIPT | LOADING | STALE | NOT_QUEUED, (0, 0, 0), "transactions", "1.2.0", tx::exec, "", "Executes all commands in a transaction.";
-    "discard", 1, NOSCRIPT | LOADING | STALE | FAST | NOT_QUEUED, (0, 0, 0), "transactions", "2.0.0", tx::discard, "", "Discards a transaction.";
-    "watch", -2, NOSCRIPT | LOADING | STALE | FAST | NOT_QUEUED, (1, -1, 1), "transactions", "2.2.0", tx::watch, "key [key ...]", "Monitors changes to keys to determine the execution of a transaction.";
-    "unwatch", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "transactions", "2.2.0", tx::unwatch, "", "Forgets about watched keys of a transaction.";
+    "discard", 1, NOSCRIPT | LOADING | STALE | FAST | NOT_QUEUED | ALLOW_BUSY, (0, 0, 0), "transactions", "2.0.0", tx::discard, "", "Discards a transaction.";
+    "watch", -2, NOSCRIPT | LOADING | STALE | FAST | NOT_QUEUED | ALLOW_BUSY, (1, -1, 1), "transactions", "2.2.0", tx::watch, "key [key ...]", "Monitors changes to keys to determine the execution of a transaction.";
+    "unwatch", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, (0, 0, 0), "transactions", "2.2.0", tx::unwatch, "", "Forgets about watched keys of a transaction.";
     // generic
     "del", -2, WRITE, (1, -1, 1), "generic", "1.0.0", keys::del, "key [key ...]", "Deletes one or more keys.";
     "unlink", -2, WRITE | FAST, (1, -1, 1), "generic", "4.0.0", keys::del, "key [key ...]", "Asynchronously deletes one or more keys.";
@@ -277,6 +282,15 @@ pub static COMMANDS: &[Command] = commands![
     "punsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE, (0, 0, 0), "pubsub", "2.0.0", pubsub::unsubscribe, "[pattern [pattern ...]]", "Stops listening to messages published to channels that match one or more patterns.";
     "publish", 3, PUBSUB | LOADING | STALE | FAST, (0, 0, 0), "pubsub", "2.0.0", pubsub::publish, "channel message", "Posts a message to a channel.";
     "pubsub", -2, PUBSUB | LOADING | STALE, (0, 0, 0), "pubsub", "2.8.0", pubsub::pubsub, "CHANNELS [pattern] | NUMSUB [channel [channel ...]] | NUMPAT", "A container for Pub/Sub commands.";
+    // scripting
+    "eval", -3, NOSCRIPT | STALE, (0, 0, 0), "scripting", "2.6.0", lua::eval, "script numkeys [key [key ...]] [arg [arg ...]]", "Executes a server-side Lua script.";
+    "evalsha", -3, NOSCRIPT | STALE, (0, 0, 0), "scripting", "2.6.0", lua::evalsha, "sha1 numkeys [key [key ...]] [arg [arg ...]]", "Executes a server-side Lua script by SHA1 digest.";
+    "eval_ro", -3, NOSCRIPT | STALE | READONLY, (0, 0, 0), "scripting", "7.0.0", lua::eval, "script numkeys [key [key ...]] [arg [arg ...]]", "Executes a read-only server-side Lua script.";
+    "evalsha_ro", -3, NOSCRIPT | STALE | READONLY, (0, 0, 0), "scripting", "7.0.0", lua::evalsha, "sha1 numkeys [key [key ...]] [arg [arg ...]]", "Executes a read-only server-side Lua script by SHA1 digest.";
+    "script", -2, NOSCRIPT | ALLOW_BUSY, (0, 0, 0), "scripting", "2.6.0", lua::script, "LOAD script | EXISTS sha1 [sha1 ...] | FLUSH [ASYNC | SYNC] | KILL | HELP", "A container for Lua scripts management commands.";
+    "fcall", -3, NOSCRIPT | STALE, (0, 0, 0), "scripting", "7.0.0", functions::fcall, "function numkeys [key [key ...]] [arg [arg ...]]", "Invokes a function.";
+    "fcall_ro", -3, NOSCRIPT | STALE | READONLY, (0, 0, 0), "scripting", "7.0.0", functions::fcall, "function numkeys [key [key ...]] [arg [arg ...]]", "Invokes a read-only function.";
+    "function", -2, NOSCRIPT | ALLOW_BUSY, (0, 0, 0), "scripting", "7.0.0", functions::function, "LOAD [REPLACE] function-code | LIST [LIBRARYNAME library-name-pattern] [WITHCODE] | DELETE library-name | FLUSH [ASYNC | SYNC] | STATS | KILL | HELP", "A container for function commands.";
     // short-term memory
     "stm.capture", -7, WRITE | DENYOOM | DB_ZERO_ONLY, (0, 0, 0), "stm", "0.1.0", stm::capture, "USER user-id CHANNEL channel-id SERVER <server-id | DM> [PARENT parent-channel-id] [PRIVACY <MINIMAL | PARTIAL | FULL | 0 | 1 | 2>] [STOP] [MSG <user | model> <speaker | -> content [MSG ...]] [REPLY <persona-id | -> <lineage-id | -> <speaker | -> content [REPLY ...]]", "Records a delivered turn in the user and server short-term memory of each persona.";
     "stm.get", -2, READONLY | FAST | DB_ZERO_ONLY, (1, 1, 1), "stm", "0.1.0", stm::get, "key [FORMAT <RESP | JSON>]", "Returns a short-term memory entry.";
@@ -398,6 +412,81 @@ mod tests {
             assert!(!(c.has(NO_MULTI) && c.has(NOT_QUEUED)), "{}", c.name);
         }
         assert!(lookup(b"shutdown").is_some_and(|c| c.has(NO_MULTI)));
+    }
+
+    /// Scripts may call exactly what Redis 7.2 lets them: its `noscript` commands (COMMAND INFO of
+    /// redis-server 7.0, less the blocking pops and WAIT, which 7.2 runs without blocking).
+    #[test]
+    fn noscript_matches_redis_7_2() {
+        const REDIS_NOSCRIPT: &[&str] = &[
+            "acl",
+            "auth",
+            "bgrewriteaof",
+            "bgsave",
+            "client",
+            "config",
+            "debug",
+            "discard",
+            "eval",
+            "eval_ro",
+            "evalsha",
+            "evalsha_ro",
+            "exec",
+            "failover",
+            "fcall",
+            "fcall_ro",
+            "function",
+            "hello",
+            "latency",
+            "module",
+            "monitor",
+            "multi",
+            "psubscribe",
+            "psync",
+            "punsubscribe",
+            "quit",
+            "replconf",
+            "replicaof",
+            "reset",
+            "role",
+            "save",
+            "script",
+            "shutdown",
+            "slaveof",
+            "ssubscribe",
+            "subscribe",
+            "sunsubscribe",
+            "sync",
+            "unsubscribe",
+            "unwatch",
+            "watch",
+        ];
+        for c in COMMANDS {
+            assert_eq!(
+                c.has(NOSCRIPT),
+                REDIS_NOSCRIPT.contains(&c.name),
+                "{}: noscript differs from Redis 7.2",
+                c.name
+            );
+        }
+    }
+
+    /// The commands that run while a script is past busy-reply-threshold are Redis's
+    /// `allow_busy` ones (FUNCTION and SCRIPT: their KILL and STATS only, checked in the handler).
+    #[test]
+    fn allow_busy_matches_redis() {
+        const REDIS_ALLOW_BUSY: &[&str] = &[
+            "auth", "discard", "function", "hello", "multi", "quit", "replconf", "reset", "script",
+            "shutdown", "unwatch", "watch",
+        ];
+        for c in COMMANDS {
+            assert_eq!(
+                c.has(ALLOW_BUSY),
+                REDIS_ALLOW_BUSY.contains(&c.name),
+                "{}: allow_busy differs from Redis",
+                c.name
+            );
+        }
     }
 
     #[test]
