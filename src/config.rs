@@ -299,6 +299,14 @@ pub struct Config {
     /// Off unless given.
     #[arg(long, env = "STMD_METRICS_ADDR", help_heading = "Observability")]
     pub metrics_addr: Option<String>,
+
+    /// The configuration file the server started from (CONFIG REWRITE writes it back).
+    #[arg(skip)]
+    pub config_file: Option<PathBuf>,
+    /// What reading the file found worth saying (Redis options that do nothing here), logged once
+    /// logging is up.
+    #[arg(skip)]
+    pub config_warnings: Vec<String>,
 }
 
 /// When TLS clients must present a certificate (Redis's `tls-auth-clients`).
@@ -402,18 +410,8 @@ macro_rules! path_param {
     };
 }
 
-macro_rules! fixed_param {
-    ($name:literal, $value:literal) => {
-        Param {
-            name: $name,
-            get: |_| $value.to_string(),
-            set: Some(|_, _| Ok(())),
-        }
-    };
-}
-
-/// The parameter table behind CONFIG GET/SET. The fixed entries answer what clients and
-/// redis-benchmark ask about (persistence, databases) so they do not fail on us.
+/// The parameter table behind CONFIG GET/SET (Redis options stmd only accepts are in
+/// `config_inert`).
 pub static PARAMS: &[Param] = &[
     Param {
         name: "port",
@@ -557,8 +555,6 @@ pub static PARAMS: &[Param] = &[
     },
     number_param!("busy-reply-threshold", busy_reply_threshold),
     number_param!("lua-time-limit", busy_reply_threshold),
-    fixed_param!("save", ""),
-    fixed_param!("appendonly", "no"),
     Param {
         name: "databases",
         get: |c| c.databases.to_string(),
@@ -610,11 +606,41 @@ pub fn redact_password(url: &str) -> String {
     }
 }
 
+/// A CONFIG parameter: one of stmd's own, or a Redis option stmd accepts and ignores.
+#[derive(Clone, Copy)]
+pub enum Setting {
+    Live(&'static Param),
+    Inert(&'static str, &'static str),
+}
+
+impl Setting {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Setting::Live(param) => param.name,
+            Setting::Inert(name, _) => name,
+        }
+    }
+
+    pub fn value(&self, config: &Config) -> String {
+        match self {
+            Setting::Live(param) => (param.get)(config),
+            Setting::Inert(_, value) => value.to_string(),
+        }
+    }
+}
+
+/// Every CONFIG parameter, stmd's first.
+pub fn settings() -> impl Iterator<Item = Setting> {
+    PARAMS.iter().map(Setting::Live).chain(
+        crate::config_inert::INERT_PARAMS
+            .iter()
+            .map(|(name, value)| Setting::Inert(name, value)),
+    )
+}
+
 /// Finds a parameter by its case-insensitive name.
-pub fn find_param(name: &[u8]) -> Option<&'static Param> {
-    PARAMS
-        .iter()
-        .find(|p| p.name.as_bytes().eq_ignore_ascii_case(name))
+pub fn find_setting(name: &[u8]) -> Option<Setting> {
+    settings().find(|s| s.name().as_bytes().eq_ignore_ascii_case(name))
 }
 
 /// Parses a memory size the way redis.conf does: a plain number of bytes or a number with a unit
@@ -731,5 +757,15 @@ mod tests {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), PARAMS.len());
+        let inert: Vec<_> = crate::config_inert::INERT_PARAMS
+            .iter()
+            .map(|(n, _)| *n)
+            .collect();
+        assert!(
+            inert.windows(2).all(|w| w[0] < w[1]),
+            "inert names sorted, unique"
+        );
+        let both: Vec<_> = inert.iter().filter(|n| names.contains(n)).collect();
+        assert!(both.is_empty(), "live and inert at once: {both:?}");
     }
 }

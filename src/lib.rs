@@ -6,6 +6,8 @@ pub mod clients;
 pub mod command_stats;
 pub mod commands;
 pub mod config;
+pub mod config_file;
+pub mod config_inert;
 pub mod connection;
 pub mod events;
 pub mod exporter;

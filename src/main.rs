@@ -1,13 +1,18 @@
 //! The `stmd` binary: flags → logging → bind → `server::run` until SIGINT or SIGTERM.
 
-use clap::Parser;
 use stmd::config::{Config, LogFormat};
 use stmd::server::Listeners;
 use tokio::net::TcpListener;
 use tracing_subscriber::EnvFilter;
 
 fn main() -> std::process::ExitCode {
-    let config = Config::parse();
+    let config = match stmd::config_file::load(std::env::args_os()) {
+        Ok(config) => config,
+        Err(err) => {
+            eprintln!("{err}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
     let filter = EnvFilter::try_new(&config.log_level).unwrap_or_else(|_| EnvFilter::new("info"));
     let logs = tracing_subscriber::fmt().with_env_filter(filter);
     match config.log_format {
@@ -18,6 +23,9 @@ fn main() -> std::process::ExitCode {
             .with_current_span(false)
             .init(),
         LogFormat::Text => logs.init(),
+    }
+    for warning in &config.config_warnings {
+        tracing::warn!("{warning}");
     }
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     if config.threads > 0 {

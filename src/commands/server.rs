@@ -4,7 +4,7 @@ use super::args::is;
 use super::connection::help_reply;
 use super::table::{self, lookup, Command, COMMANDS};
 use super::{check_subcommand, err, CmdResult, Ctx};
-use crate::config::{find_param, PARAMS};
+use crate::config::{find_setting, settings, Setting};
 use crate::glob;
 use crate::protocol::Reply;
 use std::sync::atomic::Ordering;
@@ -41,20 +41,27 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
                     .into(),
                 )
             };
-            let Some(param) = find_param(pair[0]) else {
+            let Some(setting) = find_setting(pair[0]) else {
                 return Err(Reply::Error(
                     format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'")
                         .into(),
                 ));
             };
-            if seen.contains(&param.name) {
+            if seen.contains(&setting.name()) {
                 return Err(failed("duplicate parameter"));
             }
-            seen.push(param.name);
-            let Some(set) = param.set else {
-                return Err(failed("can't set immutable config"));
-            };
-            set(&mut updated, &String::from_utf8_lossy(pair[1])).map_err(|why| failed(&why))?;
+            seen.push(setting.name());
+            match setting {
+                // Accepted for Redis compatibility; stmd has nothing it would change.
+                Setting::Inert(..) => {}
+                Setting::Live(param) => {
+                    let Some(set) = param.set else {
+                        return Err(failed("can't set immutable config"));
+                    };
+                    set(&mut updated, &String::from_utf8_lossy(pair[1]))
+                        .map_err(|why| failed(&why))?;
+                }
+            }
         }
         ctx.shared
             .slowlog
@@ -81,9 +88,15 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             .reset_peak(crate::metrics::allocated_bytes());
         Ok(Reply::OK)
     } else if is(sub, "REWRITE") {
-        Err(Reply::error(
-            "ERR The server is running without a config file",
-        ))
+        let config = ctx.shared.config.read().clone();
+        let Some(file) = &config.config_file else {
+            return Err(Reply::error(
+                "ERR The server is running without a config file",
+            ));
+        };
+        crate::config_file::rewrite(file, &config)
+            .map_err(|e| Reply::Error(format!("ERR Rewriting config file: {e}").into()))?;
+        Ok(Reply::OK)
     } else {
         Ok(help_reply(&[
             "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -93,8 +106,10 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             "    Set the configuration <directive> to <value>.",
             "RESETSTAT",
             "    Reset statistics reported by the INFO command.",
+            "REWRITE",
+            "    Rewrite the configuration file.",
             "HELP",
-            "    Print this help.",
+            "    Prints this help.",
         ]))
     }
 }
@@ -107,21 +122,19 @@ fn config_get(ctx: &Ctx, patterns: &[&[u8]]) -> Vec<(Reply, Reply)> {
     let mut pairs = Vec::new();
     for pattern in patterns {
         if !pattern.iter().any(|b| matches!(b, b'*' | b'?' | b'[')) {
-            if let Some(param) = find_param(pattern) {
-                if !seen.contains(&param.name) {
-                    seen.push(param.name);
-                    pairs.push((Reply::bulk(pattern), Reply::bulk((param.get)(&config))));
+            if let Some(setting) = find_setting(pattern) {
+                if !seen.contains(&setting.name()) {
+                    seen.push(setting.name());
+                    pairs.push((Reply::bulk(pattern), Reply::bulk(setting.value(&config))));
                 }
             }
             continue;
         }
-        for param in PARAMS {
-            if !seen.contains(&param.name) && glob::matches(pattern, param.name.as_bytes(), true) {
-                seen.push(param.name);
-                pairs.push((
-                    Reply::bulk_str(param.name),
-                    Reply::bulk((param.get)(&config)),
-                ));
+        for setting in settings() {
+            let name = setting.name();
+            if !seen.contains(&name) && glob::matches(pattern, name.as_bytes(), true) {
+                seen.push(name);
+                pairs.push((Reply::bulk_str(name), Reply::bulk(setting.value(&config))));
             }
         }
     }

@@ -17,7 +17,7 @@ fn error(text: &'static str) -> Reply {
 }
 
 /// An id argument (user, channel, server, parent), or `ERR invalid <what> id`.
-pub(super) fn id<'a>(arg: &'a [u8], what: &'static str) -> Result<&'a [u8], Reply> {
+fn id<'a>(arg: &'a [u8], what: &'static str) -> Result<&'a [u8], Reply> {
     if valid_id(arg) {
         Ok(arg)
     } else {
@@ -26,7 +26,7 @@ pub(super) fn id<'a>(arg: &'a [u8], what: &'static str) -> Result<&'a [u8], Repl
 }
 
 /// `SERVER <id|DM>`: None for a direct message.
-pub(super) fn server_id(arg: &[u8]) -> Result<Option<&[u8]>, Reply> {
+fn server_id(arg: &[u8]) -> Result<Option<&[u8]>, Reply> {
     if is(arg, "DM") {
         Ok(None)
     } else {
@@ -44,11 +44,11 @@ fn speaker(arg: &[u8]) -> Result<Option<&[u8]>, Reply> {
     Ok(Some(arg))
 }
 
-pub(super) fn persona(arg: &[u8]) -> Result<Option<u64>, Reply> {
+fn persona(arg: &[u8]) -> Result<Option<u64>, Reply> {
     parse_persona(arg).ok_or_else(|| error("ERR invalid persona id"))
 }
 
-pub(super) fn lineage(arg: &[u8]) -> Result<Option<i64>, Reply> {
+fn lineage(arg: &[u8]) -> Result<Option<i64>, Reply> {
     parse_lineage(arg).ok_or_else(|| error("ERR invalid lineage id"))
 }
 
@@ -281,12 +281,12 @@ pub fn tick(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 /// The common head of STM.SUMMARY and STM.CATEGORIES.
-struct Target<'a> {
-    user: &'a [u8],
-    channel: &'a [u8],
-    server: Option<&'a [u8]>,
-    persona: Option<u64>,
-    lineage: Option<Option<i64>>,
+pub(super) struct Target<'a> {
+    pub(super) user: &'a [u8],
+    pub(super) channel: &'a [u8],
+    pub(super) server: Option<&'a [u8]>,
+    pub(super) persona: Option<u64>,
+    pub(super) lineage: Option<Option<i64>>,
 }
 
 impl Target<'_> {
@@ -303,42 +303,65 @@ impl Target<'_> {
 
 /// Parses `USER … CHANNEL … SERVER … [PERSONA …] [LINEAGE …]` plus the command's own `tail`
 /// keyword (TEXT or SET), returning where the tail's arguments start.
+/// The options that name a conversation (USER, CHANNEL, SERVER, PERSONA, LINEAGE), gathered from
+/// an STM command's arguments in any order, each at most once.
+#[derive(Default)]
+pub(super) struct TargetOptions<'a> {
+    user: Option<&'a [u8]>,
+    channel: Option<&'a [u8]>,
+    server: Option<Option<&'a [u8]>>,
+    persona: Option<Option<u64>>,
+    lineage: Option<Option<i64>>,
+}
+
+impl<'a> TargetOptions<'a> {
+    /// Takes `option` and its value from `c` if it is one of these options; false if it is not.
+    pub(super) fn take(&mut self, option: &[u8], c: &mut Cursor<'_, 'a>) -> Result<bool, Reply> {
+        if is(option, "USER") {
+            once(&mut self.user, id(c.next_arg()?, "user")?)?;
+        } else if is(option, "CHANNEL") {
+            once(&mut self.channel, id(c.next_arg()?, "channel")?)?;
+        } else if is(option, "SERVER") {
+            once(&mut self.server, server_id(c.next_arg()?)?)?;
+        } else if is(option, "PERSONA") {
+            once(&mut self.persona, persona(c.next_arg()?)?)?;
+        } else if is(option, "LINEAGE") {
+            once(&mut self.lineage, lineage(c.next_arg()?)?)?;
+        } else {
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// The conversation, once USER, CHANNEL and SERVER were all given.
+    pub(super) fn finish(self) -> Result<Target<'a>, Reply> {
+        let (Some(user), Some(channel), Some(server)) = (self.user, self.channel, self.server)
+        else {
+            return Err(error("ERR USER, CHANNEL and SERVER are required"));
+        };
+        Ok(Target {
+            user,
+            channel,
+            server,
+            persona: self.persona.flatten(),
+            lineage: self.lineage,
+        })
+    }
+}
+
 fn parse_target<'a>(args: &[&'a [u8]], tail: &str) -> Result<(Target<'a>, usize), Reply> {
-    let (mut user, mut channel, mut server, mut persona_id, mut lineage_id) =
-        (None, None, None, None, None);
+    let mut options = TargetOptions::default();
     let mut c = Cursor::new(args, 1);
     let tail_at = loop {
         let option = c.next_arg()?;
         if is(option, tail) {
             break c.position();
         }
-        if is(option, "USER") {
-            once(&mut user, id(c.next_arg()?, "user")?)?;
-        } else if is(option, "CHANNEL") {
-            once(&mut channel, id(c.next_arg()?, "channel")?)?;
-        } else if is(option, "SERVER") {
-            once(&mut server, server_id(c.next_arg()?)?)?;
-        } else if is(option, "PERSONA") {
-            once(&mut persona_id, persona(c.next_arg()?)?)?;
-        } else if is(option, "LINEAGE") {
-            once(&mut lineage_id, lineage(c.next_arg()?)?)?;
-        } else {
+        if !options.take(option, &mut c)? {
             return Err(Reply::error(err::SYNTAX));
         }
     };
-    let (Some(user), Some(channel), Some(server)) = (user, channel, server) else {
-        return Err(error("ERR USER, CHANNEL and SERVER are required"));
-    };
-    Ok((
-        Target {
-            user,
-            channel,
-            server,
-            persona: persona_id.flatten(),
-            lineage: lineage_id,
-        },
-        tail_at,
-    ))
+    Ok((options.finish()?, tail_at))
 }
 
 /// Cuts `text` to at most `max` characters, at a character boundary.

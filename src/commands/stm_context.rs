@@ -3,7 +3,7 @@
 //! in `crate::stm::context`.
 
 use super::args::{count, is, Cursor};
-use super::stm::{format_json, id, lineage, once, persona, server_id};
+use super::stm::{format_json, once, Target, TargetOptions};
 use super::{err, CmdResult, Ctx};
 use crate::protocol::Reply;
 use crate::stm::context::{live_block, other_channel_block, Mode, Style};
@@ -58,25 +58,17 @@ fn cadence(arg: &[u8]) -> Result<i64, Reply> {
 }
 
 fn parse<'a>(args: &[&'a [u8]]) -> Result<ContextRequest<'a>, Reply> {
-    let (mut user, mut channel, mut server, mut persona_id, mut lineage_id) =
-        (None, None, None, None, None);
+    let mut target = TargetOptions::default();
     let (mut bot, mut others, mut crude, mut mode_of, mut cadence_of) =
         (None, None, None, None, None);
     let (mut cross_server, mut now, mut json) = (None, None, None);
     let mut c = Cursor::new(args, 1);
     while !c.is_done() {
         let option = c.next_arg()?;
-        if is(option, "USER") {
-            once(&mut user, id(c.next_arg()?, "user")?)?;
-        } else if is(option, "CHANNEL") {
-            once(&mut channel, id(c.next_arg()?, "channel")?)?;
-        } else if is(option, "SERVER") {
-            once(&mut server, server_id(c.next_arg()?)?)?;
-        } else if is(option, "PERSONA") {
-            once(&mut persona_id, persona(c.next_arg()?)?)?;
-        } else if is(option, "LINEAGE") {
-            once(&mut lineage_id, lineage(c.next_arg()?)?)?;
-        } else if is(option, "BOT") {
+        if target.take(option, &mut c)? {
+            continue;
+        }
+        if is(option, "BOT") {
             once(&mut bot, bot_name(c.next_arg()?)?)?;
         } else if is(option, "OTHERS") {
             once(&mut others, count(c.next_arg()?)?)?;
@@ -96,15 +88,19 @@ fn parse<'a>(args: &[&'a [u8]]) -> Result<ContextRequest<'a>, Reply> {
             return Err(Reply::error(err::SYNTAX));
         }
     }
-    let (Some(user), Some(channel), Some(server)) = (user, channel, server) else {
-        return Err(Reply::error("ERR USER, CHANNEL and SERVER are required"));
-    };
+    let Target {
+        user,
+        channel,
+        server,
+        persona,
+        lineage,
+    } = target.finish()?;
     Ok(ContextRequest {
         user,
         channel,
         server,
-        persona: persona_id.flatten(),
-        lineage: lineage_id,
+        persona,
+        lineage,
         bot: bot.unwrap_or_else(|| "the assistant".to_string()),
         others: others.unwrap_or(3),
         crude: crude.unwrap_or(6),

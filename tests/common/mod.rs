@@ -110,6 +110,15 @@ pub struct Binary {
 impl Binary {
     /// Starts `stmd --port <free> --no-database --log-level warn <extra>`.
     pub fn start(extra: &[&str]) -> Binary {
+        Binary::spawn(None, extra, &[])
+    }
+
+    /// Starts `stmd <file> --port <free> --no-database --log-level warn <extra>` with `env` set.
+    pub fn start_from_file(file: &std::path::Path, extra: &[&str], env: &[(&str, &str)]) -> Binary {
+        Binary::spawn(Some(file), extra, env)
+    }
+
+    fn spawn(file: Option<&std::path::Path>, extra: &[&str], env: &[(&str, &str)]) -> Binary {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map(|a| a.port())
@@ -121,9 +130,11 @@ impl Binary {
             }
         }
         let child = cmd
+            .args(file)
             .args(["--port", &port.to_string(), "--no-database"])
             .args(["--log-level", "warn"])
             .args(extra)
+            .envs(env.iter().copied())
             .spawn()
             .expect("spawn stmd");
         Binary { child, port }

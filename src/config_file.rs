@@ -1,0 +1,643 @@
+//! The configuration file: redis.conf syntax (one directive per line, `#` comments, Redis's
+//! quoting, `include`), turned into the same flags the command line takes, so every setting is
+//! parsed and checked by one parser. Precedence: file < `STMD_*` environment < command-line flags.
+//! `CONFIG REWRITE` writes the current settings back into the file, keeping its comments.
+
+use crate::config::{Config, PARAMS};
+use crate::config_inert::INERT_PARAMS;
+use clap::{CommandFactory, FromArgMatches};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// One directive of a file: its name (lower case), its arguments, and where it was read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Directive {
+    pub name: String,
+    pub args: Vec<String>,
+    pub file: PathBuf,
+    pub line_no: usize,
+    pub line: String,
+}
+
+/// Includes nested deeper than this are refused (an include loop would never end).
+const MAX_INCLUDE_DEPTH: usize = 16;
+
+/// Directives that may be repeated, each line adding to the setting rather than replacing it.
+const ACCUMULATING: &[&str] = &["client-output-buffer-limit"];
+
+/// Redis's `loglevel` names, as `tracing` filters.
+fn log_level_from_redis(level: &str) -> String {
+    match level.to_ascii_lowercase().as_str() {
+        "debug" | "verbose" => "debug".into(),
+        "notice" => "info".into(),
+        "warning" => "warn".into(),
+        "nothing" => "off".into(),
+        _ => level.to_string(),
+    }
+}
+
+/// Splits a line into arguments as redis.conf does: whitespace separates; `"…"` takes the escapes
+/// `\n \r \t \b \a \\ \" \xHH`; `'…'` takes `\'`; a closing quote must end the argument.
+pub fn split_args(line: &str) -> Result<Vec<String>, String> {
+    const UNBALANCED: &str = "Unbalanced quotes in configuration line";
+    let bytes = line.as_bytes();
+    let mut args = Vec::new();
+    let mut i = 0;
+    loop {
+        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= bytes.len() {
+            return Ok(args);
+        }
+        let mut current: Vec<u8> = Vec::new();
+        let mut quote: Option<u8> = None;
+        loop {
+            let Some(&c) = bytes.get(i) else {
+                if quote.is_some() {
+                    return Err(UNBALANCED.into());
+                }
+                break;
+            };
+            match quote {
+                Some(b'"') if c == b'\\' && i + 1 < bytes.len() => {
+                    let next = bytes[i + 1];
+                    let hex = bytes.get(i + 2..i + 4).and_then(|h| {
+                        std::str::from_utf8(h)
+                            .ok()
+                            .and_then(|h| u8::from_str_radix(h, 16).ok())
+                    });
+                    match (next, hex) {
+                        (b'x', Some(value)) => {
+                            current.push(value);
+                            i += 4;
+                            continue;
+                        }
+                        (b'n', _) => current.push(b'\n'),
+                        (b'r', _) => current.push(b'\r'),
+                        (b't', _) => current.push(b'\t'),
+                        (b'b', _) => current.push(8),
+                        (b'a', _) => current.push(7),
+                        (other, _) => current.push(other),
+                    }
+                    i += 2;
+                    continue;
+                }
+                Some(b'\'') if c == b'\\' && bytes.get(i + 1) == Some(&b'\'') => {
+                    current.push(b'\'');
+                    i += 2;
+                    continue;
+                }
+                Some(q) if c == q => {
+                    // The closing quote must be followed by a space or the end of the line.
+                    if bytes.get(i + 1).is_some_and(|n| !n.is_ascii_whitespace()) {
+                        return Err(UNBALANCED.into());
+                    }
+                    i += 1;
+                    break;
+                }
+                Some(_) => current.push(c),
+                None if c.is_ascii_whitespace() => break,
+                None if c == b'"' || c == b'\'' => quote = Some(c),
+                None => current.push(c),
+            }
+            i += 1;
+        }
+        args.push(String::from_utf8_lossy(&current).into_owned());
+    }
+}
+
+/// Reads a file and the files it includes, in order. `include` takes a path or a glob in its last
+/// component (`include /etc/stmd/conf.d/*.conf`), as Redis 7 does.
+pub fn read(path: &Path) -> Result<Vec<Directive>, String> {
+    let mut out = Vec::new();
+    read_into(path, 0, &mut out)?;
+    Ok(out)
+}
+
+fn read_into(path: &Path, depth: usize, out: &mut Vec<Directive>) -> Result<(), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        format!(
+            "Fatal error, can't open config file '{}': {e}",
+            path.display()
+        )
+    })?;
+    for (index, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let fail = |why: &str| fatal(path, index + 1, line, why);
+        let mut args = split_args(line).map_err(|why| fail(&why))?;
+        if args.is_empty() {
+            continue;
+        }
+        let name = args.remove(0).to_ascii_lowercase();
+        if name == "include" {
+            if args.len() != 1 {
+                return Err(fail("Bad directive or wrong number of arguments"));
+            }
+            if depth >= MAX_INCLUDE_DEPTH {
+                return Err(fail("Includes nested too deep (an include loop?)"));
+            }
+            for included in expand_include(&args[0]).map_err(|why| fail(&why))? {
+                read_into(&included, depth + 1, out)?;
+            }
+            continue;
+        }
+        out.push(Directive {
+            name,
+            args,
+            file: path.to_path_buf(),
+            line_no: index + 1,
+            line: line.to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// The files an `include` names: the path itself, or the sorted matches of a glob in its last
+/// component (no match is not an error, as in Redis).
+fn expand_include(pattern: &str) -> Result<Vec<PathBuf>, String> {
+    let path = Path::new(pattern);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if !name.contains(['*', '?', '[']) {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let entries =
+        std::fs::read_dir(&dir).map_err(|e| format!("Cannot read '{}': {e}", dir.display()))?;
+    let mut matches: Vec<PathBuf> = entries
+        .filter_map(|entry| entry.ok())
+        .filter(|entry| {
+            crate::glob::matches(
+                name.as_bytes(),
+                entry.file_name().to_string_lossy().as_bytes(),
+                false,
+            )
+        })
+        .map(|entry| entry.path())
+        .filter(|p| p.is_file())
+        .collect();
+    matches.sort();
+    Ok(matches)
+}
+
+/// Redis's start-up error for a bad configuration line, naming the file and the line.
+fn fatal(file: &Path, line_no: usize, line: &str, why: &str) -> String {
+    format!(
+        "\n*** FATAL CONFIG FILE ERROR (stmd) ***\nReading the configuration file {}, at line {line_no}\n>>> '{line}'\n{why}",
+        file.display()
+    )
+}
+
+/// Builds the configuration from the process's arguments: `stmd [config-file] [--flag value]…`.
+/// clap's own errors, `--help` and `--version` exit the process as `Config::parse` does.
+pub fn load(args: impl IntoIterator<Item = OsString>) -> Result<Config, String> {
+    load_with_env(args, |name| std::env::var_os(name).is_some())
+}
+
+fn load_with_env(
+    args: impl IntoIterator<Item = OsString>,
+    env_is_set: impl Fn(&str) -> bool,
+) -> Result<Config, String> {
+    let mut args: Vec<OsString> = args.into_iter().collect();
+    let program = if args.is_empty() {
+        OsString::from("stmd")
+    } else {
+        args.remove(0)
+    };
+    let file = match args.first() {
+        Some(first) if !first.to_string_lossy().starts_with('-') => {
+            Some(PathBuf::from(args.remove(0)))
+        }
+        _ => None,
+    };
+    let mut argv = vec![program];
+    let mut warnings = Vec::new();
+    if let Some(file) = &file {
+        for directive in merge_accumulating(read(file)?) {
+            match flags_for(&directive, &env_is_set)? {
+                Flags::Set(flags) => argv.extend(flags.into_iter().map(OsString::from)),
+                Flags::Inert(default) => warnings.push(format!(
+                    "{}:{}: '{}' is accepted for Redis compatibility and has no effect in stmd (it stays '{default}')",
+                    directive.file.display(),
+                    directive.line_no,
+                    directive.name
+                )),
+                Flags::None => {}
+            }
+        }
+    }
+    argv.extend(args);
+    let matches = Config::command()
+        .args_override_self(true)
+        .try_get_matches_from(argv)
+        .unwrap_or_else(|e| e.exit());
+    let mut config = Config::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    config.config_file = file.map(|file| std::path::absolute(&file).unwrap_or(file));
+    config.config_warnings = warnings;
+    Ok(config)
+}
+
+/// Lines of an accumulating directive become one directive with all their arguments.
+fn merge_accumulating(directives: Vec<Directive>) -> Vec<Directive> {
+    let mut out: Vec<Directive> = Vec::with_capacity(directives.len());
+    for directive in directives {
+        let earlier = out
+            .iter_mut()
+            .find(|d| d.name == directive.name && ACCUMULATING.contains(&d.name.as_str()));
+        match earlier {
+            Some(earlier) => earlier.args.extend(directive.args),
+            None => out.push(directive),
+        }
+    }
+    out
+}
+
+enum Flags {
+    /// Command-line tokens for the directive.
+    Set(Vec<String>),
+    /// A Redis option stmd ignores, set to something other than the value stmd reports.
+    Inert(&'static str),
+    /// Nothing to do (an ignored option at its value, or overridden by the environment).
+    None,
+}
+
+/// Turns one directive into the flags the command line would take, checking it on its own so an
+/// error names its line.
+fn flags_for(directive: &Directive, env_is_set: &impl Fn(&str) -> bool) -> Result<Flags, String> {
+    let fail = |why: &str| fatal(&directive.file, directive.line_no, &directive.line, why);
+    let (name, args): (&str, Vec<String>) = match directive.name.as_str() {
+        "loglevel" => (
+            "log-level",
+            directive
+                .args
+                .iter()
+                .map(|a| log_level_from_redis(a))
+                .collect(),
+        ),
+        "bind" => (
+            "bind",
+            bind_address(&directive.args).map_err(|why| fail(&why))?,
+        ),
+        other => (other, directive.args.clone()),
+    };
+    let command = Config::command();
+    let Some(arg) = command.get_arguments().find(|a| a.get_long() == Some(name)) else {
+        return match INERT_PARAMS.iter().find(|(n, _)| *n == name) {
+            Some((_, value)) if directive.args.join(" ") == *value => Ok(Flags::None),
+            Some((_, value)) => Ok(Flags::Inert(value)),
+            None => Err(fail("Bad directive or wrong number of arguments")),
+        };
+    };
+    if arg
+        .get_env()
+        .is_some_and(|env| env_is_set(&env.to_string_lossy()))
+    {
+        return Ok(Flags::None);
+    }
+    let flag = format!("--{name}");
+    let tokens = if !arg.get_action().takes_values() {
+        match args.as_slice() {
+            [v] if v.eq_ignore_ascii_case("yes") => vec![flag],
+            [v] if v.eq_ignore_ascii_case("no") => vec![],
+            _ => return Err(fail("argument must be 'yes' or 'no'")),
+        }
+    } else if arg.get_num_args().is_some_and(|n| n.min_values() > 1) {
+        let wanted = arg.get_num_args().map_or(1, |n| n.min_values());
+        if args.len() != wanted {
+            return Err(fail("Bad directive or wrong number of arguments"));
+        }
+        std::iter::once(flag).chain(args).collect()
+    } else {
+        if args.is_empty() {
+            return Err(fail("Bad directive or wrong number of arguments"));
+        }
+        vec![flag, args.join(" ")]
+    };
+    // Check the directive alone, so that a bad value is reported with its line.
+    Config::command()
+        .args_override_self(true)
+        .try_get_matches_from(std::iter::once("stmd".to_string()).chain(tokens.iter().cloned()))
+        .map_err(|e| fail(first_line(&e.to_string())))?;
+    Ok(Flags::Set(tokens))
+}
+
+fn first_line(text: &str) -> &str {
+    let line = text.lines().next().unwrap_or(text);
+    line.strip_prefix("error: ").unwrap_or(line)
+}
+
+/// `bind` takes several addresses in Redis; stmd listens on one. The first is used; further ones
+/// must be optional (Redis's `-` prefix) and are skipped. `*` is every IPv4 address.
+fn bind_address(args: &[String]) -> Result<Vec<String>, String> {
+    let Some((first, rest)) = args.split_first() else {
+        return Err("Bad directive or wrong number of arguments".into());
+    };
+    if let Some(required) = rest.iter().find(|a| !a.starts_with('-')) {
+        return Err(format!(
+            "stmd listens on one address: put '{required}' first or mark it optional with '-'"
+        ));
+    }
+    let address = first.trim_start_matches('-');
+    Ok(vec![if address == "*" {
+        "0.0.0.0".to_string()
+    } else {
+        address.to_string()
+    }])
+}
+
+/// The file directive a CONFIG parameter is written back under, if it has one: a parameter that is
+/// also a flag, or `loglevel`. (`database` only shows where rows go; it is not a directive.)
+fn rewritable(name: &str) -> bool {
+    name == "loglevel"
+        || Config::command()
+            .get_arguments()
+            .any(|a| a.get_long() == Some(name))
+}
+
+/// A value as one redis.conf argument list: plain words stay as they are; anything else is quoted.
+fn quote(value: &str) -> String {
+    let plain = !value.is_empty()
+        && !value.starts_with(' ')
+        && !value.ends_with(' ')
+        && !value.contains("  ")
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\'' && b != b'\\' || b == b' ');
+    if plain {
+        return value.to_string();
+    }
+    let mut out = String::from("\"");
+    for c in value.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The text of `file` rewritten with `config`'s settings, as CONFIG REWRITE does: the first line of
+/// each parameter gets its current value, later lines of it go, comments and other lines stay, and
+/// parameters that differ from their defaults and had no line are appended at the end.
+pub fn rewritten(original: &str, config: &Config) -> String {
+    const MARKER: &str = "# Generated by CONFIG REWRITE";
+    let defaults = Config::default();
+    let params: Vec<_> = PARAMS.iter().filter(|p| rewritable(p.name)).collect();
+    let mut written: Vec<&str> = Vec::new();
+    let mut lines: Vec<String> = Vec::new();
+    for raw in original.lines() {
+        let name = split_args(raw.trim())
+            .ok()
+            .filter(|_| !raw.trim_start().starts_with('#'))
+            .and_then(|args| args.into_iter().next())
+            .map(|n| n.to_ascii_lowercase());
+        let param = name
+            .as_deref()
+            .map(|n| if n == "log-level" { "loglevel" } else { n })
+            .and_then(|n| params.iter().find(|p| p.name == n));
+        match param {
+            Some(p) if written.contains(&p.name) => {}
+            Some(p) => {
+                written.push(p.name);
+                lines.push(format!("{} {}", p.name, quote(&(p.get)(config))));
+            }
+            None => lines.push(raw.to_string()),
+        }
+    }
+    let mut appended = Vec::new();
+    for p in &params {
+        let value = (p.get)(config);
+        if !written.contains(&p.name) && value != (p.get)(&defaults) {
+            appended.push(format!("{} {}", p.name, quote(&value)));
+        }
+    }
+    if !appended.is_empty() {
+        if !lines.iter().any(|l| l == MARKER) {
+            lines.push(MARKER.to_string());
+        }
+        lines.extend(appended);
+    }
+    let mut text = lines.join("\n");
+    text.push('\n');
+    text
+}
+
+/// CONFIG REWRITE: replaces the file atomically (a temporary file renamed over it).
+pub fn rewrite(file: &Path, config: &Config) -> std::io::Result<()> {
+    let original = match std::fs::read_to_string(file) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e),
+    };
+    let text = rewritten(&original, config);
+    let mut temp = file.as_os_str().to_owned();
+    temp.push(".rewrite.tmp");
+    let temp = PathBuf::from(temp);
+    {
+        use std::io::Write;
+        let mut out = std::fs::File::create(&temp)?;
+        out.write_all(text.as_bytes())?;
+        out.sync_all()?;
+    }
+    std::fs::rename(&temp, file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(line: &str) -> Vec<String> {
+        split_args(line).expect("splits")
+    }
+
+    #[test]
+    fn lines_split_as_redis_conf_does() {
+        assert_eq!(args("  port   7000 "), ["port", "7000"]);
+        assert_eq!(
+            args(r#"requirepass "a b\"c\x41\n""#),
+            ["requirepass", "a b\"cA\n"]
+        );
+        assert_eq!(args(r"name 'it\'s' x"), ["name", "it's", "x"]);
+        assert_eq!(args(r#"save """#), ["save", ""]);
+        assert_eq!(
+            args(r#"a"b c" d"#),
+            ["ab c", "d"],
+            "a quote inside a word opens a quoted part"
+        );
+        for bad in [r#"x "open"#, r#"x "a"b"#, "x 'a'b", "x 'open"] {
+            assert!(split_args(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn quoting_round_trips_through_the_splitter() {
+        for value in [
+            "plain",
+            "normal 0 0 0",
+            "",
+            "a  b",
+            " lead",
+            "q\"uote",
+            "back\\slash",
+            "tab\tnl\n",
+            "caf\u{e9}",
+        ] {
+            let line = format!("name {}", quote(value));
+            // The reader joins a directive's arguments with one space, so that is the round trip.
+            assert_eq!(args(&line)[1..].join(" "), value, "{line}");
+        }
+    }
+
+    fn load_file(text: &str, extra: &[&str], env: &[&str]) -> Result<Config, String> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("stmd.conf");
+        std::fs::write(&path, text).expect("write");
+        let mut argv: Vec<OsString> = vec!["stmd".into(), path.into_os_string()];
+        argv.extend(extra.iter().map(OsString::from));
+        load_with_env(argv, |name| env.contains(&name))
+    }
+
+    #[test]
+    fn a_file_sets_flags_with_units_booleans_and_redis_names() {
+        let c = load_file(
+            "# comment\nport 7001\nmaxmemory 2mb\nprotected-mode no\nno-database yes\nloglevel warning\n\
+             client-output-buffer-limit pubsub 1mb 512kb 10\nclient-output-buffer-limit normal 0 0 0\n\
+             appendonly no\nrename-command FLUSHALL \"\"\n",
+            &[],
+            &[],
+        )
+        .expect("loads");
+        assert_eq!(
+            (c.port, c.maxmemory, c.protected_mode),
+            (7001, 2 * 1024 * 1024, false)
+        );
+        assert!(c.no_database);
+        assert_eq!(c.log_level, "warn");
+        assert_eq!(c.client_output_buffer_limit.pubsub.hard, 1024 * 1024);
+        assert_eq!(c.rename_command, ["FLUSHALL", ""]);
+        assert!(c.config_warnings.is_empty());
+    }
+
+    #[test]
+    fn flags_beat_the_environment_which_beats_the_file() {
+        let c = load_file("port 7001\ntimeout 5\n", &["--port", "7002"], &[]).expect("loads");
+        assert_eq!((c.port, c.timeout), (7002, 5));
+        let c = load_file("timeout 5\n", &[], &["STMD_TIMEOUT"]).expect("loads");
+        assert_eq!(
+            c.timeout, 0,
+            "the file's value gives way to the environment's"
+        );
+    }
+
+    #[test]
+    fn bad_lines_are_errors_naming_the_line() {
+        let e = load_file("port 7001\nno-such-option 1\n", &[], &[]).expect_err("refused");
+        assert!(
+            e.contains("at line 2") && e.contains("no-such-option 1"),
+            "{e}"
+        );
+        let e = load_file("\n\nmaxmemory lots\n", &[], &[]).expect_err("refused");
+        assert!(e.contains("at line 3"), "{e}");
+        let e = load_file("port \"7001\n", &[], &[]).expect_err("refused");
+        assert!(e.contains("Unbalanced quotes"), "{e}");
+        let e = load_file("protected-mode maybe\n", &[], &[]).expect_err("refused");
+        assert!(e.contains("at line 1"), "{e}");
+    }
+
+    #[test]
+    fn ignored_redis_options_warn_only_when_set_to_something_else() {
+        let c = load_file("save \"\"\ndaemonize yes\nhz 10\n", &[], &[]).expect("loads");
+        assert_eq!(c.config_warnings.len(), 1, "{:?}", c.config_warnings);
+        assert!(c.config_warnings[0].contains("daemonize"));
+    }
+
+    #[test]
+    fn includes_are_read_in_place_with_globs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(dir.path().join("conf.d")).expect("mkdir");
+        std::fs::write(dir.path().join("conf.d/a.conf"), "timeout 7\n").expect("write");
+        std::fs::write(
+            dir.path().join("conf.d/b.conf"),
+            "timeout 8\nmaxclients 9\n",
+        )
+        .expect("write");
+        let main = dir.path().join("stmd.conf");
+        std::fs::write(
+            &main,
+            format!(
+                "timeout 1\ninclude {}/conf.d/*.conf\nmaxclients 10\n",
+                dir.path().display()
+            ),
+        )
+        .expect("write");
+        let c = load_with_env(vec!["stmd".into(), main.clone().into_os_string()], |_| {
+            false
+        })
+        .expect("loads");
+        assert_eq!(
+            (c.timeout, c.maxclients),
+            (8, 10),
+            "later lines win, includes in place"
+        );
+        std::fs::write(&main, format!("include {}\n", main.display())).expect("write");
+        let e = load_with_env(vec!["stmd".into(), main.into_os_string()], |_| false)
+            .expect_err("a loop is refused");
+        assert!(e.contains("nested too deep"), "{e}");
+    }
+
+    #[test]
+    fn rewrite_keeps_comments_replaces_values_and_appends_changes() {
+        let c = Config {
+            maxclients: 77,
+            timeout: 12,
+            requirepass: "two words".into(),
+            ..Config::default()
+        };
+        let original = "# my server\nmaxclients 5\n\n# again\nMAXCLIENTS 6\nhz 10\n";
+        let text = rewritten(original, &c);
+        assert_eq!(
+            text,
+            "# my server\nmaxclients 77\n\n# again\nhz 10\n# Generated by CONFIG REWRITE\ntimeout 12\nrequirepass two words\n"
+        );
+        assert_eq!(
+            rewritten(&text, &c),
+            text,
+            "a second rewrite changes nothing"
+        );
+    }
+
+    #[test]
+    fn every_cli_flag_is_a_directive_and_the_example_file_loads() {
+        let example = include_str!("../stmd.conf");
+        for arg in Config::command().get_arguments() {
+            let Some(long) = arg.get_long() else { continue };
+            if arg.is_hide_set() || matches!(long, "help" | "version") {
+                continue;
+            }
+            assert!(
+                example.contains(&format!("\n# {long} "))
+                    || example.contains(&format!("\n{long} ")),
+                "stmd.conf documents '{long}'"
+            );
+        }
+        let c = load_file(example, &[], &[]).expect("the example loads");
+        assert_eq!(c.port, 6379);
+    }
+}
