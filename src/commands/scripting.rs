@@ -84,7 +84,7 @@ pub fn run_script(
         };
         let mut inner = Ctx {
             shared,
-            conn: &mut **conn,
+            conn,
             held: Some(locks),
         };
         if loaded.is_function {
