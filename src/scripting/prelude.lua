@@ -124,6 +124,7 @@ local env = setmetatable({}, {
 })
 backing[env] = globals
 
+local string_metatable
 -- Library tables are read-only too (after the libraries registered theirs).
 local function protect_libraries()
   for _, name in pairs({ 'string', 'table', 'math', 'coroutine', 'redis', 'bit', 'cjson',
@@ -134,6 +135,9 @@ local function protect_libraries()
     end
   end
   rawset(globals, '_G', env)
+  -- Scripts see the strings' metatable as a read-only table whose __index is the read-only
+  -- `string`, so no script can change string methods under the next one (as Redis 7).
+  string_metatable = readonly({ __index = rawget(globals, 'string') })
 end
 
 -- Raw access and metatables cannot go around the proxies.
@@ -151,6 +155,7 @@ globals.setmetatable = function(t, mt)
   return setmetatable(t, mt)
 end
 globals.getmetatable = function(t)
+  if type(t) == 'string' then return string_metatable end
   if backing[t] then return nil end
   return getmetatable(t)
 end
