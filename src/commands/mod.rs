@@ -237,6 +237,9 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
         match ctx.shared.scripting.run.check(threshold) {
             BusyCheck::Free => {}
             BusyCheck::Busy(text) => return reject(ctx, Some(cmd), args, text.to_string()),
+            // Another script (EVAL, FCALL…) queues behind it on the engine lock, off the tokio
+            // worker, instead of every waiting script being woken at each script's end.
+            BusyCheck::Wait if cmd.group == "scripting" => {}
             // Nothing has happened yet: the connection waits, then dispatches it again.
             BusyCheck::Wait => {
                 ctx.conn.script_wait = true;
