@@ -93,7 +93,7 @@ fn to_args(args: &[&str]) -> Vec<Vec<u8>> {
 fn dispatch_commands(c: &mut Criterion) {
     let shared = shared();
     let addr = shared.local_addr;
-    let mut conn = ConnState::new(shared.clients.register(addr, addr), true);
+    let mut conn = ConnState::new(shared.clients.register(addr, addr, -1), true);
     let mut group = c.benchmark_group("dispatch");
     let set = to_args(&["SET", "key:000123", "xxx"]);
     let get = to_args(&["GET", "key:000123"]);
@@ -154,7 +154,7 @@ fn clean(c: &mut Criterion) {
 fn capture(c: &mut Criterion) {
     let shared = shared();
     let addr = shared.local_addr;
-    let mut conn = ConnState::new(shared.clients.register(addr, addr), true);
+    let mut conn = ConnState::new(shared.clients.register(addr, addr, -1), true);
     let mut group = c.benchmark_group("capture");
     // Each iteration a new user: the entry, its index slots and its row operation are all new.
     let mut user = 0u64;
@@ -180,7 +180,7 @@ fn capture(c: &mut Criterion) {
 fn context(c: &mut Criterion) {
     let shared = shared();
     let addr = shared.local_addr;
-    let mut conn = ConnState::new(shared.clients.register(addr, addr), true);
+    let mut conn = ConnState::new(shared.clients.register(addr, addr, -1), true);
     for channel in ["c1", "c2", "c3", "c4", "c5"] {
         let mut args = capture_args("u1");
         args[4] = channel.as_bytes().to_vec();

@@ -6,7 +6,7 @@ use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Instant;
@@ -16,18 +16,21 @@ pub struct ClientInfo {
     pub id: u64,
     pub addr: SocketAddr,
     pub laddr: SocketAddr,
+    /// The socket's file descriptor (-1 where there is none).
+    pub fd: i32,
     pub connected_at: Instant,
     pub name: Mutex<Option<Bytes>>,
     pub lib_name: Mutex<Option<Bytes>>,
     pub lib_ver: Mutex<Option<Bytes>>,
     /// ms since `connected_at` of the last command.
     pub last_active_ms: AtomicU64,
-    /// Name of the last command run (a static name from the command table).
-    pub last_cmd: Mutex<&'static str>,
+    /// The connection's state as CLIENT LIST shows it, published by its own task.
+    pub published: Published,
     pub resp: AtomicU8,
     /// The selected database (CLIENT LIST's `db=`), mirrored from the connection's state.
     pub db: AtomicU64,
-    /// Asks the connection task to end: CLIENT KILL, an overflowing mailbox, server shutdown.
+    /// Asks the connection task to end (CLIENT KILL, an overflowing mailbox, server shutdown) or
+    /// to give up a blocking command (CLIENT UNBLOCK).
     signal: Signal,
     /// Set when the client is closed for passing its `client-output-buffer-limit`.
     pub output_limit_reached: AtomicBool,
@@ -78,7 +81,60 @@ impl ClientInfo {
         self.kill();
     }
 
-    /// One line of CLIENT LIST / the CLIENT INFO reply, with Redis's field names.
+    /// CLIENT UNBLOCK: ends the blocking command the client waits in, answering as its timeout
+    /// would or with an UNBLOCKED error. False when it waits in none (CLIENT PAUSE's wait is not
+    /// one: Redis does not let UNBLOCK cut a pause short either).
+    pub fn unblock(&self, with_error: bool) -> bool {
+        if self.published.flags.load(Ordering::Relaxed) & flag::IN_BLOCKING_COMMAND == 0 {
+            return false;
+        }
+        self.signal.raise(if with_error {
+            Signal::UNBLOCK_ERROR
+        } else {
+            Signal::UNBLOCK_TIMEOUT
+        });
+        true
+    }
+
+    /// Forgets an UNBLOCK aimed at an earlier wait; called before a new wait starts.
+    pub fn clear_unblock(&self) {
+        self.signal
+            .clear(Signal::UNBLOCK_TIMEOUT | Signal::UNBLOCK_ERROR);
+    }
+
+    /// Resolves once CLIENT UNBLOCK asks this client's blocking command to end; true when it asks
+    /// for an error reply rather than the timeout reply.
+    pub async fn unblocked(&self) -> bool {
+        self.signal
+            .wait(Signal::UNBLOCK_TIMEOUT | Signal::UNBLOCK_ERROR)
+            .await;
+        self.signal.is_raised(Signal::UNBLOCK_ERROR)
+    }
+
+    /// The client's type for CLIENT KILL/LIST TYPE: `pubsub` while subscribed, else `normal`.
+    pub fn is_pubsub(&self) -> bool {
+        self.published.flags.load(Ordering::Relaxed) & flag::PUBSUB != 0
+    }
+
+    /// Seconds since the client connected.
+    pub fn age_secs(&self) -> u64 {
+        self.connected_at.elapsed().as_secs()
+    }
+
+    /// The memory the connection holds: its records and buffers (CLIENT LIST's `tot-mem`).
+    pub fn memory(&self) -> u64 {
+        let p = &self.published;
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        std::mem::size_of::<ClientInfo>() as u64
+            + load(&p.state_mem)
+            + load(&p.qbuf)
+            + load(&p.qbuf_free)
+            + load(&p.argv_mem)
+            + load(&p.multi_mem)
+            + load(&p.rbs)
+    }
+
+    /// One line of CLIENT LIST / the CLIENT INFO reply, with Redis 7.2's fields in its order.
     pub fn describe(&self) -> String {
         let text = |m: &Mutex<Option<Bytes>>| {
             m.lock()
@@ -86,21 +142,187 @@ impl ClientInfo {
                 .map(|b| String::from_utf8_lossy(b).into_owned())
                 .unwrap_or_default()
         };
+        let p = &self.published;
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let flags = p.flags.load(Ordering::Relaxed);
+        let subs = load(&p.subscriptions);
+        let (qbuf, qbuf_free, argv_mem, multi_mem) = (
+            load(&p.qbuf),
+            load(&p.qbuf_free),
+            load(&p.argv_mem),
+            load(&p.multi_mem),
+        );
+        let (rbs, rbp, omem) = (load(&p.rbs), load(&p.rbp), load(&p.omem));
+        let tot_mem = self.memory();
         format!(
-            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 watch=0 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl=0 oll={} omem={} tot-mem={} events={} cmd={} user=default redir={} resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             self.laddr,
+            self.fd,
             text(&self.name),
-            self.connected_at.elapsed().as_secs(),
+            self.age_secs(),
             self.idle_secs(),
+            flag::letters(flags | if self.is_killed() { flag::CLOSE_ASAP } else { 0 }),
             self.db.load(Ordering::Relaxed),
-            self.last_cmd.lock(),
+            subs & 0xffff_ffff,
+            subs >> 32,
+            0,
+            p.multi.load(Ordering::Relaxed),
+            qbuf,
+            qbuf_free,
+            argv_mem,
+            multi_mem,
+            rbs,
+            rbp,
+            u8::from(omem > 0),
+            omem,
+            tot_mem,
+            if omem > 0 { "rw" } else { "r" },
+            p.last_command(),
+            p.redir.load(Ordering::Relaxed),
             self.resp.load(Ordering::Relaxed),
             text(&self.lib_name),
             text(&self.lib_ver),
         )
     }
+}
+
+/// CLIENT LIST's flag bits, published by the connection task; [`flag::letters`] renders them
+/// with Redis's letters in Redis's order.
+pub mod flag {
+    pub const MONITOR: u32 = 1;
+    pub const PUBSUB: u32 = 1 << 1;
+    pub const MULTI: u32 = 1 << 2;
+    /// Waiting: in a blocking command or for a CLIENT PAUSE to end (Redis shows `b` for both).
+    pub const BLOCKED: u32 = 1 << 3;
+    pub const TRACKING: u32 = 1 << 4;
+    pub const TRACKING_BROKEN_REDIR: u32 = 1 << 5;
+    pub const TRACKING_BCAST: u32 = 1 << 6;
+    pub const CLOSE_AFTER_REPLY: u32 = 1 << 7;
+    pub const CLOSE_ASAP: u32 = 1 << 8;
+    pub const NO_EVICT: u32 = 1 << 9;
+    pub const NO_TOUCH: u32 = 1 << 10;
+    /// Not rendered: blocked in BLPOP & co. (CLIENT UNBLOCK may end it), not in a pause.
+    pub const IN_BLOCKING_COMMAND: u32 = 1 << 12;
+    /// Not rendered: blocked with a timeout (INFO's `clients_in_timeout_table`).
+    pub const BLOCKED_WITH_TIMEOUT: u32 = 1 << 13;
+
+    const LETTERS: &[(u32, char)] = &[
+        (MONITOR, 'O'),
+        (PUBSUB, 'P'),
+        (MULTI, 'x'),
+        (BLOCKED, 'b'),
+        (TRACKING, 't'),
+        (TRACKING_BROKEN_REDIR, 'R'),
+        (TRACKING_BCAST, 'B'),
+        (CLOSE_AFTER_REPLY, 'c'),
+        (CLOSE_ASAP, 'A'),
+        (NO_EVICT, 'e'),
+        (NO_TOUCH, 'T'),
+    ];
+
+    pub fn letters(flags: u32) -> String {
+        let shown: String = LETTERS
+            .iter()
+            .filter(|(bit, _)| flags & bit != 0)
+            .map(|(_, letter)| *letter)
+            .collect();
+        if shown.is_empty() {
+            "N".to_string()
+        } else {
+            shown
+        }
+    }
+}
+
+/// What a connection publishes about itself for CLIENT LIST/INFO/KILL and INFO clients. Only the
+/// connection's own task writes these, with relaxed stores, once per read batch (and per command
+/// for `cmd`), so another client reading them never slows the owner down; a reader may see one
+/// batch's fields mixed with the next one's, which a listing can live with.
+#[derive(Default)]
+pub struct Published {
+    /// [`flag`] bits.
+    pub flags: AtomicU32,
+    /// Channel subscriptions (low 32 bits) and pattern subscriptions (high 32 bits).
+    pub subscriptions: AtomicU64,
+    /// Commands queued since MULTI, or -1 outside MULTI.
+    pub multi: AtomicI64,
+    /// Bytes of the queued commands' arguments.
+    pub multi_mem: AtomicU64,
+    /// Bytes received and not yet run, and the free room after them in the read buffer.
+    pub qbuf: AtomicU64,
+    pub qbuf_free: AtomicU64,
+    /// Bytes of the arguments of the command being run (a blocked command keeps them).
+    pub argv_mem: AtomicU64,
+    /// Capacity of the reply buffer, and the most it held in the last few seconds.
+    pub rbs: AtomicU64,
+    pub rbp: AtomicU64,
+    /// Reply bytes not yet written (what `client-output-buffer-limit` counts).
+    pub omem: AtomicU64,
+    /// Heap held by the connection's own state (queued commands aside).
+    pub state_mem: AtomicU64,
+    /// CLIENT TRACKING's redirection target, or -1.
+    pub redir: AtomicI64,
+    /// Position + 1 in the command table of the last command run (0: none yet).
+    last_command: AtomicU32,
+    /// The first 16 bytes of that command's first argument, lower-cased: the subcommand of a
+    /// container command (`client|list`).
+    last_subcommand: [AtomicU64; 2],
+}
+
+impl Published {
+    /// Records the command about to run. Three relaxed stores; the subcommand is only copied for
+    /// commands without keys (the containers are among them).
+    #[inline]
+    pub fn set_last_command(&self, position: Option<usize>, args: &[&[u8]]) {
+        self.last_command
+            .store(position.map_or(0, |p| p as u32 + 1), Ordering::Relaxed);
+        if let Some(sub) = args.get(1) {
+            let mut bytes = [0u8; 16];
+            let n = sub.len().min(16);
+            bytes[..n].copy_from_slice(&sub[..n]);
+            bytes.make_ascii_lowercase();
+            let (a, b) = bytes.split_at(8);
+            let word = |half: &[u8]| u64::from_le_bytes(half.try_into().unwrap_or_default());
+            self.last_subcommand[0].store(word(a), Ordering::Relaxed);
+            self.last_subcommand[1].store(word(b), Ordering::Relaxed);
+        }
+    }
+
+    /// `get`, `client|list`, or `NULL` before the first command, as Redis shows it.
+    pub fn last_command(&self) -> String {
+        let position = self.last_command.load(Ordering::Relaxed) as usize;
+        let Some(cmd) = position
+            .checked_sub(1)
+            .and_then(|p| crate::commands::COMMANDS.get(p))
+        else {
+            return "NULL".to_string();
+        };
+        if !crate::command_stats::CONTAINERS.contains(&cmd.name) {
+            return cmd.name.to_string();
+        }
+        let mut bytes = Vec::with_capacity(16);
+        for word in &self.last_subcommand {
+            bytes.extend_from_slice(&word.load(Ordering::Relaxed).to_le_bytes());
+        }
+        let sub: String = bytes
+            .iter()
+            .take_while(|&&b| b != 0)
+            .filter(|b| b.is_ascii_graphic())
+            .map(|&b| b as char)
+            .collect();
+        format!("{}|{}", cmd.name, sub)
+    }
+}
+
+/// INFO clients' `client_recent_max_input_buffer`, `client_recent_max_output_buffer` and
+/// `clients_in_timeout_table`.
+#[derive(Default, Debug)]
+pub struct BufferPeaks {
+    pub input: u64,
+    pub output: u64,
+    pub with_timeout: u64,
 }
 
 /// All connected clients by id.
@@ -124,10 +346,16 @@ struct Signal {
 impl Signal {
     const KILLED: u8 = 1;
     const STOPPING: u8 = 2;
+    const UNBLOCK_TIMEOUT: u8 = 4;
+    const UNBLOCK_ERROR: u8 = 8;
 
     fn raise(&self, bits: u8) {
         self.raised.fetch_or(bits, Ordering::SeqCst);
         self.waker.wake();
+    }
+
+    fn clear(&self, bits: u8) {
+        self.raised.fetch_and(!bits, Ordering::SeqCst);
     }
 
     fn is_raised(&self, bits: u8) -> bool {
@@ -151,18 +379,23 @@ impl Signal {
 }
 
 impl ClientRegistry {
-    pub fn register(&self, addr: SocketAddr, laddr: SocketAddr) -> Arc<ClientInfo> {
+    pub fn register(&self, addr: SocketAddr, laddr: SocketAddr, fd: i32) -> Arc<ClientInfo> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
         let info = Arc::new(ClientInfo {
             id,
             addr,
             laddr,
+            fd,
             connected_at: Instant::now(),
             name: Mutex::new(None),
             lib_name: Mutex::new(None),
             lib_ver: Mutex::new(None),
             last_active_ms: AtomicU64::new(0),
-            last_cmd: Mutex::new("NULL"),
+            published: Published {
+                multi: AtomicI64::new(-1),
+                redir: AtomicI64::new(-1),
+                ..Default::default()
+            },
             resp: AtomicU8::new(2),
             db: AtomicU64::new(0),
             signal: Signal::default(),
@@ -195,6 +428,31 @@ impl ClientRegistry {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The client with this id, if connected.
+    pub fn get(&self, id: u64) -> Option<Arc<ClientInfo>> {
+        self.clients.lock().get(&id).cloned()
+    }
+
+    /// INFO memory's `mem_clients_normal`: what every connected client holds (no replicas here).
+    pub fn memory(&self) -> u64 {
+        self.clients.lock().values().map(|c| c.memory()).sum()
+    }
+
+    /// INFO clients' buffer peaks over the connected clients, and how many wait with a timeout.
+    pub fn buffer_peaks(&self) -> BufferPeaks {
+        let mut peaks = BufferPeaks::default();
+        for client in self.clients.lock().values() {
+            let p = &client.published;
+            let input = p.qbuf.load(Ordering::Relaxed) + p.qbuf_free.load(Ordering::Relaxed);
+            peaks.input = peaks.input.max(input);
+            peaks.output = peaks.output.max(p.omem.load(Ordering::Relaxed));
+            if p.flags.load(Ordering::Relaxed) & flag::BLOCKED_WITH_TIMEOUT != 0 {
+                peaks.with_timeout += 1;
+            }
+        }
+        peaks
     }
 
     /// A snapshot of the connected clients, in id order.

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 /// Commands whose first argument names a subcommand, counted as `container|sub` (Redis's list).
-const CONTAINERS: &[&str] = &[
+pub const CONTAINERS: &[&str] = &[
     "acl", "client", "cluster", "command", "config", "function", "latency", "memory", "module",
     "object", "pubsub", "script", "slowlog", "xgroup", "xinfo",
 ];
@@ -192,7 +192,7 @@ impl CommandStats {
     }
 
     /// The table position of `cmd` (a reference into `COMMANDS`), computed from addresses.
-    fn index(cmd: &Command) -> Option<usize> {
+    pub fn index(cmd: &Command) -> Option<usize> {
         let base = COMMANDS.as_ptr() as usize;
         let offset = (cmd as *const Command as usize).checked_sub(base)?;
         let index = offset / std::mem::size_of::<Command>();

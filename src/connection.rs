@@ -2,8 +2,8 @@
 //! read batch (every reply of the batch is encoded into one output buffer). Plain TCP and TLS
 //! clients run the same code: it is generic over the stream.
 
-use crate::clients::ClientInfo;
-use crate::commands::{self, ConnState, Ctx};
+use crate::clients::{flag, ClientInfo};
+use crate::commands::{self, client, ConnState, Ctx};
 use crate::metrics::Stats;
 use crate::output_limit::{ClassLimit, ClientClass};
 use crate::protocol::{parse_request, Limits, Parsed, Reply};
@@ -48,14 +48,15 @@ pub async fn refuse(mut stream: impl Stream, error: &'static str) {
 }
 
 /// Serves one client until it quits, is killed, breaks the protocol or the server shuts down.
-/// `peer` and `laddr` are the TCP addresses (taken before any TLS wrapping).
+/// `peer`, `laddr` and `fd` are the TCP socket's (taken before any TLS wrapping).
 pub async fn serve(
     mut stream: impl Stream,
     peer: SocketAddr,
     laddr: SocketAddr,
+    fd: i32,
     shared: Arc<Shared>,
 ) {
-    let info = shared.clients.register(peer, laddr);
+    let info = shared.clients.register(peer, laddr, fd);
     let mut conn = ConnState::new(info.clone(), shared.config.read().requirepass.is_empty());
     if let Err(err) = serve_loop(&mut stream, &shared, &mut conn, &info).await {
         tracing::debug!(client = info.id, %peer, %err, "connection ended with an error");
@@ -111,6 +112,7 @@ async fn serve_loop(
     let mut out = BytesMut::with_capacity(READ_CHUNK);
     let mut ranges: Vec<(usize, usize)> = Vec::new();
     let mut limit = ClassLimit::default();
+    let mut peak = ReplyPeak::default();
     loop {
         let batch = run_buffered(
             shared,
@@ -127,8 +129,9 @@ async fn serve_loop(
         }
         // A client that stops reading must not pin its task in a write forever: the soft output
         // limit, CLIENT KILL (and a Pub/Sub subscriber whose mailbox overflowed) end the write.
+        peak.observe(info, &out);
         tokio::select! {
-            written = flush(stream, shared, &mut out, limit) => if !written? {
+            written = flush(stream, shared, info, &mut out, limit) => if !written? {
                 info.close_for_output_limit(class(conn), "soft");
                 return Ok(());
             },
@@ -173,6 +176,7 @@ async fn serve_loop(
         tokio::select! {
             read = stream.read_buf(&mut inbuf) => {
                 let read = read?;
+                Stats::add(&shared.stats.total_reads_processed, 1);
                 if read == 0 {
                     return Ok(());
                 }
@@ -197,10 +201,13 @@ async fn serve_loop(
 async fn flush(
     stream: &mut impl Stream,
     shared: &Shared,
+    info: &ClientInfo,
     out: &mut BytesMut,
     limit: ClassLimit,
 ) -> std::io::Result<bool> {
     if !out.is_empty() {
+        let pending = &info.published.omem;
+        pending.store(out.len() as u64, Ordering::Relaxed);
         let write = async {
             stream.write_all(out).await?;
             stream.flush().await // TLS: push the last records out of the session
@@ -213,12 +220,51 @@ async fn flush(
             },
         }
         Stats::add(&shared.stats.total_net_output_bytes, out.len() as u64);
+        Stats::add(&shared.stats.total_writes_processed, 1);
+        pending.store(0, Ordering::Relaxed);
         out.clear();
         if out.capacity() > 4 * 1024 * 1024 {
             *out = BytesMut::with_capacity(READ_CHUNK); // give back a one-off huge reply
         }
+        info.published
+            .rbs
+            .store(out.capacity() as u64, Ordering::Relaxed);
     }
     Ok(true)
+}
+
+/// How long CLIENT LIST's `rbp` (the reply buffer's peak use) remembers a peak, as Redis's.
+const PEAK_WINDOW: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The reply buffer's peak use over the last [`PEAK_WINDOW`], published as `rbp`.
+struct ReplyPeak {
+    peak: usize,
+    since: std::time::Instant,
+}
+
+impl Default for ReplyPeak {
+    fn default() -> Self {
+        ReplyPeak {
+            peak: 0,
+            since: std::time::Instant::now(),
+        }
+    }
+}
+
+impl ReplyPeak {
+    /// Called before each write with the bytes about to be written: one comparison when the
+    /// peak stands, a clock reading only when the output is not empty.
+    fn observe(&mut self, info: &ClientInfo, out: &BytesMut) {
+        if out.is_empty() {
+            return;
+        }
+        let len = out.len();
+        if len > self.peak || self.since.elapsed() > PEAK_WINDOW {
+            self.peak = len;
+            self.since = std::time::Instant::now();
+            info.published.rbp.store(len as u64, Ordering::Relaxed);
+        }
+    }
 }
 
 /// The next Pub/Sub message for this connection; never resolves while it has no mailbox.
@@ -267,6 +313,11 @@ fn run_buffered(
     limit: &mut ClassLimit,
 ) -> Batch {
     drain_inbox(conn, out);
+    let published = &info.published;
+    published.qbuf.store(inbuf.len() as u64, Ordering::Relaxed);
+    published
+        .qbuf_free
+        .store((inbuf.capacity() - inbuf.len()) as u64, Ordering::Relaxed);
     let (mut limits, query_limit) = {
         let c = shared.config.read();
         *limit = c.client_output_buffer_limit.get(class(conn));
@@ -339,10 +390,14 @@ fn run_buffered(
             pos = request_start;
             commands -= 1;
             batch = Batch::ScriptWait;
-        } else if conn.block.is_some() {
+        } else if conn.block.is_some() || conn.postponed {
+            // An UNBLOCK meant for an earlier wait must not end this one.
+            info.clear_unblock();
             batch = Batch::Blocked(args.iter().map(|a| Bytes::copy_from_slice(a)).collect());
         } else {
-            reply.encode(conn.resp3, out);
+            if conn.replies.take_send() {
+                reply.encode(conn.resp3, out);
+            }
             if limit.over_hard(out.len()) {
                 batch = Batch::OverLimit;
             } else if conn.close_after_reply {
@@ -358,13 +413,40 @@ fn run_buffered(
             Ordering::Relaxed,
         );
     }
+    publish_batch(conn, info, inbuf, &batch);
     batch
 }
 
-/// Waits while a blocking command cannot be served: reruns it on each wake-up until it is served
-/// or times out. Meanwhile the socket is still read (so a disconnect is noticed and the client
-/// leaves the queue at once; anything pipelined is kept for later) and Pub/Sub messages are still
-/// written. Returns false when the connection must close.
+/// Publishes the connection's state at the end of a read batch, for CLIENT LIST (relaxed stores
+/// into the client's own record; see [`crate::clients::Published`]).
+fn publish_batch(conn: &ConnState, info: &ClientInfo, inbuf: &BytesMut, batch: &Batch) {
+    let published = &info.published;
+    published.qbuf.store(inbuf.len() as u64, Ordering::Relaxed);
+    published
+        .qbuf_free
+        .store((inbuf.capacity() - inbuf.len()) as u64, Ordering::Relaxed);
+    let mut extra = 0;
+    let mut argv_mem = 0;
+    if let Batch::Blocked(argv) = batch {
+        // A blocked command keeps its arguments, as Redis's blocked client keeps its argv.
+        argv_mem = argv.iter().map(|a| a.len() as u64).sum();
+        extra = flag::BLOCKED;
+        if !conn.postponed {
+            extra |= flag::IN_BLOCKING_COMMAND;
+            if conn.block.as_ref().is_some_and(|b| b.deadline.is_some()) {
+                extra |= flag::BLOCKED_WITH_TIMEOUT;
+            }
+        }
+    }
+    published.argv_mem.store(argv_mem, Ordering::Relaxed);
+    client::publish(conn, extra);
+}
+
+/// Waits while a blocking command cannot be served, or while CLIENT PAUSE holds a command: reruns
+/// it on each wake-up until it is served, times out or is unblocked (CLIENT UNBLOCK). Meanwhile
+/// the socket is still read (so a disconnect is noticed and the client leaves the queue at once;
+/// anything pipelined is kept for later) and Pub/Sub messages are still written. Returns false
+/// when the connection must close.
 #[allow(clippy::too_many_arguments)]
 async fn wait_blocked(
     stream: &mut impl Stream,
@@ -376,62 +458,104 @@ async fn wait_blocked(
     limit: ClassLimit,
     argv: Vec<Bytes>,
 ) -> std::io::Result<bool> {
-    let deadline = conn.block.as_ref().and_then(|b| b.deadline);
     let query_limit = shared.config.read().client_query_buffer_limit as usize;
     let args: SmallVec<[&[u8]; 16]> = argv.iter().map(|a| &a[..]).collect();
-    loop {
+    // The deadline of the blocking command's first wait: a rerun that blocks again keeps it.
+    let mut first_deadline: Option<Option<std::time::Instant>> = None;
+    let served = loop {
+        let postponed = conn.postponed;
+        if !postponed && first_deadline.is_none() {
+            first_deadline = Some(conn.block.as_ref().and_then(|b| b.deadline));
+        }
+        let deadline = first_deadline.flatten();
         let waiter = conn.wait.as_ref().map(|g| g.waiter().clone());
         let woken = async {
-            match &waiter {
-                Some(w) => w.woken().await,
-                None => std::future::pending().await,
+            if postponed {
+                shared.store.pause.changed().await;
+            } else {
+                match &waiter {
+                    Some(w) => w.woken().await,
+                    None => std::future::pending().await,
+                }
             }
         };
         let timeout = async {
             match deadline {
-                Some(at) => tokio::time::sleep_until(at.into()).await,
-                None => std::future::pending().await,
+                Some(at) if !postponed => tokio::time::sleep_until(at.into()).await,
+                _ => std::future::pending().await,
+            }
+        };
+        let unblocked = async {
+            if postponed {
+                std::future::pending().await
+            } else {
+                info.unblocked().await
             }
         };
         tokio::select! {
             _ = woken => {
                 conn.block = None;
+                conn.postponed = false;
                 let mut reply = commands::dispatch(&mut Ctx::new(shared, conn), &args);
                 while std::mem::take(&mut conn.script_wait) {
                     let threshold = shared.config.read().busy_reply_threshold;
                     shared.scripting.run.wait(threshold).await;
                     reply = commands::dispatch(&mut Ctx::new(shared, conn), &args);
                 }
-                if conn.block.is_none() {
+                if conn.block.is_none() && !conn.postponed {
                     conn.wait = None;
-                    reply.encode(conn.resp3, out);
-                    return Ok(true);
+                    finish(conn, reply, out);
+                    break true;
                 }
+                // Still waiting (perhaps now in the command itself, after a pause): publish that.
+                publish_batch(conn, info, inbuf, &Batch::Blocked(argv.clone()));
             }
             _ = timeout => {
                 conn.wait = None;
                 if let Some(block) = conn.block.take() {
-                    block.timeout_reply.encode(conn.resp3, out);
+                    finish(conn, block.timeout_reply, out);
                 }
-                return Ok(true);
+                break true;
+            }
+            with_error = unblocked => {
+                conn.wait = None;
+                if let Some(block) = conn.block.take() {
+                    let reply = if with_error {
+                        Reply::error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+                    } else {
+                        block.timeout_reply
+                    };
+                    finish(conn, reply, out);
+                }
+                break true;
             }
             read = stream.read_buf(inbuf) => {
+                Stats::add(&shared.stats.total_reads_processed, 1);
                 if read? == 0 || inbuf.len() > query_limit {
-                    return Ok(false);
+                    break false;
                 }
             }
             delivery = next_delivery(&mut conn.subs.inbox) => {
                 take_delivery(conn, delivery, out);
                 drain_inbox(conn, out);
                 tokio::select! {
-                    written = flush(stream, shared, out, limit) => if !written? {
+                    written = flush(stream, shared, info, out, limit) => if !written? {
                         info.close_for_output_limit(class(conn), "soft");
-                        return Ok(false);
+                        break false;
                     },
-                    _ = info.killed() => return Ok(false),
+                    _ = info.killed() => break false,
                 }
             }
-            _ = info.ended() => return Ok(false),
+            _ = info.ended() => break false,
         }
+    };
+    publish_batch(conn, info, inbuf, &Batch::Done);
+    Ok(served)
+}
+
+/// Encodes the final reply of a command that waited, unless CLIENT REPLY drops it.
+fn finish(conn: &mut ConnState, reply: Reply, out: &mut BytesMut) {
+    if conn.replies.take_send() {
+        reply.encode(conn.resp3, out);
     }
 }

@@ -18,6 +18,9 @@ pub struct Stats {
     pub client_output_buffer_limit_disconnections: Counter,
     /// TLS connections that failed or timed out in the handshake.
     pub tls_handshake_failures: Counter,
+    /// Reads from and writes to client sockets (INFO's `total_reads_processed`/`_writes_`).
+    pub total_reads_processed: Counter,
+    pub total_writes_processed: Counter,
 }
 
 impl Stats {
@@ -33,6 +36,8 @@ impl Stats {
             &self.total_error_replies,
             &self.client_output_buffer_limit_disconnections,
             &self.tls_handshake_failures,
+            &self.total_reads_processed,
+            &self.total_writes_processed,
         ] {
             counter.reset();
         }

@@ -160,6 +160,7 @@ async fn serve_tls(
 ) {
     let _ = stream.set_nodelay(true);
     let laddr = stream.local_addr().unwrap_or(shared.local_addr);
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
     let stream = match crate::tls::handshake(&acceptor, stream).await {
         Ok(stream) => stream,
         Err(err) => {
@@ -179,7 +180,7 @@ async fn serve_tls(
     };
     match refusal(&shared, peer) {
         Some(error) => connection::refuse(stream, error).await,
-        None => connection::serve(stream, peer, laddr, shared).await,
+        None => connection::serve(stream, peer, laddr, fd, shared).await,
     }
 }
 
@@ -333,8 +334,9 @@ pub async fn run(
                 }
                 let _ = stream.set_nodelay(true);
                 let laddr = stream.local_addr().unwrap_or(shared.local_addr);
+                let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
                 tokio::spawn(async move {
-                    connection::serve(stream, peer, laddr, shared).await;
+                    connection::serve(stream, peer, laddr, fd, shared).await;
                     drop(done);
                 });
             }

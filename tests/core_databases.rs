@@ -353,3 +353,100 @@ async fn the_redis_crate_with_a_database_in_its_url_works_in_that_database() {
     let mut raw = server.raw().await;
     assert_eq!(run(&mut raw, "EXISTS k").await, ":0\r\n");
 }
+
+/// Commands that count or walk a database (INFO keyspace, MEMORY STATS, DBSIZE, RANDOMKEY, SCAN,
+/// KEYS) inside MULTI/EXEC, where EXEC already holds the databases' locks: each must answer
+/// instead of waiting forever on a lock its own transaction holds.
+#[tokio::test]
+async fn counting_and_walking_commands_answer_inside_exec() {
+    let server = TestServer::start().await;
+    for command in [
+        &["INFO", "keyspace"][..],
+        &["INFO"],
+        &["INFO", "everything"],
+        &["MEMORY", "STATS"],
+        &["DBSIZE"],
+        &["RANDOMKEY"],
+        &["SCAN", "0"],
+        &["KEYS", "*"],
+    ] {
+        let mut con = server.client().await;
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("SET")
+            .arg("k")
+            .arg("v")
+            .arg("EX")
+            .arg(100)
+            .ignore();
+        let mut queued = redis::cmd(command[0]);
+        for arg in &command[1..] {
+            queued.arg(*arg);
+        }
+        pipe.add_command(queued);
+        let reply = tokio::time::timeout(
+            Duration::from_secs(5),
+            pipe.query_async::<Vec<redis::Value>>(&mut con),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{command:?} inside EXEC never answered"))
+        .expect("exec");
+        if command == ["INFO", "keyspace"] {
+            let text: String = redis::from_redis_value(reply[0].clone()).expect("text");
+            assert!(text.contains("db0:keys=1,expires=1,"), "{text}");
+        }
+    }
+}
+
+/// FLUSHALL empties every database at once: a transaction reading two databases never sees the
+/// first one flushed and the second one still full.
+#[tokio::test]
+async fn flushall_empties_every_database_atomically() {
+    let server = TestServer::start().await;
+    let mut filler = server.client().await;
+    for round in 0..3 {
+        for db in [0, 1] {
+            let mut pipe = redis::pipe();
+            pipe.cmd("SELECT").arg(db).ignore();
+            for chunk in 0..20 {
+                let mut mset = redis::cmd("MSET");
+                for i in 0..1000 {
+                    mset.arg(format!("k{round}:{chunk}:{i}")).arg("v");
+                }
+                pipe.add_command(mset).ignore();
+            }
+            let () = pipe.query_async(&mut filler).await.expect("fill");
+        }
+        let mut flusher = server.client().await;
+        let flush = tokio::spawn(async move {
+            let () = redis::cmd("FLUSHALL")
+                .query_async(&mut flusher)
+                .await
+                .expect("flushall");
+        });
+        let mut reader = server.client().await;
+        loop {
+            let (first, second): (i64, i64) = redis::pipe()
+                .atomic()
+                .cmd("SELECT")
+                .arg(0)
+                .ignore()
+                .cmd("DBSIZE")
+                .cmd("SELECT")
+                .arg(1)
+                .ignore()
+                .cmd("DBSIZE")
+                .query_async(&mut reader)
+                .await
+                .expect("exec");
+            assert!(
+                !(first == 0 && second > 0),
+                "db 0 empty while db 1 holds {second}"
+            );
+            if first == 0 && second == 0 {
+                break;
+            }
+        }
+        flush.await.expect("flush task");
+    }
+}

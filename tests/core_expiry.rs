@@ -158,3 +158,26 @@ async fn ttl_values_and_the_commands_that_keep_or_clear_them() {
     con.command(&[b"RENAME", b"from", b"to"]).await;
     assert_eq!(con.command(&[b"TTL", b"to"]).await, b":70\r\n");
 }
+
+/// INFO's `expired_stale_perc` follows the share of expired keys the active cycle meets.
+#[tokio::test]
+async fn expired_stale_perc_estimates_the_expired_share() {
+    let server = TestServer::start().await;
+    let mut conn = server.raw().await;
+    assert_eq!(
+        info_field(&mut conn, b"stats", "expired_stale_perc").await,
+        "0.00"
+    );
+    for i in 0..200 {
+        let key = format!("k{i}");
+        let ttl: &[u8] = if i % 2 == 0 { b"1" } else { b"100000" };
+        conn.command(&[b"SET", key.as_bytes(), b"v", b"PX", ttl])
+            .await;
+    }
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let percent: f64 = info_field(&mut conn, b"stats", "expired_stale_perc")
+        .await
+        .parse()
+        .expect("a percentage");
+    assert!(percent > 0.0 && percent <= 50.0, "{percent}");
+}

@@ -21,14 +21,7 @@ NOT_DONE = re.compile(r"^redis_(rdb_|aof_|last_bgsave|.*fork|.*cow_|module_fork|
 # Families stmd does not report yet, each with why: a known failure (printed, counted as
 # skipped); remove an entry once stmd reports the family.
 KNOWN_MISSING = {
-    "redis_client_recent_max_input_buffer_bytes": "per-client buffer peaks are not tracked yet",
-    "redis_client_recent_max_output_buffer_bytes": "per-client buffer peaks are not tracked yet",
-    "redis_clients_in_timeout_table": "blocked clients with a timeout are not counted yet",
     "redis_config_io_threads": "CONFIG GET io-threads is not offered",
-    "redis_expired_stale_percentage": "the expiry cycle does not estimate stale keys",
-    "redis_mem_clients_normal": "client buffer memory is not accounted",
-    "redis_total_reads_processed": "read calls are not counted yet",
-    "redis_total_writes_processed": "write calls are not counted yet",
 }
 
 

@@ -1,7 +1,9 @@
-//! Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, RESET, CLIENT.
+//! Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, RESET (CLIENT is in `client.rs`).
+
+pub use super::client::client;
 
 use super::args::{int, is, Cursor};
-use super::{check_subcommand, err, wrong_arity, CmdResult, Ctx};
+use super::{err, wrong_arity, CmdResult, Ctx};
 use crate::protocol::Reply;
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
@@ -147,7 +149,7 @@ pub fn reset(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
 }
 
 /// Client names and library names may not contain spaces, newlines or special characters.
-fn valid_client_text(text: &[u8], what: &str) -> Result<Bytes, Reply> {
+pub(super) fn valid_client_text(text: &[u8], what: &str) -> Result<Bytes, Reply> {
     if text.iter().any(|&b| !(b'!'..=b'~').contains(&b)) {
         return Err(Reply::Error(
             format!("ERR {what} cannot contain spaces, newlines or special characters.").into(),
@@ -156,221 +158,7 @@ fn valid_client_text(text: &[u8], what: &str) -> Result<Bytes, Reply> {
     Ok(Bytes::copy_from_slice(text))
 }
 
-/// CLIENT's subcommands with their Redis arities.
-const CLIENT_SUBCOMMANDS: &[(&str, i32)] = &[
-    ("id", 2),
-    ("info", 2),
-    ("list", -2),
-    ("getname", 2),
-    ("setname", 3),
-    ("setinfo", 4),
-    ("kill", -3),
-    ("no-evict", 3),
-    ("no-touch", 3),
-    ("tracking", -3),
-    ("caching", 3),
-    ("getredir", 2),
-    ("trackinginfo", 2),
-    ("help", 2),
-];
-
-pub fn client(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    check_subcommand("client", CLIENT_SUBCOMMANDS, args)?;
-    let sub = args[1];
-    let info = ctx.conn.info.clone();
-    if is(sub, "ID") {
-        Ok(Reply::Int(info.id as i64))
-    } else if is(sub, "GETNAME") {
-        Ok(info.name.lock().clone().map_or(Reply::Nil, Reply::Bulk))
-    } else if is(sub, "SETNAME") {
-        let name = valid_client_text(args[2], "Client names")?;
-        *info.name.lock() = (!name.is_empty()).then_some(name);
-        Ok(Reply::OK)
-    } else if is(sub, "SETINFO") {
-        let (slot, what) = if is(args[2], "LIB-NAME") {
-            (&info.lib_name, "lib-name")
-        } else if is(args[2], "LIB-VER") {
-            (&info.lib_ver, "lib-ver")
-        } else {
-            return Err(Reply::Error(
-                format!(
-                    "ERR Unrecognized option '{}'",
-                    super::printable(args[2], 128)
-                )
-                .into(),
-            ));
-        };
-        let value = valid_client_text(args[3], what)?;
-        *slot.lock() = (!value.is_empty()).then_some(value);
-        Ok(Reply::OK)
-    } else if is(sub, "INFO") {
-        Ok(Reply::Verbatim(format!("{}\n", info.describe())))
-    } else if is(sub, "LIST") {
-        client_list(ctx, &args[2..])
-    } else if is(sub, "KILL") {
-        client_kill(ctx, &args[2..])
-    } else if is(sub, "TRACKING") {
-        crate::events::tracking::client_tracking(ctx, args)
-    } else if is(sub, "CACHING") {
-        crate::events::tracking::client_caching(ctx, args)
-    } else if is(sub, "GETREDIR") {
-        Ok(crate::events::tracking::client_getredir(ctx))
-    } else if is(sub, "TRACKINGINFO") {
-        Ok(crate::events::tracking::client_trackinginfo(ctx))
-    } else if is(sub, "NO-EVICT") || is(sub, "NO-TOUCH") {
-        // Accepted for clients that set them; stmd neither evicts nor tracks access.
-        if is(args[2], "ON") || is(args[2], "OFF") {
-            Ok(Reply::OK)
-        } else {
-            Err(Reply::error(err::SYNTAX))
-        }
-    } else {
-        Ok(help_reply(&[
-            "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-            "ID",
-            "    Return the ID of the current connection.",
-            "INFO",
-            "    Return information about the current client connection.",
-            "GETNAME",
-            "    Return the name of the current connection.",
-            "SETNAME <name>",
-            "    Assign the name <name> to the current connection.",
-            "SETINFO <option> <value>",
-            "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
-            "LIST [TYPE <type>] [ID <id> [<id> ...]]",
-            "    Return information about client connections.",
-            "KILL <ip:port> | ID <client-id> | ADDR <ip:port> | LADDR <ip:port> | SKIPME yes/no",
-            "    Kill connections.",
-            "NO-EVICT (ON|OFF)",
-            "    Accepted; stmd never evicts clients.",
-            "NO-TOUCH (ON|OFF)",
-            "    Accepted; stmd does not track key access times.",
-            "HELP",
-            "    Print this help.",
-        ]))
-    }
-}
-
 /// A HELP reply: one status line per entry, as Redis's `addReplyHelp`.
 pub fn help_reply(lines: &[&'static str]) -> Reply {
     Reply::Array(lines.iter().map(|l| Reply::Status((*l).into())).collect())
-}
-
-fn client_list(ctx: &mut Ctx, filters: &[&[u8]]) -> CmdResult {
-    let mut ids: Option<Vec<u64>> = None;
-    let mut cursor = Cursor::new(filters, 0);
-    while !cursor.is_done() {
-        let option = cursor.next_arg()?;
-        if is(option, "TYPE") {
-            let kind = cursor.next_arg()?;
-            if !["normal", "master", "replica", "pubsub"]
-                .iter()
-                .any(|k| is(kind, k))
-            {
-                return Err(Reply::Error(
-                    format!("ERR Unknown client type '{}'", super::printable(kind, 64)).into(),
-                ));
-            }
-            if !is(kind, "normal") {
-                ids = Some(Vec::new());
-            }
-        } else if is(option, "ID") {
-            let mut wanted = Vec::new();
-            while !cursor.is_done() {
-                let id = int(cursor.next_arg()?)
-                    .ok()
-                    .filter(|&id| id > 0)
-                    .ok_or_else(|| Reply::error("ERR Invalid client ID"))?;
-                wanted.push(id as u64);
-            }
-            if wanted.is_empty() {
-                return Err(Reply::error(err::SYNTAX));
-            }
-            ids = Some(wanted);
-        } else {
-            return Err(Reply::error(err::SYNTAX));
-        }
-    }
-    let mut text = String::new();
-    for client in ctx.shared.clients.all() {
-        if ids.as_ref().is_none_or(|ids| ids.contains(&client.id)) {
-            text.push_str(&client.describe());
-            text.push('\n');
-        }
-    }
-    Ok(Reply::Verbatim(text))
-}
-
-fn client_kill(ctx: &mut Ctx, filters: &[&[u8]]) -> CmdResult {
-    // Old form: CLIENT KILL ip:port → +OK or an error.
-    if filters.len() == 1 {
-        let addr = String::from_utf8_lossy(filters[0]);
-        let target = ctx
-            .shared
-            .clients
-            .all()
-            .into_iter()
-            .find(|c| c.addr.to_string() == addr);
-        return match target {
-            Some(client) => {
-                client.kill();
-                if client.id == ctx.conn.info.id {
-                    ctx.conn.close_after_reply = true;
-                }
-                Ok(Reply::OK)
-            }
-            None => Err(Reply::error("ERR No such client")),
-        };
-    }
-    let mut cursor = Cursor::new(filters, 0);
-    let mut id = None;
-    let mut addr = None;
-    let mut laddr = None;
-    let mut skip_me = true;
-    while !cursor.is_done() {
-        let option = cursor.next_arg()?;
-        let value = cursor.next_arg()?;
-        if is(option, "ID") {
-            id = Some(
-                int(value)
-                    .ok()
-                    .filter(|&v| v > 0)
-                    .ok_or_else(|| Reply::error("ERR client-id should be greater than 0"))?
-                    as u64,
-            );
-        } else if is(option, "ADDR") {
-            addr = Some(String::from_utf8_lossy(value).into_owned());
-        } else if is(option, "LADDR") {
-            laddr = Some(String::from_utf8_lossy(value).into_owned());
-        } else if is(option, "SKIPME") {
-            skip_me = if is(value, "yes") {
-                true
-            } else if is(value, "no") {
-                false
-            } else {
-                return Err(Reply::error(err::SYNTAX));
-            };
-        } else if is(option, "TYPE") || is(option, "USER") || is(option, "MAXAGE") {
-            // Accepted for compatibility; every client is a normal client of the default user.
-        } else {
-            return Err(Reply::error(err::SYNTAX));
-        }
-    }
-    let me = ctx.conn.info.id;
-    let mut killed = 0;
-    for client in ctx.shared.clients.all() {
-        let matches = id.is_none_or(|id| client.id == id)
-            && addr.as_ref().is_none_or(|a| client.addr.to_string() == *a)
-            && laddr
-                .as_ref()
-                .is_none_or(|a| client.laddr.to_string() == *a);
-        if matches && !(skip_me && client.id == me) {
-            client.kill();
-            if client.id == me {
-                ctx.conn.close_after_reply = true;
-            }
-            killed += 1;
-        }
-    }
-    Ok(Reply::Int(killed))
 }

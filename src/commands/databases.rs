@@ -8,7 +8,7 @@
 use super::args::{int, is};
 use super::{err, CmdResult, Ctx};
 use crate::protocol::Reply;
-use crate::store::{swap, Locked, Store};
+use crate::store::{swap, Keyspace, Locked, Store};
 use bytes::Bytes;
 use smallvec::SmallVec;
 use std::sync::atomic::Ordering;
@@ -45,6 +45,10 @@ impl Watched {
 pub struct HeldLocks<'s>(SmallVec<[Locked<'s>; 1]>);
 
 impl<'s> HeldLocks<'s> {
+    pub fn get(&self, db: usize) -> Option<&Locked<'s>> {
+        self.0.iter().find(|l| l.db() == db)
+    }
+
     pub fn get_mut(&mut self, db: usize) -> Option<&mut Locked<'s>> {
         self.0.iter_mut().find(|l| l.db() == db)
     }
@@ -108,6 +112,14 @@ pub fn touched_by_exec(
         match cmd.name {
             "select" => dbs.extend(index(command.get(1))),
             "move" => dbs.extend(index(command.get(2))),
+            // COPY … DB n: the target database (any DB word after the two keys).
+            "copy" => dbs.extend(
+                command
+                    .iter()
+                    .skip(3)
+                    .position(|a| is(a, "DB"))
+                    .and_then(|at| index(command.get(at + 4))),
+            ),
             "swapdb" => dbs.extend([1, 2].into_iter().filter_map(|i| index(command.get(i)))),
             "flushall" => dbs.extend(store.existing_dbs().map(|(db, _)| db)),
             _ => {}
@@ -225,8 +237,19 @@ pub fn flushdb(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 pub fn flushall(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     flush_mode_ok(args)?;
     let dbs: SmallVec<[usize; 16]> = ctx.shared.store.existing_dbs().map(|(db, _)| db).collect();
-    for db in dbs {
-        ctx.lock_all_of(db).clear();
+    if ctx.in_exec() {
+        // EXEC holds every database already: the flush is atomic under its locks.
+        for db in dbs {
+            ctx.lock_all_of(db).clear();
+        }
+        return Ok(Reply::OK);
+    }
+    // Every database is locked (in ascending order, as every multi-database lock) before any is
+    // emptied, so no client sees database 0 empty while database 1 is still full.
+    let store = &ctx.shared.store;
+    let mut locks: SmallVec<[Locked<'_>; 16]> = dbs.iter().map(|&db| store.lock_all(db)).collect();
+    for locked in locks.iter_mut() {
+        locked.clear();
     }
     Ok(Reply::OK)
 }
@@ -239,15 +262,48 @@ pub fn dbsize(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
     Ok(Reply::Int(ctx.shared.store.db_len(ctx.conn.db) as i64))
 }
 
+/// A database's keys, keys with an expiry and their average TTL (ms). Inside EXEC a database the
+/// transaction holds is counted through its lock: taking read locks would deadlock on it.
+fn db_figures(ctx: &Ctx, db: usize, space: &Keyspace, now: u64) -> (usize, usize, u64) {
+    let Some(held) = ctx.held_lock(db) else {
+        let (expires, avg_ttl) = space.expiry_stats(now);
+        return (space.len(), expires, avg_ttl);
+    };
+    let (mut expires, mut total) = (0usize, 0u128);
+    held.for_each(|_, entry| {
+        if entry.expire_at != 0 {
+            expires += 1;
+            total += u128::from(entry.expire_at.saturating_sub(now));
+        }
+    });
+    let avg_ttl = if expires == 0 {
+        0
+    } else {
+        (total / expires as u128) as u64
+    };
+    (held.stored_keys(), expires, avg_ttl)
+}
+
+/// Keys in every database (MEMORY STATS), safe inside EXEC as [`db_figures`].
+pub fn total_keys(ctx: &Ctx) -> usize {
+    ctx.shared
+        .store
+        .existing_dbs()
+        .map(|(db, space)| match ctx.held_lock(db) {
+            Some(held) => held.stored_keys(),
+            None => space.len(),
+        })
+        .sum()
+}
+
 /// INFO's keyspace section: one line per non-empty database.
-pub fn keyspace_info(store: &Store, line: &mut dyn FnMut(&str, &dyn std::fmt::Display)) {
+pub fn keyspace_info(ctx: &Ctx, line: &mut dyn FnMut(&str, &dyn std::fmt::Display)) {
     let now = crate::store::now_ms();
-    for (db, space) in store.existing_dbs() {
-        let keys = space.len();
+    for (db, space) in ctx.shared.store.existing_dbs() {
+        let (keys, expires, avg_ttl) = db_figures(ctx, db, space, now);
         if keys == 0 {
             continue;
         }
-        let (expires, avg_ttl) = space.expiry_stats(now);
         line(
             &format!("db{db}"),
             &format!("keys={keys},expires={expires},avg_ttl={avg_ttl}"),

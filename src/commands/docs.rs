@@ -96,9 +96,7 @@ fn parse_alternatives(words: &[String], pos: &mut usize, close: Option<&str>) ->
 }
 
 fn value_arg(name: &str) -> Arg {
-    let kind = if name.contains("key") {
-        Kind::Key
-    } else if matches!(
+    let kind = if matches!(
         name,
         "seconds"
             | "milliseconds"
@@ -119,6 +117,8 @@ fn value_arg(name: &str) -> Arg {
             | "client-id"
     ) {
         Kind::Integer
+    } else if name.contains("key") {
+        Kind::Key
     } else {
         Kind::String
     };
@@ -266,6 +266,17 @@ pub fn parse(syntax: &str) -> Vec<Arg> {
 
 /// The COMMAND DOCS `arguments` array. Flags are simple strings: redis-cli asserts that.
 pub fn render(args: &[Arg]) -> Reply {
+    render_with_keys(args, 0)
+}
+
+/// The `arguments` array of a command with `key_specs` key specs: each key argument gets the
+/// `key_spec_index` of the spec that finds it, counting key arguments in order (`destination key
+/// [key ...]` → 0, 1), the last spec covering any further ones.
+pub fn render_with_keys(args: &[Arg], key_specs: usize) -> Reply {
+    render_numbered(args, key_specs, &mut 0)
+}
+
+fn render_numbered(args: &[Arg], key_specs: usize, next_key: &mut usize) -> Reply {
     let text = |s: &str| Reply::bulk(s.as_bytes());
     Reply::Array(
         args.iter()
@@ -279,6 +290,11 @@ pub fn render(args: &[Arg]) -> Reply {
                     Kind::Block(_) => "block",
                 };
                 let mut fields = vec![(text("name"), text(&arg.name)), (text("type"), text(kind))];
+                if matches!(arg.kind, Kind::Key) && key_specs > 0 {
+                    let index = (*next_key).min(key_specs - 1);
+                    *next_key += 1;
+                    fields.push((text("key_spec_index"), Reply::Int(index as i64)));
+                }
                 if let Some(token) = &arg.token {
                     fields.push((text("token"), text(token)));
                 }
@@ -293,7 +309,10 @@ pub fn render(args: &[Arg]) -> Reply {
                     fields.push((text("flags"), Reply::Set(flags)));
                 }
                 if let Kind::OneOf(inner) | Kind::Block(inner) = &arg.kind {
-                    fields.push((text("arguments"), render(inner)));
+                    fields.push((
+                        text("arguments"),
+                        render_numbered(inner, key_specs, next_key),
+                    ));
                 }
                 Reply::Map(fields)
             })

@@ -1,7 +1,8 @@
 //! FCALL, FCALL_RO and FUNCTION (LOAD, LIST, DELETE, FLUSH, STATS, KILL, HELP). Functions run
 //! through the scripts' call path ([`super::scripting::run_script`]); the libraries live in the
-//! engine (`crate::scripting::functions`). FUNCTION DUMP and RESTORE are not served here yet: they
-//! answer as unknown subcommands until the RDB payload module carries them.
+//! engine (`crate::scripting::functions`). FUNCTION DUMP and RESTORE use Redis's payload: one
+//! `RDB_OPCODE_FUNCTION2` record (the library's code as an RDB string) per library, then the RDB
+//! footer of [`crate::rdb::seal`], so payloads move between Redis 7 and stmd both ways.
 
 use super::scripting::engine_or_busy;
 use super::{CmdResult, Ctx};
@@ -20,18 +21,7 @@ pub fn fcall(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     })
 }
 
-const FUNCTION_SUBCOMMANDS: &[(&str, i32)] = &[
-    ("load", -3),
-    ("list", -2),
-    ("delete", 3),
-    ("flush", -2),
-    ("stats", 2),
-    ("kill", 2),
-    ("help", 2),
-];
-
 pub fn function(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    super::check_subcommand("function", FUNCTION_SUBCOMMANDS, args)?;
     let sub = args[1].to_ascii_lowercase();
     match &sub[..] {
         b"kill" => ctx
@@ -42,6 +32,8 @@ pub fn function(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             .map(|()| Reply::OK)
             .map_err(Reply::error),
         b"stats" => stats(ctx),
+        b"dump" => dump(ctx),
+        b"restore" => restore(ctx, args),
         b"load" => load(ctx, args),
         b"list" => list(ctx, args),
         b"delete" => {
@@ -90,6 +82,58 @@ pub fn function(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         )),
     }
 }
+
+/// Redis's RDB opcode of one function library in a FUNCTION DUMP payload.
+const RDB_OPCODE_FUNCTION2: u8 = 245;
+
+/// FUNCTION DUMP: every library's code, sealed as a DUMP payload.
+fn dump(ctx: &mut Ctx) -> CmdResult {
+    let codes = engine_or_busy(ctx)?.functions.codes();
+    let mut body = Vec::new();
+    for (_, code) in codes {
+        body.push(RDB_OPCODE_FUNCTION2);
+        crate::rdb::put_len(&mut body, code.len() as u64);
+        body.extend_from_slice(&code);
+    }
+    Ok(Reply::Bulk(crate::rdb::seal(body).into()))
+}
+
+/// FUNCTION RESTORE payload [FLUSH | APPEND | REPLACE]: all the payload's libraries or none.
+fn restore(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    use crate::scripting::functions::RestorePolicy;
+    let policy = match args.get(3) {
+        None => RestorePolicy::Append,
+        Some(p) if args.len() == 4 && p.eq_ignore_ascii_case(b"flush") => RestorePolicy::Flush,
+        Some(p) if args.len() == 4 && p.eq_ignore_ascii_case(b"append") => RestorePolicy::Append,
+        Some(p) if args.len() == 4 && p.eq_ignore_ascii_case(b"replace") => RestorePolicy::Replace,
+        Some(_) => {
+            return Err(Reply::error(
+                "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
+            ))
+        }
+    };
+    let body = crate::rdb::unseal(args[2])
+        .map_err(|_| Reply::error("ERR DUMP payload version or checksum are wrong"))?;
+    let mut reader = crate::rdb::RdbReader::new(body);
+    let mut codes = Vec::new();
+    while !reader.is_done() {
+        let opcode = reader.byte().map_err(|_| Reply::error(BAD_PAYLOAD))?;
+        if opcode != RDB_OPCODE_FUNCTION2 {
+            return Err(Reply::error("ERR given type is not a function"));
+        }
+        codes.push(reader.string().map_err(|_| Reply::error(BAD_PAYLOAD))?);
+    }
+    let scripting = &ctx.shared.scripting;
+    let mut engine = engine_or_busy(ctx)?;
+    let restored = engine.restore_functions(&codes, policy);
+    scripting.record_usage(&engine);
+    restored
+        .map(|()| Reply::OK)
+        .map_err(|e| Reply::Error(e.into()))
+}
+
+/// A payload whose checksum holds but whose records cannot be read.
+const BAD_PAYLOAD: &str = "ERR payload is not a valid functions dump";
 
 /// FUNCTION LOAD [REPLACE] code
 fn load(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
@@ -273,6 +317,16 @@ const FUNCTION_HELP: &[&str] = &[
     "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
     "    * ASYNC: Asynchronously flush the libraries.",
     "    * SYNC: Synchronously flush the libraries.",
+    "DUMP",
+    "    Return a serialized payload representing the current libraries, can be restored using FUNCTION RESTORE command",
+    "RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
+    "    Restore the libraries represented by the given payload, it is possible to give a restore policy to",
+    "    control how to handle existing libraries (default APPEND):",
+    "    * FLUSH: delete all existing libraries.",
+    "    * APPEND: appends the restored libraries to the existing libraries. On collision, abort.",
+    "    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old",
+    "      libraries with the new libraries (notice that even on this option there is a chance of failure",
+    "      in case of functions name collision with another library).",
     "HELP",
     "    Prints this help.",
 ];

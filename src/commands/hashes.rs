@@ -106,6 +106,9 @@ pub fn hdel(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         .iter()
         .filter(|f| h.swap_remove(**f).is_some())
         .count();
+    if removed == 0 {
+        locked.unchanged(args[1]);
+    }
     remove_if_empty(&mut locked, args[1]);
     Ok(Reply::Int(removed as i64))
 }

@@ -97,18 +97,23 @@ fn render(ctx: &Ctx, section: &str, out: &mut String) {
     match section {
         "server" => server(ctx, &mut lines),
         "clients" => {
+            let buffers = shared.clients.buffer_peaks();
             lines.add("connected_clients", shared.clients.len());
             lines.add("cluster_connections", 0);
             lines.add("maxclients", shared.config.read().maxclients);
+            lines.add("client_recent_max_input_buffer", buffers.input);
+            lines.add("client_recent_max_output_buffer", buffers.output);
             lines.add(
                 "blocked_clients",
                 shared
                     .store
                     .existing_dbs()
                     .map(|(_, space)| space.waiters.blocked_clients())
-                    .sum::<usize>(),
+                    .sum::<usize>()
+                    + shared.store.pause.waiting(),
             );
             lines.add("tracking_clients", shared.events.tracking.client_count());
+            lines.add("clients_in_timeout_table", buffers.with_timeout);
         }
         "memory" => memory(ctx, &mut lines),
         "persistence" => {
@@ -183,7 +188,7 @@ fn render(ctx: &Ctx, section: &str, out: &mut String) {
             }
         }
         "cluster" => lines.add("cluster_enabled", 0),
-        "keyspace" => super::databases::keyspace_info(&shared.store, &mut |n, v| lines.add(n, v)),
+        "keyspace" => super::databases::keyspace_info(ctx, &mut |n, v| lines.add(n, v)),
         "stm" => shared
             .stm
             .render_info(&shared.store, &mut |n, v| lines.add(n, v)),
@@ -365,11 +370,12 @@ fn memory(ctx: &Ctx, lines: &mut Lines) {
         "mem_replication_backlog",
         "mem_total_replication_buffers",
         "mem_clients_slaves",
-        "mem_cluster_links",
-        "mem_aof_buffer",
     ] {
         lines.add(field, 0);
     }
+    lines.add("mem_clients_normal", ctx.shared.clients.memory());
+    lines.add("mem_cluster_links", 0);
+    lines.add("mem_aof_buffer", 0);
     lines.add("mem_allocator", allocator_name());
     lines.add("active_defrag_running", 0);
     lines.add("lazyfree_pending_objects", 0);
@@ -412,6 +418,10 @@ fn stats(ctx: &Ctx, lines: &mut Lines) {
         shared.store.expired_keys.load(Ordering::Relaxed),
     );
     lines.add(
+        "expired_stale_perc",
+        format_args!("{:.2}", shared.store.expired_stale_percent()),
+    );
+    lines.add(
         "evicted_keys",
         shared.store.memory.evicted_keys.load(Ordering::Relaxed),
     );
@@ -442,6 +452,8 @@ fn stats(ctx: &Ctx, lines: &mut Lines) {
     lines.add("unexpected_error_replies", 0);
     lines.add("total_error_replies", s.total_error_replies.total());
     lines.add("dump_payload_sanitizations", 0);
+    lines.add("total_reads_processed", s.total_reads_processed.total());
+    lines.add("total_writes_processed", s.total_writes_processed.total());
     lines.add(
         "client_output_buffer_limit_disconnections",
         s.client_output_buffer_limit_disconnections.total(),

@@ -1,28 +1,15 @@
-//! Introspection commands: LATENCY, MEMORY, ROLE, WAIT, LOLWUT, DEBUG, and the key flags of
-//! COMMAND GETKEYSANDFLAGS. Texts are Redis 7's, measured against a real redis-server.
+//! Introspection commands: LATENCY, MEMORY, ROLE, WAIT, LOLWUT, DEBUG. Texts are Redis 7's, measured against a real redis-server.
 
 use super::args::is;
 use super::connection::{help_reply, REDIS_VERSION};
 use super::info::{human_bytes, Allocator};
-use super::table::{self, Command};
-use super::{check_subcommand, err, CmdResult, Ctx};
+use super::{err, CmdResult, Ctx};
 use crate::config::DebugCommand;
 use crate::protocol::Reply;
 use crate::store::Value;
 use std::fmt::Write;
 
-const LATENCY_SUBCOMMANDS: &[(&str, i32)] = &[
-    ("latest", 2),
-    ("history", 3),
-    ("reset", -2),
-    ("graph", 3),
-    ("doctor", 2),
-    ("histogram", -2),
-    ("help", 2),
-];
-
 pub fn latency(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    check_subcommand("latency", LATENCY_SUBCOMMANDS, args)?;
     let monitor = &ctx.shared.latency;
     let sub = args[1];
     if is(sub, "LATEST") {
@@ -187,17 +174,7 @@ fn latency_doctor(ctx: &Ctx) -> String {
     text
 }
 
-const MEMORY_SUBCOMMANDS: &[(&str, i32)] = &[
-    ("usage", -3),
-    ("stats", 2),
-    ("doctor", 2),
-    ("malloc-stats", 2),
-    ("purge", 2),
-    ("help", 2),
-];
-
 pub fn memory(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    check_subcommand("memory", MEMORY_SUBCOMMANDS, args)?;
     let sub = args[1];
     if is(sub, "USAGE") {
         memory_usage(ctx, args)
@@ -301,7 +278,7 @@ fn memory_stats(ctx: &Ctx) -> Reply {
     let peak = shared.memory_marks.peak(used);
     let startup = shared.memory_marks.startup.min(used);
     let rss = crate::metrics::rss_bytes();
-    let keys = shared.store.len() as u64;
+    let keys = super::databases::total_keys(ctx) as u64;
     let dataset = used - startup;
     let int = |n: u64| Reply::Int(n.min(i64::MAX as u64) as i64);
     let ratio = |a: u64, b: u64| Reply::Double(if b == 0 { 0.0 } else { a as f64 / b as f64 });
@@ -565,18 +542,5 @@ pub fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         Err(Reply::error(
             "ERR unknown subcommand or wrong number of arguments for 'DEBUG'. Try DEBUG HELP.",
         ))
-    }
-}
-
-/// The flags COMMAND GETKEYSANDFLAGS gives a command's keys, from the table's flags: Redis's key
-/// specs, reduced to what the flags tell (read: `RO access`; delete: `RM delete`; overwrite:
-/// `OW update`; other writes: `RW` with `insert`, or `access update`).
-pub fn key_flags(cmd: &Command) -> &'static [&'static str] {
-    match cmd.name {
-        "del" | "unlink" => &["RM", "delete"],
-        "set" | "mset" | "msetnx" | "setex" | "psetex" => &["OW", "update"],
-        "lpush" | "rpush" | "lpushx" | "rpushx" | "sadd" | "zadd" | "linsert" => &["RW", "insert"],
-        _ if cmd.has(table::WRITE) => &["RW", "access", "update"],
-        _ => &["RO", "access"],
     }
 }

@@ -20,13 +20,18 @@ pub fn del(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 pub fn exists(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let keys = &args[1..];
     let mut locked = ctx.lock(keys);
-    let found = keys.iter().filter(|k| locked.contains(k)).count();
+    let found = keys
+        .iter()
+        .filter(|k| locked.get_untouched(k).is_some())
+        .count();
     Ok(Reply::Int(found as i64))
 }
 
 pub fn type_(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut locked = ctx.lock(&args[1..2]);
-    let name = locked.get(args[1]).map_or("none", |e| e.value.type_name());
+    let name = locked
+        .get_untouched(args[1])
+        .map_or("none", |e| e.value.type_name());
     Ok(Reply::Status(name.into()))
 }
 
@@ -301,14 +306,9 @@ pub fn randomkey(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
     Ok(Reply::Nil)
 }
 
-/// OBJECT's subcommands with their Redis arities (ENCODING and REFCOUNT are not offered: our
-/// values have no Redis encodings).
-const OBJECT_SUBCOMMANDS: &[(&str, i32)] = &[("idletime", 3), ("freq", 3), ("help", 2)];
-
 /// OBJECT IDLETIME (seconds since the key was last read or written; reading it does not count)
 /// and OBJECT FREQ (refused, as Redis does without an LFU policy: we have none).
 pub fn object(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    super::check_subcommand("object", OBJECT_SUBCOMMANDS, args)?;
     if is(args[1], "HELP") {
         return Ok(super::connection::help_reply(&[
             "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",

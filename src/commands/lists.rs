@@ -253,6 +253,9 @@ pub fn lrem(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             }
         }
     }
+    if removed == 0 {
+        locked.unchanged(args[1]);
+    }
     remove_if_empty(&mut locked, args[1]);
     Ok(Reply::Int(removed as i64))
 }

@@ -3,15 +3,20 @@
 
 pub mod args;
 pub mod blocking_lists;
+pub mod categories;
+pub mod client;
 pub mod collection_scan;
+pub mod command_info;
 pub mod connection;
 pub mod databases;
 pub mod docs;
+pub mod dump;
 pub mod functions;
 pub mod hashes;
 pub mod info;
 pub mod introspection;
 pub mod keys;
+pub mod keyspec;
 pub mod lists;
 pub mod ops;
 pub mod pubsub;
@@ -21,6 +26,7 @@ pub mod sets;
 pub mod stm;
 pub mod stm_context;
 pub mod strings;
+pub mod subcommands;
 pub mod table;
 pub mod transactions;
 pub mod typed;
@@ -86,6 +92,15 @@ pub struct ConnState {
     /// Set by dispatch when a script call is in progress: the command did not run; the
     /// connection waits for the script (or the BUSY threshold) and dispatches it again.
     pub script_wait: bool,
+    /// CLIENT NO-TOUCH: this client's reads do not refresh keys' access clocks.
+    pub no_touch: bool,
+    /// CLIENT NO-EVICT (shown in CLIENT LIST; stmd never evicts clients).
+    pub no_evict: bool,
+    /// CLIENT REPLY ON/OFF/SKIP.
+    pub replies: client::ReplyMode,
+    /// Set by dispatch when CLIENT PAUSE holds the command: the connection loop waits for the
+    /// pause to end, then runs it again.
+    pub postponed: bool,
 }
 
 /// What a blocking command asks of the connection loop when it has to wait.
@@ -114,6 +129,10 @@ impl ConnState {
             monitor: false,
             tracking: Default::default(),
             script_wait: false,
+            no_touch: false,
+            no_evict: false,
+            replies: Default::default(),
+            postponed: false,
         }
     }
 }
@@ -164,12 +183,14 @@ impl<'c, 's> Ctx<'c, 's> {
     /// atomic command.
     #[inline]
     pub fn lock<K: AsRef<[u8]>>(&mut self, keys: &[K]) -> KeyLock<'_, 's> {
-        let (store, db) = (&self.shared.store, self.conn.db);
-        match self.held.as_deref_mut().and_then(|held| held.get_mut(db)) {
+        let (store, db, touch) = (&self.shared.store, self.conn.db, !self.conn.no_touch);
+        let mut lock = match self.held.as_deref_mut().and_then(|held| held.get_mut(db)) {
             Some(held) => KeyLock::Held(held),
             None if keys.len() == 1 => KeyLock::Own(store.lock_one(db, keys[0].as_ref())),
             None => KeyLock::Own(store.lock(db, keys)),
-        }
+        };
+        lock.touch = touch;
+        lock
     }
 
     /// Locks the whole selected database (or reuses EXEC's lock).
@@ -180,11 +201,13 @@ impl<'c, 's> Ctx<'c, 's> {
 
     /// Locks the whole of database `db` (or reuses EXEC's lock of it).
     pub fn lock_all_of(&mut self, db: usize) -> KeyLock<'_, 's> {
-        let store = &self.shared.store;
-        match self.held.as_deref_mut().and_then(|held| held.get_mut(db)) {
+        let (store, touch) = (&self.shared.store, !self.conn.no_touch);
+        let mut lock = match self.held.as_deref_mut().and_then(|held| held.get_mut(db)) {
             Some(held) => KeyLock::Held(held),
             None => KeyLock::Own(store.lock_all(db)),
-        }
+        };
+        lock.touch = touch;
+        lock
     }
 
     /// Locks `first` and `second` of two different databases at once (MOVE, SWAPDB), taking the
@@ -215,6 +238,11 @@ impl<'c, 's> Ctx<'c, 's> {
         }
     }
 
+    /// EXEC's lock of database `db`, when this command runs inside an EXEC that holds it.
+    pub fn held_lock(&self, db: usize) -> Option<&Locked<'s>> {
+        self.held.as_deref().and_then(|held| held.get(db))
+    }
+
     /// True while running the commands of an EXEC (blocking commands must not block then).
     pub fn in_exec(&self) -> bool {
         self.held.is_some()
@@ -226,13 +254,25 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
     let Some(cmd) = ctx.shared.commands.lookup(args[0]) else {
         return reject(ctx, None, args, unknown_command(args));
     };
+    // CLIENT LIST's `cmd`: the last command found, even if refused or queued (as Redis).
+    ctx.conn.info.published.set_last_command(
+        crate::command_stats::CommandStats::index(cmd),
+        // Only commands without keys can be containers: a GET copies nothing.
+        if cmd.first_key == 0 { args } else { &[] },
+    );
     if !cmd.arity_ok(args.len()) {
         return reject(ctx, Some(cmd), args, wrong_arity(cmd.name));
     }
-    if !ctx.conn.authenticated && !cmd.has(table::NO_AUTH) {
+    // A container's subcommand: known, with its own arity; its row's flags rule what follows.
+    let effective = match cmd.resolve(args) {
+        Ok(effective) => effective,
+        // An unknown subcommand counts as no command at all (no commandstats line), as Redis.
+        Err(text) => return reject(ctx, None, args, text),
+    };
+    if !ctx.conn.authenticated && !effective.has(table::NO_AUTH) {
         return reject(ctx, Some(cmd), args, err::NOAUTH.to_string());
     }
-    if !cmd.has(table::ALLOW_BUSY) && ctx.shared.scripting.run.is_active() {
+    if !effective.has(table::ALLOW_BUSY) && ctx.shared.scripting.run.is_active() {
         let threshold = ctx.shared.config.read().busy_reply_threshold;
         match ctx.shared.scripting.run.check(threshold) {
             BusyCheck::Free => {}
@@ -254,8 +294,12 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
         }
         return reply;
     }
+    if ctx.shared.store.pause.freezes_keyspace() && client::paused(ctx, effective) {
+        ctx.conn.postponed = true;
+        return Reply::Nil; // not sent: the command runs again when the pause ends
+    }
     if ctx.conn.multi.is_some() && !cmd.has(table::NOT_QUEUED) {
-        if cmd.has(table::NO_MULTI) {
+        if effective.has(table::NO_MULTI) {
             return reject(ctx, Some(cmd), args, err::NOT_IN_MULTI.to_string());
         }
         // Queueing itself takes memory: over the limit, nothing is queued (as Redis).
@@ -264,7 +308,7 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
         }
         return transactions::queue(ctx, args);
     }
-    if cmd.has(table::DENYOOM) && !ctx.shared.store.make_room() {
+    if effective.has(table::DENYOOM) && !ctx.shared.store.make_room() {
         let refused = reject(ctx, Some(cmd), args, OOM.to_string());
         // What the failed eviction did remove is still announced.
         if ctx
@@ -277,7 +321,6 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
         }
         return refused;
     }
-    *ctx.conn.info.last_cmd.lock() = cmd.name;
     run(ctx, cmd, args)
 }
 
@@ -309,11 +352,13 @@ fn count_rejection(ctx: &Ctx<'_, '_>, cmd: Option<&Command>, args: &[&[u8]], err
 
 /// Calls the handler of an already checked command, timing it for the SLOWLOG and the metrics,
 /// and shows it to monitors.
-pub fn run(ctx: &mut Ctx<'_, '_>, cmd: &Command, args: &[&[u8]]) -> Reply {
+pub fn run(ctx: &mut Ctx<'_, '_>, cmd: &'static Command, args: &[&[u8]]) -> Reply {
     // A blocked command is rerun on every wake-up; monitors saw it the first time.
     let rerun = ctx.conn.wait.is_some();
+    // The subcommand's row for a container (its flags and keys), else the command's.
+    let effective = cmd.effective(args);
     if ctx.conn.tracking.mode.is_some() {
-        crate::events::tracking::before_command(ctx, cmd, args);
+        crate::events::tracking::before_command(ctx, effective, args);
     }
     let started = std::time::Instant::now();
     // Checked when the command runs, not when MULTI queues it: a SELECT earlier in the same
@@ -344,7 +389,7 @@ pub fn run(ctx: &mut Ctx<'_, '_>, cmd: &Command, args: &[&[u8]]) -> Reply {
     // Per-thread counters: no cache line shared with other cores is written here.
     shared.command_stats.observe(cmd, args, nanos, &reply);
     shared.latency.observe(
-        if cmd.has(table::FAST) {
+        if effective.has(table::FAST) {
             "fast-command"
         } else {
             "command"
@@ -354,8 +399,8 @@ pub fn run(ctx: &mut Ctx<'_, '_>, cmd: &Command, args: &[&[u8]]) -> Reply {
     if reply.is_error() {
         crate::metrics::Stats::add(&shared.stats.total_error_replies, 1);
     }
-    // EXEC is not logged itself: the commands it ran are, one by one (as in Redis).
-    if shared.slowlog.is_slow(micros) && cmd.name != "exec" {
+    // EXEC (`skip_slowlog`) is not logged itself: the commands it ran are, one by one (as in Redis).
+    if shared.slowlog.is_slow(micros) && !effective.has(table::SKIP_SLOWLOG) {
         let info = &ctx.conn.info;
         let name = info.name.lock().clone().unwrap_or_default();
         shared
@@ -363,7 +408,7 @@ pub fn run(ctx: &mut Ctx<'_, '_>, cmd: &Command, args: &[&[u8]]) -> Reply {
             .record(&redacted(cmd, args), micros, info.addr.to_string(), name);
     }
     // Admin commands (CONFIG, SHUTDOWN…) are not shown, as in Redis.
-    if shared.monitors.active() && !rerun && !cmd.has(table::ADMIN) {
+    if shared.monitors.active() && !rerun && !effective.has(table::ADMIN) {
         shared
             .monitors
             .feed(ctx.conn.info.addr, &redacted(cmd, args));
@@ -429,30 +474,4 @@ pub fn unknown_subcommand(sub: &[u8], container: &str) -> Reply {
         )
         .into(),
     )
-}
-
-/// Checks the subcommand of a container command (CLIENT, CONFIG, COMMAND) against `subcommands`
-/// (name, Redis arity counted over the whole request), with Redis 7's texts:
-/// `ERR wrong number of arguments for 'client|setname' command` and
-/// `ERR unknown subcommand 'x'. Try CLIENT HELP.`
-pub fn check_subcommand(
-    container: &str,
-    subcommands: &[(&str, i32)],
-    args: &[&[u8]],
-) -> Result<(), Reply> {
-    let sub = args[1];
-    let Some(&(name, arity)) = subcommands
-        .iter()
-        .find(|(name, _)| sub.eq_ignore_ascii_case(name.as_bytes()))
-    else {
-        return Err(unknown_subcommand(sub, &container.to_ascii_uppercase()));
-    };
-    let argc = args.len() as i64;
-    let arity = i64::from(arity);
-    if (arity >= 0 && argc != arity) || (arity < 0 && argc < -arity) {
-        return Err(Reply::Error(
-            wrong_arity(&format!("{container}|{name}")).into(),
-        ));
-    }
-    Ok(())
 }

@@ -2,16 +2,13 @@
 
 use super::args::is;
 use super::connection::help_reply;
-use super::{check_subcommand, CmdResult, Ctx};
+use super::{CmdResult, Ctx};
 use crate::protocol::Reply;
-
-const SLOWLOG_SUBCOMMANDS: &[(&str, i32)] = &[("get", -2), ("len", 2), ("reset", 2), ("help", 2)];
 
 /// Entries SLOWLOG GET returns without a count, as in Redis.
 const DEFAULT_GET: usize = 10;
 
 pub fn slowlog(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    check_subcommand("slowlog", SLOWLOG_SUBCOMMANDS, args)?;
     let sub = args[1];
     let log = &ctx.shared.slowlog;
     if is(sub, "GET") {

@@ -133,19 +133,12 @@ fn call_from_script(ctx: &mut Ctx, args: &[&[u8]], resp3: bool, may: &Permission
     reply
 }
 
-const SCRIPT_SUBCOMMANDS: &[(&str, i32)] = &[
-    ("load", 3),
-    ("exists", -3),
-    ("flush", -2),
-    ("kill", 2),
-    ("help", 2),
-];
-
 pub fn script(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    super::check_subcommand("script", SCRIPT_SUBCOMMANDS, args)?;
     let sub = args[1].to_ascii_lowercase();
     let scripting = &ctx.shared.scripting;
     match &sub[..] {
+        // Redis's Lua debugger (LDB) is not part of stmd.
+        b"debug" => Err(Reply::error("ERR SCRIPT DEBUG is not supported by stmd")),
         b"kill" => scripting
             .run
             .kill(false)

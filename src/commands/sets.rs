@@ -27,6 +27,9 @@ pub fn srem(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         return Ok(Reply::Int(0));
     };
     let removed = args[2..].iter().filter(|m| s.swap_remove(**m)).count();
+    if removed == 0 {
+        locked.unchanged(args[1]);
+    }
     remove_if_empty(&mut locked, args[1]);
     Ok(Reply::Int(removed as i64))
 }

@@ -1,15 +1,29 @@
 //! The one command table. Everything about a command that is data lives here: name, arity, flags,
-//! key positions, group, summary, syntax and handler. Dispatch checks it centrally; COMMAND,
-//! COMMAND INFO/DOCS/COUNT/LIST are rendered from it.
+//! key positions and key specs, ACL categories, tips, subcommands, group, summary, syntax and
+//! handler. Dispatch checks it centrally; COMMAND, COMMAND INFO/DOCS/COUNT/LIST/GETKEYS are
+//! rendered from it.
+//!
+//! A row is `name, arity, flags, (first, last, step), group, since, handler, syntax, summary`,
+//! then optionally `complexity: "…"`, `doc_flags`/`deprecated_since`/`replaced_by` (COMMAND
+//! DOCS), `keys: &[…]` (key specs, see [`super::keyspec`]), `acl: cat::…` (categories beyond the
+//! derived ones, see [`super::categories`]), `tips: &[…]` and `subcommands: …` (rows of their
+//! own, in `subcommands.rs`). A row without them is a command with no keys,
+//! tips or subcommands; the tests check that first/last/step agree with the key specs.
 
+use super::categories as cat;
 use super::databases;
+use super::dump;
 use super::functions;
+use super::keyspec::*;
 use super::scripting as lua;
 use super::stm_context;
+use super::subcommands::*;
 use super::{
     blocking_lists as blists, hashes, info, introspection, lists, pubsub, sets, zrange, zsets,
 };
+use super::{command_info, CmdResult, Ctx};
 use super::{connection as conn, keys, ops, server, stm, strings, transactions as tx, Handler};
+use crate::protocol::Reply;
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
@@ -32,8 +46,13 @@ pub const NOT_QUEUED: u32 = 1 << 11;
 pub const NO_MULTI: u32 = 1 << 12;
 /// Works in database 0 only (the `STM.*` commands): refused in any other selected database.
 pub const DB_ZERO_ONLY: u32 = 1 << 13;
-/// Runs even while a script is past `busy-reply-threshold` (Redis 7.2's `allow_busy`).
-pub const ALLOW_BUSY: u32 = 1 << 14;
+/// Redis's flags that stmd only reports (COMMAND INFO), for clients that read them.
+pub const SKIP_MONITOR: u32 = 1 << 14;
+pub const SKIP_SLOWLOG: u32 = 1 << 15;
+pub const MAY_REPLICATE: u32 = 1 << 16;
+pub const NO_MANDATORY_KEYS: u32 = 1 << 17;
+pub const NO_ASYNC_LOADING: u32 = 1 << 18;
+pub const ALLOW_BUSY: u32 = 1 << 19;
 
 const FLAG_NAMES: &[(u32, &str)] = &[
     (WRITE, "write"),
@@ -45,10 +64,14 @@ const FLAG_NAMES: &[(u32, &str)] = &[
     (BLOCKING, "blocking"),
     (LOADING, "loading"),
     (STALE, "stale"),
+    (SKIP_MONITOR, "skip_monitor"),
+    (SKIP_SLOWLOG, "skip_slowlog"),
     (FAST, "fast"),
     (NO_AUTH, "no_auth"),
+    (MAY_REPLICATE, "may_replicate"),
+    (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+    (NO_ASYNC_LOADING, "no_async_loading"),
     (NO_MULTI, "no_multi"),
-    (ALLOW_BUSY, "allow_busy"),
 ];
 
 /// One command's metadata and handler.
@@ -69,9 +92,52 @@ pub struct Command {
     /// Arguments after the name, in Redis's documentation notation.
     pub syntax: &'static str,
     pub handler: Handler,
+    /// Where the keys are and what the command does to them.
+    pub keys: &'static [KeySpec],
+    /// ACL categories beyond those derived from flags and group ([`super::categories::of`]).
+    pub acl: u32,
+    /// Redis's command tips (`nondeterministic_output`, `request_policy:all_shards`, …).
+    pub tips: &'static [&'static str],
+    /// A container's subcommands (named `container|sub`); empty for other commands.
+    pub subcommands: &'static [Command],
+    /// COMMAND DOCS: the time complexity, in our words ("" for none).
+    pub complexity: &'static str,
+    /// COMMAND DOCS `doc_flags`: `deprecated`, `syscmd`.
+    pub doc_flags: &'static [&'static str],
+    /// COMMAND DOCS: the version that deprecated the command, and what replaces it ("" for none).
+    pub deprecated_since: &'static str,
+    pub replaced_by: &'static str,
+}
+
+/// The handler of [`Command::BASE`]; every row names its own.
+fn no_handler(_ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
+    Err(Reply::error("ERR no handler"))
 }
 
 impl Command {
+    /// The defaults of a row's optional fields.
+    pub const BASE: Command = Command {
+        name: "",
+        arity: 0,
+        flags: 0,
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        group: "",
+        summary: "",
+        since: "",
+        syntax: "",
+        handler: no_handler,
+        keys: &[],
+        acl: 0,
+        tips: &[],
+        subcommands: &[],
+        complexity: "",
+        doc_flags: &[],
+        deprecated_since: "",
+        replaced_by: "",
+    };
+
     pub fn has(&self, flag: u32) -> bool {
         self.flags & flag != 0
     }
@@ -86,11 +152,55 @@ impl Command {
         }
     }
 
+    /// The flags COMMAND INFO shows, in Redis's order; `movablekeys` (derived from the key specs)
+    /// and `allow_busy` come after the others, as in Redis.
     pub fn flag_names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        let movable = legacy_triple(self.keys).1;
         FLAG_NAMES
             .iter()
             .filter(|(bit, _)| self.has(*bit))
             .map(|(_, name)| *name)
+            .chain(movable.then_some("movablekeys"))
+            .chain(self.has(ALLOW_BUSY).then_some("allow_busy"))
+    }
+
+    /// The subcommand named `name` (without the `container|` prefix), case-insensitively.
+    pub fn subcommand(&self, name: &[u8]) -> Option<&'static Command> {
+        self.subcommands.iter().find(|sub| {
+            sub.name
+                .split_once('|')
+                .is_some_and(|(_, short)| short.as_bytes().eq_ignore_ascii_case(name))
+        })
+    }
+
+    /// The row a request runs under: its subcommand's for a container with one (`CONFIG GET` →
+    /// `config|get`), else this one. Redis's errors for an unknown subcommand and a subcommand's
+    /// arity: `ERR unknown subcommand 'x'. Try CONFIG HELP.`,
+    /// `ERR wrong number of arguments for 'config|get' command`.
+    pub fn resolve(&'static self, args: &[&[u8]]) -> Result<&'static Command, String> {
+        if self.subcommands.is_empty() || args.len() < 2 {
+            return Ok(self);
+        }
+        let Some(sub) = self.subcommand(args[1]) else {
+            return Err(format!(
+                "ERR unknown subcommand '{}'. Try {} HELP.",
+                super::printable(args[1], 128),
+                self.name.to_ascii_uppercase()
+            ));
+        };
+        if !sub.arity_ok(args.len()) {
+            return Err(super::wrong_arity(sub.name));
+        }
+        Ok(sub)
+    }
+
+    /// The row whose flags describe this request: the subcommand's when there is one.
+    #[inline]
+    pub fn effective(&'static self, args: &[&[u8]]) -> &'static Command {
+        if self.subcommands.is_empty() {
+            return self;
+        }
+        self.resolve(args).unwrap_or(self)
     }
 
     /// The key arguments of a request, per first/last/step (for locking, WATCH and COMMAND GETKEYS).
@@ -107,199 +217,384 @@ impl Command {
     }
 }
 
+/// Rows of [`Command`]s; the fields after the summary (`keys: …, acl: …, tips: …,
+/// subcommands: …`) are optional.
 macro_rules! commands {
-    ($( $name:literal, $arity:expr, $flags:expr, ($first:expr, $last:expr, $step:expr), $group:literal, $since:literal, $handler:path, $syntax:literal, $summary:literal; )*) => {
+    ($( $name:literal, $arity:expr, $flags:expr, ($first:expr, $last:expr, $step:expr), $group:literal, $since:literal, $handler:path, $syntax:literal, $summary:literal $(, $field:ident: $value:expr)* ; )*) => {
         &[ $( Command {
             name: $name, arity: $arity, flags: $flags, first_key: $first, last_key: $last,
             step: $step, group: $group, summary: $summary, since: $since, syntax: $syntax,
-            handler: $handler,
+            handler: $handler, $( $field: $value, )* ..Command::BASE
         }, )* ]
     };
 }
+pub(crate) use commands;
+
+/// The key-spec notes of the script-running commands (Redis's words are a fact about the spec:
+/// the script's use of its keys cannot be known, so the worst is assumed).
+const SCRIPT_KEYS_RW: &str =
+    "Keys a script touches cannot be known in advance: the worst, RW and UPDATE, is assumed";
+const SCRIPT_KEYS_RO: &str =
+    "Keys a script touches cannot be known in advance: the worst, RO and ACCESS, is assumed";
 
 /// Every command stmd knows, grouped as Redis groups them.
 pub static COMMANDS: &[Command] = commands![
     // connection
-    "ping", -1, FAST | STALE, (0, 0, 0), "connection", "1.0.0", conn::ping, "[message]", "Returns the server's liveliness response.";
-    "echo", 2, FAST | STALE, (0, 0, 0), "connection", "1.0.0", conn::echo, "message", "Returns the given string.";
-    "hello", -1, NO_AUTH | FAST | STALE | NOSCRIPT | LOADING | ALLOW_BUSY, (0, 0, 0), "connection", "6.0.0", conn::hello, "[protover [AUTH username password] [SETNAME clientname]]", "Handshakes with the Redis server.";
-    "auth", -2, NO_AUTH | FAST | STALE | NOSCRIPT | LOADING | ALLOW_BUSY, (0, 0, 0), "connection", "1.0.0", conn::auth, "[username] password", "Authenticates the connection.";
-    "select", 2, FAST | LOADING | STALE, (0, 0, 0), "connection", "1.0.0", databases::select, "index", "Changes the selected database.";
-    "quit", -1, NO_AUTH | FAST | STALE | LOADING | NOSCRIPT | NOT_QUEUED | ALLOW_BUSY, (0, 0, 0), "connection", "1.0.0", conn::quit, "", "Closes the connection.";
-    "reset", 1, NO_AUTH | FAST | STALE | LOADING | NOSCRIPT | NOT_QUEUED | ALLOW_BUSY, (0, 0, 0), "connection", "6.2.0", conn::reset, "", "Resets the connection.";
-    "client", -2, STALE | LOADING | NOSCRIPT, (0, 0, 0), "connection", "2.4.0", conn::client, "ID | INFO | LIST | GETNAME | SETNAME connection-name | SETINFO <LIB-NAME libname | LIB-VER libver> | KILL <ip:port | ID client-id>", "A container for client connection commands.";
+    "ping", -1, FAST, (0, 0, 0), "connection", "1.0.0", conn::ping, "[message]", "Returns the server's liveliness response.",
+        complexity: "O(1)", tips: &["request_policy:all_shards", "response_policy:all_succeeded"];
+    "echo", 2, LOADING | STALE | FAST, (0, 0, 0), "connection", "1.0.0", conn::echo, "message", "Returns the given string.",
+        complexity: "O(1)";
+    "hello", -1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, (0, 0, 0), "connection", "6.0.0", conn::hello, "[protover [AUTH username password] [SETNAME clientname]]", "Handshakes with the Redis server.",
+        complexity: "O(1)";
+    "auth", -2, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, (0, 0, 0), "connection", "1.0.0", conn::auth, "[username] password", "Authenticates the connection.",
+        complexity: "O(1)";
+    "select", 2, LOADING | STALE | FAST, (0, 0, 0), "connection", "1.0.0", databases::select, "index", "Changes the selected database.",
+        complexity: "O(1)";
+    "quit", -1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY | NOT_QUEUED, (0, 0, 0), "connection", "1.0.0", conn::quit, "", "Closes the connection.",
+        complexity: "O(1)";
+    "reset", 1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY | NOT_QUEUED, (0, 0, 0), "connection", "6.2.0", conn::reset, "", "Resets the connection.",
+        complexity: "O(1)";
+    "client", -2, 0, (0, 0, 0), "connection", "2.4.0", conn::client, "", "A container for client connection commands.",
+        complexity: "Depends on the subcommand.", subcommands: CLIENT_SUBCOMMANDS;
     // server
-    "info", -1, STALE | LOADING, (0, 0, 0), "server", "1.0.0", info::info, "[section [section ...]]", "Returns information and statistics about the server.";
-    "config", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "2.0.0", server::config, "GET parameter [parameter ...] | SET parameter value [parameter value ...] | RESETSTAT", "A container for server configuration commands.";
-    "slowlog", -2, ADMIN | LOADING | STALE, (0, 0, 0), "server", "2.2.12", ops::slowlog, "GET [count] | LEN | RESET | HELP", "A container for slow log commands.";
+    "info", -1, LOADING | STALE, (0, 0, 0), "server", "1.0.0", info::info, "[section [section ...]]", "Returns information and statistics about the server.",
+        complexity: "O(1)", acl: cat::DANGEROUS, tips: &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"];
+    "config", -2, 0, (0, 0, 0), "server", "2.0.0", server::config, "", "A container for server configuration commands.",
+        complexity: "Depends on the subcommand.", subcommands: CONFIG_SUBCOMMANDS;
+    "slowlog", -2, 0, (0, 0, 0), "server", "2.2.12", ops::slowlog, "", "A container for slow log commands.",
+        complexity: "Depends on the subcommand.", subcommands: SLOWLOG_SUBCOMMANDS;
     "monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "1.0.0", ops::monitor, "", "Listens for all requests received by the server in real-time.";
-    "command", -1, LOADING | STALE, (0, 0, 0), "server", "2.8.13", server::command, "[COUNT | INFO [command-name ...] | DOCS [command-name ...] | LIST | GETKEYS command [arg ...]]", "Returns detailed information about all commands.";
-    "dbsize", 1, READONLY | FAST, (0, 0, 0), "server", "1.0.0", databases::dbsize, "", "Returns the number of keys in the database.";
-    "flushdb", -1, WRITE, (0, 0, 0), "server", "1.0.0", databases::flushdb, "[ASYNC | SYNC]", "Removes all keys from the current database.";
-    "flushall", -1, WRITE, (0, 0, 0), "server", "1.0.0", databases::flushall, "[ASYNC | SYNC]", "Removes all keys from all databases.";
-    "time", 1, FAST | LOADING | STALE, (0, 0, 0), "server", "2.6.0", server::time, "", "Returns the server time.";
-    "shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, (0, 0, 0), "server", "1.0.0", server::shutdown, "[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]", "Stops the server.";
-    "lastsave", 1, FAST | LOADING | STALE, (0, 0, 0), "server", "1.0.0", server::lastsave, "", "Returns the Unix timestamp of the last successful save to disk.";
-    "latency", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "2.8.13", introspection::latency, "LATEST | HISTORY event | RESET [event ...] | GRAPH event | DOCTOR | HISTOGRAM [command ...] | HELP", "A container for latency diagnostics commands.";
-    "memory", -2, 0, (0, 0, 0), "server", "4.0.0", introspection::memory, "USAGE key [SAMPLES count] | STATS | DOCTOR | MALLOC-STATS | PURGE | HELP", "A container for memory diagnostics commands.";
-    "role", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "server", "2.8.12", introspection::role, "", "Returns the replication role.";
-    "wait", 3, 0, (0, 0, 0), "generic", "3.0.0", introspection::wait, "numreplicas timeout", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.";
+    "command", -1, LOADING | STALE, (0, 0, 0), "server", "2.8.13", command_info::command, "", "Returns detailed information about all commands.",
+        complexity: "O(N), N the commands.", acl: cat::CONNECTION, tips: &["nondeterministic_output_order"], subcommands: COMMAND_SUBCOMMANDS;
+    "dbsize", 1, READONLY | FAST, (0, 0, 0), "server", "1.0.0", databases::dbsize, "", "Returns the number of keys in the database.",
+        complexity: "O(1)", acl: cat::KEYSPACE, tips: &["request_policy:all_shards", "response_policy:agg_sum"];
+    "flushdb", -1, WRITE, (0, 0, 0), "server", "1.0.0", databases::flushdb, "[ASYNC | SYNC]", "Removes all keys from the current database.",
+        complexity: "O(N), N the keys of the database.", acl: cat::KEYSPACE | cat::DANGEROUS, tips: &["request_policy:all_shards", "response_policy:all_succeeded"];
+    "flushall", -1, WRITE, (0, 0, 0), "server", "1.0.0", databases::flushall, "[ASYNC | SYNC]", "Removes all keys from all databases.",
+        complexity: "O(N), N the keys of every database.", acl: cat::KEYSPACE | cat::DANGEROUS, tips: &["request_policy:all_shards", "response_policy:all_succeeded"];
+    "time", 1, LOADING | STALE | FAST, (0, 0, 0), "server", "2.6.0", server::time, "", "Returns the server time.",
+        complexity: "O(1)", tips: &["nondeterministic_output"];
+    "shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, (0, 0, 0), "server", "1.0.0", server::shutdown, "[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]", "Stops the server.",
+        complexity: "O(1): stmd writes no snapshot on the way out.";
+    "lastsave", 1, LOADING | STALE | FAST, (0, 0, 0), "server", "1.0.0", server::lastsave, "", "Returns the Unix timestamp of the last successful save to disk.",
+        complexity: "O(1)", acl: cat::ADMIN | cat::DANGEROUS, tips: &["nondeterministic_output"];
+    "latency", -2, 0, (0, 0, 0), "server", "2.8.13", introspection::latency, "", "A container for latency diagnostics commands.",
+        complexity: "Depends on the subcommand.", subcommands: LATENCY_SUBCOMMANDS;
+    "memory", -2, 0, (0, 0, 0), "server", "4.0.0", introspection::memory, "", "A container for memory diagnostics commands.",
+        complexity: "Depends on the subcommand.", subcommands: MEMORY_SUBCOMMANDS;
+    "role", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "server", "2.8.12", introspection::role, "", "Returns the replication role.",
+        complexity: "O(1)", acl: cat::ADMIN | cat::DANGEROUS;
+    "wait", 3, NOSCRIPT, (0, 0, 0), "generic", "3.0.0", introspection::wait, "numreplicas timeout", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.",
+        complexity: "O(1)", acl: cat::NO_GROUP | cat::CONNECTION, tips: &["request_policy:all_shards", "response_policy:agg_min"];
     "lolwut", -1, READONLY | FAST, (0, 0, 0), "server", "5.0.0", introspection::lolwut, "[VERSION version]", "Displays computer art and the Redis version.";
-    "debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "1.0.0", introspection::debug, "SLEEP seconds | OBJECT key | SET-ACTIVE-EXPIRE flag | HELP", "A container for debugging commands.";
+    "debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "1.0.0", introspection::debug, "", "A container for debugging commands.",
+        complexity: "Depends on the subcommand.", doc_flags: &["syscmd"];
     // transactions
-    "multi", 1, NOSCRIPT | LOADING | STALE | FAST | NOT_QUEUED | ALLOW_BUSY, (0, 0, 0), "transactions", "1.2.0", tx::multi, "", "Starts a transaction.";
-    "exec", 1, NOSCRIPT | LOADING | STALE | NOT_QUEUED, (0, 0, 0), "transactions", "1.2.0", tx::exec, "", "Executes all commands in a transaction.";
-    "discard", 1, NOSCRIPT | LOADING | STALE | FAST | NOT_QUEUED | ALLOW_BUSY, (0, 0, 0), "transactions", "2.0.0", tx::discard, "", "Discards a transaction.";
-    "watch", -2, NOSCRIPT | LOADING | STALE | FAST | NOT_QUEUED | ALLOW_BUSY, (1, -1, 1), "transactions", "2.2.0", tx::watch, "key [key ...]", "Monitors changes to keys to determine the execution of a transaction.";
-    "unwatch", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, (0, 0, 0), "transactions", "2.2.0", tx::unwatch, "", "Forgets about watched keys of a transaction.";
+    "multi", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | NOT_QUEUED, (0, 0, 0), "transactions", "1.2.0", tx::multi, "", "Starts a transaction.",
+        complexity: "O(1)";
+    "exec", 1, NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG | NOT_QUEUED, (0, 0, 0), "transactions", "1.2.0", tx::exec, "", "Executes all commands in a transaction.",
+        complexity: "The sum of the queued commands' costs.";
+    "discard", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | NOT_QUEUED, (0, 0, 0), "transactions", "2.0.0", tx::discard, "", "Discards a transaction.",
+        complexity: "O(N), N the queued commands.";
+    "watch", -2, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | NOT_QUEUED, (1, -1, 1), "transactions", "2.2.0", tx::watch, "key [key ...]", "Monitors changes to keys to determine the execution of a transaction.",
+        complexity: "O(N), N the keys watched.", keys: &[keys_to_end(RO, 1)];
+    "unwatch", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, (0, 0, 0), "transactions", "2.2.0", tx::unwatch, "", "Forgets about watched keys of a transaction.",
+        complexity: "O(1)";
     // generic
-    "del", -2, WRITE, (1, -1, 1), "generic", "1.0.0", keys::del, "key [key ...]", "Deletes one or more keys.";
-    "unlink", -2, WRITE | FAST, (1, -1, 1), "generic", "4.0.0", keys::del, "key [key ...]", "Asynchronously deletes one or more keys.";
-    "exists", -2, READONLY | FAST, (1, -1, 1), "generic", "1.0.0", keys::exists, "key [key ...]", "Determines whether one or more keys exist.";
-    "type", 2, READONLY | FAST, (1, 1, 1), "generic", "1.0.0", keys::type_, "key", "Determines the type of value stored at a key.";
-    "expire", -3, WRITE | FAST, (1, 1, 1), "generic", "1.0.0", keys::expire, "key seconds [NX | XX | GT | LT]", "Sets the expiration time of a key in seconds.";
-    "pexpire", -3, WRITE | FAST, (1, 1, 1), "generic", "2.6.0", keys::expire, "key milliseconds [NX | XX | GT | LT]", "Sets the expiration time of a key in milliseconds.";
-    "expireat", -3, WRITE | FAST, (1, 1, 1), "generic", "1.2.0", keys::expire, "key unix-time-seconds [NX | XX | GT | LT]", "Sets the expiration time of a key to a Unix timestamp.";
-    "pexpireat", -3, WRITE | FAST, (1, 1, 1), "generic", "2.6.0", keys::expire, "key unix-time-milliseconds [NX | XX | GT | LT]", "Sets the expiration time of a key to a Unix milliseconds timestamp.";
-    "ttl", 2, READONLY | FAST, (1, 1, 1), "generic", "1.0.0", keys::ttl, "key", "Returns the expiration time in seconds of a key.";
-    "pttl", 2, READONLY | FAST, (1, 1, 1), "generic", "2.6.0", keys::ttl, "key", "Returns the expiration time in milliseconds of a key.";
-    "expiretime", 2, READONLY | FAST, (1, 1, 1), "generic", "7.0.0", keys::ttl, "key", "Returns the expiration time of a key as a Unix timestamp.";
-    "pexpiretime", 2, READONLY | FAST, (1, 1, 1), "generic", "7.0.0", keys::ttl, "key", "Returns the expiration time of a key as a Unix milliseconds timestamp.";
-    "persist", 2, WRITE | FAST, (1, 1, 1), "generic", "2.2.0", keys::persist, "key", "Removes the expiration time of a key.";
-    "keys", 2, READONLY, (0, 0, 0), "generic", "1.0.0", keys::keys, "pattern", "Returns all key names that match a pattern.";
-    "scan", -2, READONLY, (0, 0, 0), "generic", "2.8.0", keys::scan, "cursor [MATCH pattern] [COUNT count] [TYPE type]", "Iterates over the key names in the database.";
-    "object", -2, READONLY, (2, 2, 1), "generic", "2.2.3", keys::object, "IDLETIME key | FREQ key | HELP", "A container for object introspection commands.";
-    "rename", 3, WRITE, (1, 2, 1), "generic", "1.0.0", keys::rename, "key newkey", "Renames a key and overwrites the destination.";
-    "renamenx", 3, WRITE | FAST, (1, 2, 1), "generic", "1.0.0", keys::rename, "key newkey", "Renames a key only when the target key name doesn't exist.";
-    "randomkey", 1, READONLY, (0, 0, 0), "generic", "1.0.0", keys::randomkey, "", "Returns a random key name from the database.";
-    "move", 3, WRITE | FAST, (1, 1, 1), "generic", "1.0.0", databases::move_key, "key db", "Moves a key to another database.";
-    "swapdb", 3, WRITE | FAST, (0, 0, 0), "server", "4.0.0", databases::swapdb, "index1 index2", "Swaps two Redis databases.";
+    "del", -2, WRITE, (1, -1, 1), "generic", "1.0.0", keys::del, "key [key ...]", "Deletes one or more keys.",
+        complexity: "O(N), N the keys, plus O(M) for a collection of M elements.", keys: &[keys_to_end(RM | DELETE, 1)], tips: &["request_policy:multi_shard", "response_policy:agg_sum"];
+    "unlink", -2, WRITE | FAST, (1, -1, 1), "generic", "4.0.0", keys::del, "key [key ...]", "Asynchronously deletes one or more keys.",
+        complexity: "O(N), N the keys, plus O(M) for a collection of M elements.", keys: &[keys_to_end(RM | DELETE, 1)], tips: &["request_policy:multi_shard", "response_policy:agg_sum"];
+    "exists", -2, READONLY | FAST, (1, -1, 1), "generic", "1.0.0", keys::exists, "key [key ...]", "Determines whether one or more keys exist.",
+        complexity: "O(N), N the keys given.", keys: &[keys_to_end(RO, 1)], tips: &["request_policy:multi_shard", "response_policy:agg_sum"];
+    "type", 2, READONLY | FAST, (1, 1, 1), "generic", "1.0.0", keys::type_, "key", "Determines the type of value stored at a key.",
+        complexity: "O(1)", keys: &[key(RO, 1)];
+    "expire", -3, WRITE | FAST, (1, 1, 1), "generic", "1.0.0", keys::expire, "key seconds [NX | XX | GT | LT]", "Sets the expiration time of a key in seconds.",
+        complexity: "O(1)", keys: &[key(RW | UPDATE, 1)];
+    "pexpire", -3, WRITE | FAST, (1, 1, 1), "generic", "2.6.0", keys::expire, "key milliseconds [NX | XX | GT | LT]", "Sets the expiration time of a key in milliseconds.",
+        complexity: "O(1)", keys: &[key(RW | UPDATE, 1)];
+    "expireat", -3, WRITE | FAST, (1, 1, 1), "generic", "1.2.0", keys::expire, "key unix-time-seconds [NX | XX | GT | LT]", "Sets the expiration time of a key to a Unix timestamp.",
+        complexity: "O(1)", keys: &[key(RW | UPDATE, 1)];
+    "pexpireat", -3, WRITE | FAST, (1, 1, 1), "generic", "2.6.0", keys::expire, "key unix-time-milliseconds [NX | XX | GT | LT]", "Sets the expiration time of a key to a Unix milliseconds timestamp.",
+        complexity: "O(1)", keys: &[key(RW | UPDATE, 1)];
+    "ttl", 2, READONLY | FAST, (1, 1, 1), "generic", "1.0.0", keys::ttl, "key", "Returns the expiration time in seconds of a key.",
+        complexity: "O(1)", keys: &[key(RO | ACCESS, 1)], tips: &["nondeterministic_output"];
+    "pttl", 2, READONLY | FAST, (1, 1, 1), "generic", "2.6.0", keys::ttl, "key", "Returns the expiration time in milliseconds of a key.",
+        complexity: "O(1)", keys: &[key(RO | ACCESS, 1)], tips: &["nondeterministic_output"];
+    "expiretime", 2, READONLY | FAST, (1, 1, 1), "generic", "7.0.0", keys::ttl, "key", "Returns the expiration time of a key as a Unix timestamp.",
+        complexity: "O(1)", keys: &[key(RO | ACCESS, 1)];
+    "pexpiretime", 2, READONLY | FAST, (1, 1, 1), "generic", "7.0.0", keys::ttl, "key", "Returns the expiration time of a key as a Unix milliseconds timestamp.",
+        complexity: "O(1)", keys: &[key(RO | ACCESS, 1)];
+    "persist", 2, WRITE | FAST, (1, 1, 1), "generic", "2.2.0", keys::persist, "key", "Removes the expiration time of a key.",
+        complexity: "O(1)", keys: &[key(RW | UPDATE, 1)];
+    "keys", 2, READONLY, (0, 0, 0), "generic", "1.0.0", keys::keys, "pattern", "Returns all key names that match a pattern.",
+        complexity: "O(N), N the keys of the database.", acl: cat::DANGEROUS, tips: &["request_policy:all_shards", "nondeterministic_output_order"];
+    "scan", -2, READONLY, (0, 0, 0), "generic", "2.8.0", keys::scan, "cursor [MATCH pattern] [COUNT count] [TYPE type]", "Iterates over the key names in the database.",
+        complexity: "O(1) per call; O(N) for a whole iteration, N the keys.", tips: &["nondeterministic_output", "request_policy:special"];
+    "object", -2, 0, (0, 0, 0), "generic", "2.2.3", keys::object, "", "A container for object introspection commands.",
+        complexity: "Depends on the subcommand.", subcommands: OBJECT_SUBCOMMANDS;
+    "rename", 3, WRITE, (1, 2, 1), "generic", "1.0.0", keys::rename, "key newkey", "Renames a key and overwrites the destination.",
+        complexity: "O(1)", keys: &[key(RW | ACCESS | DELETE, 1), key(OW | UPDATE, 2)];
+    "renamenx", 3, WRITE | FAST, (1, 2, 1), "generic", "1.0.0", keys::rename, "key newkey", "Renames a key only when the target key name doesn't exist.",
+        complexity: "O(1)", keys: &[key(RW | ACCESS | DELETE, 1), key(OW | INSERT, 2)];
+    "randomkey", 1, READONLY, (0, 0, 0), "generic", "1.0.0", keys::randomkey, "", "Returns a random key name from the database.",
+        complexity: "O(1)", tips: &["request_policy:all_shards", "nondeterministic_output"];
+    "move", 3, WRITE | FAST, (1, 1, 1), "generic", "1.0.0", databases::move_key, "key db", "Moves a key to another database.",
+        complexity: "O(1)", keys: &[key(RW | ACCESS | UPDATE, 1)];
+    "dump", 2, READONLY, (1, 1, 1), "generic", "2.6.0", dump::dump, "key", "Returns a serialized representation of the value stored at a key.",
+        complexity: "O(1) to reach the key, plus O(N*M) to serialize N elements of average size M.", keys: &[key(RO | ACCESS, 1)], tips: &["nondeterministic_output"];
+    "restore", -4, WRITE | DENYOOM, (1, 1, 1), "generic", "2.6.0", dump::restore, "key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]", "Creates a key from the serialized representation of a value.",
+        complexity: "O(1) to create the key, plus O(N*M) to rebuild N elements of average size M.", acl: cat::DANGEROUS, keys: &[key(OW | UPDATE, 1)];
+    "copy", -3, WRITE | DENYOOM, (1, 2, 1), "generic", "6.2.0", dump::copy, "source destination [DB destination-db] [REPLACE]", "Copies the value of a key to a new key.",
+        complexity: "O(N), N the elements of the source value.", keys: &[key(RO | ACCESS, 1), key(OW | UPDATE, 2)];
+    "touch", -2, READONLY | FAST, (1, -1, 1), "generic", "3.2.1", dump::touch, "key [key ...]", "Returns the number of existing keys out of those specified after updating the time they were last accessed.",
+        complexity: "O(N), N the keys given.", keys: &[keys_to_end(RO, 1)], tips: &["request_policy:multi_shard", "response_policy:agg_sum"];
+    "swapdb", 3, WRITE | FAST, (0, 0, 0), "server", "4.0.0", databases::swapdb, "index1 index2", "Swaps two Redis databases.",
+        complexity: "O(N), N the clients blocked on keys of either database.", acl: cat::KEYSPACE | cat::DANGEROUS;
     // string
-    "get", 2, READONLY | FAST, (1, 1, 1), "string", "1.0.0", strings::get, "key", "Returns the string value of a key.";
-    "set", -3, WRITE | DENYOOM, (1, 1, 1), "string", "1.0.0", strings::set, "key value [NX | XX] [GET] [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]", "Sets the string value of a key, ignoring its type.";
-    "setnx", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "1.0.0", strings::setnx, "key value", "Set the string value of a key only when the key doesn't exist.";
-    "setex", 4, WRITE | DENYOOM, (1, 1, 1), "string", "2.0.0", strings::setex, "key seconds value", "Sets the string value and expiration time of a key.";
-    "psetex", 4, WRITE | DENYOOM, (1, 1, 1), "string", "2.6.0", strings::setex, "key milliseconds value", "Sets both string value and expiration time in milliseconds of a key.";
-    "getset", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "1.0.0", strings::getset, "key value", "Returns the previous string value of a key after setting it to a new value.";
-    "getdel", 2, WRITE | FAST, (1, 1, 1), "string", "6.2.0", strings::getdel, "key", "Returns the string value of a key after deleting the key.";
-    "getex", -2, WRITE | FAST, (1, 1, 1), "string", "6.2.0", strings::getex, "key [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | PERSIST]", "Returns the string value of a key after setting its expiration time.";
-    "mget", -2, READONLY | FAST, (1, -1, 1), "string", "1.0.0", strings::mget, "key [key ...]", "Atomically returns the string values of one or more keys.";
-    "mset", -3, WRITE | DENYOOM, (1, -1, 2), "string", "1.0.1", strings::mset, "key value [key value ...]", "Atomically creates or modifies the string values of one or more keys.";
-    "msetnx", -3, WRITE | DENYOOM, (1, -1, 2), "string", "1.0.1", strings::mset, "key value [key value ...]", "Atomically modifies the string values of one or more keys only when all keys don't exist.";
-    "incr", 2, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "1.0.0", strings::incr, "key", "Increments the integer value of a key by one.";
-    "decr", 2, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "1.0.0", strings::incr, "key", "Decrements the integer value of a key by one.";
-    "incrby", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "1.0.0", strings::incr, "key increment", "Increments the integer value of a key by a number.";
-    "decrby", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "1.0.0", strings::incr, "key decrement", "Decrements a number from the integer value of a key.";
-    "incrbyfloat", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "2.6.0", strings::incrbyfloat, "key increment", "Increment the floating point value of a key by a number.";
-    "append", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "2.0.0", strings::append, "key value", "Appends a string to the value of a key.";
-    "strlen", 2, READONLY | FAST, (1, 1, 1), "string", "2.2.0", strings::strlen, "key", "Returns the length of a string value.";
-    "getrange", 4, READONLY, (1, 1, 1), "string", "2.4.0", strings::getrange, "key start end", "Returns a substring of the string stored at a key.";
-    "substr", 4, READONLY, (1, 1, 1), "string", "1.0.0", strings::getrange, "key start end", "Returns a substring from a string value.";
-    "setrange", 4, WRITE | DENYOOM, (1, 1, 1), "string", "2.2.0", strings::setrange, "key offset value", "Overwrites a part of a string value with another by an offset.";
+    "get", 2, READONLY | FAST, (1, 1, 1), "string", "1.0.0", strings::get, "key", "Returns the string value of a key.",
+        complexity: "O(1)", keys: &[key(RO | ACCESS, 1)];
+    "set", -3, WRITE | DENYOOM, (1, 1, 1), "string", "1.0.0", strings::set, "key value [NX | XX] [GET] [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]", "Sets the string value of a key, ignoring its type.",
+        complexity: "O(1)", keys: &[key(RW | ACCESS | UPDATE | VARIABLE_FLAGS, 1).with_notes("RW and ACCESS only with GET, which returns the old value; OW and UPDATE without it.")];
+    "setnx", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "1.0.0", strings::setnx, "key value", "Set the string value of a key only when the key doesn't exist.",
+        complexity: "O(1)", keys: &[key(OW | INSERT, 1)];
+    "setex", 4, WRITE | DENYOOM, (1, 1, 1), "string", "2.0.0", strings::setex, "key seconds value", "Sets the string value and expiration time of a key.",
+        complexity: "O(1)", keys: &[key(OW | UPDATE, 1)];
+    "psetex", 4, WRITE | DENYOOM, (1, 1, 1), "string", "2.6.0", strings::setex, "key milliseconds value", "Sets both string value and expiration time in milliseconds of a key.",
+        complexity: "O(1)", keys: &[key(OW | UPDATE, 1)];
+    "getset", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "1.0.0", strings::getset, "key value", "Returns the previous string value of a key after setting it to a new value.",
+        complexity: "O(1)", doc_flags: &["deprecated"], deprecated_since: "6.2.0", replaced_by: "`SET` with `GET`", keys: &[key(RW | ACCESS | UPDATE, 1)];
+    "getdel", 2, WRITE | FAST, (1, 1, 1), "string", "6.2.0", strings::getdel, "key", "Returns the string value of a key after deleting the key.",
+        complexity: "O(1)", keys: &[key(RW | ACCESS | DELETE, 1)];
+    "getex", -2, WRITE | FAST, (1, 1, 1), "string", "6.2.0", strings::getex, "key [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | PERSIST]", "Returns the string value of a key after setting its expiration time.",
+        complexity: "O(1)", keys: &[key(RW | ACCESS | UPDATE, 1).with_notes("RW and UPDATE: the time to live may change.")];
+    "mget", -2, READONLY | FAST, (1, -1, 1), "string", "1.0.0", strings::mget, "key [key ...]", "Atomically returns the string values of one or more keys.",
+        complexity: "O(N), N the keys.", keys: &[keys_to_end(RO | ACCESS, 1)], tips: &["request_policy:multi_shard"];
+    "mset", -3, WRITE | DENYOOM, (1, -1, 2), "string", "1.0.1", strings::mset, "key value [key value ...]", "Atomically creates or modifies the string values of one or more keys.",
+        complexity: "O(N), N the keys.", keys: &[range(OW | UPDATE, 1, -1, 2, 0)], tips: &["request_policy:multi_shard", "response_policy:all_succeeded"];
+    "msetnx", -3, WRITE | DENYOOM, (1, -1, 2), "string", "1.0.1", strings::mset, "key value [key value ...]", "Atomically modifies the string values of one or more keys only when all keys don't exist.",
+        complexity: "O(N), N the keys.", keys: &[range(OW | INSERT, 1, -1, 2, 0)], tips: &["request_policy:multi_shard", "response_policy:agg_min"];
+    "incr", 2, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "1.0.0", strings::incr, "key", "Increments the integer value of a key by one.",
+        complexity: "O(1)", keys: &[key(RW | ACCESS | UPDATE, 1)];
+    "decr", 2, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "1.0.0", strings::incr, "key", "Decrements the integer value of a key by one.",
+        complexity: "O(1)", keys: &[key(RW | ACCESS | UPDATE, 1)];
+    "incrby", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "1.0.0", strings::incr, "key increment", "Increments the integer value of a key by a number.",
+        complexity: "O(1)", keys: &[key(RW | ACCESS | UPDATE, 1)];
+    "decrby", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "1.0.0", strings::incr, "key decrement", "Decrements a number from the integer value of a key.",
+        complexity: "O(1)", keys: &[key(RW | ACCESS | UPDATE, 1)];
+    "incrbyfloat", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "2.6.0", strings::incrbyfloat, "key increment", "Increment the floating point value of a key by a number.",
+        complexity: "O(1)", keys: &[key(RW | ACCESS | UPDATE, 1)];
+    "append", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "2.0.0", strings::append, "key value", "Appends a string to the value of a key.",
+        complexity: "O(M) amortised, M the appended length.", keys: &[key(RW | INSERT, 1)];
+    "strlen", 2, READONLY | FAST, (1, 1, 1), "string", "2.2.0", strings::strlen, "key", "Returns the length of a string value.",
+        complexity: "O(1)", keys: &[key(RO, 1)];
+    "getrange", 4, READONLY, (1, 1, 1), "string", "2.4.0", strings::getrange, "key start end", "Returns a substring of the string stored at a key.",
+        complexity: "O(N), N the length returned.", keys: &[key(RO | ACCESS, 1)];
+    "substr", 4, READONLY, (1, 1, 1), "string", "1.0.0", strings::getrange, "key start end", "Returns a substring from a string value.",
+        complexity: "O(N), N the length returned.", doc_flags: &["deprecated"], deprecated_since: "2.0.0", replaced_by: "`GETRANGE`", keys: &[key(RO | ACCESS, 1)];
+    "setrange", 4, WRITE | DENYOOM, (1, 1, 1), "string", "2.2.0", strings::setrange, "key offset value", "Overwrites a part of a string value with another by an offset.",
+        complexity: "O(M), M the length written, plus growing the value.", keys: &[key(RW | UPDATE, 1)];
     // list
-    "lpush", -3, WRITE | DENYOOM | FAST, (1, 1, 1), "list", "1.0.0", lists::push, "key element [element ...]", "Prepends one or more elements to a list. Creates the key if it doesn't exist.";
-    "rpush", -3, WRITE | DENYOOM | FAST, (1, 1, 1), "list", "1.0.0", lists::push, "key element [element ...]", "Appends one or more elements to a list. Creates the key if it doesn't exist.";
-    "lpushx", -3, WRITE | DENYOOM | FAST, (1, 1, 1), "list", "2.2.0", lists::push, "key element [element ...]", "Prepends one or more elements to a list only when the list exists.";
-    "rpushx", -3, WRITE | DENYOOM | FAST, (1, 1, 1), "list", "2.2.0", lists::push, "key element [element ...]", "Appends an element to a list only when the list exists.";
-    "lpop", -2, WRITE | FAST, (1, 1, 1), "list", "1.0.0", lists::pop, "key [count]", "Returns the first elements in a list after removing it. Deletes the list if the last element was popped.";
-    "rpop", -2, WRITE | FAST, (1, 1, 1), "list", "1.0.0", lists::pop, "key [count]", "Returns and removes the last elements of a list. Deletes the list if the last element was popped.";
-    "lrange", 4, READONLY, (1, 1, 1), "list", "1.0.0", lists::lrange, "key start stop", "Returns a range of elements from a list.";
-    "llen", 2, READONLY | FAST, (1, 1, 1), "list", "1.0.0", lists::llen, "key", "Returns the length of a list.";
-    "lindex", 3, READONLY, (1, 1, 1), "list", "1.0.0", lists::lindex, "key index", "Returns an element from a list by its index.";
-    "lset", 4, WRITE | DENYOOM, (1, 1, 1), "list", "1.0.0", lists::lset, "key index element", "Sets the value of an element in a list by its index.";
-    "lrem", 4, WRITE, (1, 1, 1), "list", "1.0.0", lists::lrem, "key count element", "Removes elements from a list. Deletes the list if the last element was removed.";
-    "ltrim", 4, WRITE, (1, 1, 1), "list", "1.0.0", lists::ltrim, "key start stop", "Removes elements from both ends a list. Deletes the list if all elements were trimmed.";
-    "linsert", 5, WRITE | DENYOOM, (1, 1, 1), "list", "2.2.0", lists::linsert, "key <BEFORE | AFTER> pivot element", "Inserts an element before or after another element in a list.";
-    "lpos", -3, READONLY, (1, 1, 1), "list", "6.0.6", lists::lpos, "key element [RANK rank] [COUNT num-matches] [MAXLEN len]", "Returns the index of matching elements in a list.";
-    "lmove", 5, WRITE | DENYOOM, (1, 2, 1), "list", "6.2.0", lists::lmove, "source destination <LEFT | RIGHT> <LEFT | RIGHT>", "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.";
-    "rpoplpush", 3, WRITE | DENYOOM, (1, 2, 1), "list", "1.2.0", lists::lmove, "source destination", "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.";
-    "blpop", -3, WRITE | BLOCKING, (1, -2, 1), "list", "2.0.0", blists::bpop, "key [key ...] timeout", "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.";
-    "brpop", -3, WRITE | BLOCKING, (1, -2, 1), "list", "2.0.0", blists::bpop, "key [key ...] timeout", "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.";
-    "blmove", 6, WRITE | DENYOOM | BLOCKING, (1, 2, 1), "list", "6.2.0", blists::blmove, "source destination <LEFT | RIGHT> <LEFT | RIGHT> timeout", "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.";
-    "brpoplpush", 4, WRITE | DENYOOM | BLOCKING, (1, 2, 1), "list", "2.2.0", blists::blmove, "source destination timeout", "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.";
+    "lpush", -3, WRITE | DENYOOM | FAST, (1, 1, 1), "list", "1.0.0", lists::push, "key element [element ...]", "Prepends one or more elements to a list. Creates the key if it doesn't exist.",
+        complexity: "O(N), N the elements pushed.", keys: &[key(RW | INSERT, 1)];
+    "rpush", -3, WRITE | DENYOOM | FAST, (1, 1, 1), "list", "1.0.0", lists::push, "key element [element ...]", "Appends one or more elements to a list. Creates the key if it doesn't exist.",
+        complexity: "O(N), N the elements pushed.", keys: &[key(RW | INSERT, 1)];
+    "lpushx", -3, WRITE | DENYOOM | FAST, (1, 1, 1), "list", "2.2.0", lists::push, "key element [element ...]", "Prepends one or more elements to a list only when the list exists.",
+        complexity: "O(N), N the elements pushed.", keys: &[key(RW | INSERT, 1)];
+    "rpushx", -3, WRITE | DENYOOM | FAST, (1, 1, 1), "list", "2.2.0", lists::push, "key element [element ...]", "Appends an element to a list only when the list exists.",
+        complexity: "O(N), N the elements pushed.", keys: &[key(RW | INSERT, 1)];
+    "lpop", -2, WRITE | FAST, (1, 1, 1), "list", "1.0.0", lists::pop, "key [count]", "Returns the first elements in a list after removing it. Deletes the list if the last element was popped.",
+        complexity: "O(N), N the elements popped.", keys: &[key(RW | ACCESS | DELETE, 1)];
+    "rpop", -2, WRITE | FAST, (1, 1, 1), "list", "1.0.0", lists::pop, "key [count]", "Returns and removes the last elements of a list. Deletes the list if the last element was popped.",
+        complexity: "O(N), N the elements popped.", keys: &[key(RW | ACCESS | DELETE, 1)];
+    "lrange", 4, READONLY, (1, 1, 1), "list", "1.0.0", lists::lrange, "key start stop", "Returns a range of elements from a list.",
+        complexity: "O(N), N the elements returned.", keys: &[key(RO | ACCESS, 1)];
+    "llen", 2, READONLY | FAST, (1, 1, 1), "list", "1.0.0", lists::llen, "key", "Returns the length of a list.",
+        complexity: "O(1)", keys: &[key(RO, 1)];
+    "lindex", 3, READONLY, (1, 1, 1), "list", "1.0.0", lists::lindex, "key index", "Returns an element from a list by its index.",
+        complexity: "O(1): lists are deques.", keys: &[key(RO | ACCESS, 1)];
+    "lset", 4, WRITE | DENYOOM, (1, 1, 1), "list", "1.0.0", lists::lset, "key index element", "Sets the value of an element in a list by its index.",
+        complexity: "O(1): lists are deques.", keys: &[key(RW | UPDATE, 1)];
+    "lrem", 4, WRITE, (1, 1, 1), "list", "1.0.0", lists::lrem, "key count element", "Removes elements from a list. Deletes the list if the last element was removed.",
+        complexity: "O(N), N the length of the list.", keys: &[key(RW | DELETE, 1)];
+    "ltrim", 4, WRITE, (1, 1, 1), "list", "1.0.0", lists::ltrim, "key start stop", "Removes elements from both ends a list. Deletes the list if all elements were trimmed.",
+        complexity: "O(N), N the elements removed.", keys: &[key(RW | DELETE, 1)];
+    "linsert", 5, WRITE | DENYOOM, (1, 1, 1), "list", "2.2.0", lists::linsert, "key <BEFORE | AFTER> pivot element", "Inserts an element before or after another element in a list.",
+        complexity: "O(N), N the length of the list.", keys: &[key(RW | INSERT, 1)];
+    "lpos", -3, READONLY, (1, 1, 1), "list", "6.0.6", lists::lpos, "key element [RANK rank] [COUNT num-matches] [MAXLEN len]", "Returns the index of matching elements in a list.",
+        complexity: "O(N), N the length of the list (MAXLEN bounds it).", keys: &[key(RO | ACCESS, 1)];
+    "lmove", 5, WRITE | DENYOOM, (1, 2, 1), "list", "6.2.0", lists::lmove, "source destination <LEFT | RIGHT> <LEFT | RIGHT>", "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.",
+        complexity: "O(1)", keys: &[key(RW | ACCESS | DELETE, 1), key(RW | INSERT, 2)];
+    "rpoplpush", 3, WRITE | DENYOOM, (1, 2, 1), "list", "1.2.0", lists::lmove, "source destination", "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.",
+        complexity: "O(1)", doc_flags: &["deprecated"], deprecated_since: "6.2.0", replaced_by: "`LMOVE` with `RIGHT` `LEFT`", keys: &[key(RW | ACCESS | DELETE, 1), key(RW | INSERT, 2)];
+    "blpop", -3, WRITE | NOSCRIPT | BLOCKING, (1, -2, 1), "list", "2.0.0", blists::bpop, "key [key ...] timeout", "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
+        complexity: "O(N), N the keys.", keys: &[range(RW | ACCESS | DELETE, 1, -2, 1, 0)];
+    "brpop", -3, WRITE | NOSCRIPT | BLOCKING, (1, -2, 1), "list", "2.0.0", blists::bpop, "key [key ...] timeout", "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
+        complexity: "O(N), N the keys.", keys: &[range(RW | ACCESS | DELETE, 1, -2, 1, 0)];
+    "blmove", 6, WRITE | DENYOOM | NOSCRIPT | BLOCKING, (1, 2, 1), "list", "6.2.0", blists::blmove, "source destination <LEFT | RIGHT> <LEFT | RIGHT> timeout", "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.",
+        complexity: "O(1)", keys: &[key(RW | ACCESS | DELETE, 1), key(RW | INSERT, 2)];
+    "brpoplpush", 4, WRITE | DENYOOM | NOSCRIPT | BLOCKING, (1, 2, 1), "list", "2.2.0", blists::blmove, "source destination timeout", "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.",
+        complexity: "O(1)", doc_flags: &["deprecated"], deprecated_since: "6.2.0", replaced_by: "`BLMOVE` with `RIGHT` `LEFT`", keys: &[key(RW | ACCESS | DELETE, 1), key(RW | INSERT, 2)];
     // hash
-    "hset", -4, WRITE | DENYOOM | FAST, (1, 1, 1), "hash", "2.0.0", hashes::hset, "key field value [field value ...]", "Creates or modifies the value of a field in a hash.";
-    "hmset", -4, WRITE | DENYOOM | FAST, (1, 1, 1), "hash", "2.0.0", hashes::hset, "key field value [field value ...]", "Sets the values of multiple fields.";
-    "hsetnx", 4, WRITE | DENYOOM | FAST, (1, 1, 1), "hash", "2.0.0", hashes::hsetnx, "key field value", "Sets the value of a field in a hash only when the field doesn't exist.";
-    "hget", 3, READONLY | FAST, (1, 1, 1), "hash", "2.0.0", hashes::hget, "key field", "Returns the value of a field in a hash.";
-    "hmget", -3, READONLY | FAST, (1, 1, 1), "hash", "2.0.0", hashes::hmget, "key field [field ...]", "Returns the values of all fields in a hash.";
-    "hgetall", 2, READONLY, (1, 1, 1), "hash", "2.0.0", hashes::hgetall, "key", "Returns all fields and values in a hash.";
-    "hkeys", 2, READONLY, (1, 1, 1), "hash", "2.0.0", hashes::hkeys, "key", "Returns all fields in a hash.";
-    "hvals", 2, READONLY, (1, 1, 1), "hash", "2.0.0", hashes::hkeys, "key", "Returns all values in a hash.";
-    "hdel", -3, WRITE | FAST, (1, 1, 1), "hash", "2.0.0", hashes::hdel, "key field [field ...]", "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.";
-    "hlen", 2, READONLY | FAST, (1, 1, 1), "hash", "2.0.0", hashes::hlen, "key", "Returns the number of fields in a hash.";
-    "hexists", 3, READONLY | FAST, (1, 1, 1), "hash", "2.0.0", hashes::hexists, "key field", "Determines whether a field exists in a hash.";
-    "hstrlen", 3, READONLY | FAST, (1, 1, 1), "hash", "3.2.0", hashes::hstrlen, "key field", "Returns the length of the value of a field.";
-    "hincrby", 4, WRITE | DENYOOM | FAST, (1, 1, 1), "hash", "2.0.0", hashes::hincrby, "key field increment", "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist.";
-    "hincrbyfloat", 4, WRITE | DENYOOM | FAST, (1, 1, 1), "hash", "2.6.0", hashes::hincrbyfloat, "key field increment", "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.";
-    "hrandfield", -2, READONLY, (1, 1, 1), "hash", "6.2.0", hashes::hrandfield, "key [count [WITHVALUES]]", "Returns one or more random fields from a hash.";
-    "hscan", -3, READONLY, (1, 1, 1), "hash", "2.8.0", hashes::hscan, "key cursor [MATCH pattern] [COUNT count]", "Iterates over fields and values of a hash.";
+    "hset", -4, WRITE | DENYOOM | FAST, (1, 1, 1), "hash", "2.0.0", hashes::hset, "key field value [field value ...]", "Creates or modifies the value of a field in a hash.",
+        complexity: "O(N), N the pairs set.", keys: &[key(RW | UPDATE, 1)];
+    "hmset", -4, WRITE | DENYOOM | FAST, (1, 1, 1), "hash", "2.0.0", hashes::hset, "key field value [field value ...]", "Sets the values of multiple fields.",
+        complexity: "O(N), N the pairs set.", doc_flags: &["deprecated"], deprecated_since: "4.0.0", replaced_by: "`HSET` with several field-value pairs", keys: &[key(RW | UPDATE, 1)];
+    "hsetnx", 4, WRITE | DENYOOM | FAST, (1, 1, 1), "hash", "2.0.0", hashes::hsetnx, "key field value", "Sets the value of a field in a hash only when the field doesn't exist.",
+        complexity: "O(1)", keys: &[key(RW | INSERT, 1)];
+    "hget", 3, READONLY | FAST, (1, 1, 1), "hash", "2.0.0", hashes::hget, "key field", "Returns the value of a field in a hash.",
+        complexity: "O(1)", keys: &[key(RO | ACCESS, 1)];
+    "hmget", -3, READONLY | FAST, (1, 1, 1), "hash", "2.0.0", hashes::hmget, "key field [field ...]", "Returns the values of all fields in a hash.",
+        complexity: "O(N), N the fields asked for.", keys: &[key(RO | ACCESS, 1)];
+    "hgetall", 2, READONLY, (1, 1, 1), "hash", "2.0.0", hashes::hgetall, "key", "Returns all fields and values in a hash.",
+        complexity: "O(N), N the fields of the hash.", keys: &[key(RO | ACCESS, 1)], tips: &["nondeterministic_output_order"];
+    "hkeys", 2, READONLY, (1, 1, 1), "hash", "2.0.0", hashes::hkeys, "key", "Returns all fields in a hash.",
+        complexity: "O(N), N the fields of the hash.", keys: &[key(RO | ACCESS, 1)], tips: &["nondeterministic_output_order"];
+    "hvals", 2, READONLY, (1, 1, 1), "hash", "2.0.0", hashes::hkeys, "key", "Returns all values in a hash.",
+        complexity: "O(N), N the fields of the hash.", keys: &[key(RO | ACCESS, 1)], tips: &["nondeterministic_output_order"];
+    "hdel", -3, WRITE | FAST, (1, 1, 1), "hash", "2.0.0", hashes::hdel, "key field [field ...]", "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.",
+        complexity: "O(N), N the fields removed.", keys: &[key(RW | DELETE, 1)];
+    "hlen", 2, READONLY | FAST, (1, 1, 1), "hash", "2.0.0", hashes::hlen, "key", "Returns the number of fields in a hash.",
+        complexity: "O(1)", keys: &[key(RO, 1)];
+    "hexists", 3, READONLY | FAST, (1, 1, 1), "hash", "2.0.0", hashes::hexists, "key field", "Determines whether a field exists in a hash.",
+        complexity: "O(1)", keys: &[key(RO, 1)];
+    "hstrlen", 3, READONLY | FAST, (1, 1, 1), "hash", "3.2.0", hashes::hstrlen, "key field", "Returns the length of the value of a field.",
+        complexity: "O(1)", keys: &[key(RO, 1)];
+    "hincrby", 4, WRITE | DENYOOM | FAST, (1, 1, 1), "hash", "2.0.0", hashes::hincrby, "key field increment", "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist.",
+        complexity: "O(1)", keys: &[key(RW | ACCESS | UPDATE, 1)];
+    "hincrbyfloat", 4, WRITE | DENYOOM | FAST, (1, 1, 1), "hash", "2.6.0", hashes::hincrbyfloat, "key field increment", "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.",
+        complexity: "O(1)", keys: &[key(RW | ACCESS | UPDATE, 1)];
+    "hrandfield", -2, READONLY, (1, 1, 1), "hash", "6.2.0", hashes::hrandfield, "key [count [WITHVALUES]]", "Returns one or more random fields from a hash.",
+        complexity: "O(N), N the fields returned.", keys: &[key(RO | ACCESS, 1)], tips: &["nondeterministic_output"];
+    "hscan", -3, READONLY, (1, 1, 1), "hash", "2.8.0", hashes::hscan, "key cursor [MATCH pattern] [COUNT count]", "Iterates over fields and values of a hash.",
+        complexity: "O(1) per call; O(N) for a whole iteration, N the elements.", keys: &[key(RO | ACCESS, 1)], tips: &["nondeterministic_output"];
     // set
-    "sadd", -3, WRITE | DENYOOM | FAST, (1, 1, 1), "set", "1.0.0", sets::sadd, "key member [member ...]", "Adds one or more members to a set. Creates the key if it doesn't exist.";
-    "srem", -3, WRITE | FAST, (1, 1, 1), "set", "1.0.0", sets::srem, "key member [member ...]", "Removes one or more members from a set. Deletes the set if the last member was removed.";
-    "smembers", 2, READONLY, (1, 1, 1), "set", "1.0.0", sets::smembers, "key", "Returns all members of a set.";
-    "sismember", 3, READONLY | FAST, (1, 1, 1), "set", "1.0.0", sets::sismember, "key member", "Determines whether a member belongs to a set.";
-    "smismember", -3, READONLY | FAST, (1, 1, 1), "set", "6.2.0", sets::smismember, "key member [member ...]", "Determines whether multiple members belong to a set.";
-    "scard", 2, READONLY | FAST, (1, 1, 1), "set", "1.0.0", sets::scard, "key", "Returns the number of members in a set.";
-    "spop", -2, WRITE | FAST, (1, 1, 1), "set", "1.0.0", sets::spop, "key [count]", "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped.";
-    "srandmember", -2, READONLY, (1, 1, 1), "set", "1.0.0", sets::srandmember, "key [count]", "Get one or multiple random members from a set.";
-    "smove", 4, WRITE | FAST, (1, 2, 1), "set", "1.0.0", sets::smove, "source destination member", "Moves a member from one set to another.";
-    "sinter", -2, READONLY, (1, -1, 1), "set", "1.0.0", sets::algebra, "key [key ...]", "Returns the intersect of multiple sets.";
-    "sunion", -2, READONLY, (1, -1, 1), "set", "1.0.0", sets::algebra, "key [key ...]", "Returns the union of multiple sets.";
-    "sdiff", -2, READONLY, (1, -1, 1), "set", "1.0.0", sets::algebra, "key [key ...]", "Returns the difference of multiple sets.";
-    "sinterstore", -3, WRITE | DENYOOM, (1, -1, 1), "set", "1.0.0", sets::algebra_store, "destination key [key ...]", "Stores the intersect of multiple sets in a key.";
-    "sunionstore", -3, WRITE | DENYOOM, (1, -1, 1), "set", "1.0.0", sets::algebra_store, "destination key [key ...]", "Stores the union of multiple sets in a key.";
-    "sdiffstore", -3, WRITE | DENYOOM, (1, -1, 1), "set", "1.0.0", sets::algebra_store, "destination key [key ...]", "Stores the difference of multiple sets in a key.";
-    "sintercard", -3, READONLY, (0, 0, 0), "set", "7.0.0", sets::sintercard, "numkeys key [key ...] [LIMIT limit]", "Returns the number of members of the intersect of multiple sets.";
-    "sscan", -3, READONLY, (1, 1, 1), "set", "2.8.0", sets::sscan, "key cursor [MATCH pattern] [COUNT count]", "Iterates over members of a set.";
+    "sadd", -3, WRITE | DENYOOM | FAST, (1, 1, 1), "set", "1.0.0", sets::sadd, "key member [member ...]", "Adds one or more members to a set. Creates the key if it doesn't exist.",
+        complexity: "O(N), N the members added.", keys: &[key(RW | INSERT, 1)];
+    "srem", -3, WRITE | FAST, (1, 1, 1), "set", "1.0.0", sets::srem, "key member [member ...]", "Removes one or more members from a set. Deletes the set if the last member was removed.",
+        complexity: "O(N), N the members removed.", keys: &[key(RW | DELETE, 1)];
+    "smembers", 2, READONLY, (1, 1, 1), "set", "1.0.0", sets::smembers, "key", "Returns all members of a set.",
+        complexity: "O(N), N the members.", keys: &[key(RO | ACCESS, 1)], tips: &["nondeterministic_output_order"];
+    "sismember", 3, READONLY | FAST, (1, 1, 1), "set", "1.0.0", sets::sismember, "key member", "Determines whether a member belongs to a set.",
+        complexity: "O(1)", keys: &[key(RO, 1)];
+    "smismember", -3, READONLY | FAST, (1, 1, 1), "set", "6.2.0", sets::smismember, "key member [member ...]", "Determines whether multiple members belong to a set.",
+        complexity: "O(N), N the members checked.", keys: &[key(RO | ACCESS, 1)];
+    "scard", 2, READONLY | FAST, (1, 1, 1), "set", "1.0.0", sets::scard, "key", "Returns the number of members in a set.",
+        complexity: "O(1)", keys: &[key(RO, 1)];
+    "spop", -2, WRITE | FAST, (1, 1, 1), "set", "1.0.0", sets::spop, "key [count]", "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped.",
+        complexity: "O(1) without a count, else O(N), N the count.", keys: &[key(RW | ACCESS | DELETE, 1)], tips: &["nondeterministic_output"];
+    "srandmember", -2, READONLY, (1, 1, 1), "set", "1.0.0", sets::srandmember, "key [count]", "Get one or multiple random members from a set.",
+        complexity: "O(1) without a count, else O(N), N the absolute count.", keys: &[key(RO | ACCESS, 1)], tips: &["nondeterministic_output"];
+    "smove", 4, WRITE | FAST, (1, 2, 1), "set", "1.0.0", sets::smove, "source destination member", "Moves a member from one set to another.",
+        complexity: "O(1)", keys: &[key(RW | ACCESS | DELETE, 1), key(RW | INSERT, 2)];
+    "sinter", -2, READONLY, (1, -1, 1), "set", "1.0.0", sets::algebra, "key [key ...]", "Returns the intersect of multiple sets.",
+        complexity: "O(N*M), N the smallest set's size, M the sets.", keys: &[keys_to_end(RO | ACCESS, 1)], tips: &["nondeterministic_output_order"];
+    "sunion", -2, READONLY, (1, -1, 1), "set", "1.0.0", sets::algebra, "key [key ...]", "Returns the union of multiple sets.",
+        complexity: "O(N), N the members of all the sets.", keys: &[keys_to_end(RO | ACCESS, 1)], tips: &["nondeterministic_output_order"];
+    "sdiff", -2, READONLY, (1, -1, 1), "set", "1.0.0", sets::algebra, "key [key ...]", "Returns the difference of multiple sets.",
+        complexity: "O(N), N the members of all the sets.", keys: &[keys_to_end(RO | ACCESS, 1)], tips: &["nondeterministic_output_order"];
+    "sinterstore", -3, WRITE | DENYOOM, (1, -1, 1), "set", "1.0.0", sets::algebra_store, "destination key [key ...]", "Stores the intersect of multiple sets in a key.",
+        complexity: "O(N*M), N the smallest set's size, M the sets.", keys: &[key(RW | UPDATE, 1), keys_to_end(RO | ACCESS, 2)];
+    "sunionstore", -3, WRITE | DENYOOM, (1, -1, 1), "set", "1.0.0", sets::algebra_store, "destination key [key ...]", "Stores the union of multiple sets in a key.",
+        complexity: "O(N), N the members of all the sets.", keys: &[key(OW | UPDATE, 1), keys_to_end(RO | ACCESS, 2)];
+    "sdiffstore", -3, WRITE | DENYOOM, (1, -1, 1), "set", "1.0.0", sets::algebra_store, "destination key [key ...]", "Stores the difference of multiple sets in a key.",
+        complexity: "O(N), N the members of all the sets.", keys: &[key(OW | UPDATE, 1), keys_to_end(RO | ACCESS, 2)];
+    "sintercard", -3, READONLY, (0, 0, 0), "set", "7.0.0", sets::sintercard, "numkeys key [key ...] [LIMIT limit]", "Returns the number of members of the intersect of multiple sets.",
+        complexity: "O(N*M), N the smallest set's size, M the sets.", keys: &[keynum(RO | ACCESS, 1, 0, 1, 1)];
+    "sscan", -3, READONLY, (1, 1, 1), "set", "2.8.0", sets::sscan, "key cursor [MATCH pattern] [COUNT count]", "Iterates over members of a set.",
+        complexity: "O(1) per call; O(N) for a whole iteration, N the elements.", keys: &[key(RO | ACCESS, 1)], tips: &["nondeterministic_output"];
     // sorted set
-    "zadd", -4, WRITE | DENYOOM | FAST, (1, 1, 1), "sorted-set", "1.2.0", zsets::zadd, "key [NX | XX] [GT | LT] [CH] [INCR] score member [score member ...]", "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.";
-    "zincrby", 4, WRITE | DENYOOM | FAST, (1, 1, 1), "sorted-set", "1.2.0", zsets::zincrby, "key increment member", "Increments the score of a member in a sorted set.";
-    "zscore", 3, READONLY | FAST, (1, 1, 1), "sorted-set", "1.2.0", zsets::zscore, "key member", "Returns the score of a member in a sorted set.";
-    "zmscore", -3, READONLY | FAST, (1, 1, 1), "sorted-set", "6.2.0", zsets::zmscore, "key member [member ...]", "Returns the score of one or more members in a sorted set.";
-    "zcard", 2, READONLY | FAST, (1, 1, 1), "sorted-set", "1.2.0", zsets::zcard, "key", "Returns the number of members in a sorted set.";
-    "zcount", 4, READONLY | FAST, (1, 1, 1), "sorted-set", "2.0.0", zrange::zcount, "key min max", "Returns the count of members in a sorted set that have scores within a range.";
-    "zlexcount", 4, READONLY | FAST, (1, 1, 1), "sorted-set", "2.8.9", zrange::zcount, "key min max", "Returns the number of members in a sorted set within a lexicographical range.";
-    "zrank", 3, READONLY | FAST, (1, 1, 1), "sorted-set", "2.0.0", zsets::zrank, "key member", "Returns the index of a member in a sorted set ordered by ascending scores.";
-    "zrevrank", 3, READONLY | FAST, (1, 1, 1), "sorted-set", "2.0.0", zsets::zrank, "key member", "Returns the index of a member in a sorted set ordered by descending scores.";
-    "zrange", -4, READONLY, (1, 1, 1), "sorted-set", "1.2.0", zrange::zrange, "key start stop [BYSCORE | BYLEX] [REV] [LIMIT offset count] [WITHSCORES]", "Returns members in a sorted set within a range of indexes.";
-    "zrangebyscore", -4, READONLY, (1, 1, 1), "sorted-set", "1.0.5", zrange::zrange, "key min max [WITHSCORES] [LIMIT offset count]", "Returns members in a sorted set within a range of scores.";
-    "zrevrange", -4, READONLY, (1, 1, 1), "sorted-set", "1.2.0", zrange::zrange, "key start stop [WITHSCORES]", "Returns members in a sorted set within a range of indexes in reverse order.";
-    "zrevrangebyscore", -4, READONLY, (1, 1, 1), "sorted-set", "2.2.0", zrange::zrange, "key max min [WITHSCORES] [LIMIT offset count]", "Returns members in a sorted set within a range of scores in reverse order.";
-    "zrangebylex", -4, READONLY, (1, 1, 1), "sorted-set", "2.8.9", zrange::zrange, "key min max [LIMIT offset count]", "Returns members in a sorted set within a lexicographical range.";
-    "zrevrangebylex", -4, READONLY, (1, 1, 1), "sorted-set", "2.8.9", zrange::zrange, "key max min [LIMIT offset count]", "Returns members in a sorted set within a lexicographical range in reverse order.";
-    "zrem", -3, WRITE | FAST, (1, 1, 1), "sorted-set", "1.2.0", zsets::zrem, "key member [member ...]", "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed.";
-    "zremrangebyscore", 4, WRITE, (1, 1, 1), "sorted-set", "1.2.0", zrange::zremrange, "key min max", "Removes members in a sorted set within a range of scores. Deletes the sorted set if all members were removed.";
-    "zremrangebyrank", 4, WRITE, (1, 1, 1), "sorted-set", "2.0.0", zrange::zremrange, "key start stop", "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed.";
-    "zremrangebylex", 4, WRITE, (1, 1, 1), "sorted-set", "2.8.9", zrange::zremrange, "key min max", "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed.";
-    "zpopmin", -2, WRITE | FAST, (1, 1, 1), "sorted-set", "5.0.0", zsets::zpop, "key [count]", "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.";
-    "zpopmax", -2, WRITE | FAST, (1, 1, 1), "sorted-set", "5.0.0", zsets::zpop, "key [count]", "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.";
-    "zscan", -3, READONLY, (1, 1, 1), "sorted-set", "2.8.0", zsets::zscan, "key cursor [MATCH pattern] [COUNT count]", "Iterates over members and scores of a sorted set.";
+    "zadd", -4, WRITE | DENYOOM | FAST, (1, 1, 1), "sorted-set", "1.2.0", zsets::zadd, "key [NX | XX] [GT | LT] [CH] [INCR] score member [score member ...]", "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.",
+        complexity: "O(log N) per member added, N the size of the sorted set.", keys: &[key(RW | UPDATE, 1)];
+    "zincrby", 4, WRITE | DENYOOM | FAST, (1, 1, 1), "sorted-set", "1.2.0", zsets::zincrby, "key increment member", "Increments the score of a member in a sorted set.",
+        complexity: "O(log N), N the size of the sorted set.", keys: &[key(RW | ACCESS | UPDATE, 1)];
+    "zscore", 3, READONLY | FAST, (1, 1, 1), "sorted-set", "1.2.0", zsets::zscore, "key member", "Returns the score of a member in a sorted set.",
+        complexity: "O(1)", keys: &[key(RO | ACCESS, 1)];
+    "zmscore", -3, READONLY | FAST, (1, 1, 1), "sorted-set", "6.2.0", zsets::zmscore, "key member [member ...]", "Returns the score of one or more members in a sorted set.",
+        complexity: "O(N), N the members asked for.", keys: &[key(RO | ACCESS, 1)];
+    "zcard", 2, READONLY | FAST, (1, 1, 1), "sorted-set", "1.2.0", zsets::zcard, "key", "Returns the number of members in a sorted set.",
+        complexity: "O(1)", keys: &[key(RO, 1)];
+    "zcount", 4, READONLY | FAST, (1, 1, 1), "sorted-set", "2.0.0", zrange::zcount, "key min max", "Returns the count of members in a sorted set that have scores within a range.",
+        complexity: "O(log N), N the size of the sorted set.", keys: &[key(RO | ACCESS, 1)];
+    "zlexcount", 4, READONLY | FAST, (1, 1, 1), "sorted-set", "2.8.9", zrange::zcount, "key min max", "Returns the number of members in a sorted set within a lexicographical range.",
+        complexity: "O(log N), N the size of the sorted set.", keys: &[key(RO | ACCESS, 1)];
+    "zrank", 3, READONLY | FAST, (1, 1, 1), "sorted-set", "2.0.0", zsets::zrank, "key member", "Returns the index of a member in a sorted set ordered by ascending scores.",
+        complexity: "O(log N), N the size of the sorted set.", keys: &[key(RO | ACCESS, 1)];
+    "zrevrank", 3, READONLY | FAST, (1, 1, 1), "sorted-set", "2.0.0", zsets::zrank, "key member", "Returns the index of a member in a sorted set ordered by descending scores.",
+        complexity: "O(log N), N the size of the sorted set.", keys: &[key(RO | ACCESS, 1)];
+    "zrange", -4, READONLY, (1, 1, 1), "sorted-set", "1.2.0", zrange::zrange, "key start stop [BYSCORE | BYLEX] [REV] [LIMIT offset count] [WITHSCORES]", "Returns members in a sorted set within a range of indexes.",
+        complexity: "O(log N + M), N the size of the sorted set, M the members returned.", keys: &[key(RO | ACCESS, 1)];
+    "zrangebyscore", -4, READONLY, (1, 1, 1), "sorted-set", "1.0.5", zrange::zrange, "key min max [WITHSCORES] [LIMIT offset count]", "Returns members in a sorted set within a range of scores.",
+        complexity: "O(log N + M), N the size of the sorted set, M the members returned.", doc_flags: &["deprecated"], deprecated_since: "6.2.0", replaced_by: "`ZRANGE` with `BYSCORE`", keys: &[key(RO | ACCESS, 1)];
+    "zrevrange", -4, READONLY, (1, 1, 1), "sorted-set", "1.2.0", zrange::zrange, "key start stop [WITHSCORES]", "Returns members in a sorted set within a range of indexes in reverse order.",
+        complexity: "O(log N + M), N the size of the sorted set, M the members returned.", doc_flags: &["deprecated"], deprecated_since: "6.2.0", replaced_by: "`ZRANGE` with `REV`", keys: &[key(RO | ACCESS, 1)];
+    "zrevrangebyscore", -4, READONLY, (1, 1, 1), "sorted-set", "2.2.0", zrange::zrange, "key max min [WITHSCORES] [LIMIT offset count]", "Returns members in a sorted set within a range of scores in reverse order.",
+        complexity: "O(log N + M), N the size of the sorted set, M the members returned.", doc_flags: &["deprecated"], deprecated_since: "6.2.0", replaced_by: "`ZRANGE` with `REV` and `BYSCORE`", keys: &[key(RO | ACCESS, 1)];
+    "zrangebylex", -4, READONLY, (1, 1, 1), "sorted-set", "2.8.9", zrange::zrange, "key min max [LIMIT offset count]", "Returns members in a sorted set within a lexicographical range.",
+        complexity: "O(log N + M), N the size of the sorted set, M the members returned.", doc_flags: &["deprecated"], deprecated_since: "6.2.0", replaced_by: "`ZRANGE` with `BYLEX`", keys: &[key(RO | ACCESS, 1)];
+    "zrevrangebylex", -4, READONLY, (1, 1, 1), "sorted-set", "2.8.9", zrange::zrange, "key max min [LIMIT offset count]", "Returns members in a sorted set within a lexicographical range in reverse order.",
+        complexity: "O(log N + M), N the size of the sorted set, M the members returned.", doc_flags: &["deprecated"], deprecated_since: "6.2.0", replaced_by: "`ZRANGE` with `REV` and `BYLEX`", keys: &[key(RO | ACCESS, 1)];
+    "zrem", -3, WRITE | FAST, (1, 1, 1), "sorted-set", "1.2.0", zsets::zrem, "key member [member ...]", "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed.",
+        complexity: "O(M log N), M the members removed, N the size of the sorted set.", keys: &[key(RW | DELETE, 1)];
+    "zremrangebyscore", 4, WRITE, (1, 1, 1), "sorted-set", "1.2.0", zrange::zremrange, "key min max", "Removes members in a sorted set within a range of scores. Deletes the sorted set if all members were removed.",
+        complexity: "O(log N + M), N the size of the sorted set, M the members removed.", keys: &[key(RW | DELETE, 1)];
+    "zremrangebyrank", 4, WRITE, (1, 1, 1), "sorted-set", "2.0.0", zrange::zremrange, "key start stop", "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed.",
+        complexity: "O(log N + M), N the size of the sorted set, M the members removed.", keys: &[key(RW | DELETE, 1)];
+    "zremrangebylex", 4, WRITE, (1, 1, 1), "sorted-set", "2.8.9", zrange::zremrange, "key min max", "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed.",
+        complexity: "O(log N + M), N the size of the sorted set, M the members removed.", keys: &[key(RW | DELETE, 1)];
+    "zpopmin", -2, WRITE | FAST, (1, 1, 1), "sorted-set", "5.0.0", zsets::zpop, "key [count]", "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.",
+        complexity: "O(M log N), M the members popped, N the size of the sorted set.", keys: &[key(RW | ACCESS | DELETE, 1)];
+    "zpopmax", -2, WRITE | FAST, (1, 1, 1), "sorted-set", "5.0.0", zsets::zpop, "key [count]", "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.",
+        complexity: "O(M log N), M the members popped, N the size of the sorted set.", keys: &[key(RW | ACCESS | DELETE, 1)];
+    "zscan", -3, READONLY, (1, 1, 1), "sorted-set", "2.8.0", zsets::zscan, "key cursor [MATCH pattern] [COUNT count]", "Iterates over members and scores of a sorted set.",
+        complexity: "O(1) per call; O(N) for a whole iteration, N the elements.", keys: &[key(RO | ACCESS, 1)], tips: &["nondeterministic_output"];
     // pubsub
-    "subscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE, (0, 0, 0), "pubsub", "2.0.0", pubsub::subscribe, "channel [channel ...]", "Listens for messages published to channels.";
-    "unsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE, (0, 0, 0), "pubsub", "2.0.0", pubsub::unsubscribe, "[channel [channel ...]]", "Stops listening to messages posted to channels.";
-    "psubscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE, (0, 0, 0), "pubsub", "2.0.0", pubsub::subscribe, "pattern [pattern ...]", "Listens for messages published to channels that match one or more patterns.";
-    "punsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE, (0, 0, 0), "pubsub", "2.0.0", pubsub::unsubscribe, "[pattern [pattern ...]]", "Stops listening to messages published to channels that match one or more patterns.";
-    "publish", 3, PUBSUB | LOADING | STALE | FAST, (0, 0, 0), "pubsub", "2.0.0", pubsub::publish, "channel message", "Posts a message to a channel.";
-    "pubsub", -2, PUBSUB | LOADING | STALE, (0, 0, 0), "pubsub", "2.8.0", pubsub::pubsub, "CHANNELS [pattern] | NUMSUB [channel [channel ...]] | NUMPAT", "A container for Pub/Sub commands.";
+    "subscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE, (0, 0, 0), "pubsub", "2.0.0", pubsub::subscribe, "channel [channel ...]", "Listens for messages published to channels.",
+        complexity: "O(N), N the channels.";
+    "unsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE, (0, 0, 0), "pubsub", "2.0.0", pubsub::unsubscribe, "[channel [channel ...]]", "Stops listening to messages posted to channels.",
+        complexity: "O(N), N the channels left.";
+    "psubscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE, (0, 0, 0), "pubsub", "2.0.0", pubsub::subscribe, "pattern [pattern ...]", "Listens for messages published to channels that match one or more patterns.",
+        complexity: "O(N), N the patterns.";
+    "punsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE, (0, 0, 0), "pubsub", "2.0.0", pubsub::unsubscribe, "[pattern [pattern ...]]", "Stops listening to messages published to channels that match one or more patterns.",
+        complexity: "O(N), N the patterns left.";
+    "publish", 3, PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE, (0, 0, 0), "pubsub", "2.0.0", pubsub::publish, "channel message", "Posts a message to a channel.",
+        complexity: "O(N+M), N the channel's subscribers, M the patterns subscribed.";
+    "pubsub", -2, 0, (0, 0, 0), "pubsub", "2.8.0", pubsub::pubsub, "", "A container for Pub/Sub commands.",
+        complexity: "Depends on the subcommand.", subcommands: PUBSUB_SUBCOMMANDS;
     // scripting
-    "eval", -3, NOSCRIPT | STALE, (0, 0, 0), "scripting", "2.6.0", lua::eval, "script numkeys [key [key ...]] [arg [arg ...]]", "Executes a server-side Lua script.";
-    "evalsha", -3, NOSCRIPT | STALE, (0, 0, 0), "scripting", "2.6.0", lua::evalsha, "sha1 numkeys [key [key ...]] [arg [arg ...]]", "Executes a server-side Lua script by SHA1 digest.";
-    "eval_ro", -3, NOSCRIPT | STALE | READONLY, (0, 0, 0), "scripting", "7.0.0", lua::eval, "script numkeys [key [key ...]] [arg [arg ...]]", "Executes a read-only server-side Lua script.";
-    "evalsha_ro", -3, NOSCRIPT | STALE | READONLY, (0, 0, 0), "scripting", "7.0.0", lua::evalsha, "sha1 numkeys [key [key ...]] [arg [arg ...]]", "Executes a read-only server-side Lua script by SHA1 digest.";
-    "script", -2, NOSCRIPT | ALLOW_BUSY, (0, 0, 0), "scripting", "2.6.0", lua::script, "LOAD script | EXISTS sha1 [sha1 ...] | FLUSH [ASYNC | SYNC] | KILL | HELP", "A container for Lua scripts management commands.";
-    "fcall", -3, NOSCRIPT | STALE, (0, 0, 0), "scripting", "7.0.0", functions::fcall, "function numkeys [key [key ...]] [arg [arg ...]]", "Invokes a function.";
-    "fcall_ro", -3, NOSCRIPT | STALE | READONLY, (0, 0, 0), "scripting", "7.0.0", functions::fcall, "function numkeys [key [key ...]] [arg [arg ...]]", "Invokes a read-only function.";
-    "function", -2, NOSCRIPT | ALLOW_BUSY, (0, 0, 0), "scripting", "7.0.0", functions::function, "LOAD [REPLACE] function-code | LIST [LIBRARYNAME library-name-pattern] [WITHCODE] | DELETE library-name | FLUSH [ASYNC | SYNC] | STATS | KILL | HELP", "A container for function commands.";
+    "eval", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, (0, 0, 0), "scripting", "2.6.0", lua::eval, "script numkeys [key [key ...]] [arg [arg ...]]", "Runs a Lua script on the server.",
+        complexity: "Depends on the script.", keys: &[keynum(RW | ACCESS | UPDATE, 2, 0, 1, 1).with_notes(SCRIPT_KEYS_RW)];
+    "evalsha", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, (0, 0, 0), "scripting", "2.6.0", lua::evalsha, "sha1 numkeys [key [key ...]] [arg [arg ...]]", "Runs a cached Lua script by its SHA1 digest.",
+        complexity: "Depends on the script.", keys: &[keynum(RW | ACCESS | UPDATE, 2, 0, 1, 1)];
+    "eval_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, (0, 0, 0), "scripting", "7.0.0", lua::eval, "script numkeys [key [key ...]] [arg [arg ...]]", "Runs a read-only Lua script on the server.",
+        complexity: "Depends on the script.", keys: &[keynum(RO | ACCESS, 2, 0, 1, 1).with_notes(SCRIPT_KEYS_RO)];
+    "evalsha_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, (0, 0, 0), "scripting", "7.0.0", lua::evalsha, "sha1 numkeys [key [key ...]] [arg [arg ...]]", "Runs a cached read-only Lua script by its SHA1 digest.",
+        complexity: "Depends on the script.", keys: &[keynum(RO | ACCESS, 2, 0, 1, 1)];
+    "fcall", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, (0, 0, 0), "scripting", "7.0.0", functions::fcall, "function numkeys [key [key ...]] [arg [arg ...]]", "Calls a function of a loaded library.",
+        complexity: "Depends on the function.", keys: &[keynum(RW | ACCESS | UPDATE, 2, 0, 1, 1).with_notes(SCRIPT_KEYS_RW)];
+    "fcall_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, (0, 0, 0), "scripting", "7.0.0", functions::fcall, "function numkeys [key [key ...]] [arg [arg ...]]", "Calls a read-only function of a loaded library.",
+        complexity: "Depends on the function.", keys: &[keynum(RO | ACCESS, 2, 0, 1, 1).with_notes(SCRIPT_KEYS_RO)];
+    "script", -2, 0, (0, 0, 0), "scripting", "2.6.0", lua::script, "", "A container for the Lua script cache's commands.",
+        complexity: "Depends on the subcommand.", subcommands: SCRIPT_SUBCOMMANDS;
+    "function", -2, 0, (0, 0, 0), "scripting", "7.0.0", functions::function, "", "A container for the function libraries' commands.",
+        complexity: "Depends on the subcommand.", subcommands: FUNCTION_SUBCOMMANDS;
     // short-term memory
-    "stm.capture", -7, WRITE | DENYOOM | DB_ZERO_ONLY, (0, 0, 0), "stm", "0.1.0", stm::capture, "USER user-id CHANNEL channel-id SERVER <server-id | DM> [PARENT parent-channel-id] [PRIVACY <MINIMAL | PARTIAL | FULL | 0 | 1 | 2>] [STOP] [MSG <user | model> <speaker | -> content [MSG ...]] [REPLY <persona-id | -> <lineage-id | -> <speaker | -> content [REPLY ...]]", "Records a delivered turn in the user and server short-term memory of each persona.";
-    "stm.get", -2, READONLY | FAST | DB_ZERO_ONLY, (1, 1, 1), "stm", "0.1.0", stm::get, "key [FORMAT <RESP | JSON>]", "Returns a short-term memory entry.";
-    "stm.tick", -2, WRITE | DENYOOM | FAST | DB_ZERO_ONLY, (1, 1, 1), "stm", "0.1.0", stm::tick, "key [BY increment]", "Advances the summary cadence counter of a short-term memory entry.";
-    "stm.summary", -9, WRITE | DENYOOM | DB_ZERO_ONLY, (0, 0, 0), "stm", "0.1.0", stm::summary, "USER user-id CHANNEL channel-id SERVER <server-id | DM> [PERSONA <persona-id | -> [LINEAGE <lineage-id | ->]] TEXT summary", "Writes the summary of a conversation's short-term memory.";
-    "stm.categories", -8, WRITE | DENYOOM | DB_ZERO_ONLY, (0, 0, 0), "stm", "0.1.0", stm::categories, "USER user-id CHANNEL channel-id SERVER <server-id | DM> [PERSONA <persona-id | -> [LINEAGE <lineage-id | ->]] SET [slug text ...]", "Replaces the categories of a conversation's short-term memory.";
-    "stm.recent", -3, READONLY | DB_ZERO_ONLY, (0, 0, 0), "stm", "0.1.0", stm::recent, "<USER user-id | SERVER server-id> [EXCLUDE channel-id] [LINEAGE <lineage-id | ->] [LIMIT count] [FORMAT <RESP | JSON>]", "Returns an owner's most recently written short-term memory entries across channels.";
-    "stm.forget", 3, WRITE | DB_ZERO_ONLY, (0, 0, 0), "stm", "0.1.0", stm::forget, "<CHANNEL channel-id | USER user-id | KEY key>", "Deletes short-term memory entries and their scope rows.";
-    "stm.context", -7, READONLY | DB_ZERO_ONLY, (0, 0, 0), "stm", "0.1.0", stm_context::context, "USER user-id CHANNEL channel-id SERVER <server-id | DM> [PERSONA <persona-id | ->] [LINEAGE <lineage-id | ->] [BOT name] [OTHERS count] [CRUDE count] [MODE <SUPERSEDE | CRUDE_SUMMARY>] [CADENCE turns] [CROSS-SERVER] [NOW unix-time-milliseconds] [FORMAT <RESP | JSON>]", "Returns the prompt-ready short-term memory blocks of a conversation.";
+    "stm.capture", -7, WRITE | DENYOOM | DB_ZERO_ONLY, (0, 0, 0), "stm", "0.1.0", stm::capture, "USER user-id CHANNEL channel-id SERVER <server-id | DM> [PARENT parent-channel-id] [PRIVACY <MINIMAL | PARTIAL | FULL | 0 | 1 | 2>] [STOP] [MSG <user | model> <speaker | -> content [MSG ...]] [REPLY <persona-id | -> <lineage-id | -> <speaker | -> content [REPLY ...]]", "Records a delivered turn in the user and server short-term memory of each persona.",
+        complexity: "O(P), P the personas of the turn (two keys each).", keys: &[keyword(RW | INSERT | INCOMPLETE, "CHANNEL", 1, 0, 1, 0)];
+    "stm.get", -2, READONLY | FAST | DB_ZERO_ONLY, (1, 1, 1), "stm", "0.1.0", stm::get, "key [FORMAT <RESP | JSON>]", "Returns a short-term memory entry.",
+        complexity: "O(1)", keys: &[key(RO | ACCESS, 1)];
+    "stm.tick", -2, WRITE | DENYOOM | FAST | DB_ZERO_ONLY, (1, 1, 1), "stm", "0.1.0", stm::tick, "key [BY increment]", "Advances the summary cadence counter of a short-term memory entry.",
+        complexity: "O(1)", keys: &[key(RW | ACCESS | UPDATE, 1)];
+    "stm.summary", -9, WRITE | DENYOOM | DB_ZERO_ONLY, (0, 0, 0), "stm", "0.1.0", stm::summary, "USER user-id CHANNEL channel-id SERVER <server-id | DM> [PERSONA <persona-id | -> [LINEAGE <lineage-id | ->]] TEXT summary", "Writes the summary of a conversation's short-term memory.",
+        complexity: "O(1): two keys.", keys: &[keyword(RW | UPDATE | INCOMPLETE, "CHANNEL", 1, 0, 1, 0)];
+    "stm.categories", -8, WRITE | DENYOOM | DB_ZERO_ONLY, (0, 0, 0), "stm", "0.1.0", stm::categories, "USER user-id CHANNEL channel-id SERVER <server-id | DM> [PERSONA <persona-id | -> [LINEAGE <lineage-id | ->]] SET [slug text ...]", "Replaces the categories of a conversation's short-term memory.",
+        complexity: "O(C), C the categories given.", keys: &[keyword(RW | UPDATE | INCOMPLETE, "CHANNEL", 1, 0, 1, 0)];
+    "stm.recent", -3, READONLY | DB_ZERO_ONLY, (0, 0, 0), "stm", "0.1.0", stm::recent, "<USER user-id | SERVER server-id> [EXCLUDE channel-id] [LINEAGE <lineage-id | ->] [LIMIT count] [FORMAT <RESP | JSON>]", "Returns an owner's most recently written short-term memory entries across channels.",
+        complexity: "O(N), N the entries of the owner.";
+    "stm.forget", 3, WRITE | DB_ZERO_ONLY, (0, 0, 0), "stm", "0.1.0", stm::forget, "<CHANNEL channel-id | USER user-id | KEY key>", "Deletes short-term memory entries and their scope rows.",
+        complexity: "O(N), N the entries removed.", keys: &[keyword(RM | DELETE | INCOMPLETE, "CHANNEL", 1, 0, 1, 0), keyword(RM | DELETE, "KEY", 1, 0, 1, 0)];
+    "stm.context", -7, READONLY | DB_ZERO_ONLY, (0, 0, 0), "stm", "0.1.0", stm_context::context, "USER user-id CHANNEL channel-id SERVER <server-id | DM> [PERSONA <persona-id | ->] [LINEAGE <lineage-id | ->] [BOT name] [OTHERS count] [CRUDE count] [MODE <SUPERSEDE | CRUDE_SUMMARY>] [CADENCE turns] [CROSS-SERVER] [NOW unix-time-milliseconds] [FORMAT <RESP | JSON>]", "Returns the prompt-ready short-term memory blocks of a conversation.",
+        complexity: "O(N), N the entries read.", keys: &[keyword(RO | ACCESS | INCOMPLETE, "CHANNEL", 1, 0, 1, 0)];
 ];
 
 /// Lower-case name bytes → command. ahash, not SipHash: this lookup runs for every request.
@@ -412,81 +707,6 @@ mod tests {
             assert!(!(c.has(NO_MULTI) && c.has(NOT_QUEUED)), "{}", c.name);
         }
         assert!(lookup(b"shutdown").is_some_and(|c| c.has(NO_MULTI)));
-    }
-
-    /// Scripts may call exactly what Redis 7.2 lets them: its `noscript` commands (COMMAND INFO of
-    /// redis-server 7.0, less the blocking pops and WAIT, which 7.2 runs without blocking).
-    #[test]
-    fn noscript_matches_redis_7_2() {
-        const REDIS_NOSCRIPT: &[&str] = &[
-            "acl",
-            "auth",
-            "bgrewriteaof",
-            "bgsave",
-            "client",
-            "config",
-            "debug",
-            "discard",
-            "eval",
-            "eval_ro",
-            "evalsha",
-            "evalsha_ro",
-            "exec",
-            "failover",
-            "fcall",
-            "fcall_ro",
-            "function",
-            "hello",
-            "latency",
-            "module",
-            "monitor",
-            "multi",
-            "psubscribe",
-            "psync",
-            "punsubscribe",
-            "quit",
-            "replconf",
-            "replicaof",
-            "reset",
-            "role",
-            "save",
-            "script",
-            "shutdown",
-            "slaveof",
-            "ssubscribe",
-            "subscribe",
-            "sunsubscribe",
-            "sync",
-            "unsubscribe",
-            "unwatch",
-            "watch",
-        ];
-        for c in COMMANDS {
-            assert_eq!(
-                c.has(NOSCRIPT),
-                REDIS_NOSCRIPT.contains(&c.name),
-                "{}: noscript differs from Redis 7.2",
-                c.name
-            );
-        }
-    }
-
-    /// The commands that run while a script is past busy-reply-threshold are Redis's
-    /// `allow_busy` ones (FUNCTION and SCRIPT: their KILL and STATS only, checked in the handler).
-    #[test]
-    fn allow_busy_matches_redis() {
-        const REDIS_ALLOW_BUSY: &[&str] = &[
-            "auth", "discard", "function", "hello", "multi", "quit", "replconf", "reset", "script",
-            "shutdown", "unwatch", "watch",
-        ];
-        for c in COMMANDS {
-            assert_eq!(
-                c.has(ALLOW_BUSY),
-                REDIS_ALLOW_BUSY.contains(&c.name),
-                "{}: allow_busy differs from Redis",
-                c.name
-            );
-        }
     }
 
     #[test]

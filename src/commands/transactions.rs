@@ -22,6 +22,7 @@ pub fn multi(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
 pub fn queue(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     if let Some(queue) = ctx.conn.multi.as_mut() {
         queue.push(args.iter().map(|a| Bytes::copy_from_slice(a)).collect());
+        super::client::count_queued(&ctx.conn.info, args);
     }
     Reply::Status("QUEUED".into())
 }

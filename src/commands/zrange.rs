@@ -217,6 +217,9 @@ pub fn zremrange(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         Some(z) => query.run(z),
         None => return Ok(Reply::Int(0)),
     };
+    if victims.is_empty() {
+        return Ok(Reply::Int(0)); // nothing written: no event, no invalidation (as Redis)
+    }
     if let Some(z) = zset_mut(&mut locked, args[1])? {
         for (member, _) in &victims {
             z.remove(member);

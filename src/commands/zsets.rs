@@ -198,6 +198,9 @@ pub fn zrem(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         return Ok(Reply::Int(0));
     };
     let removed = args[2..].iter().filter(|m| z.remove(m).is_some()).count();
+    if removed == 0 {
+        locked.unchanged(args[1]);
+    }
     remove_if_empty(&mut locked, args[1]);
     Ok(Reply::Int(removed as i64))
 }

@@ -94,6 +94,8 @@ mod tests {
             "brpoplpush",
             "smove",
             "move",
+            "restore",
+            "copy",
         ];
         for c in COMMANDS.iter().filter(|c| c.has(WRITE)) {
             assert!(

@@ -83,6 +83,11 @@ impl Messages {
         }
     }
 
+    /// Capture time in ms of every message (kept for an empty list too, so DUMP/RESTORE round trip).
+    pub fn ts(&self) -> u64 {
+        self.ts
+    }
+
     pub fn len(&self) -> usize {
         self.spans.len()
     }

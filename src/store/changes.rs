@@ -53,6 +53,17 @@ pub fn note(db: usize, key: &[u8], change: Change) {
     NOTED.with(|noted| noted.borrow_mut().push(Noted { db, key, change }));
 }
 
+/// Takes back what was noted on this thread at `key` of database `db` as written (also created
+/// and removed again: ZADD XX on a missing key) by a command that in the end changed nothing.
+pub fn retract_write(db: usize, key: &[u8]) {
+    let write = |c: Change| matches!(c, Change::Created | Change::Written | Change::Removed);
+    NOTED.with(|noted| {
+        noted
+            .borrow_mut()
+            .retain(|n| !(n.db == db && write(n.change) && n.key == key))
+    });
+}
+
 /// Takes everything noted on this thread since the last call.
 pub fn take() -> Vec<Noted> {
     NOTED.with(|noted| std::mem::take(&mut *noted.borrow_mut()))

@@ -199,7 +199,8 @@ impl Store {
             return true;
         }
         self.memory.add_thread_growth();
-        self.memory.used.load(Relaxed) <= max || self.evict_to(max)
+        // CLIENT PAUSE: nothing is evicted meanwhile, and commands are not refused for it.
+        self.memory.used.load(Relaxed) <= max || self.pause.freezes_keyspace() || self.evict_to(max)
     }
 
     /// Measures exactly and evicts until used memory is at most `max`, nothing is evictable, or

@@ -44,11 +44,15 @@ pub fn sweep(store: &Store, start: usize) -> usize {
     }
     let shards = store.shard_count();
     let per_tick = shards.div_ceil(TICKS_PER_PASS);
+    let (mut sampled, mut expired) = (0, 0);
     for (db, _) in store.existing_dbs() {
         for i in 0..per_tick {
             let shard = (start + i) % shards;
-            store.lock_shard(db, shard).remove_expired();
+            let mut locked = store.lock_shard(db, shard);
+            sampled += locked.stored_keys();
+            expired += locked.remove_expired();
         }
     }
+    store.note_stale_share(expired, sampled);
     (start + per_tick) % shards
 }

@@ -113,6 +113,11 @@ pub struct Store {
     pub listening: AtomicBool,
     /// Off after `DEBUG SET-ACTIVE-EXPIRE 0`: only reads expire keys then (lazy expiry).
     pub active_expire: AtomicBool,
+    /// CLIENT PAUSE: while set, keys are neither expired nor evicted.
+    pub pause: crate::pause::Pause,
+    /// INFO's `expired_stale_perc`: the share of swept keys found expired, smoothed over the
+    /// expiry cycle's ticks as Redis smooths it (an `f64`'s bits).
+    expired_stale: AtomicU64,
 }
 
 /// One database: its sharded keys and what must change with them.
@@ -155,9 +160,28 @@ impl Store {
             memory: Default::default(),
             listening: AtomicBool::new(false),
             active_expire: true.into(),
+            pause: Default::default(),
+            expired_stale: AtomicU64::new(0),
         };
         store.db(0); // the one nearly every client uses
         store
+    }
+
+    /// Folds one expiry tick into `expired_stale_perc`: `expired` of the `sampled` keys it swept.
+    pub fn note_stale_share(&self, expired: usize, sampled: usize) {
+        if sampled == 0 {
+            return;
+        }
+        let current = expired as f64 / sampled as f64;
+        let old = f64::from_bits(self.expired_stale.load(Ordering::Relaxed));
+        let smoothed = current * 0.05 + old * 0.95;
+        self.expired_stale
+            .store(smoothed.to_bits(), Ordering::Relaxed);
+    }
+
+    /// INFO's `expired_stale_perc`, in percent.
+    pub fn expired_stale_percent(&self) -> f64 {
+        f64::from_bits(self.expired_stale.load(Ordering::Relaxed)) * 100.0
     }
 
     /// Number of databases (valid indexes are below it).
@@ -357,6 +381,8 @@ pub struct Locked<'a> {
     guards: SmallVec<[(usize, ShardGuard<'a>); 2]>,
     /// The command's clock: one reading per lock, as Redis caches the time per command.
     pub now: u64,
+    /// Whether reads refresh a key's access clock: off for a client in CLIENT NO-TOUCH mode.
+    pub touch: bool,
 }
 
 impl<'a> Locked<'a> {
@@ -372,6 +398,7 @@ impl<'a> Locked<'a> {
             db,
             guards,
             now: now_ms(),
+            touch: true,
         }
     }
 
@@ -443,7 +470,7 @@ impl<'a> Locked<'a> {
         else {
             return false;
         };
-        if !found.get().get().is_expired(now) {
+        if !found.get().get().is_expired(now) || store.pause.freezes_keyspace() {
             return false;
         }
         let (k, old) = found.remove_entry();
@@ -453,6 +480,7 @@ impl<'a> Locked<'a> {
 
     /// The live entry at `key` and the shard it lives in; an expired one is removed on the way.
     fn live_entry(&mut self, key: &[u8]) -> Option<(usize, &mut Entry)> {
+        let now = self.now;
         let spot = self.spot(key);
         self.expire_if_due(&spot, key);
         let shard = self.guards[spot.slot].0;
@@ -461,17 +489,23 @@ impl<'a> Locked<'a> {
             .raw_entry_mut()
             .from_key_hashed_nocheck(spot.hash, key)
         {
-            RawEntryMut::Occupied(found) => Some((shard, found.into_mut().get_mut())),
+            // Still there but expired: CLIENT PAUSE keeps expired keys until it ends.
+            RawEntryMut::Occupied(found) => {
+                let entry = found.into_mut().get_mut();
+                (!entry.is_expired(now)).then_some((shard, entry))
+            }
             RawEntryMut::Vacant(_) => None,
         }
     }
 
     /// The live entry at `key` (a read: its access clock moves).
     pub fn get(&mut self, key: &[u8]) -> Option<&Entry> {
-        let (store, db, now) = (self.store, self.db, self.now);
+        let (store, db, now, touch) = (self.store, self.db, self.now, self.touch);
         match self.live_entry(key) {
             Some((_, e)) => {
-                e.touch(now);
+                if touch {
+                    e.touch(now);
+                }
                 Some(&*e)
             }
             None => {
@@ -484,9 +518,12 @@ impl<'a> Locked<'a> {
     /// The live entry at `key`, for a write: its version changes, so WATCH sees the write.
     pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
         let (store, space, db, now) = (self.store, self.space, self.db, self.now);
+        let touch = self.touch;
         self.live_entry(key).map(|(shard, e)| {
             e.set_version(space.bump_version(shard));
-            e.touch(now);
+            if touch {
+                e.touch(now);
+            }
             store.noting(db, key, Change::Written);
             e
         })
@@ -512,9 +549,23 @@ impl<'a> Locked<'a> {
         self.get(key).is_some()
     }
 
-    /// Version of the live entry, or `None` when the key does not exist (for WATCH).
+    /// Version of the live entry, or `None` when the key does not exist (for WATCH, which does
+    /// not count as an access).
     pub fn version(&mut self, key: &[u8]) -> Option<u64> {
-        self.get(key).map(Entry::version)
+        self.get_untouched(key).map(Entry::version)
+    }
+
+    /// The live entry at `key` without refreshing its access clock: TYPE, EXISTS and WATCH look
+    /// at a key without using it (Redis's `LOOKUP_NOTOUCH`).
+    pub fn get_untouched(&mut self, key: &[u8]) -> Option<&Entry> {
+        let (store, db) = (self.store, self.db);
+        match self.live_entry(key) {
+            Some((_, e)) => Some(&*e),
+            None => {
+                store.noting(db, key, Change::Missed);
+                None
+            }
+        }
     }
 
     /// Stores `value` at `key`, replacing whatever was there; returns the old live entry. One hash
@@ -565,6 +616,16 @@ impl<'a> Locked<'a> {
         }
     }
 
+    /// Makes the live entry at `key` look last read `secs` seconds ago (RESTORE … IDLETIME),
+    /// without counting as a write. The clock wraps as Redis's 24-bit LRU clock does.
+    pub fn set_idle_secs(&mut self, key: &[u8], secs: u64) {
+        let now = self.now;
+        if let Some((_, entry)) = self.live_entry(key) {
+            entry.stamp =
+                (entry.stamp & !CLOCK_MASK) | (clock(now).wrapping_sub(secs) & CLOCK_MASK);
+        }
+    }
+
     /// Removes the live entry at `key`.
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
         self.remove_as(key, Change::Removed)
@@ -582,10 +643,17 @@ impl<'a> Locked<'a> {
             .noting(self.db, key, Change::Event { class, name });
     }
 
-    /// Says that this command changed nothing at `key` after all (ZADD XX on missing members…),
-    /// so its own event is not published.
+    /// Says that this command changed nothing at `key` after all (SREM of a non-member, ZADD XX
+    /// on missing members…): the write it noted is taken back, so neither its event is published
+    /// nor the key invalidated for tracking clients, as in Redis.
     pub fn unchanged(&self, key: &[u8]) {
-        self.notify(0, "", key);
+        if self
+            .store
+            .listening
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            changes::retract_write(self.db, key);
+        }
     }
 
     fn remove_as(&mut self, key: &[u8], change: Change) -> Option<Entry> {
@@ -662,6 +730,9 @@ impl<'a> Locked<'a> {
     /// Removes the expired keys of the locked shards; returns how many.
     pub fn remove_expired(&mut self) -> usize {
         let (store, space, db, now) = (self.store, self.space, self.db, self.now);
+        if store.pause.freezes_keyspace() {
+            return 0;
+        }
         let mut removed = 0;
         for (_, guard) in self.guards.iter_mut() {
             guard.retain(|k, v| {

@@ -94,7 +94,7 @@ impl LexBound {
 
 type ScoreMap = hashbrown::HashMap<Bytes, f64, ahash::RandomState>;
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct ZSet {
     scores: ScoreMap,
     order: BTreeSet<(Score, Bytes)>,

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod postgres;
+pub mod real_redis;
 pub mod rows;
 pub mod stm;
 pub mod stm_context;

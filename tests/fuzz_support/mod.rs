@@ -130,7 +130,7 @@ pub fn in_process() -> Arc<Shared> {
 pub fn new_conn(shared: &Shared) -> ConnState {
     let info = shared
         .clients
-        .register("127.0.0.1:1".parse().expect("addr"), shared.local_addr);
+        .register("127.0.0.1:1".parse().expect("addr"), shared.local_addr, -1);
     ConnState::new(info, true)
 }
 

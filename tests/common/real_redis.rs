@@ -1,0 +1,47 @@
+//! A real redis-server for differential tests: Debian's `redis-server` on a free loopback port,
+//! without persistence, killed on drop. CI installs the package (`.ci/run`); a machine without
+//! it fails the test that needs it, with the reason.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+pub struct RealRedis {
+    child: std::process::Child,
+    pub port: u16,
+}
+
+impl RealRedis {
+    pub fn start() -> RealRedis {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("port");
+        let child = std::process::Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server must be installed (Debian package redis-server)");
+        RealRedis { child, port }
+    }
+
+    /// A connection, retried while the server starts (up to 5 s).
+    pub async fn client(&self) -> redis::aio::MultiplexedConnection {
+        let client =
+            redis::Client::open(format!("redis://127.0.0.1:{}", self.port)).expect("client");
+        for _ in 0..100 {
+            if let Ok(con) = client.get_multiplexed_async_connection().await {
+                return con;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("redis-server did not start on port {}", self.port);
+    }
+}
+
+impl Drop for RealRedis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
