@@ -285,6 +285,16 @@ pub struct Config {
     )]
     pub tracking_table_max_keys: u64,
 
+    /// A script that has run this many milliseconds makes other clients' commands answer BUSY
+    /// until it ends or SCRIPT KILL stops it (Redis's `busy-reply-threshold`, `lua-time-limit`).
+    #[arg(
+        long,
+        env = "STMD_BUSY_REPLY_THRESHOLD",
+        default_value_t = 5000,
+        help_heading = "Scripting"
+    )]
+    pub busy_reply_threshold: u64,
+
     /// Address for the Prometheus metrics endpoint (`GET /metrics`), e.g. 127.0.0.1:9121.
     /// Off unless given.
     #[arg(long, env = "STMD_METRICS_ADDR", help_heading = "Observability")]
@@ -543,6 +553,8 @@ pub static PARAMS: &[Param] = &[
         },
         set: None,
     },
+    number_param!("busy-reply-threshold", busy_reply_threshold),
+    number_param!("lua-time-limit", busy_reply_threshold),
     Param {
         name: "databases",
         get: |c| c.databases.to_string(),

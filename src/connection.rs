@@ -88,6 +88,9 @@ enum Batch {
     OverLimit,
     /// This command blocked (BLPOP…): wait, then run it again, before touching later requests.
     Blocked(Vec<Bytes>),
+    /// A script call is in progress: this request is still at the head of the read buffer; wait
+    /// for the script (or the BUSY threshold), then run the buffer again.
+    ScriptWait,
 }
 
 /// The output-buffer class of a connection right now.
@@ -148,6 +151,14 @@ async fn serve_loop(
                     continue; // served or timed out: run what was pipelined behind it
                 }
                 return Ok(());
+            }
+            Batch::ScriptWait => {
+                conn.script_wait = false;
+                let threshold = shared.config.read().busy_reply_threshold;
+                tokio::select! {
+                    _ = shared.scripting.run.wait(threshold) => continue,
+                    _ = info.ended() => return Ok(()),
+                }
             }
             Batch::More => continue,
             Batch::Done | Batch::OverLimit => {}
@@ -331,6 +342,7 @@ fn run_buffered(
         limits.authenticated = conn.authenticated;
         let inline_args;
         let args: SmallVec<[&[u8]; 16]>;
+        let request_start = pos;
         match parse_request(&inbuf[pos..], limits, ranges) {
             Parsed::Request(used) => {
                 let base = pos;
@@ -373,7 +385,12 @@ fn run_buffered(
             let mut ctx = Ctx::new(shared, conn);
             commands::dispatch(&mut ctx, &args)
         };
-        if conn.block.is_some() || conn.postponed {
+        if conn.script_wait {
+            // Not run: it stays in the buffer for the next pass.
+            pos = request_start;
+            commands -= 1;
+            batch = Batch::ScriptWait;
+        } else if conn.block.is_some() || conn.postponed {
             // An UNBLOCK meant for an earlier wait must not end this one.
             info.clear_unblock();
             batch = Batch::Blocked(args.iter().map(|a| Bytes::copy_from_slice(a)).collect());
@@ -479,7 +496,12 @@ async fn wait_blocked(
             _ = woken => {
                 conn.block = None;
                 conn.postponed = false;
-                let reply = commands::dispatch(&mut Ctx::new(shared, conn), &args);
+                let mut reply = commands::dispatch(&mut Ctx::new(shared, conn), &args);
+                while std::mem::take(&mut conn.script_wait) {
+                    let threshold = shared.config.read().busy_reply_threshold;
+                    shared.scripting.run.wait(threshold).await;
+                    reply = commands::dispatch(&mut Ctx::new(shared, conn), &args);
+                }
                 if conn.block.is_none() && !conn.postponed {
                     conn.wait = None;
                     finish(conn, reply, out);

@@ -55,6 +55,8 @@ pub struct Shared {
     pub shutdown_requested: Notify,
     /// Keyspace notifications and client-side caching.
     pub events: crate::events::Events,
+    /// The Lua engine and script cache (EVAL, SCRIPT).
+    pub scripting: crate::scripting::Scripting,
 }
 
 impl Shared {
@@ -92,6 +94,7 @@ impl Shared {
                 .collect(),
             local_addr,
             shutdown_requested: Notify::new(),
+            scripting: crate::scripting::Scripting::new(),
         })
     }
 }

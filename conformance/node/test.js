@@ -355,6 +355,69 @@ test('node-redis RESP3: client-side cache is invalidated by writes, expiry and F
   await writer.close();
 });
 
+// ---------------------------------------------------------------- scripts and functions
+
+const INCR_BY_SCRIPT = "return redis.call('INCRBY', KEYS[1], ARGV[1])";
+
+test('ioredis: defineCommand (EVALSHA, NOSCRIPT fallback to EVAL, pipelines)', async () => {
+  const r = io();
+  const k = uniq('io:script');
+  r.defineCommand('incrByScript', { numberOfKeys: 1, lua: INCR_BY_SCRIPT });
+  assert.equal(await supported(() => r.incrByScript(k, 5)), 5);
+  assert.equal(await r.incrByScript(k, 2), 7);
+  // The cache is emptied behind ioredis's back: it must fall back to EVAL and go on.
+  assert.equal(await r.script('FLUSH'), 'OK');
+  assert.equal(await r.incrByScript(k, 1), 8);
+  const replies = await r.pipeline().incrByScript(k, 1).incrByScript(k, 1).get(k).exec();
+  assert.deepEqual(replies.map(([err, v]) => { assert.equal(err, null); return v; }), [9, 10, '10']);
+  // A script error is an ioredis ReplyError; the connection goes on.
+  r.defineCommand('failing', { numberOfKeys: 0, lua: "return redis.call('INCR', 'x', 'y')" });
+  await assert.rejects(() => r.failing(), /ERR Wrong number of args calling Redis command from script/);
+  assert.equal(await r.ping(), 'PONG');
+  r.disconnect();
+});
+
+test('node-redis RESP3: defineScript and a function called through FCALL', async () => {
+  const { defineScript } = require('redis');
+  const k = uniq('nr:script');
+  const c = createClient({
+    socket: { host: HOST, port: PORT, reconnectStrategy: false },
+    RESP: 3,
+    scripts: {
+      incrByScript: defineScript({
+        SCRIPT: INCR_BY_SCRIPT,
+        NUMBER_OF_KEYS: 1,
+        parseCommand(parser, key, by) { parser.pushKey(key); parser.push(String(by)); },
+        transformReply: undefined,
+      }),
+    },
+    functions: {
+      conflib: {
+        confget: {
+          NUMBER_OF_KEYS: 1,
+          IS_READ_ONLY: true,
+          parseCommand(parser, key) { parser.pushKey(key); },
+          transformReply: undefined,
+        },
+      },
+    },
+  });
+  c.on('error', () => {});
+  await c.connect();
+  assert.equal(await supported(() => c.incrByScript(k, 4)), 4);
+  assert.equal(await c.scriptFlush(), 'OK');
+  assert.equal(await c.incrByScript(k, 4), 8);
+  const code = "#!lua name=conflib\nredis.register_function{function_name='confget', " +
+    "callback=function(keys) return redis.call('GET', keys[1]) end, flags={'no-writes'}}";
+  assert.equal(await supported(() => c.functionLoad(code, { REPLACE: true })), 'conflib');
+  assert.equal(await c.conflib.confget(k), '8'); // FCALL_RO: the function is read-only
+  const [lib] = await c.functionList({ LIBRARYNAME: 'conflib' });
+  assert.equal(lib.library_name, 'conflib');
+  assert.equal(await c.functionDelete('conflib'), 'OK');
+  await assert.rejects(() => c.conflib.confget(k), /Function not found/);
+  await c.close();
+});
+
 // ---------------------------------------------------------------- runner
 
 (async () => {

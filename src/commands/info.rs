@@ -311,21 +311,28 @@ fn memory(ctx: &Ctx, lines: &mut Lines) {
     lines.add("allocator_resident", alloc.resident);
     lines.add("total_system_memory", total_system);
     lines.add("total_system_memory_human", human_bytes(total_system));
-    // No Lua engine and no functions: their memory is zero.
-    for field in [
-        "used_memory_lua",
-        "used_memory_vm_eval",
-        "used_memory_scripts_eval",
-        "number_of_cached_scripts",
-        "number_of_functions",
-        "number_of_libraries",
-        "used_memory_vm_functions",
-        "used_memory_vm_total",
-        "used_memory_functions",
-        "used_memory_scripts",
-    ] {
-        lines.add(field, 0);
-    }
+    // Eval scripts and functions share one Lua state here, so its memory is counted once, as eval.
+    let usage = shared.scripting.usage();
+    lines.add("used_memory_lua", usage.lua_bytes);
+    lines.add("used_memory_vm_eval", usage.lua_bytes);
+    lines.add("used_memory_lua_human", human_bytes(usage.lua_bytes as u64));
+    lines.add("used_memory_scripts_eval", usage.script_bytes);
+    lines.add("number_of_cached_scripts", usage.scripts);
+    lines.add("number_of_functions", usage.functions);
+    lines.add("number_of_libraries", usage.libraries);
+    lines.add("used_memory_vm_functions", 0);
+    lines.add("used_memory_vm_total", usage.lua_bytes);
+    lines.add(
+        "used_memory_vm_total_human",
+        human_bytes(usage.lua_bytes as u64),
+    );
+    lines.add("used_memory_functions", usage.function_bytes);
+    let scripts_total = usage.script_bytes + usage.function_bytes;
+    lines.add("used_memory_scripts", scripts_total);
+    lines.add(
+        "used_memory_scripts_human",
+        human_bytes(scripts_total as u64),
+    );
     let config = shared.config.read();
     lines.add("maxmemory", config.maxmemory);
     lines.add("maxmemory_human", human_bytes(config.maxmemory));

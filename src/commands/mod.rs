@@ -11,6 +11,7 @@ pub mod connection;
 pub mod databases;
 pub mod docs;
 pub mod dump;
+pub mod functions;
 pub mod hashes;
 pub mod info;
 pub mod introspection;
@@ -19,6 +20,7 @@ pub mod keyspec;
 pub mod lists;
 pub mod ops;
 pub mod pubsub;
+pub mod scripting;
 pub mod server;
 pub mod sets;
 pub mod stm;
@@ -34,6 +36,7 @@ pub mod zsets;
 use crate::blocking::WaitGuard;
 use crate::clients::ClientInfo;
 use crate::protocol::Reply;
+use crate::scripting::BusyCheck;
 use crate::server::Shared;
 use crate::store::eviction::OOM;
 use crate::store::Locked;
@@ -86,6 +89,9 @@ pub struct ConnState {
     pub monitor: bool,
     /// CLIENT TRACKING mode and CLIENT CACHING flag.
     pub tracking: crate::events::tracking::ConnTracking,
+    /// Set by dispatch when a script call is in progress: the command did not run; the
+    /// connection waits for the script (or the BUSY threshold) and dispatches it again.
+    pub script_wait: bool,
     /// CLIENT NO-TOUCH: this client's reads do not refresh keys' access clocks.
     pub no_touch: bool,
     /// CLIENT NO-EVICT (shown in CLIENT LIST; stmd never evicts clients).
@@ -122,6 +128,7 @@ impl ConnState {
             subs: Default::default(),
             monitor: false,
             tracking: Default::default(),
+            script_wait: false,
             no_touch: false,
             no_evict: false,
             replies: Default::default(),
@@ -264,6 +271,21 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
     };
     if !ctx.conn.authenticated && !effective.has(table::NO_AUTH) {
         return reject(ctx, Some(cmd), args, err::NOAUTH.to_string());
+    }
+    if !effective.has(table::ALLOW_BUSY) && ctx.shared.scripting.run.is_active() {
+        let threshold = ctx.shared.config.read().busy_reply_threshold;
+        match ctx.shared.scripting.run.check(threshold) {
+            BusyCheck::Free => {}
+            BusyCheck::Busy(text) => return reject(ctx, Some(cmd), args, text.to_string()),
+            // Another script (EVAL, FCALL…) queues behind it on the engine lock, off the tokio
+            // worker, instead of every waiting script being woken at each script's end.
+            BusyCheck::Wait if cmd.group == "scripting" => {}
+            // Nothing has happened yet: the connection waits, then dispatches it again.
+            BusyCheck::Wait => {
+                ctx.conn.script_wait = true;
+                return Reply::Nil;
+            }
+        }
     }
     if !ctx.conn.resp3 && ctx.conn.subs.count() > 0 && !pubsub::allowed_while_subscribed(cmd.name) {
         let reply = pubsub::not_allowed_while_subscribed(cmd.name);

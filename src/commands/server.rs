@@ -165,6 +165,11 @@ pub fn shutdown(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     if !ctx.conn.authenticated {
         return Err(Reply::error(err::NOAUTH));
     }
+    let nosave = args[1..].iter().any(|a| is(a, "NOSAVE"));
+    let threshold = ctx.shared.config.read().busy_reply_threshold;
+    (ctx.shared.scripting.run)
+        .before_shutdown(nosave, threshold)
+        .map_err(Reply::error)?;
     tracing::info!(client = ctx.conn.info.id, "SHUTDOWN requested by a client");
     ctx.shared.shutdown_requested.notify_one();
     // Like Redis, a successful SHUTDOWN closes the connection without a reply.

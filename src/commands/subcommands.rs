@@ -5,8 +5,11 @@
 
 use super::categories as cat;
 use super::keyspec::*;
+use super::scripting as lua;
 use super::table::*;
-use super::{command_info, connection as conn, introspection, keys, ops, pubsub, server};
+use super::{
+    command_info, connection as conn, functions, introspection, keys, ops, pubsub, server,
+};
 
 /// CLIENT's subcommands.
 pub const CLIENT_SUBCOMMANDS: &[Command] = commands![
@@ -146,4 +149,42 @@ pub const COMMAND_SUBCOMMANDS: &[Command] = commands![
         complexity: "O(N), N the arguments of the command.", acl: cat::CONNECTION;
     "command|help", 2, LOADING | STALE, (0, 0, 0), "server", "5.0.0", command_info::command, "", "Lists the COMMAND subcommands.",
         complexity: "O(1)", acl: cat::CONNECTION;
+];
+
+/// SCRIPT's subcommands.
+pub const SCRIPT_SUBCOMMANDS: &[Command] = commands![
+    "script|debug", 3, NOSCRIPT, (0, 0, 0), "scripting", "3.2.0", lua::script, "<YES | SYNC | NO>", "Would set the debug mode of scripts: stmd has no Lua debugger.",
+        complexity: "O(1)";
+    "script|exists", -3, NOSCRIPT, (0, 0, 0), "scripting", "2.6.0", lua::script, "sha1 [sha1 ...]", "Says which of the given scripts are in the script cache.",
+        complexity: "O(N), N the digests given.", tips: &["request_policy:all_shards", "response_policy:agg_logical_and"];
+    "script|flush", -2, NOSCRIPT, (0, 0, 0), "scripting", "2.6.0", lua::script, "[ASYNC | SYNC]", "Empties the script cache.",
+        complexity: "O(N), N the cached scripts.", tips: &["request_policy:all_nodes", "response_policy:all_succeeded"];
+    "script|help", 2, LOADING | STALE, (0, 0, 0), "scripting", "5.0.0", lua::script, "", "Lists the SCRIPT subcommands.",
+        complexity: "O(1)";
+    "script|kill", 2, NOSCRIPT | ALLOW_BUSY, (0, 0, 0), "scripting", "2.6.0", lua::script, "", "Stops the running script if it has not written.",
+        complexity: "O(1)", tips: &["request_policy:all_shards", "response_policy:one_succeeded"];
+    "script|load", 3, NOSCRIPT | STALE, (0, 0, 0), "scripting", "2.6.0", lua::script, "script", "Compiles a script into the cache without running it.",
+        complexity: "O(N), N the script's length in bytes.", tips: &["request_policy:all_nodes", "response_policy:all_succeeded"];
+];
+
+/// FUNCTION's subcommands.
+pub const FUNCTION_SUBCOMMANDS: &[Command] = commands![
+    "function|delete", 3, WRITE | NOSCRIPT, (0, 0, 0), "scripting", "7.0.0", functions::function, "library-name", "Deletes a library and its functions.",
+        complexity: "O(1)", tips: &["request_policy:all_shards", "response_policy:all_succeeded"];
+    "function|dump", 2, NOSCRIPT, (0, 0, 0), "scripting", "7.0.0", functions::function, "", "Serializes every library into one payload for FUNCTION RESTORE.",
+        complexity: "O(N), N the libraries.";
+    "function|flush", -2, WRITE | NOSCRIPT, (0, 0, 0), "scripting", "7.0.0", functions::function, "[ASYNC | SYNC]", "Deletes every library.",
+        complexity: "O(N), N the functions.", tips: &["request_policy:all_shards", "response_policy:all_succeeded"];
+    "function|help", 2, LOADING | STALE, (0, 0, 0), "scripting", "7.0.0", functions::function, "", "Lists the FUNCTION subcommands.",
+        complexity: "O(1)";
+    "function|kill", 2, NOSCRIPT | ALLOW_BUSY, (0, 0, 0), "scripting", "7.0.0", functions::function, "", "Stops the running function if it has not written.",
+        complexity: "O(1)", tips: &["request_policy:all_shards", "response_policy:one_succeeded"];
+    "function|list", -2, NOSCRIPT, (0, 0, 0), "scripting", "7.0.0", functions::function, "[LIBRARYNAME library-name-pattern] [WITHCODE]", "Lists the libraries and their functions.",
+        complexity: "O(N), N the functions.", tips: &["nondeterministic_output_order"];
+    "function|load", -3, WRITE | DENYOOM | NOSCRIPT, (0, 0, 0), "scripting", "7.0.0", functions::function, "[REPLACE] function-code", "Loads a library of functions.",
+        complexity: "O(1), plus compiling the code.", tips: &["request_policy:all_shards", "response_policy:all_succeeded"];
+    "function|restore", -3, WRITE | DENYOOM | NOSCRIPT, (0, 0, 0), "scripting", "7.0.0", functions::function, "serialized-value [FLUSH | APPEND | REPLACE]", "Loads the libraries of a FUNCTION DUMP payload.",
+        complexity: "O(N), N the functions in the payload.", tips: &["request_policy:all_shards", "response_policy:all_succeeded"];
+    "function|stats", 2, NOSCRIPT | ALLOW_BUSY, (0, 0, 0), "scripting", "7.0.0", functions::function, "", "Describes the running function and the loaded libraries.",
+        complexity: "O(1)", tips: &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"];
 ];

@@ -13,7 +13,9 @@
 use super::categories as cat;
 use super::databases;
 use super::dump;
+use super::functions;
 use super::keyspec::*;
+use super::scripting as lua;
 use super::stm_context;
 use super::subcommands::*;
 use super::{
@@ -227,6 +229,13 @@ macro_rules! commands {
     };
 }
 pub(crate) use commands;
+
+/// The key-spec notes of the script-running commands (Redis's words are a fact about the spec:
+/// the script's use of its keys cannot be known, so the worst is assumed).
+const SCRIPT_KEYS_RW: &str =
+    "Keys a script touches cannot be known in advance: the worst, RW and UPDATE, is assumed";
+const SCRIPT_KEYS_RO: &str =
+    "Keys a script touches cannot be known in advance: the worst, RO and ACCESS, is assumed";
 
 /// Every command stmd knows, grouped as Redis groups them.
 pub static COMMANDS: &[Command] = commands![
@@ -552,6 +561,23 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(N+M), N the channel's subscribers, M the patterns subscribed.";
     "pubsub", -2, 0, (0, 0, 0), "pubsub", "2.8.0", pubsub::pubsub, "", "A container for Pub/Sub commands.",
         complexity: "Depends on the subcommand.", subcommands: PUBSUB_SUBCOMMANDS;
+    // scripting
+    "eval", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, (0, 0, 0), "scripting", "2.6.0", lua::eval, "script numkeys [key [key ...]] [arg [arg ...]]", "Runs a Lua script on the server.",
+        complexity: "Depends on the script.", keys: &[keynum(RW | ACCESS | UPDATE, 2, 0, 1, 1).with_notes(SCRIPT_KEYS_RW)];
+    "evalsha", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, (0, 0, 0), "scripting", "2.6.0", lua::evalsha, "sha1 numkeys [key [key ...]] [arg [arg ...]]", "Runs a cached Lua script by its SHA1 digest.",
+        complexity: "Depends on the script.", keys: &[keynum(RW | ACCESS | UPDATE, 2, 0, 1, 1)];
+    "eval_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, (0, 0, 0), "scripting", "7.0.0", lua::eval, "script numkeys [key [key ...]] [arg [arg ...]]", "Runs a read-only Lua script on the server.",
+        complexity: "Depends on the script.", keys: &[keynum(RO | ACCESS, 2, 0, 1, 1).with_notes(SCRIPT_KEYS_RO)];
+    "evalsha_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, (0, 0, 0), "scripting", "7.0.0", lua::evalsha, "sha1 numkeys [key [key ...]] [arg [arg ...]]", "Runs a cached read-only Lua script by its SHA1 digest.",
+        complexity: "Depends on the script.", keys: &[keynum(RO | ACCESS, 2, 0, 1, 1)];
+    "fcall", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, (0, 0, 0), "scripting", "7.0.0", functions::fcall, "function numkeys [key [key ...]] [arg [arg ...]]", "Calls a function of a loaded library.",
+        complexity: "Depends on the function.", keys: &[keynum(RW | ACCESS | UPDATE, 2, 0, 1, 1).with_notes(SCRIPT_KEYS_RW)];
+    "fcall_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, (0, 0, 0), "scripting", "7.0.0", functions::fcall, "function numkeys [key [key ...]] [arg [arg ...]]", "Calls a read-only function of a loaded library.",
+        complexity: "Depends on the function.", keys: &[keynum(RO | ACCESS, 2, 0, 1, 1).with_notes(SCRIPT_KEYS_RO)];
+    "script", -2, 0, (0, 0, 0), "scripting", "2.6.0", lua::script, "", "A container for the Lua script cache's commands.",
+        complexity: "Depends on the subcommand.", subcommands: SCRIPT_SUBCOMMANDS;
+    "function", -2, 0, (0, 0, 0), "scripting", "7.0.0", functions::function, "", "A container for the function libraries' commands.",
+        complexity: "Depends on the subcommand.", subcommands: FUNCTION_SUBCOMMANDS;
     // short-term memory
     "stm.capture", -7, WRITE | DENYOOM | DB_ZERO_ONLY, (0, 0, 0), "stm", "0.1.0", stm::capture, "USER user-id CHANNEL channel-id SERVER <server-id | DM> [PARENT parent-channel-id] [PRIVACY <MINIMAL | PARTIAL | FULL | 0 | 1 | 2>] [STOP] [MSG <user | model> <speaker | -> content [MSG ...]] [REPLY <persona-id | -> <lineage-id | -> <speaker | -> content [REPLY ...]]", "Records a delivered turn in the user and server short-term memory of each persona.",
         complexity: "O(P), P the personas of the turn (two keys each).", keys: &[keyword(RW | INSERT | INCOMPLETE, "CHANNEL", 1, 0, 1, 0)];

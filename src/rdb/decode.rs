@@ -169,6 +169,11 @@ impl<'a> RdbReader<'a> {
         Ok(bytes)
     }
 
+    /// True once every byte has been read.
+    pub fn is_done(&self) -> bool {
+        self.at >= self.body.len()
+    }
+
     pub fn byte(&mut self) -> Result<u8, RdbError> {
         Ok(self.take(1)?[0])
     }

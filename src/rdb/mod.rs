@@ -16,8 +16,8 @@ mod listpack;
 pub mod lzf;
 mod stm;
 
-pub use decode::decode_value;
-pub use encode::encode_value;
+pub use decode::{decode_value, RdbReader};
+pub use encode::{encode_value, put_len};
 
 use crc::{Crc, CRC_64_REDIS};
 use thiserror::Error;

@@ -1,3 +1,310 @@
-//! Lua scripting. This module holds the libraries Redis loads into every script state.
+//! Lua scripting as Redis 7 runs it: one Lua 5.1 state for the server (Redis embeds one too),
+//! behind the engine lock, sandboxed; scripts run under the whole-keyspace lock, so they are atomic
+//! like EXEC. One state rather than one per thread: scripts serialise on the keyspace lock anyway,
+//! so more states would add no parallelism, only N copies of every compiled script and library.
+//!
+//! Lock order: the keyspace locks first, then the engine lock (EXEC already holds its databases
+//! when it runs a queued EVAL). SCRIPT KILL and the BUSY check take neither: they read
+//! [`RunState`]. Other connections never wait for a script on a lock: dispatch sees the script
+//! coming ([`RunState::is_active`]) and parks the command asynchronously ([`RunState::wait`]).
 
+pub mod convert;
+pub mod engine;
+pub mod functions;
 pub mod libs;
+
+use bytes::Bytes;
+use parking_lot::{Mutex, MutexGuard};
+use sha1::{Digest, Sha1};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+
+pub use engine::{Engine, Loaded, ScriptFlags};
+pub use functions::{Functions, Library, RestorePolicy};
+
+/// The exact BUSY texts of Redis 7.2.
+pub const BUSY_EVAL: &str =
+    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+pub const BUSY_FUNCTION: &str =
+    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+
+/// The script engine shared by every connection.
+pub struct Scripting {
+    engine: Mutex<Engine>,
+    pub run: Arc<RunState>,
+    /// Figures for INFO, refreshed after every load and call (INFO must not wait for a script).
+    usage: Mutex<ScriptUsage>,
+    /// The function running now and the command that called it (FUNCTION STATS).
+    current_function: Mutex<Option<(String, Vec<Bytes>)>>,
+}
+
+/// INFO memory's scripting figures.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ScriptUsage {
+    pub scripts: usize,
+    pub script_bytes: usize,
+    pub lua_bytes: usize,
+    pub functions: usize,
+    pub libraries: usize,
+    pub function_bytes: usize,
+}
+
+/// What other connections may know about scripts without taking any lock.
+pub struct RunState {
+    /// Script calls between "about to lock the keyspace" and "done": dispatch's one relaxed load.
+    /// It is raised before the script takes any lock, so a command that sees 0 cannot be caught
+    /// behind a script's locks except in the few instructions between its check and its own lock.
+    active: AtomicUsize,
+    /// When the running script (the one holding the engine) started, in milliseconds since
+    /// `epoch`; 0 while none holds it.
+    started_ms: AtomicU64,
+    kill: AtomicBool,
+    wrote: AtomicBool,
+    /// The running script is a function (FCALL): FUNCTION KILL stops it, not SCRIPT KILL.
+    is_function: AtomicBool,
+    epoch: Instant,
+    /// Woken whenever a script call ends, for the connections waiting to run a command.
+    ended: Notify,
+}
+
+/// What dispatch does with a command (not flagged allow-busy) while a script call is in progress.
+#[derive(Debug, PartialEq)]
+pub enum BusyCheck {
+    /// No script: run it.
+    Free,
+    /// A script runs under the threshold: wait for it asynchronously, then dispatch again.
+    Wait,
+    /// A script has run past `busy-reply-threshold`: answer BUSY (this text).
+    Busy(&'static str),
+}
+
+impl RunState {
+    fn new() -> RunState {
+        RunState {
+            active: AtomicUsize::new(0),
+            started_ms: AtomicU64::new(0),
+            kill: AtomicBool::new(false),
+            wrote: AtomicBool::new(false),
+            is_function: AtomicBool::new(false),
+            epoch: Instant::now(),
+            ended: Notify::new(),
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64 + 1
+    }
+
+    /// One relaxed load: dispatch's fast path.
+    #[inline]
+    pub fn is_active(&self) -> bool {
+        self.active.load(Relaxed) != 0
+    }
+
+    pub fn kill_requested(&self) -> bool {
+        self.kill.load(Relaxed)
+    }
+
+    /// A script write happened: SCRIPT KILL must refuse from now on.
+    pub fn mark_write(&self) {
+        self.wrote.store(true, Relaxed);
+    }
+
+    /// How long the script holding the engine has run, if one does.
+    fn running_for(&self) -> Option<Duration> {
+        match self.started_ms.load(Relaxed) {
+            0 => None,
+            at => Some(Duration::from_millis(self.now_ms().saturating_sub(at))),
+        }
+    }
+
+    /// Dispatch's decision for a command not flagged allow-busy.
+    pub fn check(&self, threshold_ms: u64) -> BusyCheck {
+        if !self.is_active() {
+            return BusyCheck::Free;
+        }
+        match self.running_for() {
+            Some(ran) if ran >= Duration::from_millis(threshold_ms) => {
+                BusyCheck::Busy(self.busy_text())
+            }
+            _ => BusyCheck::Wait,
+        }
+    }
+
+    /// Redis's BUSY error for what is running: it names the command that can stop it.
+    pub fn busy_text(&self) -> &'static str {
+        if self.is_function.load(Relaxed) {
+            BUSY_FUNCTION
+        } else {
+            BUSY_EVAL
+        }
+    }
+
+    /// Waits without blocking a thread until no script call is in progress or the running one
+    /// passes `threshold_ms` (then the command is dispatched again and answers BUSY).
+    pub async fn wait(&self, threshold_ms: u64) {
+        let threshold = Duration::from_millis(threshold_ms);
+        loop {
+            let ended = self.ended.notified();
+            tokio::pin!(ended);
+            ended.as_mut().enable();
+            if !self.is_active() {
+                return;
+            }
+            // A script still waiting for its locks has no start yet: look again shortly.
+            let left = match self.running_for() {
+                Some(ran) if ran >= threshold => return,
+                Some(ran) => threshold - ran,
+                None => Duration::from_millis(5),
+            };
+            tokio::select! {
+                _ = ended => {}
+                _ = tokio::time::sleep(left) => {}
+            }
+        }
+    }
+
+    /// SHUTDOWN while a script call is in progress, as Redis: past the threshold only `NOSAVE`
+    /// may stop the server (BUSY otherwise), and then the script is stopped, written or not, so
+    /// its connection can drain.
+    pub fn before_shutdown(&self, nosave: bool, threshold_ms: u64) -> Result<(), &'static str> {
+        if !self.is_active() {
+            return Ok(());
+        }
+        if !nosave {
+            return match self.check(threshold_ms) {
+                BusyCheck::Busy(text) => Err(text),
+                _ => Ok(()),
+            };
+        }
+        self.kill.store(true, Relaxed);
+        Ok(())
+    }
+
+    /// SCRIPT KILL (`function_kill` false) or FUNCTION KILL: stops a script, or a function, that
+    /// has not written.
+    pub fn kill(&self, function_kill: bool) -> Result<(), &'static str> {
+        if self.running_for().is_none() {
+            return Err("NOTBUSY No scripts in execution right now.");
+        }
+        if self.wrote.load(Relaxed) {
+            return Err("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.");
+        }
+        if function_kill != self.is_function.load(Relaxed) {
+            return Err(self.busy_text());
+        }
+        self.kill.store(true, Relaxed);
+        Ok(())
+    }
+}
+
+/// Marks a script call as in progress (see [`RunState::active`]) for as long as it lives.
+pub struct Active<'a>(&'a RunState);
+
+impl Drop for Active<'_> {
+    fn drop(&mut self) {
+        self.0.active.fetch_sub(1, Relaxed);
+        self.0.ended.notify_waiters();
+    }
+}
+
+/// Marks the script holding the engine as running (for BUSY and SCRIPT KILL) while it lives.
+pub struct Running<'a>(&'a RunState);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.started_ms.store(0, Relaxed);
+        self.0.kill.store(false, Relaxed);
+    }
+}
+
+impl Default for Scripting {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Scripting {
+    pub fn new() -> Scripting {
+        let run = Arc::new(RunState::new());
+        let engine = match Engine::new(run.clone()) {
+            Ok(engine) => engine,
+            // Only a bug in the prelude can get here, and every test would show it.
+            Err(e) => panic!("the Lua prelude failed: {e}"),
+        };
+        Scripting {
+            engine: Mutex::new(engine),
+            run,
+            usage: Mutex::new(ScriptUsage::default()),
+            current_function: Mutex::new(None),
+        }
+    }
+
+    /// Announces a script call before it takes any keyspace lock; the guard ends it.
+    pub fn activate(&self) -> Active<'_> {
+        self.run.active.fetch_add(1, Relaxed);
+        Active(&self.run)
+    }
+
+    /// The engine, locked. Callers that run a script hold the keyspace locks first.
+    pub fn engine(&self) -> MutexGuard<'_, Engine> {
+        self.engine.lock()
+    }
+
+    /// The engine if it frees up within `wait` (SCRIPT LOAD and co. while a script runs).
+    pub fn try_engine(&self, wait: Duration) -> Option<MutexGuard<'_, Engine>> {
+        self.engine.try_lock_for(wait)
+    }
+
+    /// Marks the start of a script call (the caller holds the engine); the guard marks its end.
+    pub fn running(&self, is_function: bool) -> Running<'_> {
+        self.run.is_function.store(is_function, Relaxed);
+        self.run.kill.store(false, Relaxed);
+        self.run.wrote.store(false, Relaxed);
+        self.run.started_ms.store(self.run.now_ms(), Relaxed);
+        Running(&self.run)
+    }
+
+    /// Refreshes INFO's figures from the (locked) engine.
+    pub fn record_usage(&self, engine: &Engine) {
+        *self.usage.lock() = engine.usage();
+    }
+
+    /// INFO memory's figures, without waiting for a running script.
+    pub fn usage(&self) -> ScriptUsage {
+        *self.usage.lock()
+    }
+
+    /// FUNCTION STATS's view of the running function: its name, the calling command, and how
+    /// long it has run.
+    pub fn current_function(&self) -> Option<(String, Vec<Bytes>, Duration)> {
+        let (name, command) = self.current_function.lock().clone()?;
+        Some((name, command, self.run.running_for().unwrap_or_default()))
+    }
+
+    /// Records the function about to run (None: an eval script), for FUNCTION STATS.
+    pub fn set_current_function(&self, current: Option<(String, Vec<Bytes>)>) {
+        *self.current_function.lock() = current;
+    }
+}
+
+/// Runs `f`, which may take long (a script, a wait for one), after handing this tokio worker's
+/// queued tasks to another thread, so a long script never holds up other connections' tasks.
+pub fn off_worker<R>(f: impl FnOnce() -> R) -> R {
+    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
+        _ => f(),
+    }
+}
+
+/// Lower-case hex SHA1, the name scripts go by.
+pub fn sha1_hex(data: &[u8]) -> String {
+    let digest = Sha1::digest(data);
+    let mut out = String::with_capacity(40);
+    for byte in digest {
+        out.push_str(&format!("{byte:02x}"));
+    }
+    out
+}

@@ -458,6 +458,49 @@ async fn hashes(ctx: Ctx) -> TestResult {
     Ok(())
 }
 
+/// `redis::Script`: EVALSHA first, SCRIPT LOAD and EVALSHA again after a NOSCRIPT, as a bot's
+/// rate limiter or lock would use it; an error inside a script is a server error and the shared
+/// connection goes on.
+async fn scripts(ctx: Ctx) -> TestResult {
+    let mut con = ctx.manager().await?;
+    let k = uniq("rs:script");
+    let incr_by = redis::Script::new("return redis.call('INCRBY', KEYS[1], ARGV[1])");
+    let () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async(&mut con)
+        .await
+        .map_err(err)?;
+    let first: i64 = incr_by
+        .key(&k)
+        .arg(5)
+        .invoke_async(&mut con)
+        .await
+        .map_err(err)?;
+    check!(first, 5);
+    let second: i64 = incr_by
+        .key(&k)
+        .arg(2)
+        .invoke_async(&mut con)
+        .await
+        .map_err(err)?;
+    check!(second, 7);
+    let cached: Vec<bool> = redis::cmd("SCRIPT")
+        .arg("EXISTS")
+        .arg(incr_by.get_hash())
+        .query_async(&mut con)
+        .await
+        .map_err(err)?;
+    check!(cached, vec![true]);
+    let failing = redis::Script::new("return redis.call('INCR', KEYS[1], 'extra')");
+    let refused = failing.key(&k).invoke_async::<i64>(&mut con).await;
+    check!(refused.is_err_and(|e| e
+        .to_string()
+        .contains("Wrong number of args calling Redis command from script")));
+    let value: i64 = con.get(&k).await.map_err(err)?;
+    check!(value, 7);
+    Ok(())
+}
+
 fn boxed<F: Future<Output = TestResult> + Send + 'static>(
     f: F,
 ) -> Pin<Box<dyn Future<Output = TestResult> + Send>> {
@@ -483,6 +526,9 @@ async fn main() {
         }),
         ("STM errors keep the connection", |c| boxed(stm_errors(c))),
         ("hashes", |c| boxed(hashes(c))),
+        ("Script: EVALSHA, NOSCRIPT reload, errors", |c| {
+            boxed(scripts(c))
+        }),
     ];
     let (mut passed, mut failed, mut skipped) = (0, 0, 0);
     for resp3 in [false, true] {

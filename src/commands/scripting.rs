@@ -1,0 +1,218 @@
+//! EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT, and the call path FCALL shares. A script runs
+//! holding its whole database (EXEC's locks, when it is queued in a transaction), so no other
+//! client sees half of it; its `redis.call`s go through the same checks Redis makes for scripts,
+//! then the normal handlers.
+
+use super::databases::HeldLocks;
+use super::{table, CmdResult, Ctx};
+use crate::protocol::Reply;
+use crate::scripting::{BusyCheck, Engine, Loaded, ScriptFlags};
+use crate::store::eviction::OOM;
+use bytes::Bytes;
+use parking_lot::MutexGuard;
+use std::time::Duration;
+
+const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
+
+/// What a running script may do, fixed when it starts.
+struct Permissions {
+    read_only: bool,
+    /// Over maxmemory when the script started (Redis judges OOM once, before the script).
+    out_of_memory: bool,
+}
+
+pub fn eval(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let numkeys = super::args::int(args[2])?;
+    run_script(ctx, args, numkeys, |engine| engine.load(args[1], true))
+}
+
+pub fn evalsha(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let numkeys = super::args::int(args[2])?;
+    run_script(ctx, args, numkeys, |engine| {
+        engine.lookup(args[1]).ok_or_else(|| NOSCRIPT.to_string())
+    })
+}
+
+/// Runs a script or function. `args`: name, script, sha or function, numkeys, keys…, args…
+pub fn run_script(
+    ctx: &mut Ctx,
+    args: &[&[u8]],
+    numkeys: i64,
+    find: impl FnOnce(&mut crate::scripting::Engine) -> Result<Loaded, String>,
+) -> CmdResult {
+    if numkeys < 0 {
+        return Err(Reply::error("ERR Number of keys can't be negative"));
+    }
+    if numkeys > (args.len() - 3) as i64 {
+        return Err(Reply::error(
+            "ERR Number of keys can't be greater than number of args",
+        ));
+    }
+    let (keys, argv) = args[3..].split_at(numkeys as usize);
+    let read_only_command =
+        args[0].len() > 3 && args[0][args[0].len() - 3..].eq_ignore_ascii_case(b"_ro");
+    let shared = ctx.shared;
+    // Judged before any lock: making room may evict, which locks shards itself.
+    let out_of_memory = shared.store.memory.is_limited() && !shared.store.make_room();
+    // Announced before any lock, so other connections wait for it asynchronously (dispatch).
+    let _active = shared.scripting.activate();
+    // Locks, engine and the script itself may all take long: none of it blocks a tokio worker.
+    crate::scripting::off_worker(|| {
+        let Ctx { conn, held, .. } = ctx;
+        let mut own = None;
+        let locks = match held.as_deref_mut() {
+            Some(held) => held,
+            None => own.insert(HeldLocks::acquire(&shared.store, &[conn.db])),
+        };
+        locks.refresh_clock();
+        let mut engine = shared.scripting.engine();
+        let loaded = find(&mut engine).map_err(|e| Reply::Error(e.into()));
+        shared.scripting.record_usage(&engine);
+        let loaded = loaded?;
+        let flags: ScriptFlags = loaded.flags;
+        if flags.shebang && !flags.no_writes && read_only_command {
+            return Err(Reply::error(
+                "ERR Can not execute a script with write flag using *_ro command.",
+            ));
+        }
+        if flags.shebang && !flags.no_writes && !flags.allow_oom && out_of_memory {
+            return Err(Reply::error(OOM));
+        }
+        let permissions = Permissions {
+            read_only: read_only_command || flags.no_writes,
+            out_of_memory: out_of_memory && !flags.allow_oom,
+        };
+        let mut inner = Ctx {
+            shared,
+            conn,
+            held: Some(locks),
+        };
+        if loaded.is_function {
+            let command = args.iter().map(|a| Bytes::copy_from_slice(a)).collect();
+            shared
+                .scripting
+                .set_current_function(Some((loaded.sha.clone(), command)));
+        }
+        let running = shared.scripting.running(loaded.is_function);
+        let reply = engine.invoke(&loaded, keys, argv, &mut |call, resp3| {
+            call_from_script(&mut inner, call, resp3, &permissions)
+        });
+        drop(running);
+        if loaded.is_function {
+            shared.scripting.set_current_function(None);
+        }
+        shared.scripting.record_usage(&engine);
+        Ok(reply)
+    })
+}
+
+/// One `redis.call` / `redis.pcall`: Redis's script checks in Redis's order, then the handler.
+fn call_from_script(ctx: &mut Ctx, args: &[&[u8]], resp3: bool, may: &Permissions) -> Reply {
+    let Some(cmd) = ctx.shared.commands.lookup(args[0]) else {
+        return Reply::error("ERR Unknown Redis command called from script");
+    };
+    if !cmd.arity_ok(args.len()) {
+        return Reply::error("ERR Wrong number of args calling Redis command from script");
+    }
+    if cmd.has(table::NOSCRIPT) {
+        return Reply::error("ERR This Redis command is not allowed from script");
+    }
+    if cmd.has(table::WRITE) {
+        if may.read_only {
+            return Reply::error("ERR Write commands are not allowed from read-only scripts.");
+        }
+        if cmd.has(table::DENYOOM) && may.out_of_memory {
+            return Reply::error(OOM);
+        }
+        ctx.shared.scripting.run.mark_write();
+    }
+    // The script has its own protocol (redis.setresp), not its caller's.
+    let caller_resp3 = std::mem::replace(&mut ctx.conn.resp3, resp3);
+    let reply = super::run(ctx, cmd, args);
+    ctx.conn.resp3 = caller_resp3;
+    reply
+}
+
+pub fn script(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let sub = args[1].to_ascii_lowercase();
+    let scripting = &ctx.shared.scripting;
+    match &sub[..] {
+        // Redis's Lua debugger (LDB) is not part of stmd.
+        b"debug" => Err(Reply::error("ERR SCRIPT DEBUG is not supported by stmd")),
+        b"kill" => scripting
+            .run
+            .kill(false)
+            .map(|()| Reply::OK)
+            .map_err(Reply::error),
+        b"load" => {
+            let mut engine = engine_or_busy(ctx)?;
+            let loaded = engine.load(args[2], false);
+            scripting.record_usage(&engine);
+            let loaded = loaded.map_err(|e| Reply::Error(e.into()))?;
+            Ok(Reply::bulk(loaded.sha))
+        }
+        b"exists" => {
+            let engine = engine_or_busy(ctx)?;
+            Ok(Reply::Array(
+                args[2..]
+                    .iter()
+                    .map(|sha| Reply::Int(i64::from(engine.exists(sha))))
+                    .collect(),
+            ))
+        }
+        b"flush" => {
+            if args.len() > 3
+                || (args.len() == 3
+                    && !args[2].eq_ignore_ascii_case(b"sync")
+                    && !args[2].eq_ignore_ascii_case(b"async"))
+            {
+                return Err(Reply::error(
+                    "ERR SCRIPT FLUSH only support SYNC|ASYNC option",
+                ));
+            }
+            let mut engine = engine_or_busy(ctx)?;
+            engine.flush();
+            scripting.record_usage(&engine);
+            Ok(Reply::OK)
+        }
+        _ => Ok(Reply::Array(
+            SCRIPT_HELP
+                .iter()
+                .map(|line| Reply::Status((*line).into()))
+                .collect(),
+        )),
+    }
+}
+
+/// The engine for SCRIPT's other subcommands, which wait for a running script like any
+/// command, or BUSY once it passes the threshold. The wait is off the tokio worker.
+pub fn engine_or_busy<'s>(ctx: &Ctx<'_, 's>) -> Result<MutexGuard<'s, Engine>, Reply> {
+    let shared = ctx.shared;
+    crate::scripting::off_worker(|| loop {
+        if let Some(engine) = shared.scripting.try_engine(Duration::from_millis(5)) {
+            return Ok(engine);
+        }
+        let threshold = shared.config.read().busy_reply_threshold;
+        if let BusyCheck::Busy(text) = shared.scripting.run.check(threshold) {
+            return Err(Reply::error(text));
+        }
+    })
+}
+
+const SCRIPT_HELP: &[&str] = &[
+    "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "EXISTS <sha1> [<sha1> ...]",
+    "    Return information about the existence of the scripts in the script cache.",
+    "FLUSH [ASYNC|SYNC]",
+    "    Flush the Lua scripts cache. Very dangerous on replicas.",
+    "    When called without the optional mode argument, the behavior is determined by the",
+    "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+    "    * ASYNC: Asynchronously flush the scripts cache.",
+    "    * SYNC: Synchronously flush the scripts cache.",
+    "KILL",
+    "    Kill the currently executing Lua script.",
+    "LOAD <script>",
+    "    Load a script into the scripts cache without executing it.",
+    "HELP",
+    "    Print this help.",
+];

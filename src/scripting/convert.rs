@@ -1,0 +1,175 @@
+//! Redis's conversions between command replies and Lua values, both ways, as `script_lua.c` does
+//! them: RESP2 by default, RESP3 types after `redis.setresp(3)`.
+
+use crate::protocol::Reply;
+use bytes::Bytes;
+use mlua::{Lua, Table, Value};
+
+/// Nesting deeper than this in a script's reply (a table that contains itself, say) ends in an
+/// error element instead of recursing without end.
+const MAX_REPLY_DEPTH: usize = 1000;
+
+/// A command's reply as the script sees it.
+pub fn reply_to_lua(lua: &Lua, reply: Reply, resp3: bool) -> mlua::Result<Value> {
+    Ok(match reply {
+        Reply::Int(n) => Value::Number(n as f64),
+        Reply::Bulk(bytes) => Value::String(lua.create_string(&bytes)?),
+        Reply::Verbatim(text) if resp3 => {
+            let inner = lua.create_table()?;
+            inner.raw_set("format", "txt")?;
+            inner.raw_set("string", lua.create_string(text.as_bytes())?)?;
+            single_field(lua, "verbatim_string", Value::Table(inner))?
+        }
+        Reply::Verbatim(text) => Value::String(lua.create_string(text.as_bytes())?),
+        Reply::Status(text) => single_field(lua, "ok", Value::String(lua.create_string(&*text)?))?,
+        Reply::Error(text) => error_table(lua, &text)?,
+        Reply::Nil | Reply::NilArray if resp3 => Value::Nil,
+        Reply::Nil | Reply::NilArray | Reply::Raw(_) => Value::Boolean(false),
+        Reply::Array(items) | Reply::Push(items) => sequence(lua, items, resp3)?,
+        Reply::Set(items) if resp3 => {
+            let members = lua.create_table()?;
+            for item in items {
+                members.raw_set(reply_to_lua(lua, item, resp3)?, true)?;
+            }
+            single_field(lua, "set", Value::Table(members))?
+        }
+        Reply::Set(items) => sequence(lua, items, resp3)?,
+        Reply::Map(pairs) if resp3 => {
+            let map = lua.create_table()?;
+            for (key, value) in pairs {
+                map.raw_set(
+                    reply_to_lua(lua, key, resp3)?,
+                    reply_to_lua(lua, value, resp3)?,
+                )?;
+            }
+            single_field(lua, "map", Value::Table(map))?
+        }
+        Reply::Map(pairs) => {
+            let flat = lua.create_table()?;
+            for (at, (key, value)) in pairs.into_iter().enumerate() {
+                flat.raw_set(2 * at + 1, reply_to_lua(lua, key, resp3)?)?;
+                flat.raw_set(2 * at + 2, reply_to_lua(lua, value, resp3)?)?;
+            }
+            Value::Table(flat)
+        }
+        Reply::Double(d) if resp3 => single_field(lua, "double", Value::Number(d))?,
+        Reply::Double(d) => Value::String(lua.create_string(format_double(d))?),
+        Reply::Bool(b) if resp3 => Value::Boolean(b),
+        Reply::Bool(b) => Value::Number(if b { 1.0 } else { 0.0 }),
+    })
+}
+
+fn sequence(lua: &Lua, items: Vec<Reply>, resp3: bool) -> mlua::Result<Value> {
+    let table = lua.create_table_with_capacity(items.len(), 0)?;
+    for (at, item) in items.into_iter().enumerate() {
+        table.raw_set(at + 1, reply_to_lua(lua, item, resp3)?)?;
+    }
+    Ok(Value::Table(table))
+}
+
+fn single_field(lua: &Lua, name: &str, value: Value) -> mlua::Result<Value> {
+    let table = lua.create_table()?;
+    table.raw_set(name, value)?;
+    Ok(Value::Table(table))
+}
+
+/// `{err = text}`: how an error reply looks inside a script.
+pub fn error_table(lua: &Lua, text: &str) -> mlua::Result<Value> {
+    single_field(lua, "err", Value::String(lua.create_string(text)?))
+}
+
+/// A double as RESP2 sends it: a bulk string of the shortest exact form.
+fn format_double(d: f64) -> String {
+    if d.is_infinite() {
+        return if d > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    let mut buf = ryu::Buffer::new();
+    let text = buf.format(d);
+    text.strip_suffix(".0").unwrap_or(text).to_string()
+}
+
+/// A script's return value as the reply to its caller. `resp3` is the script's own protocol
+/// (after `redis.setresp`): it decides how booleans come back, as in Redis.
+pub fn lua_to_reply(lua: &Lua, value: Value, resp3: bool) -> Reply {
+    to_reply(lua, value, resp3, 0)
+}
+
+fn to_reply(lua: &Lua, value: Value, resp3: bool, depth: usize) -> Reply {
+    if depth > MAX_REPLY_DEPTH {
+        return Reply::error("ERR reached lua stack limit");
+    }
+    match value {
+        Value::String(s) => Reply::Bulk(Bytes::copy_from_slice(&s.as_bytes())),
+        Value::Boolean(b) if resp3 => Reply::Bool(b),
+        Value::Boolean(true) => Reply::Int(1),
+        Value::Integer(n) => Reply::Int(n),
+        // C's cast: toward zero, saturating.
+        Value::Number(n) => Reply::Int(n as i64),
+        Value::Table(table) => table_to_reply(lua, &table, resp3, depth),
+        _ => Reply::Nil,
+    }
+}
+
+fn table_to_reply(lua: &Lua, table: &Table, resp3: bool, depth: usize) -> Reply {
+    let field = |name: &str| table.raw_get::<Value>(name).unwrap_or(Value::Nil);
+    if let Value::String(text) = field("err") {
+        return Reply::Error(error_text(&text.to_string_lossy()).into());
+    }
+    if let Value::String(text) = field("ok") {
+        return Reply::Status(one_line(&text.to_string_lossy()).into());
+    }
+    if let Value::Number(d) = field("double") {
+        return Reply::Double(d);
+    }
+    if let Value::Integer(d) = field("double") {
+        return Reply::Double(d as f64);
+    }
+    if let Value::String(text) = field("big_number") {
+        let digits = one_line(&text.to_string_lossy());
+        return if resp3 {
+            Reply::Raw(Bytes::from(format!("({digits}\r\n")))
+        } else {
+            Reply::Bulk(Bytes::from(digits))
+        };
+    }
+    if let Value::Table(map) = field("map") {
+        let mut pairs = Vec::new();
+        for (key, value) in map.pairs::<Value, Value>().flatten() {
+            pairs.push((
+                to_reply(lua, key, resp3, depth + 1),
+                to_reply(lua, value, resp3, depth + 1),
+            ));
+        }
+        return Reply::Map(pairs);
+    }
+    if let Value::Table(set) = field("set") {
+        let members = set
+            .pairs::<Value, Value>()
+            .flatten()
+            .map(|(key, _)| to_reply(lua, key, resp3, depth + 1))
+            .collect();
+        return Reply::Set(members);
+    }
+    if let Value::Table(verbatim) = field("verbatim_string") {
+        if let Ok(text) = verbatim.raw_get::<mlua::String>("string") {
+            return Reply::Verbatim(text.to_string_lossy());
+        }
+    }
+    let mut items = Vec::new();
+    for at in 1.. {
+        match table.raw_get::<Value>(at) {
+            Ok(Value::Nil) | Err(_) => break,
+            Ok(value) => items.push(to_reply(lua, value, resp3, depth + 1)),
+        }
+    }
+    Reply::Array(items)
+}
+
+/// An error text as a reply line: no leading `-` doubled, no line breaks.
+pub fn error_text(text: &str) -> String {
+    one_line(text.strip_prefix('-').unwrap_or(text))
+}
+
+fn one_line(text: &str) -> String {
+    text.replace(['\r', '\n'], " ")
+}

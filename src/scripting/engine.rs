@@ -1,0 +1,613 @@
+//! The one Lua 5.1 state every script runs in, its sandbox, and the script cache.
+
+use super::convert;
+use super::functions::{self, Functions, Library, LibraryFunction, RestorePolicy};
+use super::RunState;
+use crate::protocol::Reply;
+use bytes::Bytes;
+use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+/// Scripts added by EVAL (not SCRIPT LOAD) beyond this many are forgotten oldest first, as Redis
+/// 7.4 does, so clients that build a new script per call cannot grow the cache without end.
+pub const MAX_EVAL_SCRIPTS: usize = 500;
+
+/// What one script call may allocate in the Lua state before it fails with an out-of-memory
+/// error (the server and the other scripts stay up).
+pub const SCRIPT_MEMORY_BUDGET: usize = 256 << 20;
+
+/// Lua instructions between two checks for SCRIPT KILL (Redis's hook count).
+const HOOK_EVERY: u32 = 100_000;
+
+/// A cached script: its compiled function and what it was compiled from.
+struct CachedScript {
+    function: Function,
+    body: Bytes,
+    flags: ScriptFlags,
+    /// Added by EVAL (may be evicted), not pinned by SCRIPT LOAD.
+    from_eval: bool,
+}
+
+/// The flags of a `#!lua flags=…` shebang. A script without a shebang has none and is run with
+/// the relaxed rules of Redis's "legacy" scripts.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ScriptFlags {
+    pub shebang: bool,
+    pub no_writes: bool,
+    pub allow_oom: bool,
+}
+
+/// The Lua state and the cache of compiled scripts.
+pub struct Engine {
+    lua: Lua,
+    env: Table,
+    slot: Table,
+    /// The real (writable) `redis` table: call and pcall are set on it for each script call.
+    redis: Table,
+    invoke: Function,
+    load_library: Function,
+    /// The libraries of FUNCTION LOAD.
+    pub functions: Functions,
+    scripts: HashMap<String, CachedScript>,
+    /// SHAs added by EVAL, oldest first.
+    eval_order: VecDeque<String>,
+    body_bytes: usize,
+}
+
+/// A script or function ready to run.
+pub struct Loaded {
+    /// The script's SHA, or the function's name: how errors name it.
+    pub sha: String,
+    pub function: Function,
+    pub flags: ScriptFlags,
+    /// A function (FCALL): it gets keys and arguments as parameters, not as KEYS and ARGV.
+    pub is_function: bool,
+}
+
+impl Engine {
+    pub fn new(run: Arc<RunState>) -> mlua::Result<Engine> {
+        // SAFETY: `unsafe_new_with` is only needed for the debug library. The prelude keeps
+        // `debug.getinfo` in a local of its error handler and removes `debug` from the globals
+        // before any script is compiled, so no script can reach the debug library.
+        let lua = unsafe {
+            Lua::unsafe_new_with(
+                StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::DEBUG,
+                LuaOptions::new(),
+            )
+        };
+        super::libs::register(&lua)?;
+        let rand = Arc::new(AtomicU64::new(RAND48_START));
+        let (lrand, srand) = (rand.clone(), rand);
+        let sha1hex = lua.create_function(|lua, text: mlua::String| {
+            lua.create_string(super::sha1_hex(&text.as_bytes()))
+        })?;
+        let log = lua.create_function(|_, (level, text): (i64, String)| {
+            match level {
+                0 => tracing::debug!(target: "stmd::script", "{text}"),
+                1 => tracing::info!(target: "stmd::script", verbose = true, "{text}"),
+                2 => tracing::info!(target: "stmd::script", "{text}"),
+                _ => tracing::warn!(target: "stmd::script", "{text}"),
+            }
+            Ok(())
+        })?;
+        let lrand48 = lua.create_function(move |_, ()| Ok(rand48_next(&lrand) as f64))?;
+        let srand48 = lua.create_function(move |_, seed: f64| {
+            srand.store(rand48_seed(seed as i64 as u32), Relaxed);
+            Ok(())
+        })?;
+        let error_value =
+            lua.create_function(|lua, error: mlua::Error| error_value(lua, &error))?;
+        let version = crate::commands::connection::REDIS_VERSION;
+        let (env, slot, invoke, protect, redis, load_library): (
+            Table,
+            Table,
+            Function,
+            Function,
+            Table,
+            Function,
+        ) = lua
+            .load(include_str!("prelude.lua"))
+            .set_name("=stmd")
+            .call((
+                sha1hex,
+                log,
+                lrand48,
+                srand48,
+                error_value,
+                version,
+                version_number(version),
+            ))?;
+        let resp_slot = slot.clone();
+        redis.raw_set(
+            "setresp",
+            lua.create_function(move |_, version: Value| match version {
+                Value::Integer(v @ (2 | 3)) => resp_slot.raw_set("resp", v),
+                Value::Number(v) if v == 2.0 || v == 3.0 => resp_slot.raw_set("resp", v as i64),
+                _ => Err(raise("ERR RESP version must be 2 or 3.")),
+            })?,
+        )?;
+        protect.call::<()>(())?;
+        lua.set_hook(
+            HookTriggers::new().every_nth_instruction(HOOK_EVERY),
+            move |_, _| {
+                if run.kill_requested() {
+                    Err(mlua::Error::RuntimeError(
+                        "Script killed by user with SCRIPT KILL...".into(),
+                    ))
+                } else {
+                    Ok(VmState::Continue)
+                }
+            },
+        );
+        Ok(Engine {
+            lua,
+            env,
+            slot,
+            redis,
+            invoke,
+            load_library,
+            functions: Functions::default(),
+            scripts: HashMap::new(),
+            eval_order: VecDeque::new(),
+            body_bytes: 0,
+        })
+    }
+
+    /// The cached script with this SHA (either case).
+    pub fn lookup(&self, sha: &[u8]) -> Option<Loaded> {
+        if sha.len() != 40 {
+            return None;
+        }
+        let sha = String::from_utf8_lossy(sha).to_ascii_lowercase();
+        let script = self.scripts.get(&sha)?;
+        Some(Loaded {
+            function: script.function.clone(),
+            flags: script.flags,
+            sha,
+            is_function: false,
+        })
+    }
+
+    pub fn exists(&self, sha: &[u8]) -> bool {
+        sha.len() == 40
+            && self
+                .scripts
+                .contains_key(&String::from_utf8_lossy(sha).to_ascii_lowercase())
+    }
+
+    /// Compiles `body` unless cached. `from_eval`: added by EVAL, so it may be evicted later;
+    /// SCRIPT LOAD pins it.
+    pub fn load(&mut self, body: &[u8], from_eval: bool) -> Result<Loaded, String> {
+        let sha = super::sha1_hex(body);
+        if let Some(script) = self.scripts.get_mut(&sha) {
+            if !from_eval && script.from_eval {
+                script.from_eval = false;
+                self.eval_order.retain(|s| *s != sha);
+            }
+            return Ok(Loaded {
+                function: script.function.clone(),
+                flags: script.flags,
+                sha,
+                is_function: false,
+            });
+        }
+        let (flags, source) = parse_shebang(body)?;
+        let function = self
+            .lua
+            .load(&*source)
+            .set_name("@user_script")
+            .set_environment(self.env.clone())
+            .into_function()
+            .map_err(|e| {
+                format!(
+                    "ERR Error compiling script (new function): {}",
+                    lua_error_text(&e)
+                )
+            })?;
+        if from_eval {
+            if self.eval_order.len() >= MAX_EVAL_SCRIPTS {
+                if let Some(old) = self.eval_order.pop_front() {
+                    if let Some(gone) = self.scripts.remove(&old) {
+                        self.body_bytes -= gone.body.len();
+                    }
+                }
+            }
+            self.eval_order.push_back(sha.clone());
+        }
+        self.body_bytes += body.len();
+        self.scripts.insert(
+            sha.clone(),
+            CachedScript {
+                function: function.clone(),
+                body: Bytes::copy_from_slice(body),
+                flags,
+                from_eval,
+            },
+        );
+        Ok(Loaded {
+            sha,
+            function,
+            flags,
+            is_function: false,
+        })
+    }
+
+    /// The function `name` for FCALL.
+    pub fn function(&self, name: &[u8]) -> Option<Loaded> {
+        let name = std::str::from_utf8(name).ok()?;
+        let function = self.functions.get(name)?;
+        Some(Loaded {
+            sha: function.name.clone(),
+            function: function.callback.clone(),
+            flags: function.flags,
+            is_function: true,
+        })
+    }
+
+    /// Compiles a library and runs its code to collect what it registers (FUNCTION LOAD).
+    /// Redis's errors; the loaded set is not touched.
+    pub fn compile_library(&mut self, code: &[u8]) -> Result<Library, String> {
+        let name = functions::library_name(code)?;
+        // The metadata line stays as a comment so line numbers match the code as sent.
+        let mut source = b"--".to_vec();
+        source.extend_from_slice(code);
+        let chunk = self
+            .lua
+            .load(&source)
+            .set_name("@user_function")
+            .set_environment(self.env.clone())
+            .into_function()
+            .map_err(|e| format!("ERR Error compiling function: {}", lua_error_text(&e)))?;
+        let lua = &self.lua;
+        lua.set_memory_limit(lua.used_memory().saturating_add(SCRIPT_MEMORY_BUDGET))
+            .map_err(|e| e.to_string())?;
+        let outcome = self.load_library.call::<(bool, Value)>(chunk);
+        let _ = lua.set_memory_limit(0);
+        let registering = |text: String| format!("ERR Error registering functions: {text}");
+        let (ok, value) =
+            outcome.map_err(|e| registering(format!("ERR {}", lua_error_text(&e))))?;
+        let Value::Table(table) = value else {
+            return Err(registering("ERR unknown error".into()));
+        };
+        if !ok {
+            let err = table
+                .raw_get::<String>("err")
+                .unwrap_or_else(|_| "ERR unknown error".into());
+            return Err(registering(err));
+        }
+        let mut registered = Vec::new();
+        for entry in table.sequence_values::<Table>() {
+            let entry = entry.map_err(|e| e.to_string())?;
+            let flag_names: Vec<String> = entry
+                .raw_get::<Table>("flags")
+                .and_then(|t| t.sequence_values::<String>().collect())
+                .unwrap_or_default();
+            registered.push(LibraryFunction {
+                name: entry.raw_get("name").map_err(|e| e.to_string())?,
+                description: entry.raw_get("description").unwrap_or(None),
+                flags: functions::function_flags(&flag_names),
+                flag_names,
+                callback: entry.raw_get("callback").map_err(|e| e.to_string())?,
+            });
+        }
+        if registered.is_empty() {
+            return Err("ERR No functions registered".into());
+        }
+        Ok(Library {
+            name,
+            code: Bytes::copy_from_slice(code),
+            functions: registered,
+        })
+    }
+
+    /// FUNCTION LOAD [REPLACE]: the library's name once it is in.
+    pub fn load_function_library(&mut self, code: &[u8], replace: bool) -> Result<String, String> {
+        let library = self.compile_library(code)?;
+        let name = library.name.clone();
+        self.functions.insert(library, replace)?;
+        Ok(name)
+    }
+
+    /// Loads every library of `codes` at once (FUNCTION RESTORE): either all of them go in under
+    /// `policy`, or nothing changes and the first error is returned.
+    pub fn restore_functions(
+        &mut self,
+        codes: &[Bytes],
+        policy: RestorePolicy,
+    ) -> Result<(), String> {
+        let mut next = match policy {
+            RestorePolicy::Flush => Functions::default(),
+            RestorePolicy::Append | RestorePolicy::Replace => self.functions.clone(),
+        };
+        for code in codes {
+            let library = self.compile_library(code)?;
+            next.insert(library, policy == RestorePolicy::Replace)?;
+        }
+        self.functions = next;
+        let _ = self.lua.gc_collect();
+        Ok(())
+    }
+
+    /// SCRIPT FLUSH: forgets every script and collects their garbage.
+    pub fn flush(&mut self) {
+        self.scripts.clear();
+        self.eval_order.clear();
+        self.body_bytes = 0;
+        let _ = self.lua.gc_collect();
+    }
+
+    /// INFO memory's figures.
+    pub fn usage(&self) -> super::ScriptUsage {
+        super::ScriptUsage {
+            scripts: self.scripts.len(),
+            script_bytes: self.body_bytes + self.scripts.len() * 96,
+            lua_bytes: self.lua.used_memory(),
+            functions: self.functions.function_count(),
+            libraries: self.functions.library_count(),
+            function_bytes: self.functions.memory(),
+        }
+    }
+
+    /// Runs a loaded script with its KEYS and ARGV. `call` runs one command for `redis.call`
+    /// (its second argument: the script asked for RESP3) and returns its reply.
+    pub fn invoke(
+        &mut self,
+        script: &Loaded,
+        keys: &[&[u8]],
+        argv: &[&[u8]],
+        call: &mut dyn FnMut(&[&[u8]], bool) -> Reply,
+    ) -> Reply {
+        match self.try_invoke(script, keys, argv, call) {
+            Ok(reply) => reply,
+            Err(e) => {
+                Reply::Error(convert::error_text(&format!("ERR {}", lua_error_text(&e))).into())
+            }
+        }
+    }
+
+    fn try_invoke(
+        &mut self,
+        script: &Loaded,
+        keys: &[&[u8]],
+        argv: &[&[u8]],
+        call: &mut dyn FnMut(&[&[u8]], bool) -> Reply,
+    ) -> mlua::Result<Reply> {
+        let lua = &self.lua;
+        let globals = lua.globals();
+        let (keys, argv) = (strings(lua, keys)?, strings(lua, argv)?);
+        let parameters = if script.is_function {
+            (Some(keys), Some(argv))
+        } else {
+            globals.raw_set("KEYS", keys)?;
+            globals.raw_set("ARGV", argv)?;
+            (None, None)
+        };
+        lua.set_memory_limit(lua.used_memory().saturating_add(SCRIPT_MEMORY_BUDGET))?;
+        let slot = &self.slot;
+        let cell = RefCell::new(call);
+        // One command for redis.call/pcall: Ok(reply) or Err(error text).
+        let run = |lua: &Lua, args: MultiValue| -> mlua::Result<Result<Value, String>> {
+            let resp3 = slot.raw_get::<i64>("resp").unwrap_or(2) == 3;
+            let args = match command_args(lua, args) {
+                Ok(args) => args,
+                Err(text) => return Ok(Err(text.to_string())),
+            };
+            let refs: smallvec::SmallVec<[&[u8]; 8]> = args.iter().map(|a| a.as_slice()).collect();
+            let reply = {
+                let mut call = cell
+                    .try_borrow_mut()
+                    .map_err(|_| mlua::Error::RecursiveMutCallback)?;
+                (*call)(&refs, resp3)
+            };
+            match reply {
+                Reply::Error(text) => Ok(Err(text.into_owned())),
+                reply => Ok(Ok(convert::reply_to_lua(lua, reply, resp3)?)),
+            }
+        };
+        let outcome = lua.scope(|scope| {
+            let call = scope.create_function(|lua, args: MultiValue| match run(lua, args)? {
+                Ok(value) => Ok(value),
+                Err(text) => Err(raise(text)),
+            })?;
+            let pcall = scope.create_function(|lua, args: MultiValue| match run(lua, args)? {
+                Ok(value) => Ok(value),
+                Err(text) => convert::error_table(lua, &text),
+            })?;
+            self.redis.raw_set("call", call)?;
+            self.redis.raw_set("pcall", pcall)?;
+            self.invoke.call::<(bool, Value)>((
+                script.function.clone(),
+                2,
+                parameters.0.clone(),
+                parameters.1.clone(),
+            ))
+        });
+        lua.set_memory_limit(0)?;
+        let (ok, value) = outcome?;
+        let resp3 = slot.raw_get::<i64>("resp").unwrap_or(2) == 3;
+        globals.raw_set("KEYS", Value::Nil)?;
+        globals.raw_set("ARGV", Value::Nil)?;
+        if ok {
+            return Ok(convert::lua_to_reply(lua, value, resp3));
+        }
+        Ok(script_error(&value, &script.sha))
+    }
+}
+
+/// An error `redis.call` raises: Redis's error table once it reaches Lua (see [`error_value`]).
+#[derive(Debug)]
+struct ScriptError(String);
+
+impl std::fmt::Display for ScriptError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ScriptError {}
+
+fn raise(text: impl Into<String>) -> mlua::Error {
+    mlua::Error::external(ScriptError(text.into()))
+}
+
+/// What a script's pcall and the error handler see for an error raised in Rust: `{err = …}` for
+/// a command's error, the message text for anything else (a kill, out of memory).
+fn error_value(lua: &Lua, error: &mlua::Error) -> mlua::Result<Value> {
+    let mut root = error;
+    loop {
+        match root {
+            mlua::Error::CallbackError { cause, .. } => root = cause,
+            mlua::Error::WithContext { cause, .. } => root = cause,
+            _ => break,
+        }
+    }
+    if let mlua::Error::ExternalError(inner) = root {
+        if let Some(ScriptError(text)) = inner.downcast_ref::<ScriptError>() {
+            return convert::error_table(lua, text);
+        }
+    }
+    Ok(Value::String(lua.create_string(lua_error_text(root))?))
+}
+
+/// `7.2.4` → 0x070204, as `REDIS_VERSION_NUM`.
+fn version_number(version: &str) -> i64 {
+    version
+        .split('.')
+        .take(3)
+        .fold(0, |acc, part| (acc << 8) | part.parse::<i64>().unwrap_or(0))
+}
+
+/// A failed script's error reply: the error, then which script and where, as Redis 7 words it.
+fn script_error(value: &Value, name: &str) -> Reply {
+    let Value::Table(table) = value else {
+        let text = match value {
+            Value::String(s) => s.to_string_lossy(),
+            other => format!("{other:?}"),
+        };
+        return Reply::Error(convert::error_text(&format!("ERR {text}")).into());
+    };
+    let err = table
+        .raw_get::<String>("err")
+        .unwrap_or_else(|_| "ERR unknown error".into());
+    let source = table
+        .raw_get::<String>("source")
+        .unwrap_or_else(|_| "?".into());
+    let line = table.raw_get::<i64>("line").unwrap_or(0);
+    Reply::Error(convert::error_text(&format!("{err} script: {name}, on {source}:{line}.")).into())
+}
+
+/// The text of a Lua error without mlua's decorations.
+fn lua_error_text(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::SyntaxError { message, .. } => message.clone(),
+        mlua::Error::RuntimeError(message) => message.clone(),
+        mlua::Error::MemoryError(_) => "not enough memory".into(),
+        mlua::Error::CallbackError { cause, .. } => lua_error_text(cause),
+        other => other.to_string(),
+    }
+}
+
+fn strings(lua: &Lua, items: &[&[u8]]) -> mlua::Result<Table> {
+    let table = lua.create_table_with_capacity(items.len(), 0)?;
+    for (at, item) in items.iter().enumerate() {
+        table.raw_set(at + 1, lua.create_string(item)?)?;
+    }
+    Ok(table)
+}
+
+/// The arguments of `redis.call`: strings and numbers only, as Redis.
+fn command_args(lua: &Lua, args: MultiValue) -> Result<Vec<Vec<u8>>, &'static str> {
+    if args.is_empty() {
+        return Err("ERR Please specify at least one argument for this redis lib call");
+    }
+    const NOT_STRING: &str = "ERR Lua redis lib command arguments must be strings or integers";
+    args.into_iter()
+        .map(|value| match value {
+            Value::String(s) => Ok(s.as_bytes().to_vec()),
+            number @ (Value::Integer(_) | Value::Number(_)) => match lua.coerce_string(number) {
+                Ok(Some(s)) => Ok(s.as_bytes().to_vec()),
+                _ => Err(NOT_STRING),
+            },
+            _ => Err(NOT_STRING),
+        })
+        .collect()
+}
+
+/// Splits a `#!lua flags=a,b` first line off a script. The line stays as a comment, so line
+/// numbers in errors match the script as sent.
+pub fn parse_shebang(body: &[u8]) -> Result<(ScriptFlags, std::borrow::Cow<'_, [u8]>), String> {
+    if !body.starts_with(b"#!") {
+        return Ok((ScriptFlags::default(), body.into()));
+    }
+    let line_end = body.iter().position(|&b| b == b'\n').unwrap_or(body.len());
+    let line = String::from_utf8_lossy(&body[..line_end]);
+    let mut parts = line.split(' ').filter(|p| !p.is_empty());
+    let engine = parts.next().unwrap_or_default();
+    if engine != "#!lua" {
+        return Err(format!("ERR Unexpected engine in script shebang: {engine}"));
+    }
+    let mut flags = ScriptFlags {
+        shebang: true,
+        ..Default::default()
+    };
+    for option in parts {
+        let Some(list) = option.strip_prefix("flags=") else {
+            return Err(format!("ERR Unknown lua shebang option: {option}"));
+        };
+        for flag in list.split(',').filter(|f| !f.is_empty()) {
+            match flag {
+                "no-writes" => flags.no_writes = true,
+                "allow-oom" => flags.allow_oom = true,
+                "allow-stale" | "no-cluster" | "allow-cross-slot-keys" => {}
+                other => return Err(format!("ERR Unexpected flag in script shebang: {other}")),
+            }
+        }
+    }
+    let mut source = b"--".to_vec();
+    source.extend_from_slice(body);
+    Ok((flags, source.into()))
+}
+
+/// rand48's state before any seeding (what Redis's `redisLrand48` starts from).
+const RAND48_START: u64 = 0x1234_ABCD_330E;
+
+fn rand48_seed(seed: u32) -> u64 {
+    (u64::from(seed) << 16) | 0x330E
+}
+
+/// The next `lrand48()` value: 31 bits.
+fn rand48_next(state: &AtomicU64) -> u64 {
+    let next = state
+        .load(Relaxed)
+        .wrapping_mul(0x5_DEEC_E66D)
+        .wrapping_add(0xB)
+        & ((1 << 48) - 1);
+    state.store(next, Relaxed);
+    next >> 17
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rand48_matches_redis_first_values() {
+        let state = AtomicU64::new(RAND48_START);
+        let r = (rand48_next(&state) % 2_147_483_647) as f64 / 2_147_483_647.0;
+        assert!((r - 0.396_464_773_638_39).abs() < 1e-12, "{r}");
+    }
+
+    #[test]
+    fn shebang_flags_and_errors() {
+        let (flags, _) = parse_shebang(b"#!lua flags=no-writes,allow-oom\nreturn 1").unwrap();
+        assert!(flags.shebang && flags.no_writes && flags.allow_oom);
+        assert_eq!(
+            parse_shebang(b"#!lua flags=bad\n").unwrap_err(),
+            "ERR Unexpected flag in script shebang: bad"
+        );
+        assert!(parse_shebang(b"return 1").unwrap().0 == ScriptFlags::default());
+    }
+}
