@@ -29,18 +29,42 @@ async fn server_with_threshold(ms: &str) -> TestServer {
     server
 }
 
+/// Sends `EVAL <body> <keys…>` on a new connection and returns once the script is running: the
+/// script announces itself on a channel first (PUBLISH runs inside scripts and is not a write), so
+/// no test depends on how fast a loaded machine starts it.
+async fn start_script(server: &TestServer, body: &str, keys: &[&[u8]]) -> (RawConn, String) {
+    let mut listener = server.raw().await;
+    let _ = listener.command(&[b"SUBSCRIBE", b"script-started"]).await;
+    let body = format!("redis.call('publish', 'script-started', '1') {body}");
+    let numkeys = keys.len().to_string();
+    let mut request: Vec<&[u8]> = vec![b"EVAL", body.as_bytes(), numkeys.as_bytes()];
+    request.extend_from_slice(keys);
+    let mut scripted = server.raw().await;
+    scripted.send(&resp(&request)).await;
+    let message = text(listener.read_reply().await);
+    assert!(message.contains("script-started"), "{message}");
+    (scripted, body)
+}
+
+/// Ends the test process if a test runs far too long: a script left running forever would
+/// otherwise keep the runtime (and CI) from ever finishing.
+fn watchdog() {
+    std::thread::spawn(|| {
+        std::thread::sleep(Duration::from_secs(60));
+        eprintln!("scripting_busy: a test ran for 60 s; aborting");
+        std::process::exit(101);
+    });
+}
+
 fn text(reply: Vec<u8>) -> String {
     String::from_utf8_lossy(&reply).into_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn busy_then_script_kill_from_other_connections() {
+    watchdog();
     let server = server_with_threshold("300").await;
-    let mut looping = server.raw().await;
-    looping
-        .send(&resp(&[b"EVAL", b"while true do end", b"0"]))
-        .await;
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    let (mut looping, body) = start_script(&server, "while true do end", &[]).await;
     // Sent under the threshold: it waits (as it would queue in Redis), then answers BUSY.
     let mut early = server.raw().await;
     let sent = Instant::now();
@@ -65,7 +89,7 @@ async fn busy_then_script_kill_from_other_connections() {
         .await;
 
     let reply = text(looping.read_reply().await);
-    let sha = stmd::scripting::sha1_hex(b"while true do end");
+    let sha = stmd::scripting::sha1_hex(body.as_bytes());
     assert_eq!(
         reply,
         format!(
@@ -86,18 +110,15 @@ async fn busy_then_script_kill_from_other_connections() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_command_under_the_threshold_waits_for_the_script() {
+    watchdog();
     let server = TestServer::start().await;
-    let mut scripted = server.raw().await;
     // About a few hundred milliseconds of Lua, then a write the waiting reader must see.
-    scripted
-        .send(&resp(&[
-            b"EVAL",
-            b"local n = 0 for i = 1, 10000000 do n = n + 1 end redis.call('set', KEYS[1], n) return n",
-            b"1",
-            b"counted",
-        ]))
-        .await;
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    let (mut scripted, _) = start_script(
+        &server,
+        "local n = 0 for i = 1, 10000000 do n = n + 1 end redis.call('set', KEYS[1], n) return n",
+        &[b"counted"],
+    )
+    .await;
     let mut reader = server.raw().await;
     reader
         .roundtrip(&resp(&[b"GET", b"counted"]), b"$8\r\n10000000\r\n")
@@ -108,17 +129,16 @@ async fn a_command_under_the_threshold_waits_for_the_script() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_script_that_wrote_cannot_be_killed_but_shutdown_nosave_stops_the_server() {
+    watchdog();
     let mut server = server_with_threshold("100").await;
-    let mut writer = server.raw().await;
-    writer
-        .send(&resp(&[
-            b"EVAL",
-            b"redis.call('set', KEYS[1], 'v') while true do end",
-            b"1",
-            b"written",
-        ]))
-        .await;
-    tokio::time::sleep(Duration::from_millis(250)).await;
+    let (_writer, _) = start_script(
+        &server,
+        "redis.call('set', KEYS[1], 'v') while true do end",
+        &[b"written"],
+    )
+    .await;
+    // Past the threshold, so that the refusals below are BUSY, not a wait.
+    tokio::time::sleep(Duration::from_millis(150)).await;
     let mut killer = server.raw().await;
     killer.roundtrip(&resp(&[b"SCRIPT", b"KILL"]), b"-UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.\r\n").await;
     killer.roundtrip(&resp(&[b"GET", b"written"]), BUSY).await;
@@ -137,12 +157,10 @@ async fn a_script_that_wrote_cannot_be_killed_but_shutdown_nosave_stops_the_serv
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn allow_busy_commands_still_run() {
+    watchdog();
     let server = server_with_threshold("100").await;
-    let mut looping = server.raw().await;
-    looping
-        .send(&resp(&[b"EVAL", b"while true do end", b"0"]))
-        .await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (mut looping, _) = start_script(&server, "while true do end", &[]).await;
+    tokio::time::sleep(Duration::from_millis(150)).await;
     let mut other: RawConn = server.raw().await;
     other.roundtrip(&resp(&[b"MULTI"]), b"+OK\r\n").await;
     other.roundtrip(&resp(&[b"DISCARD"]), b"+OK\r\n").await;
