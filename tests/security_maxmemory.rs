@@ -310,6 +310,11 @@ async fn flags_and_config_set_use_redis_formats_and_errors() {
             "maxmemory-policy",
             "volatile-ttl",
             "maxmemory-samples",
+            "10",
+            // Redis's other maxmemory options, accepted and reported (src/config_inert.rs).
+            "maxmemory-clients",
+            "0",
+            "maxmemory-eviction-tenacity",
             "10"
         ]
     );
