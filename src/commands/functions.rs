@@ -116,7 +116,7 @@ fn restore(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         .map_err(|_| Reply::error("ERR DUMP payload version or checksum are wrong"))?;
     let mut reader = crate::rdb::RdbReader::new(body);
     let mut codes = Vec::new();
-    while !reader.is_done() {
+    while !reader.is_empty() {
         let opcode = reader.byte().map_err(|_| Reply::error(BAD_PAYLOAD))?;
         if opcode != RDB_OPCODE_FUNCTION2 {
             return Err(Reply::error("ERR given type is not a function"));
@@ -127,9 +127,16 @@ fn restore(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut engine = engine_or_busy(ctx)?;
     let restored = engine.restore_functions(&codes, policy);
     scripting.record_usage(&engine);
-    restored
-        .map(|()| Reply::OK)
-        .map_err(|e| Reply::Error(e.into()))
+    restored.map(|()| Reply::OK).map_err(|e| {
+        // RESTORE names a colliding library without the quotes FUNCTION LOAD puts around it.
+        let text = match e.strip_prefix("ERR Library '") {
+            Some(rest) if rest.ends_with("' already exists") => {
+                format!("ERR Library {}", rest.replacen("' already", " already", 1))
+            }
+            _ => e,
+        };
+        Reply::Error(text.into())
+    })
 }
 
 /// A payload whose checksum holds but whose records cannot be read.

@@ -170,7 +170,7 @@ impl<'a> RdbReader<'a> {
     }
 
     /// True once every byte has been read.
-    pub fn is_done(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.at >= self.body.len()
     }
 
