@@ -143,15 +143,7 @@ impl Binary {
 
     /// A connection, retried while the server starts (up to 5 s).
     pub async fn client(&self) -> redis::aio::MultiplexedConnection {
-        let client =
-            redis::Client::open(format!("redis://127.0.0.1:{}", self.port)).expect("client");
-        for _ in 0..100 {
-            if let Ok(con) = client.get_multiplexed_async_connection().await {
-                return con;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("stmd did not start on port {}", self.port);
+        connect_retrying(self.port, "stmd").await
     }
 
     /// A raw TCP connection for byte-exact protocol tests.
@@ -169,6 +161,18 @@ impl Drop for Binary {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A connection to a server starting in another process on `port`, retried for up to 5 s.
+pub async fn connect_retrying(port: u16, server: &str) -> redis::aio::MultiplexedConnection {
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).expect("client");
+    for _ in 0..100 {
+        if let Ok(con) = client.get_multiplexed_async_connection().await {
+            return con;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{server} did not start on port {port}");
 }
 
 /// A plain socket: send bytes, read exactly the bytes expected back.

@@ -3,8 +3,6 @@
 //! it fails the test that needs it, with the reason.
 #![allow(dead_code)]
 
-use std::time::Duration;
-
 pub struct RealRedis {
     child: std::process::Child,
     pub port: u16,
@@ -27,15 +25,7 @@ impl RealRedis {
 
     /// A connection, retried while the server starts (up to 5 s).
     pub async fn client(&self) -> redis::aio::MultiplexedConnection {
-        let client =
-            redis::Client::open(format!("redis://127.0.0.1:{}", self.port)).expect("client");
-        for _ in 0..100 {
-            if let Ok(con) = client.get_multiplexed_async_connection().await {
-                return con;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("redis-server did not start on port {}", self.port);
+        super::connect_retrying(self.port, "redis-server").await
     }
 }
 
