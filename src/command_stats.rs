@@ -10,7 +10,7 @@ use crate::commands::{Command, COMMANDS};
 use crate::percpu::{stripe, STRIPES};
 use crate::protocol::Reply;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 /// Commands whose first argument names a subcommand, counted as `container|sub` (Redis's list).
@@ -66,9 +66,12 @@ struct Slot {
 }
 
 impl Slot {
-    fn record(&self, nanos: u64) {
+    fn record(&self, nanos: u64, latency_tracking: bool) {
         self.calls.fetch_add(1, Ordering::Relaxed);
         self.nanos.fetch_add(nanos, Ordering::Relaxed);
+        if !latency_tracking {
+            return;
+        }
         let histogram = self
             .histogram
             .get_or_init(|| (0..BUCKETS).map(|_| AtomicU64::new(0)).collect());
@@ -158,6 +161,8 @@ impl CommandTotals {
 /// Every command's counters and the error counts.
 pub struct CommandStats {
     stripes: Box<[Stripe]>,
+    /// `latency-tracking`: whether calls feed the latency histograms.
+    pub latency_tracking: AtomicBool,
 }
 
 impl Default for CommandStats {
@@ -183,6 +188,7 @@ impl CommandStats {
                     errors: Mutex::new(Vec::new()),
                 })
                 .collect(),
+            latency_tracking: AtomicBool::new(true),
         }
     }
 
@@ -261,15 +267,16 @@ impl CommandStats {
             }
             _ => Outcome::Ok,
         };
+        let latency_tracking = self.latency_tracking.load(Ordering::Relaxed);
         self.with_slot(cmd, args, |slot| match outcome {
             Outcome::Rejected => {
                 slot.rejected.fetch_add(1, Ordering::Relaxed);
             }
             Outcome::Failed => {
                 slot.failed.fetch_add(1, Ordering::Relaxed);
-                slot.record(nanos);
+                slot.record(nanos, latency_tracking);
             }
-            Outcome::Ok => slot.record(nanos),
+            Outcome::Ok => slot.record(nanos, latency_tracking),
         });
     }
 

@@ -266,6 +266,12 @@ pub struct Config {
         help_heading = "Observability"
     )]
     pub latency_monitor_threshold: u64,
+    /// Record each command's latency histogram for INFO latencystats and LATENCY HISTOGRAM.
+    #[arg(long, env = "STMD_LATENCY_TRACKING", default_value = "yes", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "Observability")]
+    pub latency_tracking: bool,
+    /// The percentiles INFO latencystats prints, space-separated, each within 0..100.
+    #[arg(long, env = "STMD_LATENCY_TRACKING_INFO_PERCENTILES", default_value = "50 99 99.9", value_parser = Percentiles::parse, help_heading = "Observability")]
+    pub latency_tracking_info_percentiles: Percentiles,
     /// Allow the DEBUG command: `yes`, `no`, or `local` (from loopback clients only). Fixed at
     /// start-up, as in Redis.
     #[arg(long, env = "STMD_ENABLE_DEBUG_COMMAND", value_enum, default_value_t = DebugCommand::No, help_heading = "Observability")]
@@ -542,6 +548,22 @@ pub static PARAMS: &[Param] = &[
     number_param!("tracking-table-max-keys", tracking_table_max_keys),
     number_param!("latency-monitor-threshold", latency_monitor_threshold),
     Param {
+        name: "latency-tracking",
+        get: |c| if c.latency_tracking { "yes" } else { "no" }.to_string(),
+        set: Some(|c, v| {
+            c.latency_tracking = parse_yes_no(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "latency-tracking-info-percentiles",
+        get: |c| c.latency_tracking_info_percentiles.to_string(),
+        set: Some(|c, v| {
+            c.latency_tracking_info_percentiles = Percentiles::parse(v)?;
+            Ok(())
+        }),
+    },
+    Param {
         name: "enable-debug-command",
         get: |c| {
             match c.enable_debug_command {
@@ -566,6 +588,39 @@ pub static PARAMS: &[Param] = &[
         set: None,
     },
 ];
+
+/// `latency-tracking-info-percentiles`: the percentiles INFO latencystats prints.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Percentiles(pub Vec<f64>);
+
+impl Percentiles {
+    /// Space-separated numbers within 0..100 (none is allowed), with Redis's errors.
+    pub fn parse(text: &str) -> Result<Percentiles, String> {
+        let mut values = Vec::new();
+        for word in text.split_whitespace() {
+            let value: f64 = word
+                .parse()
+                .ok()
+                .filter(|v: &f64| v.is_finite())
+                .ok_or("Invalid latency-tracking-info-percentiles parameters")?;
+            if !(0.0..=100.0).contains(&value) {
+                return Err(
+                    "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]"
+                        .into(),
+                );
+            }
+            values.push(value);
+        }
+        Ok(Percentiles(values))
+    }
+}
+
+impl std::fmt::Display for Percentiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let words: Vec<String> = self.0.iter().map(f64::to_string).collect();
+        f.write_str(&words.join(" "))
+    }
+}
 
 /// `yes` or `no`, as redis.conf spells booleans.
 pub fn parse_yes_no(text: &str) -> Result<bool, String> {

@@ -77,8 +77,6 @@ pub static INERT_PARAMS: &[(&str, &str)] = &[
     ("io-threads", "1"),
     ("io-threads-do-reads", "no"),
     ("jemalloc-bg-thread", "yes"),
-    ("latency-tracking", "yes"),
-    ("latency-tracking-info-percentiles", "50 99 99.9"),
     ("lazyfree-lazy-eviction", "no"),
     ("lazyfree-lazy-expire", "no"),
     ("lazyfree-lazy-server-del", "no"),

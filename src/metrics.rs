@@ -2,6 +2,7 @@
 //! path bumps several of them per request, and one shared atomic would bounce between cores.
 
 pub use crate::percpu::Counter;
+use crate::percpu::Total;
 
 /// Server-wide statistics, reset by CONFIG RESETSTAT.
 #[derive(Default)]
@@ -21,6 +22,8 @@ pub struct Stats {
     /// Reads from and writes to client sockets (INFO's `total_reads_processed`/`_writes_`).
     pub total_reads_processed: Counter,
     pub total_writes_processed: Counter,
+    /// The `instantaneous_*` rates, sampled from the totals above.
+    pub instant: InstantRates,
 }
 
 impl Stats {
@@ -41,12 +44,79 @@ impl Stats {
         ] {
             counter.reset();
         }
+        self.instant.reset();
     }
 
     pub fn add(counter: &Counter, n: u64) {
         if n != 0 {
             counter.add(n);
         }
+    }
+}
+
+/// INFO's `instantaneous_*` figures, sampled as Redis's cron does: every [`SAMPLE_EVERY`] the
+/// running totals are read and the rate since the previous reading is kept; INFO shows the mean of
+/// the last [`SAMPLES`] rates (so a burst fades out over 1.6 s, as on Redis).
+#[derive(Default)]
+pub struct InstantRates {
+    inner: parking_lot::Mutex<RateSamples>,
+}
+
+pub const SAMPLES: usize = 16;
+pub const SAMPLE_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Commands processed, bytes read, bytes written.
+const METRICS: usize = 3;
+
+#[derive(Default)]
+struct RateSamples {
+    last: Option<([u64; METRICS], std::time::Instant)>,
+    /// Per-second rates, a ring of `SAMPLES` per metric.
+    rates: [[f64; SAMPLES]; METRICS],
+    next: usize,
+}
+
+/// What INFO prints: operations per second and network kilobytes per second.
+pub struct Rates {
+    pub ops_per_sec: u64,
+    pub input_kbps: f64,
+    pub output_kbps: f64,
+}
+
+impl InstantRates {
+    /// One reading of the totals (called every [`SAMPLE_EVERY`] by the server's sampler task).
+    pub fn sample(&self, stats: &Stats) {
+        let now = std::time::Instant::now();
+        let totals = [
+            stats.total_commands_processed.total(),
+            stats.total_net_input_bytes.total(),
+            stats.total_net_output_bytes.total(),
+        ];
+        let mut inner = self.inner.lock();
+        if let Some((last, at)) = inner.last {
+            let secs = now.duration_since(at).as_secs_f64().max(1e-3);
+            let slot = inner.next;
+            for (metric, (total, before)) in totals.iter().zip(last).enumerate() {
+                inner.rates[metric][slot] = total.saturating_sub(before) as f64 / secs;
+            }
+            inner.next = (slot + 1) % SAMPLES;
+        }
+        inner.last = Some((totals, now));
+    }
+
+    pub fn rates(&self) -> Rates {
+        let inner = self.inner.lock();
+        let mean = |metric: usize| inner.rates[metric].iter().sum::<f64>() / SAMPLES as f64;
+        Rates {
+            ops_per_sec: mean(0) as u64,
+            input_kbps: mean(1) / 1024.0,
+            output_kbps: mean(2) / 1024.0,
+        }
+    }
+
+    /// CONFIG RESETSTAT: the samples start again (the totals they read were reset too).
+    pub fn reset(&self) {
+        *self.inner.lock() = RateSamples::default();
     }
 }
 

@@ -78,7 +78,14 @@ impl Shared {
                 config.slowlog_max_len,
             ),
             monitors: Default::default(),
-            command_stats: crate::metrics::CommandStats::new(),
+            command_stats: {
+                let stats = crate::metrics::CommandStats::new();
+                stats.latency_tracking.store(
+                    config.latency_tracking,
+                    std::sync::atomic::Ordering::Relaxed,
+                );
+                stats
+            },
             latency: crate::latency::LatencyMonitor::new(config.latency_monitor_threshold),
             memory_marks: crate::metrics::MemoryMarks::now(),
             store,
@@ -288,6 +295,20 @@ pub async fn run(
         })
     };
 
+    let rates_task = {
+        let mut rx = stop_rx.clone();
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(crate::metrics::SAMPLE_EVERY);
+            loop {
+                tokio::select! {
+                    _ = every.tick() => shared.stats.instant.sample(&shared.stats),
+                    _ = rx.changed() => break,
+                }
+            }
+        })
+    };
+
     tokio::pin!(shutdown);
     // No connection is accepted before the warm start is done: see `wait_for_restore`.
     let restoring = wait_for_restore(restored, restore_timeout);
@@ -356,6 +377,7 @@ pub async fn run(
     }
     let _ = expiry_task.await;
     let _ = meter_task.await;
+    let _ = rates_task.await;
     if let Some(task) = metrics_task {
         let _ = task.await;
     }

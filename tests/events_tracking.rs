@@ -237,3 +237,47 @@ async fn flushall_sends_a_null_invalidation_to_every_tracking_client() {
         expect_push(conn, b">2\r\n$10\r\ninvalidate\r\n_\r\n").await;
     }
 }
+
+/// INFO's `tracking_total_keys` (keys in the table), `_items` (client ids over all keys) and
+/// `_prefixes` (distinct BCAST prefixes) follow what clients track, as Redis counts them.
+#[tokio::test]
+async fn info_counts_the_tracking_table() {
+    let server = TestServer::start().await;
+    let mut first = raw3(&server).await;
+    let mut second = raw3(&server).await;
+    let mut bcast = raw3(&server).await;
+    let mut other = raw3(&server).await;
+    let mut admin = server.client().await;
+    rt(&mut first, "CLIENT TRACKING on", b"+OK\r\n").await;
+    rt(&mut second, "CLIENT TRACKING on", b"+OK\r\n").await;
+    rt(&mut first, "GET a", b"_\r\n").await;
+    rt(&mut first, "GET b", b"_\r\n").await;
+    rt(&mut second, "GET a", b"_\r\n").await;
+    rt(
+        &mut bcast,
+        "CLIENT TRACKING on BCAST PREFIX user: PREFIX chan:",
+        b"+OK\r\n",
+    )
+    .await;
+    rt(
+        &mut other,
+        "CLIENT TRACKING on BCAST PREFIX user:",
+        b"+OK\r\n",
+    )
+    .await;
+    let text: String = redis::cmd("INFO")
+        .arg("stats")
+        .query_async(&mut admin)
+        .await
+        .expect("INFO");
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}:")))
+            .map(str::trim)
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(field("tracking_total_keys"), "2");
+    assert_eq!(field("tracking_total_items"), "3");
+    assert_eq!(field("tracking_total_prefixes"), "2");
+}

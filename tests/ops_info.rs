@@ -305,3 +305,116 @@ async fn resetstat_clears_what_redis_clears() {
     let f = fields(&info(&mut con, &["commandstats"]).await);
     assert_eq!(parts(&f["cmdstat_info"])["calls"], "1");
 }
+
+/// `instantaneous_*` are rates sampled every 100 ms over the last 16 samples: a burst of commands
+/// shows as operations and input/output kilobytes per second, and fades to 0 once traffic stops.
+#[tokio::test]
+async fn instantaneous_rates_follow_traffic() {
+    let server = TestServer::start().await;
+    let mut con = server.client().await;
+    let mut busy = server.client().await;
+    let started = std::time::Instant::now();
+    let mut seen = None;
+    // Traffic for up to 3 s, checking the rates between batches.
+    while started.elapsed() < std::time::Duration::from_secs(3) {
+        let mut pipe = redis::pipe();
+        for i in 0..200 {
+            pipe.cmd("SET")
+                .arg(format!("k{i}"))
+                .arg("v".repeat(100))
+                .ignore();
+        }
+        let () = pipe.query_async(&mut busy).await.expect("pipeline");
+        let stats = fields(&info(&mut con, &["stats"]).await);
+        let ops: u64 = stats["instantaneous_ops_per_sec"].parse().expect("ops");
+        let input: f64 = stats["instantaneous_input_kbps"].parse().expect("input");
+        let output: f64 = stats["instantaneous_output_kbps"].parse().expect("output");
+        if ops > 0 && input > 0.0 && output > 0.0 {
+            seen = Some(ops);
+            break;
+        }
+    }
+    assert!(seen.is_some(), "no rate rose under traffic");
+    assert_eq!(
+        fields(&info(&mut con, &["stats"]).await)["instantaneous_input_repl_kbps"],
+        "0.00"
+    );
+    // Idle: after 16 samples without traffic (INFO itself is one command per check) the rate falls.
+    tokio::time::sleep(std::time::Duration::from_millis(2000)).await;
+    let ops: u64 = fields(&info(&mut con, &["stats"]).await)["instantaneous_ops_per_sec"]
+        .parse()
+        .expect("ops");
+    assert!(
+        ops < seen.unwrap_or(0),
+        "rate {ops} did not fall after traffic stopped"
+    );
+}
+
+/// `latency-tracking no` stops the histograms (latencystats prints its header only);
+/// `latency-tracking-info-percentiles` chooses what latencystats prints, with Redis's errors.
+#[tokio::test]
+async fn latency_tracking_is_configurable() {
+    let server = TestServer::start().await;
+    let mut con = server.client().await;
+    let config = |args: &[&str]| {
+        let mut cmd = redis::cmd("CONFIG");
+        for a in args {
+            cmd.arg(*a);
+        }
+        cmd
+    };
+    let _: () = config(&["SET", "latency-tracking-info-percentiles", "50 99.99 0"])
+        .query_async(&mut con)
+        .await
+        .expect("set percentiles");
+    let got: Vec<String> = config(&["GET", "latency-tracking-info-percentiles"])
+        .query_async(&mut con)
+        .await
+        .expect("get");
+    assert_eq!(got, ["latency-tracking-info-percentiles", "50 99.99 0"]);
+    let _: Option<String> = redis::cmd("GET")
+        .arg("x")
+        .query_async(&mut con)
+        .await
+        .expect("GET");
+    let text = info(&mut con, &["latencystats"]).await;
+    let get = &fields(&text)["latency_percentiles_usec_get"];
+    let names: Vec<&str> = get
+        .split(',')
+        .filter_map(|p| p.split_once('='))
+        .map(|p| p.0)
+        .collect();
+    assert_eq!(names, ["p50", "p99.99", "p0"]);
+
+    for (value, why) in [
+        (
+            "abc",
+            "Invalid latency-tracking-info-percentiles parameters",
+        ),
+        (
+            "101",
+            "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]",
+        ),
+    ] {
+        let err = config(&["SET", "latency-tracking-info-percentiles", value])
+            .query_async::<()>(&mut con)
+            .await
+            .expect_err("refused");
+        assert!(err.to_string().contains(why), "{err}");
+    }
+
+    let _: () = config(&["SET", "latency-tracking", "no"])
+        .query_async(&mut con)
+        .await
+        .expect("off");
+    let text = info(&mut con, &["latencystats"]).await;
+    assert_eq!(text.trim_end(), "# Latencystats");
+    let err = config(&["SET", "latency-tracking", "maybe"])
+        .query_async::<()>(&mut con)
+        .await
+        .expect_err("refused");
+    assert!(
+        err.to_string().contains("argument must be 'yes' or 'no'"),
+        "{err}"
+    );
+}

@@ -43,8 +43,6 @@ const DEFAULT_SECTIONS: &[&str] = &[
     "keyspace",
     "stm",
 ];
-/// Percentiles of `latencystats` (Redis's `latency-tracking-info-percentiles` default).
-const PERCENTILES: &[f64] = &[50.0, 99.0, 99.9];
 
 pub fn info(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut wanted: Vec<&str> = Vec::new();
@@ -173,11 +171,17 @@ fn render(ctx: &Ctx, section: &str, out: &mut String) {
             }
         }
         "latencystats" => {
+            let config = shared.config.read();
+            if !config.latency_tracking {
+                return;
+            }
+            let percentiles = config.latency_tracking_info_percentiles.0.clone();
+            drop(config);
             for c in shared.command_stats.totals() {
                 if c.histogram.iter().all(|&n| n == 0) {
                     continue;
                 }
-                let values: Vec<String> = PERCENTILES
+                let values: Vec<String> = percentiles
                     .iter()
                     .map(|&p| format!("p{p}={:.3}", c.percentile_usec(p)))
                     .collect();
@@ -405,10 +409,22 @@ fn stats(ctx: &Ctx, lines: &mut Lines) {
         "total_commands_processed",
         s.total_commands_processed.total(),
     );
+    let rates = s.instant.rates();
+    lines.add("instantaneous_ops_per_sec", rates.ops_per_sec);
     lines.add("total_net_input_bytes", s.total_net_input_bytes.total());
     lines.add("total_net_output_bytes", s.total_net_output_bytes.total());
     lines.add("total_net_repl_input_bytes", 0);
     lines.add("total_net_repl_output_bytes", 0);
+    lines.add(
+        "instantaneous_input_kbps",
+        format_args!("{:.2}", rates.input_kbps),
+    );
+    lines.add(
+        "instantaneous_output_kbps",
+        format_args!("{:.2}", rates.output_kbps),
+    );
+    lines.add("instantaneous_input_repl_kbps", "0.00");
+    lines.add("instantaneous_output_repl_kbps", "0.00");
     lines.add("rejected_connections", s.rejected_connections.total());
     lines.add("sync_full", 0);
     lines.add("sync_partial_ok", 0);
@@ -435,20 +451,22 @@ fn stats(ctx: &Ctx, lines: &mut Lines) {
     lines.add("latest_fork_usec", 0);
     lines.add("total_forks", 0);
     lines.add("migrate_cached_sockets", 0);
-    // No active defragmentation, no client tracking, no separate I/O threads.
+    // No active defragmentation.
     for field in [
         "active_defrag_hits",
         "active_defrag_misses",
         "active_defrag_key_hits",
         "active_defrag_key_misses",
-        "tracking_total_keys",
-        "tracking_total_items",
-        "tracking_total_prefixes",
-        "io_threaded_reads_processed",
-        "io_threaded_writes_processed",
     ] {
         lines.add(field, 0);
     }
+    let tracking = shared.events.tracking.stats();
+    lines.add("tracking_total_keys", tracking.keys);
+    lines.add("tracking_total_items", tracking.items);
+    lines.add("tracking_total_prefixes", tracking.prefixes);
+    // No separate I/O threads: the connection tasks read and write their own sockets.
+    lines.add("io_threaded_reads_processed", 0);
+    lines.add("io_threaded_writes_processed", 0);
     lines.add("unexpected_error_replies", 0);
     lines.add("total_error_replies", s.total_error_replies.total());
     lines.add("dump_payload_sanitizations", 0);

@@ -223,19 +223,22 @@ impl<'c, 's> Ctx<'c, 's> {
             databases::Span::Keys(keys) => store.lock(db, keys),
             databases::Span::All => store.lock_all(db),
         };
-        if let Some(held) = self.held.as_deref_mut() {
+        let touch = !self.conn.no_touch;
+        let (mut a, mut b) = if let Some(held) = self.held.as_deref_mut() {
             let (a, b) = held.pair_mut(first.0, second.0);
             let a = a.map_or_else(|| KeyLock::Own(acquire(first)), KeyLock::Held);
             let b = b.map_or_else(|| KeyLock::Own(acquire(second)), KeyLock::Held);
-            return (a, b);
-        }
-        if first.0 <= second.0 {
+            (a, b)
+        } else if first.0 <= second.0 {
             let a = acquire(first);
             (KeyLock::Own(a), KeyLock::Own(acquire(second)))
         } else {
             let b = acquire(second);
             (KeyLock::Own(acquire(first)), KeyLock::Own(b))
-        }
+        };
+        a.touch = touch;
+        b.touch = touch;
+        (a, b)
     }
 
     /// EXEC's lock of database `db`, when this command runs inside an EXEC that holds it.

@@ -60,6 +60,10 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         ctx.shared
             .latency
             .set_threshold(updated.latency_monitor_threshold);
+        ctx.shared
+            .command_stats
+            .latency_tracking
+            .store(updated.latency_tracking, Ordering::Relaxed);
         *ctx.shared.config.write() = updated;
         Ok(Reply::OK)
     } else if is(sub, "RESETSTAT") {

@@ -84,11 +84,13 @@ impl Tracking {
             clients: clients.len(),
             keys: table.len(),
             items: table.values().map(|ids| ids.len()).sum(),
+            // Redis counts the prefix table: a prefix two clients share is one.
             prefixes: clients
                 .values()
                 .filter(|c| c.bcast)
-                .map(|c| c.prefixes.len())
-                .sum(),
+                .flat_map(|c| c.prefixes.iter())
+                .collect::<std::collections::HashSet<_>>()
+                .len(),
         }
     }
 
