@@ -20,9 +20,7 @@ NOT_DONE = re.compile(r"^redis_(rdb_|aof_|last_bgsave|.*fork|.*cow_|module_fork|
 
 # Families stmd does not report yet, each with why: a known failure (printed, counted as
 # skipped); remove an entry once stmd reports the family.
-KNOWN_MISSING = {
-    "redis_config_io_threads": "CONFIG GET io-threads is not offered",
-}
+KNOWN_MISSING: dict[str, str] = {}
 
 
 def free_port():
