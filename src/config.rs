@@ -301,6 +301,61 @@ pub struct Config {
     )]
     pub busy_reply_threshold: u64,
 
+    /// OBJECT ENCODING reports `listpack` for a hash of at most this many fields (Redis's
+    /// threshold, alias `hash-max-ziplist-entries`). Reported only: no reply depends on it.
+    #[arg(
+        long,
+        env = "STMD_HASH_MAX_LISTPACK_ENTRIES",
+        default_value_t = 512,
+        help_heading = "Encodings"
+    )]
+    pub hash_max_listpack_entries: u64,
+    /// … and whose fields and values are at most this many bytes.
+    #[arg(long, env = "STMD_HASH_MAX_LISTPACK_VALUE", default_value = "64", value_parser = parse_memory, help_heading = "Encodings")]
+    pub hash_max_listpack_value: u64,
+    /// OBJECT ENCODING reports `intset` for a set of at most this many integers.
+    #[arg(
+        long,
+        env = "STMD_SET_MAX_INTSET_ENTRIES",
+        default_value_t = 512,
+        help_heading = "Encodings"
+    )]
+    pub set_max_intset_entries: u64,
+    /// … `listpack` for a set of at most this many members …
+    #[arg(
+        long,
+        env = "STMD_SET_MAX_LISTPACK_ENTRIES",
+        default_value_t = 128,
+        help_heading = "Encodings"
+    )]
+    pub set_max_listpack_entries: u64,
+    /// … each at most this many bytes.
+    #[arg(long, env = "STMD_SET_MAX_LISTPACK_VALUE", default_value = "64", value_parser = parse_memory, help_heading = "Encodings")]
+    pub set_max_listpack_value: u64,
+    /// OBJECT ENCODING reports `listpack` for a sorted set of at most this many members …
+    #[arg(
+        long,
+        env = "STMD_ZSET_MAX_LISTPACK_ENTRIES",
+        default_value_t = 128,
+        help_heading = "Encodings"
+    )]
+    pub zset_max_listpack_entries: u64,
+    /// … each at most this many bytes.
+    #[arg(long, env = "STMD_ZSET_MAX_LISTPACK_VALUE", default_value = "64", value_parser = parse_memory, help_heading = "Encodings")]
+    pub zset_max_listpack_value: u64,
+    /// OBJECT ENCODING reports `listpack` for a list within this size: positive, elements;
+    /// -1..-5, 4/8/16/32/64 KiB.
+    #[arg(long, env = "STMD_LIST_MAX_LISTPACK_SIZE", default_value_t = -2, allow_negative_numbers = true, help_heading = "Encodings")]
+    pub list_max_listpack_size: i64,
+    /// Reported by CONFIG GET only: stmd does not compress lists.
+    #[arg(
+        long,
+        env = "STMD_LIST_COMPRESS_DEPTH",
+        default_value_t = 0,
+        help_heading = "Encodings"
+    )]
+    pub list_compress_depth: u64,
+
     /// Address for the Prometheus metrics endpoint (`GET /metrics`), e.g. 127.0.0.1:9121.
     /// Off unless given.
     #[arg(long, env = "STMD_METRICS_ADDR", help_heading = "Observability")]
@@ -341,6 +396,23 @@ pub enum LogFormat {
 impl Default for Config {
     fn default() -> Self {
         Config::parse_from(["stmd"])
+    }
+}
+
+impl Config {
+    /// The thresholds OBJECT ENCODING reports by.
+    pub fn encoding_thresholds(&self) -> crate::store::encoding::Thresholds {
+        crate::store::encoding::Thresholds {
+            hash_max_listpack_entries: self.hash_max_listpack_entries,
+            hash_max_listpack_value: self.hash_max_listpack_value,
+            set_max_intset_entries: self.set_max_intset_entries,
+            set_max_listpack_entries: self.set_max_listpack_entries,
+            set_max_listpack_value: self.set_max_listpack_value,
+            zset_max_listpack_entries: self.zset_max_listpack_entries,
+            zset_max_listpack_value: self.zset_max_listpack_value,
+            list_max_listpack_size: self.list_max_listpack_size,
+            list_compress_depth: self.list_compress_depth,
+        }
     }
 }
 
@@ -575,6 +647,35 @@ pub static PARAMS: &[Param] = &[
         },
         set: None,
     },
+    number_param!("hash-max-listpack-entries", hash_max_listpack_entries),
+    number_param!("hash-max-ziplist-entries", hash_max_listpack_entries),
+    memory_param!("hash-max-listpack-value", hash_max_listpack_value),
+    memory_param!("hash-max-ziplist-value", hash_max_listpack_value),
+    number_param!("set-max-intset-entries", set_max_intset_entries),
+    number_param!("set-max-listpack-entries", set_max_listpack_entries),
+    memory_param!("set-max-listpack-value", set_max_listpack_value),
+    number_param!("zset-max-listpack-entries", zset_max_listpack_entries),
+    number_param!("zset-max-ziplist-entries", zset_max_listpack_entries),
+    memory_param!("zset-max-listpack-value", zset_max_listpack_value),
+    memory_param!("zset-max-ziplist-value", zset_max_listpack_value),
+    number_param!(
+        "list-max-listpack-size",
+        list_max_listpack_size,
+        i32::MIN as i64,
+        i32::MAX as i64
+    ),
+    number_param!(
+        "list-max-ziplist-size",
+        list_max_listpack_size,
+        i32::MIN as i64,
+        i32::MAX as i64
+    ),
+    number_param!(
+        "list-compress-depth",
+        list_compress_depth,
+        0,
+        i32::MAX as i64
+    ),
     number_param!("busy-reply-threshold", busy_reply_threshold),
     number_param!("lua-time-limit", busy_reply_threshold),
     Param {

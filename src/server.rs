@@ -70,6 +70,9 @@ impl Shared {
         let commands = crate::commands::table::CommandNames::new(&config.rename_command)
             .map_err(Error::Config)?;
         store.memory.configure(&config);
+        store
+            .encoding_limits
+            .configure(&config.encoding_thresholds());
         let events = crate::events::Events::new(&config, store.clone());
         Ok(Shared {
             events,

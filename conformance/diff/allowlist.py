@@ -69,10 +69,9 @@ def scan_plain(a, b, args):
 
 
 # Subcommands one side has and the other lacks, with the reason: Redis 7.2 added these to CLIENT
-# (the reference server is 7.0); stmd does not serve OBJECT ENCODING/REFCOUNT (its values have no
-# Redis encodings) nor sharded Pub/Sub.
+# (the reference server is 7.0); stmd does not serve sharded Pub/Sub.
 NEWER_SUBCOMMANDS = {b"client|setinfo", b"client|no-touch"}
-UNSERVED_SUBCOMMANDS = {b"object|encoding", b"object|refcount", b"pubsub|shardchannels", b"pubsub|shardnumsub"}
+UNSERVED_SUBCOMMANDS = {b"pubsub|shardchannels", b"pubsub|shardnumsub"}
 
 
 def without_notes(spec):
@@ -189,7 +188,7 @@ ALLOWED = {
     "COMMAND": (same_kind, "the command table differs (stmd has fewer commands, no key specs)"),
     "COMMAND COUNT": (same_kind, "the command table differs"),
     "COMMAND LIST": (command_list, "the command table differs (stmd has fewer commands)"),
-    "COMMAND INFO": (command_info, "subcommand order is Redis's random dict order; CLIENT SETINFO/NO-TOUCH are 7.2 (reference: 7.0); no OBJECT ENCODING/REFCOUNT or sharded Pub/Sub in stmd"),
+    "COMMAND INFO": (command_info, "subcommand order is Redis's random dict order; CLIENT SETINFO/NO-TOUCH are 7.2 (reference: 7.0); no sharded Pub/Sub in stmd"),
     "COMMAND DOCS": (command_docs, "our own summaries and complexities, no history, argument trees from our syntax lines"),
     "CLIENT LIST": (errors_exact_else_kind, "per-client fields (addr, fd, ids, ages, memory) differ"),
     "CLIENT INFO": (errors_exact_else_kind, "per-client fields (addr, fd, ids, ages, memory) differ"),

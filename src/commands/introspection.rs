@@ -490,24 +490,19 @@ pub fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         ));
         Ok(Reply::OK)
     } else if is(sub, "OBJECT") && args.len() == 3 {
+        let thresholds = ctx.shared.config.read().encoding_thresholds();
         let locked = ctx.lock(&[args[2]]);
         let Some(entry) = locked.peek(args[2]) else {
             return Err(Reply::error(err::NO_SUCH_KEY));
         };
-        let (encoding, length) = match &entry.value {
-            Value::Str(b)
-                if b.len() <= 20
-                    && std::str::from_utf8(b).is_ok_and(|s| s.parse::<i64>().is_ok()) =>
-            {
-                ("int", b.len())
-            }
-            Value::Str(b) if b.len() <= 44 => ("embstr", b.len()),
-            Value::Str(b) => ("raw", b.len()),
-            Value::List(l) => ("quicklist", l.len()),
-            Value::Hash(h) => ("hashtable", h.len()),
-            Value::Set(s) => ("hashtable", s.len()),
-            Value::ZSet(z) => ("skiplist", z.len()),
-            Value::Stm(e) => ("stm", e.messages.len()),
+        let encoding = crate::store::encoding::name(&entry.value, entry.outgrown(), &thresholds);
+        let length = match &entry.value {
+            Value::Str(b) => b.len(),
+            Value::List(l) => l.len(),
+            Value::Hash(h) => h.len(),
+            Value::Set(s) => s.len(),
+            Value::ZSet(z) => z.len(),
+            Value::Stm(e) => e.messages.len(),
         };
         let serialized = value_size(&entry.value, usize::MAX);
         Ok(Reply::Status(

@@ -6,7 +6,8 @@ use super::{err, CmdResult, Ctx};
 use crate::events::class;
 use crate::glob;
 use crate::protocol::Reply;
-use crate::store::scan;
+use crate::store::value::Value;
+use crate::store::{encoding, scan};
 use bytes::Bytes;
 use rand::Rng;
 
@@ -312,22 +313,61 @@ pub fn object(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     if is(args[1], "HELP") {
         return Ok(super::connection::help_reply(&[
             "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "ENCODING <key>",
+            "    Return the kind of internal representation used in order to store the value",
+            "    associated with a <key>.",
             "FREQ <key>",
             "    Return the access frequency index of the <key>. The returned integer is",
             "    proportional to the logarithm of the recent access frequency of the key.",
             "IDLETIME <key>",
             "    Return the idle time of the <key>, that is the approximated number of",
             "    seconds elapsed since the last access to the key.",
+            "REFCOUNT <key>",
+            "    Return the number of references of the value associated with the specified",
+            "    <key>.",
             "HELP",
             "    Prints this help.",
         ]));
     }
+    let (thresholds, per_key_clock) = {
+        use crate::store::eviction::Policy;
+        let config = ctx.shared.config.read();
+        // An LRU policy needs each key's own access clock, so Redis shares no integers then.
+        let lru = matches!(
+            config.maxmemory_policy,
+            Policy::AllKeysLru | Policy::VolatileLru
+        );
+        (config.encoding_thresholds(), config.maxmemory > 0 && lru)
+    };
     let locked = ctx.lock(&args[2..3]);
     let Some(entry) = locked.peek(args[2]) else {
         return Ok(Reply::Nil);
     };
+    if is(args[1], "ENCODING") {
+        let name = encoding::name(&entry.value, entry.outgrown(), &thresholds);
+        return Ok(Reply::bulk(name));
+    }
+    if is(args[1], "REFCOUNT") {
+        return Ok(Reply::Int(refcount(&entry.value, per_key_clock)));
+    }
     if is(args[1], "FREQ") {
         return Err(Reply::error("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
     }
     Ok(Reply::Int(entry.idle_secs(locked.now) as i64))
+}
+
+/// OBJECT REFCOUNT as Redis answers it: the integers 0..9999 are shared objects (refcount
+/// `INT_MAX`) unless keys need their own access clock; everything else is 1.
+fn refcount(value: &Value, per_key_clock: bool) -> i64 {
+    let shared = match value {
+        Value::Str(s) if encoding::is_int_encodable(s) => {
+            super::args::int(s).is_ok_and(|n| (0..10_000).contains(&n))
+        }
+        _ => false,
+    };
+    if shared && !per_key_clock {
+        i32::MAX as i64
+    } else {
+        1
+    }
 }

@@ -56,6 +56,10 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             .slowlog
             .configure(updated.slowlog_log_slower_than, updated.slowlog_max_len);
         ctx.shared.store.memory.configure(&updated);
+        ctx.shared
+            .store
+            .encoding_limits
+            .configure(&updated.encoding_thresholds());
         ctx.shared.events.configure(&updated);
         ctx.shared
             .latency

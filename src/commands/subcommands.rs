@@ -113,6 +113,10 @@ pub const MEMORY_SUBCOMMANDS: &[Command] = commands![
 
 /// OBJECT's subcommands.
 pub const OBJECT_SUBCOMMANDS: &[Command] = commands![
+    "object|encoding", 3, READONLY, (2, 2, 1), "generic", "2.2.3", keys::object, "key", "Returns the name of the encoding Redis would use for a key's value.",
+        complexity: "O(1)", keys: &[key(RO, 2)], tips: &["nondeterministic_output"];
+    "object|refcount", 3, READONLY, (2, 2, 1), "generic", "2.2.3", keys::object, "key", "Returns the reference count of a key's value.",
+        complexity: "O(1)", keys: &[key(RO, 2)], tips: &["nondeterministic_output"];
     "object|idletime", 3, READONLY, (2, 2, 1), "generic", "2.2.3", keys::object, "key", "Returns the seconds since a key was last read or written.",
         complexity: "O(1)", keys: &[key(RO, 2)], tips: &["nondeterministic_output"];
     "object|freq", 3, READONLY, (2, 2, 1), "generic", "4.0.0", keys::object, "key", "Returns the access frequency counter of a key.",

@@ -3,6 +3,7 @@
 //! [`Locked`] view; nobody outside this module sees dashmap.
 
 pub mod changes;
+pub mod encoding;
 pub mod eviction;
 pub mod expiry;
 pub mod scan;
@@ -42,9 +43,12 @@ struct Spot {
     slot: usize,
 }
 
-/// Bits of [`Entry::stamp`] holding the access clock; the rest hold the version.
+/// Bits of [`Entry::stamp`] holding the access clock; one bit above them says the value outgrew
+/// its compact encoding ([`encoding`]); the rest hold the version.
 const CLOCK_BITS: u32 = 24;
 const CLOCK_MASK: u64 = (1 << CLOCK_BITS) - 1;
+const OUTGROWN_BIT: u64 = 1 << CLOCK_BITS;
+const VERSION_SHIFT: u32 = CLOCK_BITS + 1;
 
 /// A stored value with its expiry, a version that changes on every write (for WATCH) and the time
 /// of its last access (for LRU eviction and OBJECT IDLETIME).
@@ -53,9 +57,9 @@ pub struct Entry {
     pub value: Value,
     /// Unix time in ms at which the key expires; 0 means never.
     pub expire_at: u64,
-    /// Version (high 40 bits) and access clock (low 24 bits) share one word, so the clock costs
-    /// no memory. Versions wrap after 2^40 writes; the clock, in seconds as Redis's LRU clock,
-    /// after 194 days.
+    /// Version (high 39 bits), the outgrown bit and the access clock (low 24 bits) share one
+    /// word, so they cost no memory. Versions wrap after 2^39 writes; the clock, in seconds as
+    /// Redis's LRU clock, after 194 days.
     stamp: u64,
 }
 
@@ -66,7 +70,13 @@ impl Entry {
 
     /// Changes on every write to the key.
     pub fn version(&self) -> u64 {
-        self.stamp >> CLOCK_BITS
+        self.stamp >> VERSION_SHIFT
+    }
+
+    /// True once the value had more elements than Redis's compact encoding of its type holds:
+    /// Redis never converts back, so OBJECT ENCODING keeps naming the large encoding.
+    pub fn outgrown(&self) -> bool {
+        self.stamp & OUTGROWN_BIT != 0
     }
 
     /// Approximate seconds since the key was last read or written (`now` in Unix ms).
@@ -79,7 +89,7 @@ impl Entry {
     }
 
     fn set_version(&mut self, version: u64) {
-        self.stamp = (version << CLOCK_BITS) | (self.stamp & CLOCK_MASK);
+        self.stamp = (version << VERSION_SHIFT) | (self.stamp & (CLOCK_MASK | OUTGROWN_BIT));
     }
 }
 
@@ -108,6 +118,8 @@ pub struct Store {
     pub expired_stm_entries: AtomicU64,
     /// `maxmemory` and what to evict when it is reached.
     pub memory: eviction::MemoryLimit,
+    /// The element counts past which a value has outgrown its compact encoding.
+    pub encoding_limits: encoding::Limits,
     /// True while keyspace notifications are on or a client tracks keys: only then are changes
     /// noted (see [`changes`]). Set by `crate::events`.
     pub listening: AtomicBool,
@@ -158,6 +170,7 @@ impl Store {
             expired_keys: AtomicU64::new(0),
             expired_stm_entries: AtomicU64::new(0),
             memory: Default::default(),
+            encoding_limits: Default::default(),
             listening: AtomicBool::new(false),
             active_expire: true.into(),
             pause: Default::default(),
@@ -521,6 +534,10 @@ impl<'a> Locked<'a> {
         let touch = self.touch;
         self.live_entry(key).map(|(shard, e)| {
             e.set_version(space.bump_version(shard));
+            // Judged on the value as the previous write left it, before this one changes it.
+            if !e.outgrown() && store.encoding_limits.outgrown(&e.value) {
+                e.stamp |= OUTGROWN_BIT;
+            }
             if touch {
                 e.touch(now);
             }
