@@ -12,6 +12,7 @@ pub mod databases;
 pub mod docs;
 pub mod dump;
 pub mod functions;
+pub mod geo;
 pub mod hashes;
 pub mod info;
 pub mod introspection;
