@@ -24,6 +24,7 @@ pub mod pubsub;
 pub mod scripting;
 pub mod server;
 pub mod sets;
+pub mod sort;
 pub mod stm;
 pub mod stm_context;
 pub mod strings;

@@ -99,6 +99,7 @@ mod tests {
             "georadius",
             "georadiusbymember",
             "geosearchstore",
+            "sort",
         ];
         for c in COMMANDS.iter().filter(|c| c.has(WRITE)) {
             assert!(
