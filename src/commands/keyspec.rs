@@ -63,6 +63,9 @@ pub enum BeginSearch {
         keyword: &'static str,
         startfrom: i32,
     },
+    /// Not described by a spec (SORT's BY/GET patterns and STORE): the command's own key finder
+    /// ([`keys_with_flags`]) knows them.
+    Unknown,
 }
 
 /// How many keys follow the begin search, and at which stride.
@@ -79,6 +82,8 @@ pub enum FindKeys {
         firstkey: i32,
         step: i32,
     },
+    /// Paired with [`BeginSearch::Unknown`].
+    Unknown,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -162,6 +167,16 @@ pub const fn keyword(
     }
 }
 
+/// Keys no spec can describe (Redis's `unknown` begin search and find keys).
+pub const fn unknown(flags: KeyFlags) -> KeySpec {
+    KeySpec {
+        flags,
+        begin: BeginSearch::Unknown,
+        find: FindKeys::Unknown,
+        notes: "",
+    }
+}
+
 /// The names of `flags`, in Redis's order.
 pub fn flag_names(flags: KeyFlags) -> impl Iterator<Item = &'static str> {
     KEY_FLAG_NAMES
@@ -192,6 +207,7 @@ pub fn render(spec: &KeySpec) -> Reply {
                 (text("startfrom"), int(startfrom)),
             ],
         ),
+        BeginSearch::Unknown => ("unknown", vec![]),
     };
     let (find_type, find_spec) = match spec.find {
         FindKeys::Range {
@@ -218,6 +234,7 @@ pub fn render(spec: &KeySpec) -> Reply {
                 (text("keystep"), int(step)),
             ],
         ),
+        FindKeys::Unknown => ("unknown", vec![]),
     };
     let typed = |kind: &'static str, spec: Vec<(Reply, Reply)>| {
         Reply::Map(vec![
@@ -296,6 +313,12 @@ pub fn legacy_triple(specs: &[KeySpec]) -> ((i32, i32, i32), bool) {
 /// answers COMMAND GETKEYS with `Invalid arguments specified for command` then. Specs marked
 /// `not_key` are skipped.
 pub fn keys_with_flags(cmd: &Command, args: &[&[u8]]) -> Option<Vec<(usize, KeyFlags)>> {
+    // Redis's own key finders for the commands whose specs cannot say (`sortGetKeys`).
+    match cmd.name {
+        "sort" => return Some(sort_keys(args)),
+        "sort_ro" => return Some(vec![(1, RO | ACCESS)]),
+        _ => {}
+    }
     let argc = args.len() as i64;
     let mut keys = Vec::new();
     for spec in cmd.keys {
@@ -310,6 +333,7 @@ pub fn keys_with_flags(cmd: &Command, args: &[&[u8]]) -> Option<Vec<(usize, KeyF
                     None => continue,
                 }
             }
+            BeginSearch::Unknown => return None,
         };
         let (first, last, step) = match spec.find {
             FindKeys::Range {
@@ -342,6 +366,7 @@ pub fn keys_with_flags(cmd: &Command, args: &[&[u8]]) -> Option<Vec<(usize, KeyF
                 let first = first + i64::from(firstkey);
                 (first, first + count - 1, i64::from(step))
             }
+            FindKeys::Unknown => return None,
         };
         if last >= argc || last < first || first >= argc {
             return None;
@@ -358,6 +383,27 @@ pub fn keys_with_flags(cmd: &Command, args: &[&[u8]]) -> Option<Vec<(usize, KeyF
         }
     }
     Some(keys)
+}
+
+/// SORT's keys as Redis's `sortGetKeys` finds them: the sorted key, then the last STORE's key
+/// (LIMIT, GET and BY skip their arguments).
+fn sort_keys(args: &[&[u8]]) -> Vec<(usize, KeyFlags)> {
+    let mut keys = vec![(1, RO | ACCESS)];
+    let mut store = None;
+    let mut i = 2;
+    while i < args.len() {
+        let arg = args[i];
+        if arg.eq_ignore_ascii_case(b"limit") {
+            i += 2;
+        } else if arg.eq_ignore_ascii_case(b"get") || arg.eq_ignore_ascii_case(b"by") {
+            i += 1;
+        } else if arg.eq_ignore_ascii_case(b"store") && i + 1 < args.len() {
+            store = Some(i + 1);
+        }
+        i += 1;
+    }
+    keys.extend(store.map(|at| (at, OW | UPDATE)));
+    keys
 }
 
 /// The flags of a `variable_flags` spec for this request (Redis's `getkeys_proc` of the command):

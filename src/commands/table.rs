@@ -19,7 +19,8 @@ use super::scripting as lua;
 use super::stm_context;
 use super::subcommands::*;
 use super::{
-    blocking_lists as blists, hashes, info, introspection, lists, pubsub, sets, zrange, zsets,
+    blocking_lists as blists, geo, hashes, info, introspection, lists, pubsub, sets, sort, zrange,
+    zsets,
 };
 use super::{command_info, CmdResult, Ctx};
 use super::{connection as conn, keys, ops, server, stm, strings, transactions as tx, Handler};
@@ -503,6 +504,32 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(N*M), N the smallest set's size, M the sets.", keys: &[keynum(RO | ACCESS, 1, 0, 1, 1)];
     "sscan", -3, READONLY, (1, 1, 1), "set", "2.8.0", sets::sscan, "key cursor [MATCH pattern] [COUNT count]", "Iterates over members of a set.",
         complexity: "O(1) per call; O(N) for a whole iteration, N the elements.", keys: &[key(RO | ACCESS, 1)], tips: &["nondeterministic_output"];
+    // geo (geosort helper)
+    "geoadd", -5, WRITE | DENYOOM, (1, 1, 1), "geo", "3.2.0", geo::geoadd, "key [NX | XX] [CH] longitude latitude member [longitude latitude member ...]", "Adds one or more members to a geospatial index. The key is created if it doesn't exist.",
+        complexity: "O(log N) per member added, N the size of the sorted set.", keys: &[key(RW | UPDATE, 1)];
+    "geodist", -4, READONLY, (1, 1, 1), "geo", "3.2.0", geo::geodist, "key member1 member2 [M | KM | FT | MI]", "Returns the distance between two members of a geospatial index.",
+        complexity: "O(1)", keys: &[key(RO | ACCESS, 1)];
+    "geohash", -2, READONLY, (1, 1, 1), "geo", "3.2.0", geo::geohash_cmd, "key [member [member ...]]", "Returns members from a geospatial index as geohash strings.",
+        complexity: "O(1) per member asked for.", keys: &[key(RO | ACCESS, 1)];
+    "geopos", -2, READONLY, (1, 1, 1), "geo", "3.2.0", geo::geopos, "key [member [member ...]]", "Returns the longitude and latitude of members from a geospatial index.",
+        complexity: "O(1) per member asked for.", keys: &[key(RO | ACCESS, 1)];
+    "geosearch", -7, READONLY, (1, 1, 1), "geo", "6.2.0", geo::geosearch, "key <FROMMEMBER member | FROMLONLAT longitude latitude> <BYRADIUS radius <M | KM | FT | MI> | BYBOX width height <M | KM | FT | MI>> [ASC | DESC] [COUNT count [ANY]] [WITHCOORD] [WITHDIST] [WITHHASH]", "Queries a geospatial index for members inside an area of a box or a circle.",
+        complexity: "O(N+log(M)), N the members in the cells around the shape, M the members inside it.", keys: &[key(RO | ACCESS, 1)];
+    "geosearchstore", -8, WRITE | DENYOOM, (1, 2, 1), "geo", "6.2.0", geo::geosearchstore, "destination source <FROMMEMBER member | FROMLONLAT longitude latitude> <BYRADIUS radius <M | KM | FT | MI> | BYBOX width height <M | KM | FT | MI>> [ASC | DESC] [COUNT count [ANY]] [STOREDIST]", "Queries a geospatial index for members inside an area of a box or a circle, optionally stores the result.",
+        complexity: "O(N+log(M)), N the members in the cells around the shape, M the members inside it.", keys: &[key(OW | UPDATE, 1), key(RO | ACCESS, 2)];
+    "georadius", -6, WRITE | DENYOOM, (1, 1, 1), "geo", "3.2.0", geo::georadius, "key longitude latitude radius <M | KM | FT | MI> [WITHCOORD] [WITHDIST] [WITHHASH] [COUNT count [ANY]] [ASC | DESC] [STORE key | STOREDIST key]", "Queries a geospatial index for members within a distance from a coordinate, optionally stores the result.",
+        complexity: "O(N+log(M)), N the members in the cells around the circle, M the members inside it.", doc_flags: &["deprecated"], deprecated_since: "6.2.0", replaced_by: "`GEOSEARCH` and `GEOSEARCHSTORE` with the `BYRADIUS` argument", keys: &[key(RO | ACCESS, 1), keyword(OW | UPDATE, "STORE", 6, 0, 1, 0), keyword(OW | UPDATE, "STOREDIST", 6, 0, 1, 0)];
+    "georadius_ro", -6, READONLY, (1, 1, 1), "geo", "3.2.10", geo::georadius, "key longitude latitude radius <M | KM | FT | MI> [WITHCOORD] [WITHDIST] [WITHHASH] [COUNT count [ANY]] [ASC | DESC]", "Returns members from a geospatial index that are within a distance from a coordinate.",
+        complexity: "O(N+log(M)), N the members in the cells around the circle, M the members inside it.", doc_flags: &["deprecated"], deprecated_since: "6.2.0", replaced_by: "`GEOSEARCH` with the `BYRADIUS` argument", keys: &[key(RO | ACCESS, 1)];
+    "georadiusbymember", -5, WRITE | DENYOOM, (1, 1, 1), "geo", "3.2.0", geo::georadiusbymember, "key member radius <M | KM | FT | MI> [WITHCOORD] [WITHDIST] [WITHHASH] [COUNT count [ANY]] [ASC | DESC] [STORE key | STOREDIST key]", "Queries a geospatial index for members within a distance from a member, optionally stores the result.",
+        complexity: "O(N+log(M)), N the members in the cells around the circle, M the members inside it.", doc_flags: &["deprecated"], deprecated_since: "6.2.0", replaced_by: "`GEOSEARCH` and `GEOSEARCHSTORE` with the `BYRADIUS` and `FROMMEMBER` arguments", keys: &[key(RO | ACCESS, 1), keyword(OW | UPDATE, "STORE", 5, 0, 1, 0), keyword(OW | UPDATE, "STOREDIST", 5, 0, 1, 0)];
+    "georadiusbymember_ro", -5, READONLY, (1, 1, 1), "geo", "3.2.10", geo::georadiusbymember, "key member radius <M | KM | FT | MI> [WITHCOORD] [WITHDIST] [WITHHASH] [COUNT count [ANY]] [ASC | DESC]", "Returns members from a geospatial index that are within a distance from a member.",
+        complexity: "O(N+log(M)), N the members in the cells around the circle, M the members inside it.", doc_flags: &["deprecated"], deprecated_since: "6.2.0", replaced_by: "`GEOSEARCH` with the `BYRADIUS` and `FROMMEMBER` arguments", keys: &[key(RO | ACCESS, 1)];
+    // sort (geosort helper)
+    "sort", -2, WRITE | DENYOOM, (1, 1, 1), "generic", "1.0.0", sort::sort, "key [BY pattern] [LIMIT offset count] [GET pattern [GET pattern ...]] [ASC | DESC] [ALPHA] [STORE destination]", "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.",
+        complexity: "O(N+M*log(M)), N the elements of the collection, M the elements returned.", keys: &[key(RO | ACCESS, 1), unknown(RO | ACCESS).with_notes("For the optional BY/GET keyword. It is marked 'unknown' because the key names derive from the content of the key we sort"), unknown(OW | UPDATE).with_notes("For the optional STORE keyword. It is marked 'unknown' because the keyword can appear anywhere in the argument array")], acl: cat::NO_GROUP | cat::SET | cat::SORTEDSET | cat::LIST | cat::DANGEROUS;
+    "sort_ro", -2, READONLY, (1, 1, 1), "generic", "7.0.0", sort::sort_ro, "key [BY pattern] [LIMIT offset count] [GET pattern [GET pattern ...]] [ASC | DESC] [ALPHA]", "Returns the sorted elements of a list, a set, or a sorted set.",
+        complexity: "O(N+M*log(M)), N the elements of the collection, M the elements returned.", keys: &[key(RO | ACCESS, 1), unknown(RO | ACCESS).with_notes("For the optional BY/GET keyword. It is marked 'unknown' because the key names derive from the content of the key we sort")], acl: cat::NO_GROUP | cat::SET | cat::SORTEDSET | cat::LIST | cat::DANGEROUS;
     // sorted set
     "zadd", -4, WRITE | DENYOOM | FAST, (1, 1, 1), "sorted-set", "1.2.0", zsets::zadd, "key [NX | XX] [GT | LT] [CH] [INCR] score member [score member ...]", "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.",
         complexity: "O(log N) per member added, N the size of the sorted set.", keys: &[key(RW | UPDATE, 1)];

@@ -52,7 +52,7 @@ pub fn command_event(command: &str) -> Option<OwnEvent> {
         "sinterstore" => ev(SET, "sinterstore"),
         "sunionstore" => ev(SET, "sunionstore"),
         "sdiffstore" => ev(SET, "sdiffstore"),
-        "zadd" => ev(ZSET, "zadd"),
+        "zadd" | "geoadd" => ev(ZSET, "zadd"),
         "zincrby" => ev(ZSET, "zincr"),
         "zrem" => ev(ZSET, "zrem"),
         "zremrangebyscore" => ev(ZSET, "zremrangebyscore"),
@@ -96,6 +96,10 @@ mod tests {
             "move",
             "restore",
             "copy",
+            "georadius",
+            "georadiusbymember",
+            "geosearchstore",
+            "sort",
         ];
         for c in COMMANDS.iter().filter(|c| c.has(WRITE)) {
             assert!(

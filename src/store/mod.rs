@@ -6,6 +6,7 @@ pub mod changes;
 pub mod encoding;
 pub mod eviction;
 pub mod expiry;
+pub mod geohash;
 pub mod scan;
 pub mod swap;
 pub mod value;
