@@ -31,6 +31,7 @@ pub mod table;
 pub mod transactions;
 pub mod typed;
 pub mod zrange;
+pub mod zalgebra;
 pub mod zsets;
 
 use crate::blocking::WaitGuard;

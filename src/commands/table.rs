@@ -19,7 +19,8 @@ use super::scripting as lua;
 use super::stm_context;
 use super::subcommands::*;
 use super::{
-    blocking_lists as blists, hashes, info, introspection, lists, pubsub, sets, zrange, zsets,
+    blocking_lists as blists, hashes, info, introspection, lists, pubsub, sets, zalgebra, zrange,
+    zsets,
 };
 use super::{command_info, CmdResult, Ctx};
 use super::{connection as conn, keys, ops, server, stm, strings, transactions as tx, Handler};
@@ -548,6 +549,25 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(M log N), M the members popped, N the size of the sorted set.", keys: &[key(RW | ACCESS | DELETE, 1)];
     "zscan", -3, READONLY, (1, 1, 1), "sorted-set", "2.8.0", zsets::zscan, "key cursor [MATCH pattern] [COUNT count]", "Iterates over members and scores of a sorted set.",
         complexity: "O(1) per call; O(N) for a whole iteration, N the elements.", keys: &[key(RO | ACCESS, 1)], tips: &["nondeterministic_output"];
+    // sorted-set algebra, pops and LMPOP/BLMPOP (issue #14)
+    "zunion", -3, READONLY, (0, 0, 0), "sorted-set", "6.2.0", zalgebra::zalgebra, "numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE <SUM | MIN | MAX>] [WITHSCORES]", "Returns the union of multiple sorted sets.",
+        complexity: "O(N) + O(M*log(M)), N the sum of the input sizes, M the result's size.", keys: &[keynum(RO | ACCESS, 1, 0, 1, 1)];
+    "zinter", -3, READONLY, (0, 0, 0), "sorted-set", "6.2.0", zalgebra::zalgebra, "numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE <SUM | MIN | MAX>] [WITHSCORES]", "Returns the intersect of multiple sorted sets.",
+        complexity: "O(N*K) + O(M*log(M)), N the smallest input, K the inputs, M the result's size.", keys: &[keynum(RO | ACCESS, 1, 0, 1, 1)];
+    "zdiff", -3, READONLY, (0, 0, 0), "sorted-set", "6.2.0", zalgebra::zalgebra, "numkeys key [key ...] [WITHSCORES]", "Returns the difference between multiple sorted sets.",
+        complexity: "O(L + (N-K)log(N)), L the total input size, N the first input's size, K the result's size.", keys: &[keynum(RO | ACCESS, 1, 0, 1, 1)];
+    "zunionstore", -4, WRITE | DENYOOM, (1, 1, 1), "sorted-set", "2.0.0", zalgebra::zalgebra_store, "destination numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE <SUM | MIN | MAX>]", "Stores the union of multiple sorted sets in a key.",
+        complexity: "O(N) + O(M*log(M)), N the sum of the input sizes, M the result's size.", keys: &[key(OW | UPDATE, 1), keynum(RO | ACCESS, 2, 0, 1, 1)];
+    "zinterstore", -4, WRITE | DENYOOM, (1, 1, 1), "sorted-set", "2.0.0", zalgebra::zalgebra_store, "destination numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE <SUM | MIN | MAX>]", "Stores the intersect of multiple sorted sets in a key.",
+        complexity: "O(N*K) + O(M*log(M)), N the smallest input, K the inputs, M the result's size.", keys: &[key(OW | UPDATE, 1), keynum(RO | ACCESS, 2, 0, 1, 1)];
+    "zdiffstore", -4, WRITE | DENYOOM, (1, 1, 1), "sorted-set", "6.2.0", zalgebra::zalgebra_store, "destination numkeys key [key ...]", "Stores the difference of multiple sorted sets in a key.",
+        complexity: "O(L + (N-K)log(N)), L the total input size, N the first input's size, K the result's size.", keys: &[key(OW | UPDATE, 1), keynum(RO | ACCESS, 2, 0, 1, 1)];
+    "zintercard", -3, READONLY, (0, 0, 0), "sorted-set", "7.0.0", zalgebra::zintercard, "numkeys key [key ...] [LIMIT limit]", "Returns the number of members of the intersect of multiple sorted sets.",
+        complexity: "O(N*K), N the smallest input, K the inputs.", keys: &[keynum(RO | ACCESS, 1, 0, 1, 1)];
+    "zrangestore", -5, WRITE | DENYOOM, (1, 2, 1), "sorted-set", "6.2.0", zrange::zrangestore, "dst src min max [BYSCORE | BYLEX] [REV] [LIMIT offset count]", "Stores a range of members from sorted set in a key.",
+        complexity: "O(log N + M), N the source's size, M the members stored.", keys: &[key(OW | UPDATE, 1), key(RO | ACCESS, 2)];
+    "zrandmember", -2, READONLY, (1, 1, 1), "sorted-set", "6.2.0", zalgebra::zrandmember, "key [count [WITHSCORES]]", "Returns one or more random members from a sorted set.",
+        complexity: "O(N), N the members returned.", keys: &[key(RO | ACCESS, 1)], tips: &["nondeterministic_output"];
     // pubsub
     "subscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE, (0, 0, 0), "pubsub", "2.0.0", pubsub::subscribe, "channel [channel ...]", "Listens for messages published to channels.",
         complexity: "O(N), N the channels.";
