@@ -18,6 +18,7 @@ pub mod introspection;
 pub mod keys;
 pub mod keyspec;
 pub mod lists;
+pub mod mpop;
 pub mod ops;
 pub mod pubsub;
 pub mod scripting;

@@ -19,8 +19,8 @@ use super::scripting as lua;
 use super::stm_context;
 use super::subcommands::*;
 use super::{
-    blocking_lists as blists, hashes, info, introspection, lists, pubsub, sets, zalgebra, zrange,
-    zsets,
+    blocking_lists as blists, hashes, info, introspection, lists, mpop, pubsub, sets, zalgebra,
+    zrange, zsets,
 };
 use super::{command_info, CmdResult, Ctx};
 use super::{connection as conn, keys, ops, server, stm, strings, transactions as tx, Handler};
@@ -519,9 +519,9 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(log N), N the size of the sorted set.", keys: &[key(RO | ACCESS, 1)];
     "zlexcount", 4, READONLY | FAST, (1, 1, 1), "sorted-set", "2.8.9", zrange::zcount, "key min max", "Returns the number of members in a sorted set within a lexicographical range.",
         complexity: "O(log N), N the size of the sorted set.", keys: &[key(RO | ACCESS, 1)];
-    "zrank", 3, READONLY | FAST, (1, 1, 1), "sorted-set", "2.0.0", zsets::zrank, "key member", "Returns the index of a member in a sorted set ordered by ascending scores.",
+    "zrank", -3, READONLY | FAST, (1, 1, 1), "sorted-set", "2.0.0", zsets::zrank, "key member [WITHSCORE]", "Returns the index of a member in a sorted set ordered by ascending scores.",
         complexity: "O(log N), N the size of the sorted set.", keys: &[key(RO | ACCESS, 1)];
-    "zrevrank", 3, READONLY | FAST, (1, 1, 1), "sorted-set", "2.0.0", zsets::zrank, "key member", "Returns the index of a member in a sorted set ordered by descending scores.",
+    "zrevrank", -3, READONLY | FAST, (1, 1, 1), "sorted-set", "2.0.0", zsets::zrank, "key member [WITHSCORE]", "Returns the index of a member in a sorted set ordered by descending scores.",
         complexity: "O(log N), N the size of the sorted set.", keys: &[key(RO | ACCESS, 1)];
     "zrange", -4, READONLY, (1, 1, 1), "sorted-set", "1.2.0", zrange::zrange, "key start stop [BYSCORE | BYLEX] [REV] [LIMIT offset count] [WITHSCORES]", "Returns members in a sorted set within a range of indexes.",
         complexity: "O(log N + M), N the size of the sorted set, M the members returned.", keys: &[key(RO | ACCESS, 1)];
@@ -568,6 +568,18 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(log N + M), N the source's size, M the members stored.", keys: &[key(OW | UPDATE, 1), key(RO | ACCESS, 2)];
     "zrandmember", -2, READONLY, (1, 1, 1), "sorted-set", "6.2.0", zalgebra::zrandmember, "key [count [WITHSCORES]]", "Returns one or more random members from a sorted set.",
         complexity: "O(N), N the members returned.", keys: &[key(RO | ACCESS, 1)], tips: &["nondeterministic_output"];
+    "zmpop", -4, WRITE, (0, 0, 0), "sorted-set", "7.0.0", mpop::zmpop, "numkeys key [key ...] <MIN | MAX> [COUNT count]", "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.",
+        complexity: "O(K) + O(M*log(N)), K the keys, N the size of the sorted set, M the members popped.", keys: &[keynum(RW | ACCESS | DELETE, 1, 0, 1, 1)];
+    "bzmpop", -5, WRITE | BLOCKING, (0, 0, 0), "sorted-set", "7.0.0", mpop::bzmpop, "timeout numkeys key [key ...] <MIN | MAX> [COUNT count]", "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
+        complexity: "O(K) + O(M*log(N)), K the keys, N the size of the sorted set, M the members popped.", keys: &[keynum(RW | ACCESS | DELETE, 2, 0, 1, 1)];
+    "bzpopmin", -3, WRITE | NOSCRIPT | BLOCKING | FAST, (1, -2, 1), "sorted-set", "5.0.0", mpop::bzpop, "key [key ...] timeout", "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
+        complexity: "O(log N), N the size of the sorted set.", keys: &[range(RW | ACCESS | DELETE, 1, -2, 1, 0)];
+    "bzpopmax", -3, WRITE | NOSCRIPT | BLOCKING | FAST, (1, -2, 1), "sorted-set", "5.0.0", mpop::bzpop, "key [key ...] timeout", "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped.",
+        complexity: "O(log N), N the size of the sorted set.", keys: &[range(RW | ACCESS | DELETE, 1, -2, 1, 0)];
+    "lmpop", -4, WRITE, (0, 0, 0), "list", "7.0.0", mpop::lmpop, "numkeys key [key ...] <LEFT | RIGHT> [COUNT count]", "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.",
+        complexity: "O(N+M), N the keys, M the elements returned.", keys: &[keynum(RW | ACCESS | DELETE, 1, 0, 1, 1)];
+    "blmpop", -5, WRITE | BLOCKING, (0, 0, 0), "list", "7.0.0", mpop::blmpop, "timeout numkeys key [key ...] <LEFT | RIGHT> [COUNT count]", "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
+        complexity: "O(N+M), N the keys, M the elements returned.", keys: &[keynum(RW | ACCESS | DELETE, 2, 0, 1, 1)];
     // pubsub
     "subscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE, (0, 0, 0), "pubsub", "2.0.0", pubsub::subscribe, "channel [channel ...]", "Listens for messages published to channels.",
         complexity: "O(N), N the channels.";

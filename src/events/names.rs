@@ -59,7 +59,8 @@ pub fn command_event(command: &str) -> Option<OwnEvent> {
         "zremrangebyrank" => ev(ZSET, "zremrangebyrank"),
         "zremrangebylex" => ev(ZSET, "zremrangebylex"),
         "zpopmin" => ev(ZSET, "zpopmin"),
-        "zpopmax" => ev(ZSET, "zpopmax"),
+        "zpopmax" | "bzpopmax" => ev(ZSET, "zpopmax"),
+        "bzpopmin" => ev(ZSET, "zpopmin"),
         "zunionstore" => ev(ZSET, "zunionstore"),
         "zinterstore" => ev(ZSET, "zinterstore"),
         "zdiffstore" => ev(ZSET, "zdiffstore"),
@@ -100,6 +101,10 @@ mod tests {
             "move",
             "restore",
             "copy",
+            "zmpop",
+            "bzmpop",
+            "lmpop",
+            "blmpop",
         ];
         for c in COMMANDS.iter().filter(|c| c.has(WRITE)) {
             assert!(
