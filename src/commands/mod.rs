@@ -19,6 +19,7 @@ pub mod introspection;
 pub mod keys;
 pub mod keyspec;
 pub mod lists;
+pub mod mpop;
 pub mod ops;
 pub mod pubsub;
 pub mod scripting;
@@ -33,6 +34,7 @@ pub mod table;
 pub mod transactions;
 pub mod typed;
 pub mod zrange;
+pub mod zalgebra;
 pub mod zsets;
 
 use crate::blocking::WaitGuard;

@@ -19,8 +19,8 @@ use super::scripting as lua;
 use super::stm_context;
 use super::subcommands::*;
 use super::{
-    blocking_lists as blists, geo, hashes, info, introspection, lists, pubsub, sets, sort, zrange,
-    zsets,
+    blocking_lists as blists, geo, hashes, info, introspection, lists, mpop, pubsub, sets, sort,
+    zalgebra, zrange, zsets,
 };
 use super::{command_info, CmdResult, Ctx};
 use super::{connection as conn, keys, ops, server, stm, strings, transactions as tx, Handler};
@@ -545,9 +545,9 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(log N), N the size of the sorted set.", keys: &[key(RO | ACCESS, 1)];
     "zlexcount", 4, READONLY | FAST, (1, 1, 1), "sorted-set", "2.8.9", zrange::zcount, "key min max", "Returns the number of members in a sorted set within a lexicographical range.",
         complexity: "O(log N), N the size of the sorted set.", keys: &[key(RO | ACCESS, 1)];
-    "zrank", 3, READONLY | FAST, (1, 1, 1), "sorted-set", "2.0.0", zsets::zrank, "key member", "Returns the index of a member in a sorted set ordered by ascending scores.",
+    "zrank", -3, READONLY | FAST, (1, 1, 1), "sorted-set", "2.0.0", zsets::zrank, "key member [WITHSCORE]", "Returns the index of a member in a sorted set ordered by ascending scores.",
         complexity: "O(log N), N the size of the sorted set.", keys: &[key(RO | ACCESS, 1)];
-    "zrevrank", 3, READONLY | FAST, (1, 1, 1), "sorted-set", "2.0.0", zsets::zrank, "key member", "Returns the index of a member in a sorted set ordered by descending scores.",
+    "zrevrank", -3, READONLY | FAST, (1, 1, 1), "sorted-set", "2.0.0", zsets::zrank, "key member [WITHSCORE]", "Returns the index of a member in a sorted set ordered by descending scores.",
         complexity: "O(log N), N the size of the sorted set.", keys: &[key(RO | ACCESS, 1)];
     "zrange", -4, READONLY, (1, 1, 1), "sorted-set", "1.2.0", zrange::zrange, "key start stop [BYSCORE | BYLEX] [REV] [LIMIT offset count] [WITHSCORES]", "Returns members in a sorted set within a range of indexes.",
         complexity: "O(log N + M), N the size of the sorted set, M the members returned.", keys: &[key(RO | ACCESS, 1)];
@@ -575,6 +575,37 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(M log N), M the members popped, N the size of the sorted set.", keys: &[key(RW | ACCESS | DELETE, 1)];
     "zscan", -3, READONLY, (1, 1, 1), "sorted-set", "2.8.0", zsets::zscan, "key cursor [MATCH pattern] [COUNT count]", "Iterates over members and scores of a sorted set.",
         complexity: "O(1) per call; O(N) for a whole iteration, N the elements.", keys: &[key(RO | ACCESS, 1)], tips: &["nondeterministic_output"];
+    // sorted-set algebra, pops and LMPOP/BLMPOP (issue #14)
+    "zunion", -3, READONLY, (0, 0, 0), "sorted-set", "6.2.0", zalgebra::zalgebra, "numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE <SUM | MIN | MAX>] [WITHSCORES]", "Returns the union of multiple sorted sets.",
+        complexity: "O(N) + O(M*log(M)), N the sum of the input sizes, M the result's size.", keys: &[keynum(RO | ACCESS, 1, 0, 1, 1)];
+    "zinter", -3, READONLY, (0, 0, 0), "sorted-set", "6.2.0", zalgebra::zalgebra, "numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE <SUM | MIN | MAX>] [WITHSCORES]", "Returns the intersect of multiple sorted sets.",
+        complexity: "O(N*K) + O(M*log(M)), N the smallest input, K the inputs, M the result's size.", keys: &[keynum(RO | ACCESS, 1, 0, 1, 1)];
+    "zdiff", -3, READONLY, (0, 0, 0), "sorted-set", "6.2.0", zalgebra::zalgebra, "numkeys key [key ...] [WITHSCORES]", "Returns the difference between multiple sorted sets.",
+        complexity: "O(L + (N-K)log(N)), L the total input size, N the first input's size, K the result's size.", keys: &[keynum(RO | ACCESS, 1, 0, 1, 1)];
+    "zunionstore", -4, WRITE | DENYOOM, (1, 1, 1), "sorted-set", "2.0.0", zalgebra::zalgebra_store, "destination numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE <SUM | MIN | MAX>]", "Stores the union of multiple sorted sets in a key.",
+        complexity: "O(N) + O(M*log(M)), N the sum of the input sizes, M the result's size.", keys: &[key(OW | UPDATE, 1), keynum(RO | ACCESS, 2, 0, 1, 1)];
+    "zinterstore", -4, WRITE | DENYOOM, (1, 1, 1), "sorted-set", "2.0.0", zalgebra::zalgebra_store, "destination numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE <SUM | MIN | MAX>]", "Stores the intersect of multiple sorted sets in a key.",
+        complexity: "O(N*K) + O(M*log(M)), N the smallest input, K the inputs, M the result's size.", keys: &[key(OW | UPDATE, 1), keynum(RO | ACCESS, 2, 0, 1, 1)];
+    "zdiffstore", -4, WRITE | DENYOOM, (1, 1, 1), "sorted-set", "6.2.0", zalgebra::zalgebra_store, "destination numkeys key [key ...]", "Stores the difference of multiple sorted sets in a key.",
+        complexity: "O(L + (N-K)log(N)), L the total input size, N the first input's size, K the result's size.", keys: &[key(OW | UPDATE, 1), keynum(RO | ACCESS, 2, 0, 1, 1)];
+    "zintercard", -3, READONLY, (0, 0, 0), "sorted-set", "7.0.0", zalgebra::zintercard, "numkeys key [key ...] [LIMIT limit]", "Returns the number of members of the intersect of multiple sorted sets.",
+        complexity: "O(N*K), N the smallest input, K the inputs.", keys: &[keynum(RO | ACCESS, 1, 0, 1, 1)];
+    "zrangestore", -5, WRITE | DENYOOM, (1, 2, 1), "sorted-set", "6.2.0", zrange::zrangestore, "dst src min max [BYSCORE | BYLEX] [REV] [LIMIT offset count]", "Stores a range of members from sorted set in a key.",
+        complexity: "O(log N + M), N the source's size, M the members stored.", keys: &[key(OW | UPDATE, 1), key(RO | ACCESS, 2)];
+    "zrandmember", -2, READONLY, (1, 1, 1), "sorted-set", "6.2.0", zalgebra::zrandmember, "key [count [WITHSCORES]]", "Returns one or more random members from a sorted set.",
+        complexity: "O(N), N the members returned.", keys: &[key(RO | ACCESS, 1)], tips: &["nondeterministic_output"];
+    "zmpop", -4, WRITE, (0, 0, 0), "sorted-set", "7.0.0", mpop::zmpop, "numkeys key [key ...] <MIN | MAX> [COUNT count]", "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.",
+        complexity: "O(K) + O(M*log(N)), K the keys, N the size of the sorted set, M the members popped.", keys: &[keynum(RW | ACCESS | DELETE, 1, 0, 1, 1)];
+    "bzmpop", -5, WRITE | BLOCKING, (0, 0, 0), "sorted-set", "7.0.0", mpop::bzmpop, "timeout numkeys key [key ...] <MIN | MAX> [COUNT count]", "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
+        complexity: "O(K) + O(M*log(N)), K the keys, N the size of the sorted set, M the members popped.", keys: &[keynum(RW | ACCESS | DELETE, 2, 0, 1, 1)];
+    "bzpopmin", -3, WRITE | NOSCRIPT | BLOCKING | FAST, (1, -2, 1), "sorted-set", "5.0.0", mpop::bzpop, "key [key ...] timeout", "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
+        complexity: "O(log N), N the size of the sorted set.", keys: &[range(RW | ACCESS | DELETE, 1, -2, 1, 0)];
+    "bzpopmax", -3, WRITE | NOSCRIPT | BLOCKING | FAST, (1, -2, 1), "sorted-set", "5.0.0", mpop::bzpop, "key [key ...] timeout", "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped.",
+        complexity: "O(log N), N the size of the sorted set.", keys: &[range(RW | ACCESS | DELETE, 1, -2, 1, 0)];
+    "lmpop", -4, WRITE, (0, 0, 0), "list", "7.0.0", mpop::lmpop, "numkeys key [key ...] <LEFT | RIGHT> [COUNT count]", "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.",
+        complexity: "O(N+M), N the keys, M the elements returned.", keys: &[keynum(RW | ACCESS | DELETE, 1, 0, 1, 1)];
+    "blmpop", -5, WRITE | BLOCKING, (0, 0, 0), "list", "7.0.0", mpop::blmpop, "timeout numkeys key [key ...] <LEFT | RIGHT> [COUNT count]", "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
+        complexity: "O(N+M), N the keys, M the elements returned.", keys: &[keynum(RW | ACCESS | DELETE, 2, 0, 1, 1)];
     // pubsub
     "subscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE, (0, 0, 0), "pubsub", "2.0.0", pubsub::subscribe, "channel [channel ...]", "Listens for messages published to channels.",
         complexity: "O(N), N the channels.";

@@ -139,20 +139,31 @@ fn limit_error() -> Reply {
 
 /// Every read form of the range family.
 pub fn zrange(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    range_generic(ctx, args, false)
+}
+
+/// ZRANGESTORE dst src min max [BYSCORE | BYLEX] [REV] [LIMIT offset count]: an empty result
+/// deletes the destination.
+pub fn zrangestore(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    range_generic(ctx, args, true)
+}
+
+fn range_generic(ctx: &mut Ctx, args: &[&[u8]], store: bool) -> CmdResult {
     let name = args[0].to_ascii_lowercase();
     let (mut by, mut rev, generic) = match &name[..] {
-        b"zrange" => (b'r', false, true),
+        b"zrange" | b"zrangestore" => (b'r', false, true),
         b"zrevrange" => (b'r', true, false),
         b"zrangebyscore" => (b's', false, false),
         b"zrevrangebyscore" => (b's', true, false),
         b"zrangebylex" => (b'l', false, false),
         _ => (b'l', true, false), // zrevrangebylex
     };
+    let base = usize::from(store); // ZRANGESTORE's arguments come one later
     let (mut withscores, mut limit) = (false, None);
-    let mut i = 4;
+    let mut i = 4 + base;
     while i < args.len() {
         let opt = args[i];
-        if is(opt, "WITHSCORES") {
+        if !store && is(opt, "WITHSCORES") {
             withscores = true;
         } else if is(opt, "LIMIT") && i + 2 < args.len() && name != b"zrevrange" {
             limit = Some((int(args[i + 1])?, int(args[i + 2])?));
@@ -178,11 +189,23 @@ pub fn zrange(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             "ERR syntax error, WITHSCORES not supported in combination with BYLEX",
         ));
     }
-    let mut query = RangeQuery::new(by, args[2], args[3], rev)?;
+    let mut query = RangeQuery::new(by, args[2 + base], args[3 + base], rev)?;
     query.limit = limit;
     let resp3 = ctx.conn.resp3;
-    let mut locked = ctx.lock(&args[1..2]);
-    let items = zset(&mut locked, args[1])?.map_or_else(Vec::new, |z| query.run(z));
+    let src = args[1 + base];
+    let mut locked = if store {
+        ctx.lock(&args[1..3])
+    } else {
+        ctx.lock(&args[1..2])
+    };
+    let items = zset(&mut locked, src)?.map_or_else(Vec::new, |z| query.run(z));
+    if store {
+        let mut result = ZSet::default();
+        for (m, s) in items {
+            result.insert(m, s);
+        }
+        return super::zalgebra::store_result(&mut locked, args[1], result);
+    }
     Ok(if withscores {
         scored_reply(items, resp3, false)
     } else {

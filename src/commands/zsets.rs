@@ -129,6 +129,9 @@ pub fn zadd(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         }
     }
     remove_if_empty(&mut locked, key); // XX/NX on a fresh key may have added nothing
+    if added > 0 {
+        locked.keyspace().waiters.signal(key); // a client blocked in BZPOPMIN/BZMPOP may pop
+    }
     if added + changed == 0 {
         locked.unchanged(key);
     } else if incr {
@@ -150,6 +153,7 @@ pub fn zincrby(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         return Err(Reply::error("ERR resulting score is not a number (NaN)"));
     }
     z.insert(Bytes::copy_from_slice(args[3]), new);
+    locked.keyspace().waiters.signal(args[1]);
     Ok(Reply::Double(new))
 }
 
@@ -178,17 +182,33 @@ pub fn zcard(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     ))
 }
 
-/// ZRANK and ZREVRANK.
+/// ZRANK and ZREVRANK key member [WITHSCORE] (7.2): `[rank, score]` with WITHSCORE.
 pub fn zrank(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let rev = is(args[0], "zrevrank");
+    if args.len() > 4 {
+        return Err(Reply::error(format!(
+            "ERR wrong number of arguments for '{}' command",
+            if rev { "zrevrank" } else { "zrank" }
+        )));
+    }
+    let withscore = match args.get(3) {
+        None => false,
+        Some(arg) if is(arg, "WITHSCORE") => true,
+        Some(_) => return Err(Reply::error(err::SYNTAX)),
+    };
+    let missing = || if withscore { Reply::NilArray } else { Reply::Nil };
     let mut locked = ctx.lock(&args[1..2]);
     let Some(z) = zset(&mut locked, args[1])? else {
-        return Ok(Reply::Nil);
+        return Ok(missing());
     };
-    Ok(match z.rank(args[2]) {
-        Some(rank) if rev => Reply::Int((z.len() - 1 - rank) as i64),
-        Some(rank) => Reply::Int(rank as i64),
-        None => Reply::Nil,
+    let (Some(rank), Some(score)) = (z.rank(args[2]), z.score(args[2])) else {
+        return Ok(missing());
+    };
+    let rank = if rev { z.len() - 1 - rank } else { rank };
+    Ok(if withscore {
+        Reply::Array(vec![Reply::Int(rank as i64), Reply::Double(score)])
+    } else {
+        Reply::Int(rank as i64)
     })
 }
 

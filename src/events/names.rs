@@ -59,7 +59,12 @@ pub fn command_event(command: &str) -> Option<OwnEvent> {
         "zremrangebyrank" => ev(ZSET, "zremrangebyrank"),
         "zremrangebylex" => ev(ZSET, "zremrangebylex"),
         "zpopmin" => ev(ZSET, "zpopmin"),
-        "zpopmax" => ev(ZSET, "zpopmax"),
+        "zpopmax" | "bzpopmax" => ev(ZSET, "zpopmax"),
+        "bzpopmin" => ev(ZSET, "zpopmin"),
+        "zunionstore" => ev(ZSET, "zunionstore"),
+        "zinterstore" => ev(ZSET, "zinterstore"),
+        "zdiffstore" => ev(ZSET, "zdiffstore"),
+        "zrangestore" => ev(ZSET, "zrangestore"),
         "stm.capture" => ev(STM, "stm.capture"),
         "stm.summary" => ev(STM, "stm.summary"),
         "stm.categories" => ev(STM, "stm.categories"),
@@ -100,6 +105,10 @@ mod tests {
             "georadiusbymember",
             "geosearchstore",
             "sort",
+            "zmpop",
+            "bzmpop",
+            "lmpop",
+            "blmpop",
         ];
         for c in COMMANDS.iter().filter(|c| c.has(WRITE)) {
             assert!(

@@ -380,8 +380,9 @@ impl Keyspace {
     fn on_insert(&self, key: &Bytes, value: &Value) {
         match value {
             Value::Stm(entry) => self.stm_index.insert(key, entry),
-            // A list created by any command (LPUSH, RENAME, MOVE, …) may serve a blocked client.
-            Value::List(_) => self.waiters.signal(key),
+            // A list or sorted set created by any command (LPUSH, ZADD, RENAME, MOVE, …) may serve
+            // a blocked client.
+            Value::List(_) | Value::ZSet(_) => self.waiters.signal(key),
             _ => {}
         }
     }

@@ -149,6 +149,11 @@ impl ZSet {
         Some(before)
     }
 
+    /// The member at 0-based ascending rank `i`.
+    pub fn select(&self, i: usize) -> Option<(&Bytes, f64)> {
+        self.iter().nth(i)
+    }
+
     /// Members with scores in ascending order.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&Bytes, f64)> + '_ {
         self.order.iter().map(|(s, m)| (m, s.0))
