@@ -261,3 +261,41 @@ async fn conversions_both_ways_and_stm_commands() {
     assert!(info.contains("number_of_cached_scripts:"), "{info}");
     assert!(info.contains("used_memory_lua:"), "{info}");
 }
+
+/// Redis 7.2 lets scripts call the blocking commands and WAIT; they never block there: an empty
+/// source answers as a timed-out call would, at once (a nil, which reaches Lua as false and comes
+/// back as a nil bulk).
+#[tokio::test]
+async fn blocking_commands_in_scripts_answer_at_once() {
+    let server = TestServer::start().await;
+    let mut raw = server.raw().await;
+    for (script, expected) in [
+        ("return redis.call('blpop', 'nolist', 0)", "$-1\r\n"),
+        ("return redis.call('brpop', 'nolist', 5)", "$-1\r\n"),
+        (
+            "return redis.call('blmove', 'nolist', 'd', 'left', 'right', 0)",
+            "$-1\r\n",
+        ),
+        (
+            "return redis.call('brpoplpush', 'nolist', 'd', 0)",
+            "$-1\r\n",
+        ),
+        ("return redis.call('bzpopmin', 'nozset', 0)", "$-1\r\n"),
+        ("return redis.call('bzpopmax', 'nozset', 0)", "$-1\r\n"),
+        ("return redis.call('wait', 0, 0)", ":0\r\n"),
+        (
+            "redis.call('rpush', 'l', 'a') return redis.call('blpop', 'l', 0)",
+            "*2\r\n$1\r\nl\r\n$1\r\na\r\n",
+        ),
+        (
+            "redis.call('zadd', 'z', 1, 'm') return redis.call('bzpopmin', 'z', 0)",
+            "*3\r\n$1\r\nz\r\n$1\r\nm\r\n$1\r\n1\r\n",
+        ),
+    ] {
+        assert_eq!(
+            eval_raw(&mut raw, script, &["0"]).await,
+            expected,
+            "{script}"
+        );
+    }
+}

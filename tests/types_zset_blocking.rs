@@ -27,7 +27,10 @@ async fn wait_blocked(server: &TestServer, n: usize) {
         if blocked == n {
             return;
         }
-        assert!(Instant::now() < deadline, "blocked_clients stayed {blocked}, wanted {n}");
+        assert!(
+            Instant::now() < deadline,
+            "blocked_clients stayed {blocked}, wanted {n}"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
@@ -63,18 +66,14 @@ async fn bzpopmin_waiters_are_served_first_come_first_served() {
     block(&server, &mut waiters[1], "BZMPOP 0 1 q MIN COUNT 5", 2).await;
     block(&server, &mut waiters[2], "BZPOPMIN other q 0", 3).await;
     adder.roundtrip(&resp(&args("ZADD q 1 x")), b":1\r\n").await;
-    assert_eq!(
-        waiters[0].read_n(20).await,
-        b"*3\r\n$1\r\nq\r\n$1\r\nx\r\n$1\r\n1\r\n"
-    );
+    let expected = b"*3\r\n$1\r\nq\r\n$1\r\nx\r\n$1\r\n1\r\n";
+    assert_eq!(waiters[0].read_n(expected.len()).await, expected);
     adder.roundtrip(&resp(&args("ZADD q 2 y")), b":1\r\n").await;
     let expected = b"*2\r\n$1\r\nq\r\n*1\r\n*2\r\n$1\r\ny\r\n$1\r\n2\r\n";
     assert_eq!(waiters[1].read_n(expected.len()).await, expected);
     adder.roundtrip(&resp(&args("ZADD q 3 z")), b":1\r\n").await;
-    assert_eq!(
-        waiters[2].read_n(20).await,
-        b"*3\r\n$1\r\nq\r\n$1\r\nz\r\n$1\r\n3\r\n"
-    );
+    let expected = b"*3\r\n$1\r\nq\r\n$1\r\nz\r\n$1\r\n3\r\n";
+    assert_eq!(waiters[2].read_n(expected.len()).await, expected);
 }
 
 #[tokio::test]
@@ -128,7 +127,10 @@ async fn timeouts_answer_nil_and_multi_never_blocks() {
         c.roundtrip(&resp(&args(command)), b"*-1\r\n").await;
         let waited = started.elapsed();
         assert!(waited >= Duration::from_millis(90), "{command}: {waited:?}");
-        assert!(waited < Duration::from_millis(2000), "{command}: {waited:?}");
+        assert!(
+            waited < Duration::from_millis(2000),
+            "{command}: {waited:?}"
+        );
     }
     let mut c3 = raw3(&server).await;
     c3.roundtrip(&resp(&args("BZMPOP 0.05 1 z MAX")), b"_\r\n")
@@ -241,5 +243,5 @@ async fn zrandmember_returns_members_of_the_set_in_redis_shapes() {
     c3.send(&resp(&args("ZRANDMEMBER z 1 WITHSCORES"))).await;
     let reply = c3.read_reply().await;
     assert!(reply.starts_with(b"*1\r\n*2\r\n$1\r\n"), "{reply:?}");
-    assert!(reply.windows(2).any(|w| w == b"\r\n,"), "{reply:?}");
+    assert!(reply.windows(3).any(|w| w == b"\r\n,"), "{reply:?}");
 }

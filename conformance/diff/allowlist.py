@@ -94,6 +94,29 @@ PUBLISH_FLAGS_STMD = b"*5\r\n+pubsub\r\n+loading\r\n+stale\r\n+fast\r\n+may_repl
 PUBLISH_FLAGS_REDIS_7_0 = b"*4\r\n+pubsub\r\n+loading\r\n+stale\r\n+fast\r\n"
 
 
+# Redis 7.2 dropped the `noscript` flag of the blocking commands and WAIT (redis#11568): in a
+# script they run without blocking, as in MULTI. The 7.0 reference still shows the flag.
+SCRIPTABLE_IN_7_2 = {b"blpop", b"brpop", b"blmove", b"brpoplpush", b"bzpopmin", b"bzpopmax", b"wait"}
+
+
+# Redis 7.2 gave ZRANK/ZREVRANK an optional WITHSCORE: arity -3 where 7.0 says 3.
+ARITY_7_2 = {b"zrank": b":-3\r\n", b"zrevrank": b":-3\r\n"}
+
+
+def changed_in_7_2(a, b, field):
+    """True when field `field` of COMMAND INFO entries a (stmd) and b (Redis 7.0) differs only as
+    Redis 7.2 changed it: 7.0's `noscript` flag on a command that 7.2 lets scripts call, or an arity
+    7.2 widened."""
+    name = a.value[0].text()
+    if field == 1:
+        return ARITY_7_2.get(name) == a.value[1].raw
+    if field != 2 or name not in SCRIPTABLE_IN_7_2:
+        return False
+    flags = lambda r: [f.raw for f in (r.value or [])]
+    theirs = [f for f in flags(b.value[2]) if f[1:] != b"noscript\r\n"]
+    return flags(a.value[2]) == theirs
+
+
 def command_entry_matches(a, b):
     """One COMMAND INFO entry: the first nine fields byte for byte (key spec `notes` are in our own
     words: their text is not compared); the subcommands (Redis lists
@@ -109,7 +132,7 @@ def command_entry_matches(a, b):
             return True
     if a.kind != "*" or b.kind != "*" or len(a.value) != 10 or len(b.value) != 10:
         return False
-    if any(x.raw != y.raw for x, y in zip(a.value[:8], b.value[:8])):
+    if any(x.raw != y.raw and not changed_in_7_2(a, b, i) for i, (x, y) in enumerate(zip(a.value[:8], b.value[:8]))):
         return False
     if not same_key_specs(a.value[8], b.value[8]):
         return False
@@ -188,7 +211,7 @@ ALLOWED = {
     "COMMAND": (same_kind, "the command table differs (stmd has fewer commands, no key specs)"),
     "COMMAND COUNT": (same_kind, "the command table differs"),
     "COMMAND LIST": (command_list, "the command table differs (stmd has fewer commands)"),
-    "COMMAND INFO": (command_info, "subcommand order is Redis's random dict order; CLIENT SETINFO/NO-TOUCH are 7.2 (reference: 7.0); no sharded Pub/Sub in stmd"),
+    "COMMAND INFO": (command_info, "subcommand order is Redis's random dict order; CLIENT SETINFO/NO-TOUCH are 7.2 (reference: 7.0); 7.2 lets scripts call the blocking commands and WAIT (no `noscript`) and widened ZRANK/ZREVRANK's arity (WITHSCORE); no sharded Pub/Sub in stmd"),
     "COMMAND DOCS": (command_docs, "our own summaries and complexities, no history, argument trees from our syntax lines"),
     "CLIENT LIST": (errors_exact_else_kind, "per-client fields (addr, fd, ids, ages, memory) differ"),
     "CLIENT INFO": (errors_exact_else_kind, "per-client fields (addr, fd, ids, ages, memory) differ"),

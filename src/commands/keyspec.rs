@@ -328,7 +328,12 @@ pub fn keys_with_flags(cmd: &Command, args: &[&[u8]]) -> Option<Vec<(usize, KeyF
         let first = match spec.begin {
             BeginSearch::Index(index) => i64::from(index),
             BeginSearch::Keyword { keyword, startfrom } => {
-                match find_keyword(args, keyword, startfrom) {
+                let found = if cmd.group == "stm" {
+                    find_stm_option(args, keyword)
+                } else {
+                    find_keyword(args, keyword, startfrom)
+                };
+                match found {
                     Some(found) => found + 1,
                     None => continue,
                 }
@@ -421,6 +426,50 @@ fn variable_flags(cmd: &Command, args: &[&[u8]]) -> KeyFlags {
     }
 }
 
+/// How many values follow each option of the STM commands.
+const STM_OPTION_VALUES: &[(&str, usize)] = &[
+    ("USER", 1),
+    ("CHANNEL", 1),
+    ("SERVER", 1),
+    ("PARENT", 1),
+    ("PRIVACY", 1),
+    ("PERSONA", 1),
+    ("LINEAGE", 1),
+    ("KEY", 1),
+    ("EXCLUDE", 1),
+    ("LIMIT", 1),
+    ("FORMAT", 1),
+    ("BOT", 1),
+    ("OTHERS", 1),
+    ("CRUDE", 1),
+    ("MODE", 1),
+    ("CADENCE", 1),
+    ("NOW", 1),
+    ("STOP", 0),
+    ("CROSS-SERVER", 0),
+    ("MSG", 3),
+    ("REPLY", 4),
+];
+
+/// The index of the option `keyword` of an STM command. The STM commands take their options in any
+/// order and an option's value may equal an option's name (`USER CHANNEL CHANNEL c1`), so the
+/// options are walked, each with its values, rather than searched; the walk stops at the first
+/// argument that is not an option (TEXT, SET: the command's tail).
+fn find_stm_option(args: &[&[u8]], keyword: &str) -> Option<i64> {
+    let mut at = 1;
+    while at + 1 < args.len() {
+        let option = args[at];
+        if option.eq_ignore_ascii_case(keyword.as_bytes()) {
+            return i64::try_from(at).ok();
+        }
+        let (_, values) = STM_OPTION_VALUES
+            .iter()
+            .find(|(name, _)| option.eq_ignore_ascii_case(name.as_bytes()))?;
+        at += 1 + values;
+    }
+    None
+}
+
 /// The index of the first argument equal to `keyword`, as Redis searches: from `startfrom` up to
 /// the one before the last argument (a keyword there has no key after it), or, for a negative
 /// `startfrom`, from `argc + startfrom` down to argument 2.
@@ -503,6 +552,23 @@ mod tests {
             strings(&["shortterm:x"])
         );
         assert_eq!(keys_of("stm.forget USER u"), strings(&[]));
+        // An option's value equal to an option's name is a value, not the option.
+        assert_eq!(
+            keys_of("stm.capture USER CHANNEL CHANNEL c SERVER s"),
+            strings(&["c"])
+        );
+        assert_eq!(
+            keys_of("stm.capture MSG user CHANNEL x CHANNEL c SERVER s"),
+            strings(&["c"])
+        );
+        assert_eq!(
+            keys_of("stm.summary USER u SERVER s CHANNEL c TEXT CHANNEL"),
+            strings(&["c"])
+        );
+        assert_eq!(
+            keys_of("stm.summary USER u SERVER s TEXT CHANNEL c"),
+            strings(&[])
+        );
         assert_eq!(keys_of("ping"), strings(&[]));
     }
 

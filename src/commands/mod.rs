@@ -33,8 +33,8 @@ pub mod subcommands;
 pub mod table;
 pub mod transactions;
 pub mod typed;
-pub mod zrange;
 pub mod zalgebra;
+pub mod zrange;
 pub mod zsets;
 
 use crate::blocking::WaitGuard;
@@ -250,7 +250,8 @@ impl<'c, 's> Ctx<'c, 's> {
         self.held.as_deref().and_then(|held| held.get(db))
     }
 
-    /// True while running the commands of an EXEC (blocking commands must not block then).
+    /// True while running the commands of an EXEC or a script (blocking commands must not block
+    /// then: they answer at once, as with an element or as timed out).
     pub fn in_exec(&self) -> bool {
         self.held.is_some()
     }

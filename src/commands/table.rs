@@ -285,7 +285,7 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "Depends on the subcommand.", subcommands: MEMORY_SUBCOMMANDS;
     "role", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "server", "2.8.12", introspection::role, "", "Returns the replication role.",
         complexity: "O(1)", acl: cat::ADMIN | cat::DANGEROUS;
-    "wait", 3, NOSCRIPT, (0, 0, 0), "generic", "3.0.0", introspection::wait, "numreplicas timeout", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.",
+    "wait", 3, 0, (0, 0, 0), "generic", "3.0.0", introspection::wait, "numreplicas timeout", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.",
         complexity: "O(1)", acl: cat::NO_GROUP | cat::CONNECTION, tips: &["request_policy:all_shards", "response_policy:agg_min"];
     "lolwut", -1, READONLY | FAST, (0, 0, 0), "server", "5.0.0", introspection::lolwut, "[VERSION version]", "Displays computer art and the Redis version.";
     "debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "1.0.0", introspection::debug, "", "A container for debugging commands.",
@@ -428,13 +428,13 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(1)", keys: &[key(RW | ACCESS | DELETE, 1), key(RW | INSERT, 2)];
     "rpoplpush", 3, WRITE | DENYOOM, (1, 2, 1), "list", "1.2.0", lists::lmove, "source destination", "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.",
         complexity: "O(1)", doc_flags: &["deprecated"], deprecated_since: "6.2.0", replaced_by: "`LMOVE` with `RIGHT` `LEFT`", keys: &[key(RW | ACCESS | DELETE, 1), key(RW | INSERT, 2)];
-    "blpop", -3, WRITE | NOSCRIPT | BLOCKING, (1, -2, 1), "list", "2.0.0", blists::bpop, "key [key ...] timeout", "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
+    "blpop", -3, WRITE | BLOCKING, (1, -2, 1), "list", "2.0.0", blists::bpop, "key [key ...] timeout", "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
         complexity: "O(N), N the keys.", keys: &[range(RW | ACCESS | DELETE, 1, -2, 1, 0)];
-    "brpop", -3, WRITE | NOSCRIPT | BLOCKING, (1, -2, 1), "list", "2.0.0", blists::bpop, "key [key ...] timeout", "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
+    "brpop", -3, WRITE | BLOCKING, (1, -2, 1), "list", "2.0.0", blists::bpop, "key [key ...] timeout", "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
         complexity: "O(N), N the keys.", keys: &[range(RW | ACCESS | DELETE, 1, -2, 1, 0)];
-    "blmove", 6, WRITE | DENYOOM | NOSCRIPT | BLOCKING, (1, 2, 1), "list", "6.2.0", blists::blmove, "source destination <LEFT | RIGHT> <LEFT | RIGHT> timeout", "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.",
+    "blmove", 6, WRITE | DENYOOM | BLOCKING, (1, 2, 1), "list", "6.2.0", blists::blmove, "source destination <LEFT | RIGHT> <LEFT | RIGHT> timeout", "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.",
         complexity: "O(1)", keys: &[key(RW | ACCESS | DELETE, 1), key(RW | INSERT, 2)];
-    "brpoplpush", 4, WRITE | DENYOOM | NOSCRIPT | BLOCKING, (1, 2, 1), "list", "2.2.0", blists::blmove, "source destination timeout", "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.",
+    "brpoplpush", 4, WRITE | DENYOOM | BLOCKING, (1, 2, 1), "list", "2.2.0", blists::blmove, "source destination timeout", "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.",
         complexity: "O(1)", doc_flags: &["deprecated"], deprecated_since: "6.2.0", replaced_by: "`BLMOVE` with `RIGHT` `LEFT`", keys: &[key(RW | ACCESS | DELETE, 1), key(RW | INSERT, 2)];
     // hash
     "hset", -4, WRITE | DENYOOM | FAST, (1, 1, 1), "hash", "2.0.0", hashes::hset, "key field value [field value ...]", "Creates or modifies the value of a field in a hash.",
@@ -598,9 +598,9 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(K) + O(M*log(N)), K the keys, N the size of the sorted set, M the members popped.", keys: &[keynum(RW | ACCESS | DELETE, 1, 0, 1, 1)];
     "bzmpop", -5, WRITE | BLOCKING, (0, 0, 0), "sorted-set", "7.0.0", mpop::bzmpop, "timeout numkeys key [key ...] <MIN | MAX> [COUNT count]", "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
         complexity: "O(K) + O(M*log(N)), K the keys, N the size of the sorted set, M the members popped.", keys: &[keynum(RW | ACCESS | DELETE, 2, 0, 1, 1)];
-    "bzpopmin", -3, WRITE | NOSCRIPT | BLOCKING | FAST, (1, -2, 1), "sorted-set", "5.0.0", mpop::bzpop, "key [key ...] timeout", "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
+    "bzpopmin", -3, WRITE | BLOCKING | FAST, (1, -2, 1), "sorted-set", "5.0.0", mpop::bzpop, "key [key ...] timeout", "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
         complexity: "O(log N), N the size of the sorted set.", keys: &[range(RW | ACCESS | DELETE, 1, -2, 1, 0)];
-    "bzpopmax", -3, WRITE | NOSCRIPT | BLOCKING | FAST, (1, -2, 1), "sorted-set", "5.0.0", mpop::bzpop, "key [key ...] timeout", "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped.",
+    "bzpopmax", -3, WRITE | BLOCKING | FAST, (1, -2, 1), "sorted-set", "5.0.0", mpop::bzpop, "key [key ...] timeout", "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped.",
         complexity: "O(log N), N the size of the sorted set.", keys: &[range(RW | ACCESS | DELETE, 1, -2, 1, 0)];
     "lmpop", -4, WRITE, (0, 0, 0), "list", "7.0.0", mpop::lmpop, "numkeys key [key ...] <LEFT | RIGHT> [COUNT count]", "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.",
         complexity: "O(N+M), N the keys, M the elements returned.", keys: &[keynum(RW | ACCESS | DELETE, 1, 0, 1, 1)];
