@@ -247,10 +247,43 @@ fn context(c: &mut Criterion) {
     group.finish();
 }
 
+/// ZRANK of the middle member and ZRANGE by index in the middle of sorted sets of growing size:
+/// with O(log n) ranks the time grows with the logarithm of the size, not with the size.
+fn zset_ranks(c: &mut Criterion) {
+    let shared = shared();
+    let addr = shared.local_addr;
+    let mut conn = ConnState::new(shared.clients.register(addr, addr, -1), true);
+    let mut group = c.benchmark_group("zset_rank");
+    for size in [1_000usize, 100_000, 1_000_000] {
+        let key = format!("z{size}");
+        for chunk in (0..size).collect::<Vec<_>>().chunks(1_000) {
+            let mut args = vec!["ZADD".to_string(), key.clone()];
+            for i in chunk {
+                args.push(i.to_string());
+                args.push(format!("m{i}"));
+            }
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            run(&shared, &mut conn, &to_args(&args));
+        }
+        let middle = format!("m{}", size / 2);
+        let zrank = to_args(&["ZRANK", &key, &middle]);
+        let mid = (size / 2).to_string();
+        let zrange = to_args(&["ZRANGE", &key, &mid, &mid]);
+        group.bench_function(format!("zrank_{size}"), |b| {
+            b.iter(|| run(&shared, &mut conn, &zrank))
+        });
+        group.bench_function(format!("zrange_index_{size}"), |b| {
+            b.iter(|| run(&shared, &mut conn, &zrange))
+        });
+    }
+    group.finish();
+}
+
 criterion_group!(
     benches,
     decode,
     dispatch_commands,
+    zset_ranks,
     encode,
     clean,
     capture,

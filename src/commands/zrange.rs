@@ -77,26 +77,11 @@ impl RangeQuery {
                     return Vec::new();
                 };
                 let n = to - from + 1;
-                // In iteration order, the wanted ranks are [from, to]; walk from the nearer end.
-                if from <= len - 1 - to {
-                    if self.rev {
-                        z.iter().rev().skip(from).take(n).map(owned).collect()
-                    } else {
-                        z.iter().skip(from).take(n).map(owned).collect()
-                    }
+                // Ranks [from, to] in iteration order: O(log n) to the first, then a walk.
+                if self.rev {
+                    z.iter_before(len - from).take(n).map(owned).collect()
                 } else {
-                    let mut items: Vec<_> = if self.rev {
-                        z.iter().skip(len - 1 - to).take(n).map(owned).collect()
-                    } else {
-                        z.iter()
-                            .rev()
-                            .skip(len - 1 - to)
-                            .take(n)
-                            .map(owned)
-                            .collect()
-                    };
-                    items.reverse();
-                    items
+                    z.iter_from(from).take(n).map(owned).collect()
                 }
             }
             Select::Score(min, max) => {

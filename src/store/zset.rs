@@ -1,15 +1,13 @@
 //! The sorted set: members ordered by (score, member), as Redis orders them.
 //!
-//! A hash map gives O(1) member → score lookups (ZSCORE, ZADD's "already there?"), and a `BTreeSet`
-//! of (score, member) gives O(log n) inserts and removals and ordered range walks. The B-tree keeps
-//! no subtree sizes, so rank work is not O(log n) as in Redis's skip list: ZRANK/ZREVRANK count the
-//! members before the member (O(rank)), and ZRANGE/ZREMRANGEBYRANK by index walk from the nearer
-//! end (O(log n + distance + k)). Members are `Bytes`, so both structures share each member's bytes.
+//! A hash map gives O(1) member → score lookups (ZSCORE, ZADD's "already there?"), and a
+//! [`Ranked`] set of (score, member) gives O(log n) ranks (ZRANK, ZRANGE by index, ZRANDMEMBER) and
+//! ordered walks from any rank or score, as Redis's skip list with spans does. Members are `Bytes`,
+//! so both structures share each member's bytes.
 
+use super::ranked::Ranked;
 use bytes::Bytes;
 use std::cmp::Ordering;
-use std::collections::BTreeSet;
-use std::ops::Bound;
 
 /// A score with a total order. Scores are never NaN (every command that could produce one refuses
 /// to), so `partial_cmp` always answers; -0 and 0 compare equal, as C's `<` does in Redis.
@@ -97,7 +95,7 @@ type ScoreMap = hashbrown::HashMap<Bytes, f64, ahash::RandomState>;
 #[derive(Debug, Default, Clone)]
 pub struct ZSet {
     scores: ScoreMap,
-    order: BTreeSet<(Score, Bytes)>,
+    order: Ranked<(Score, Bytes)>,
 }
 
 impl ZSet {
@@ -141,17 +139,26 @@ impl ZSet {
         Some(score)
     }
 
-    /// 0-based rank in ascending order: O(log n + rank), since the B-tree keeps no subtree sizes.
+    /// 0-based rank in ascending order: O(log n).
     pub fn rank(&self, member: &[u8]) -> Option<usize> {
         let score = self.score(member)?;
-        let key = (Score(score), Bytes::copy_from_slice(member));
-        let before = self.order.range(..&key).count();
-        Some(before)
+        self.order
+            .rank(&(Score(score), Bytes::copy_from_slice(member)))
     }
 
-    /// The member at 0-based ascending rank `i`.
+    /// The member at 0-based ascending rank `i`: O(log n).
     pub fn select(&self, i: usize) -> Option<(&Bytes, f64)> {
-        self.iter().nth(i)
+        self.order.select(i).map(|(s, m)| (m, s.0))
+    }
+
+    /// Members in ascending order from rank `from`: O(log n) to start.
+    pub fn iter_from(&self, from: usize) -> impl Iterator<Item = (&Bytes, f64)> + '_ {
+        self.order.iter_from(from).map(|(s, m)| (m, s.0))
+    }
+
+    /// Members in descending order from rank `end - 1`: O(log n) to start.
+    pub fn iter_before(&self, end: usize) -> impl Iterator<Item = (&Bytes, f64)> + '_ {
+        self.order.iter_before(end).map(|(s, m)| (m, s.0))
     }
 
     /// Members with scores in ascending order.
@@ -165,38 +172,29 @@ impl ZSet {
         min: ScoreBound,
         max: ScoreBound,
     ) -> impl Iterator<Item = (&Bytes, f64)> + '_ {
-        let lower = (Score(min.value), Bytes::new());
-        self.order
-            .range((Bound::Included(lower), Bound::Unbounded))
-            .map(|(s, m)| (m, s.0))
+        let from = self.order.lower_bound(&(Score(min.value), Bytes::new()));
+        self.iter_from(from)
             .skip_while(move |(_, s)| !min.below(*s))
             .take_while(move |(_, s)| max.above(*s))
     }
 
     /// The same members as [`ZSet::range_by_score`], descending. Members whose score equals `max`
-    /// sort after `(max, "")`, so they are gathered first (usually few), then the B-tree is walked
+    /// sort after `(max, "")`, so they are gathered first (usually few), then the set is walked
     /// backwards from there.
     pub fn rev_range_by_score(
         &self,
         min: ScoreBound,
         max: ScoreBound,
     ) -> impl Iterator<Item = (&Bytes, f64)> + '_ {
-        let pivot = (Score(max.value), Bytes::new());
+        let pivot = self.order.lower_bound(&(Score(max.value), Bytes::new()));
         let mut at_max: Vec<(&Bytes, f64)> = self
-            .order
-            .range((Bound::Included(pivot.clone()), Bound::Unbounded))
-            .take_while(move |(s, _)| s.0 == max.value)
-            .map(|(s, m)| (m, s.0))
+            .iter_from(pivot)
+            .take_while(move |(_, s)| *s == max.value)
             .collect();
         at_max.reverse();
-        let below = self
-            .order
-            .range((Bound::Unbounded, Bound::Excluded(pivot)))
-            .rev()
-            .map(|(s, m)| (m, s.0));
         at_max
             .into_iter()
-            .chain(below)
+            .chain(self.iter_before(pivot))
             .skip_while(move |(_, s)| !max.above(*s))
             .take_while(move |(_, s)| min.below(*s))
     }
