@@ -437,11 +437,11 @@ fn stats(ctx: &Ctx, lines: &mut Lines) {
         "expired_stale_perc",
         format_args!("{:.2}", shared.store.expired_stale_percent()),
     );
+    lines.add("expired_time_cap_reached_count", 0);
     lines.add(
         "evicted_keys",
         shared.store.memory.evicted_keys.load(Ordering::Relaxed),
     );
-    lines.add("expired_time_cap_reached_count", 0);
     lines.add("evicted_clients", 0);
     lines.add("keyspace_hits", s.keyspace_hits.total());
     lines.add("keyspace_misses", s.keyspace_misses.total());
@@ -451,12 +451,15 @@ fn stats(ctx: &Ctx, lines: &mut Lines) {
     lines.add("latest_fork_usec", 0);
     lines.add("total_forks", 0);
     lines.add("migrate_cached_sockets", 0);
+    lines.add("slave_expires_tracked_keys", 0); // no replicas
     // No active defragmentation.
     for field in [
         "active_defrag_hits",
         "active_defrag_misses",
         "active_defrag_key_hits",
         "active_defrag_key_misses",
+        "total_active_defrag_time",
+        "current_active_defrag_time",
     ] {
         lines.add(field, 0);
     }
@@ -464,14 +467,14 @@ fn stats(ctx: &Ctx, lines: &mut Lines) {
     lines.add("tracking_total_keys", tracking.keys);
     lines.add("tracking_total_items", tracking.items);
     lines.add("tracking_total_prefixes", tracking.prefixes);
-    // No separate I/O threads: the connection tasks read and write their own sockets.
-    lines.add("io_threaded_reads_processed", 0);
-    lines.add("io_threaded_writes_processed", 0);
     lines.add("unexpected_error_replies", 0);
     lines.add("total_error_replies", s.total_error_replies.total());
     lines.add("dump_payload_sanitizations", 0);
     lines.add("total_reads_processed", s.total_reads_processed.total());
     lines.add("total_writes_processed", s.total_writes_processed.total());
+    // No separate I/O threads: the connection tasks read and write their own sockets.
+    lines.add("io_threaded_reads_processed", 0);
+    lines.add("io_threaded_writes_processed", 0);
     lines.add(
         "client_output_buffer_limit_disconnections",
         s.client_output_buffer_limit_disconnections.total(),
