@@ -165,9 +165,9 @@ impl ClientInfo {
             self.idle_secs(),
             flag::letters(flags | if self.is_killed() { flag::CLOSE_ASAP } else { 0 }),
             self.db.load(Ordering::Relaxed),
-            subs & 0xffff_ffff,
-            subs >> 32,
-            0,
+            subs & SUB_COUNT_MASK,
+            (subs >> 21) & SUB_COUNT_MASK,
+            subs >> 42,
             p.multi.load(Ordering::Relaxed),
             qbuf,
             qbuf_free,
@@ -244,7 +244,8 @@ pub mod flag {
 pub struct Published {
     /// [`flag`] bits.
     pub flags: AtomicU32,
-    /// Channel subscriptions (low 32 bits) and pattern subscriptions (high 32 bits).
+    /// Channel, pattern and shard-channel subscriptions, 21 bits each from the lowest
+    /// ([`pack_subscriptions`]).
     pub subscriptions: AtomicU64,
     /// Commands queued since MULTI, or -1 outside MULTI.
     pub multi: AtomicI64,
@@ -459,4 +460,13 @@ impl ClientRegistry {
     pub fn all(&self) -> Vec<Arc<ClientInfo>> {
         self.clients.lock().values().cloned().collect()
     }
+}
+
+const SUB_COUNT_MASK: u64 = (1 << 21) - 1;
+
+/// The three subscription counts CLIENT LIST shows (`sub`, `psub`, `ssub`) in one word, each
+/// capped at 2,097,151.
+pub fn pack_subscriptions(channels: usize, patterns: usize, shard_channels: usize) -> u64 {
+    let field = |n: usize| (n as u64).min(SUB_COUNT_MASK);
+    field(channels) | field(patterns) << 21 | field(shard_channels) << 42
 }

@@ -95,7 +95,7 @@ enum Batch {
 
 /// The output-buffer class of a connection right now.
 fn class(conn: &ConnState) -> ClientClass {
-    if conn.subs.count() > 0 {
+    if conn.subs.any() {
         ClientClass::PubSub
     } else {
         ClientClass::Normal
@@ -168,7 +168,7 @@ async fn serve_loop(
         }
         // Subscribers and monitors are exempt from the idle timeout, as in Redis (and blocked clients never
         // get here while they wait).
-        let idle_limit = if conn.subs.count() > 0 || conn.monitor {
+        let idle_limit = if conn.subs.any() || conn.monitor {
             0
         } else {
             shared.config.read().timeout

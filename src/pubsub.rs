@@ -26,11 +26,13 @@ pub const MAILBOX_MESSAGES: usize = 16 * 1024;
 /// One item on its way to one connection's mailbox.
 #[derive(Debug, Clone)]
 pub enum Delivery {
-    /// A published message; `pattern` is the pattern that matched, for `pmessage`.
+    /// A published message; `pattern` is the pattern that matched, for `pmessage`; `sharded` for
+    /// SPUBLISH's `smessage`.
     Message {
         pattern: Option<Bytes>,
         channel: Bytes,
         payload: Bytes,
+        sharded: bool,
     },
     /// One MONITOR line, already encoded (`+<time> [0 <addr>] "cmd" …\r\n`): the same bytes in
     /// RESP2 and RESP3, as Redis sends them.
@@ -47,20 +49,23 @@ impl Delivery {
                 pattern,
                 channel,
                 payload,
+                ..
             } => channel.len() + payload.len() + pattern.as_ref().map_or(0, |p| p.len()),
             Delivery::Monitor(line) => line.len(),
             Delivery::Frame { size, .. } => *size,
         }
     }
 
-    /// The `message` / `pmessage` frame (a push in RESP3, an array in RESP2), or the monitor line.
+    /// The `message` / `pmessage` / `smessage` frame (a push in RESP3, an array in RESP2), or the
+    /// monitor line.
     pub fn to_reply(&self) -> Reply {
-        let (pattern, channel, payload) = match self {
+        let (pattern, channel, payload, sharded) = match self {
             Delivery::Message {
                 pattern,
                 channel,
                 payload,
-            } => (pattern, channel, payload),
+                sharded,
+            } => (pattern, channel, payload, *sharded),
             Delivery::Monitor(line) => return Reply::Raw(line.clone()),
             Delivery::Frame { reply, .. } => return reply.clone(),
         };
@@ -70,6 +75,7 @@ impl Delivery {
                 items.push(Reply::bulk_str("pmessage"));
                 items.push(Reply::Bulk(pattern.clone()));
             }
+            None if sharded => items.push(Reply::bulk_str("smessage")),
             None => items.push(Reply::bulk_str("message")),
         }
         items.push(Reply::Bulk(channel.clone()));
@@ -155,14 +161,22 @@ impl Mailbox {
 pub struct Subscriptions {
     pub channels: HashSet<Bytes>,
     pub patterns: HashSet<Bytes>,
+    /// Shard channels (SSUBSCRIBE): a namespace of their own, reached only by SPUBLISH.
+    pub shard_channels: HashSet<Bytes>,
     pub mailbox: Option<Arc<Mailbox>>,
     pub inbox: Option<mpsc::Receiver<Delivery>>,
 }
 
 impl Subscriptions {
-    /// Channels plus patterns: the count every (un)subscribe confirmation carries.
+    /// Channels plus patterns: the count every (P)(UN)SUBSCRIBE confirmation carries (shard
+    /// channels are counted apart, in S(UN)SUBSCRIBE's confirmations).
     pub fn count(&self) -> usize {
         self.channels.len() + self.patterns.len()
+    }
+
+    /// True with any subscription at all (RESP2 subscriber mode).
+    pub fn any(&self) -> bool {
+        self.count() + self.shard_channels.len() > 0
     }
 
     /// This connection's mailbox, created on first use with `class`'s output-buffer `limit`.
@@ -198,6 +212,7 @@ type Subscribers = HashMap<Bytes, HashMap<u64, Arc<Mailbox>>>;
 pub struct PubSub {
     channels: RwLock<Subscribers>,
     patterns: RwLock<Subscribers>,
+    shard_channels: RwLock<Subscribers>,
 }
 
 fn add(map: &RwLock<Subscribers>, name: &Bytes, mailbox: &Arc<Mailbox>) {
@@ -234,6 +249,14 @@ impl PubSub {
         remove(&self.patterns, pattern, client);
     }
 
+    pub fn ssubscribe(&self, channel: &Bytes, mailbox: &Arc<Mailbox>) {
+        add(&self.shard_channels, channel, mailbox);
+    }
+
+    pub fn sunsubscribe(&self, channel: &[u8], client: u64) {
+        remove(&self.shard_channels, channel, client);
+    }
+
     /// Removes every subscription of a connection that is going away.
     pub fn forget(&self, subs: &Subscriptions, client: u64) {
         for channel in &subs.channels {
@@ -242,6 +265,30 @@ impl PubSub {
         for pattern in &subs.patterns {
             self.punsubscribe(pattern, client);
         }
+        for channel in &subs.shard_channels {
+            self.sunsubscribe(channel, client);
+        }
+    }
+
+    /// SPUBLISH: delivers to the shard channel's subscribers only (no patterns); returns how many
+    /// took the message.
+    pub fn spublish(&self, channel: &[u8], payload: &[u8]) -> usize {
+        let map = self.shard_channels.read();
+        let Some(subs) = map.get(channel) else {
+            return 0;
+        };
+        let channel = Bytes::copy_from_slice(channel);
+        let payload = Bytes::copy_from_slice(payload);
+        subs.values()
+            .filter(|mailbox| {
+                mailbox.deliver(Delivery::Message {
+                    pattern: None,
+                    channel: channel.clone(),
+                    payload: payload.clone(),
+                    sharded: true,
+                })
+            })
+            .count()
     }
 
     /// Delivers to channel subscribers, then to matching pattern subscribers; returns how many
@@ -256,6 +303,7 @@ impl PubSub {
                     pattern: None,
                     channel: channel.clone(),
                     payload: payload.clone(),
+                    sharded: false,
                 };
                 received += usize::from(mailbox.deliver(delivery));
             }
@@ -269,6 +317,7 @@ impl PubSub {
                     pattern: Some(pattern.clone()),
                     channel: channel.clone(),
                     payload: payload.clone(),
+                    sharded: false,
                 };
                 received += usize::from(mailbox.deliver(delivery));
             }
@@ -276,10 +325,15 @@ impl PubSub {
         received
     }
 
-    /// Active channels (with at least one subscriber), optionally filtered by a glob.
-    pub fn channels(&self, pattern: Option<&[u8]>) -> Vec<Bytes> {
-        self.channels
-            .read()
+    /// Active channels (with at least one subscriber), optionally filtered by a glob; shard
+    /// channels with `sharded`.
+    pub fn channels(&self, pattern: Option<&[u8]>, sharded: bool) -> Vec<Bytes> {
+        let map = if sharded {
+            &self.shard_channels
+        } else {
+            &self.channels
+        };
+        map.read()
             .keys()
             .filter(|c| pattern.is_none_or(|p| glob::matches(p, c, false)))
             .cloned()
@@ -291,8 +345,14 @@ impl PubSub {
         self.channels.read().get(channel)?.get(&id).cloned()
     }
 
-    pub fn numsub(&self, channel: &[u8]) -> usize {
-        self.channels.read().get(channel).map_or(0, |s| s.len())
+    /// Subscribers of a channel (of a shard channel with `sharded`).
+    pub fn numsub(&self, channel: &[u8], sharded: bool) -> usize {
+        let map = if sharded {
+            &self.shard_channels
+        } else {
+            &self.channels
+        };
+        map.read().get(channel).map_or(0, |s| s.len())
     }
 
     /// Number of distinct patterns subscribed to (by anyone), as Redis 7 counts.

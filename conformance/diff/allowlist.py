@@ -69,9 +69,9 @@ def scan_plain(a, b, args):
 
 
 # Subcommands one side has and the other lacks, with the reason: Redis 7.2 added these to CLIENT
-# (the reference server is 7.0); stmd does not serve sharded Pub/Sub.
+# (the reference server is 7.0).
 NEWER_SUBCOMMANDS = {b"client|setinfo", b"client|no-touch"}
-UNSERVED_SUBCOMMANDS = {b"pubsub|shardchannels", b"pubsub|shardnumsub"}
+UNSERVED_SUBCOMMANDS: set[bytes] = set()
 
 
 def without_notes(spec):
@@ -211,7 +211,7 @@ ALLOWED = {
     "COMMAND": (same_kind, "the command table differs (stmd has fewer commands, no key specs)"),
     "COMMAND COUNT": (same_kind, "the command table differs"),
     "COMMAND LIST": (command_list, "the command table differs (stmd has fewer commands)"),
-    "COMMAND INFO": (command_info, "subcommand order is Redis's random dict order; CLIENT SETINFO/NO-TOUCH are 7.2 (reference: 7.0); 7.2 lets scripts call the blocking commands and WAIT (no `noscript`) and widened ZRANK/ZREVRANK's arity (WITHSCORE); no sharded Pub/Sub in stmd"),
+    "COMMAND INFO": (command_info, "subcommand order is Redis's random dict order; CLIENT SETINFO/NO-TOUCH are 7.2 (reference: 7.0); 7.2 lets scripts call the blocking commands and WAIT (no `noscript`) and widened ZRANK/ZREVRANK's arity (WITHSCORE)"),
     "COMMAND DOCS": (command_docs, "our own summaries and complexities, no history, argument trees from our syntax lines"),
     "CLIENT LIST": (errors_exact_else_kind, "per-client fields (addr, fd, ids, ages, memory) differ"),
     "CLIENT INFO": (errors_exact_else_kind, "per-client fields (addr, fd, ids, ages, memory) differ"),

@@ -204,7 +204,7 @@ pub fn publish(conn: &ConnState, extra: u32) {
     if conn.monitor {
         flags |= flag::MONITOR;
     }
-    if conn.subs.count() > 0 {
+    if conn.subs.any() {
         flags |= flag::PUBSUB;
     }
     if conn.multi.is_some() {
@@ -231,8 +231,13 @@ pub fn publish(conn: &ConnState, extra: u32) {
     }
     p.flags.store(flags, Ordering::Relaxed);
     p.redir.store(redir, Ordering::Relaxed);
+    let subs = &conn.subs;
     p.subscriptions.store(
-        conn.subs.channels.len() as u64 | (conn.subs.patterns.len() as u64) << 32,
+        crate::clients::pack_subscriptions(
+            subs.channels.len(),
+            subs.patterns.len(),
+            subs.shard_channels.len(),
+        ),
         Ordering::Relaxed,
     );
     match &conn.multi {
@@ -244,7 +249,9 @@ pub fn publish(conn: &ConnState, extra: u32) {
     }
     let state_mem = std::mem::size_of::<ConnState>()
         + conn.watched.capacity() * std::mem::size_of::<super::databases::Watched>()
-        + conn.subs.count() * std::mem::size_of::<bytes::Bytes>() * 2;
+        + (conn.subs.count() + conn.subs.shard_channels.len())
+            * std::mem::size_of::<bytes::Bytes>()
+            * 2;
     p.state_mem.store(state_mem as u64, Ordering::Relaxed);
 }
 

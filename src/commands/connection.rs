@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 pub const REDIS_VERSION: &str = "7.2.4";
 
 pub fn ping(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    if !ctx.conn.resp3 && ctx.conn.subs.count() > 0 && args.len() <= 2 {
+    if !ctx.conn.resp3 && ctx.conn.subs.any() && args.len() <= 2 {
         // RESP2 subscriber mode answers in the shape of a pub/sub message.
         let payload = args.get(1).map_or(Reply::bulk_str(""), Reply::bulk);
         return Ok(Reply::Array(vec![Reply::bulk_str("pong"), payload]));

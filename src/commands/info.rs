@@ -445,14 +445,17 @@ fn stats(ctx: &Ctx, lines: &mut Lines) {
     lines.add("evicted_clients", 0);
     lines.add("keyspace_hits", s.keyspace_hits.total());
     lines.add("keyspace_misses", s.keyspace_misses.total());
-    lines.add("pubsub_channels", shared.pubsub.channels(None).len());
+    lines.add("pubsub_channels", shared.pubsub.channels(None, false).len());
     lines.add("pubsub_patterns", shared.pubsub.numpat());
-    lines.add("pubsubshard_channels", 0);
+    lines.add(
+        "pubsubshard_channels",
+        shared.pubsub.channels(None, true).len(),
+    );
     lines.add("latest_fork_usec", 0);
     lines.add("total_forks", 0);
     lines.add("migrate_cached_sockets", 0);
     lines.add("slave_expires_tracked_keys", 0); // no replicas
-    // No active defragmentation.
+                                                // No active defragmentation.
     for field in [
         "active_defrag_hits",
         "active_defrag_misses",

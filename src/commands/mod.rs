@@ -295,7 +295,7 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
             }
         }
     }
-    if !ctx.conn.resp3 && ctx.conn.subs.count() > 0 && !pubsub::allowed_while_subscribed(cmd.name) {
+    if !ctx.conn.resp3 && ctx.conn.subs.any() && !pubsub::allowed_while_subscribed(cmd.name) {
         let reply = pubsub::not_allowed_while_subscribed(cmd.name);
         if let Reply::Error(text) = &reply {
             count_rejection(ctx, Some(cmd), args, text);

@@ -4,7 +4,9 @@
 use super::args::is;
 use super::{unknown_subcommand, CmdResult, Ctx};
 use crate::protocol::Reply;
+use crate::pubsub::Subscriptions;
 use bytes::{Bytes, BytesMut};
+use std::collections::HashSet;
 
 /// Commands a RESP2 connection may still run once it has subscriptions.
 pub fn allowed_while_subscribed(name: &str) -> bool {
@@ -49,9 +51,62 @@ fn confirmation(
     .encode(resp3, out);
 }
 
-/// SUBSCRIBE and PSUBSCRIBE.
+/// The three kinds of subscription, each with its own set on the connection and in the registry.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Channel,
+    Pattern,
+    Shard,
+}
+
+impl Kind {
+    fn of(command: &[u8]) -> Kind {
+        if is(command, "psubscribe") || is(command, "punsubscribe") {
+            Kind::Pattern
+        } else if is(command, "ssubscribe") || is(command, "sunsubscribe") {
+            Kind::Shard
+        } else {
+            Kind::Channel
+        }
+    }
+
+    fn names(self, subscribe: bool) -> &'static str {
+        match (self, subscribe) {
+            (Kind::Channel, true) => "subscribe",
+            (Kind::Pattern, true) => "psubscribe",
+            (Kind::Shard, true) => "ssubscribe",
+            (Kind::Channel, false) => "unsubscribe",
+            (Kind::Pattern, false) => "punsubscribe",
+            (Kind::Shard, false) => "sunsubscribe",
+        }
+    }
+
+    fn set(self, subs: &mut Subscriptions) -> &mut HashSet<Bytes> {
+        match self {
+            Kind::Channel => &mut subs.channels,
+            Kind::Pattern => &mut subs.patterns,
+            Kind::Shard => &mut subs.shard_channels,
+        }
+    }
+
+    /// The count a confirmation carries: shard channels are counted apart, as Redis does.
+    fn count(self, subs: &Subscriptions) -> usize {
+        match self {
+            Kind::Shard => subs.shard_channels.len(),
+            _ => subs.count(),
+        }
+    }
+}
+
+/// SUBSCRIBE, PSUBSCRIBE and SSUBSCRIBE.
 pub fn subscribe(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let pattern = is(args[0], "psubscribe");
+    let kind = Kind::of(args[0]);
+    // Redis refuses SSUBSCRIBE where a client cannot block (MULTI); SUBSCRIBE stays allowed there.
+    if kind == Kind::Shard && ctx.in_exec() {
+        return Err(Reply::error(
+            "ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client",
+        ));
+    }
     let client = ctx.conn.info.clone();
     let limit = ctx.shared.config.read().client_output_buffer_limit.pubsub;
     let mailbox = ctx
@@ -62,70 +117,51 @@ pub fn subscribe(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut out = BytesMut::new();
     for name in &args[1..] {
         let name = Bytes::copy_from_slice(name);
-        let subs = &mut ctx.conn.subs;
-        let added = if pattern {
-            subs.patterns.insert(name.clone())
-        } else {
-            subs.channels.insert(name.clone())
-        };
-        if added {
-            if pattern {
-                ctx.shared.pubsub.psubscribe(&name, &mailbox);
-            } else {
-                ctx.shared.pubsub.subscribe(&name, &mailbox);
+        if kind.set(&mut ctx.conn.subs).insert(name.clone()) {
+            let registry = &ctx.shared.pubsub;
+            match kind {
+                Kind::Channel => registry.subscribe(&name, &mailbox),
+                Kind::Pattern => registry.psubscribe(&name, &mailbox),
+                Kind::Shard => registry.ssubscribe(&name, &mailbox),
             }
         }
-        let kind = if pattern { "psubscribe" } else { "subscribe" };
-        confirmation(&mut out, resp3, kind, Some(&name), ctx.conn.subs.count());
+        let count = kind.count(&ctx.conn.subs);
+        confirmation(&mut out, resp3, kind.names(true), Some(&name), count);
     }
     Ok(Reply::Raw(out.freeze()))
 }
 
-/// UNSUBSCRIBE and PUNSUBSCRIBE; without arguments, from everything of that kind.
+/// UNSUBSCRIBE, PUNSUBSCRIBE and SUNSUBSCRIBE; without arguments, from everything of that kind.
 pub fn unsubscribe(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let pattern = is(args[0], "punsubscribe");
-    Ok(Reply::Raw(unsubscribe_from(ctx, pattern, &args[1..])))
-}
-
-fn unsubscribe_from(ctx: &mut Ctx, pattern: bool, names: &[&[u8]]) -> Bytes {
-    let kind = if pattern {
-        "punsubscribe"
-    } else {
-        "unsubscribe"
-    };
+    let kind = Kind::of(args[0]);
     let id = ctx.conn.info.id;
     let resp3 = ctx.conn.resp3;
-    let mut names: Vec<Bytes> = names.iter().map(|n| Bytes::copy_from_slice(n)).collect();
+    let mut names: Vec<Bytes> = args[1..]
+        .iter()
+        .map(|n| Bytes::copy_from_slice(n))
+        .collect();
     if names.is_empty() {
-        let current = if pattern {
-            &ctx.conn.subs.patterns
-        } else {
-            &ctx.conn.subs.channels
-        };
-        names = current.iter().cloned().collect();
+        names = kind.set(&mut ctx.conn.subs).iter().cloned().collect();
         names.sort();
     }
     let mut out = BytesMut::new();
     if names.is_empty() {
-        confirmation(&mut out, resp3, kind, None, ctx.conn.subs.count());
+        let count = kind.count(&ctx.conn.subs);
+        confirmation(&mut out, resp3, kind.names(false), None, count);
     }
     for name in &names {
-        let subs = &mut ctx.conn.subs;
-        let removed = if pattern {
-            subs.patterns.remove(name)
-        } else {
-            subs.channels.remove(name)
-        };
-        if removed {
-            if pattern {
-                ctx.shared.pubsub.punsubscribe(name, id);
-            } else {
-                ctx.shared.pubsub.unsubscribe(name, id);
+        if kind.set(&mut ctx.conn.subs).remove(name) {
+            let registry = &ctx.shared.pubsub;
+            match kind {
+                Kind::Channel => registry.unsubscribe(name, id),
+                Kind::Pattern => registry.punsubscribe(name, id),
+                Kind::Shard => registry.sunsubscribe(name, id),
             }
         }
-        confirmation(&mut out, resp3, kind, Some(name), ctx.conn.subs.count());
+        let count = kind.count(&ctx.conn.subs);
+        confirmation(&mut out, resp3, kind.names(false), Some(name), count);
     }
-    out.freeze()
+    Ok(Reply::Raw(out.freeze()))
 }
 
 /// Drops every subscription without replying (RESET).
@@ -140,21 +176,30 @@ pub fn publish(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     ))
 }
 
-/// PUBSUB CHANNELS [pattern] | NUMSUB [channel ...] | NUMPAT | HELP.
+/// SPUBLISH shardchannel message: shard-channel subscribers only.
+pub fn spublish(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    Ok(Reply::Int(
+        ctx.shared.pubsub.spublish(args[1], args[2]) as i64
+    ))
+}
+
+/// PUBSUB CHANNELS [pattern] | NUMSUB [channel ...] | NUMPAT | SHARDCHANNELS [pattern] |
+/// SHARDNUMSUB [shardchannel ...] | HELP.
 pub fn pubsub(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let sub = args[1];
     let registry = &ctx.shared.pubsub;
-    if is(sub, "CHANNELS") && args.len() <= 3 {
-        let mut channels = registry.channels(args.get(2).copied());
+    let sharded = sub.len() > 5 && sub[..5].eq_ignore_ascii_case(b"SHARD");
+    if (is(sub, "CHANNELS") || is(sub, "SHARDCHANNELS")) && args.len() <= 3 {
+        let mut channels = registry.channels(args.get(2).copied(), sharded);
         channels.sort();
         Ok(Reply::Array(
             channels.into_iter().map(Reply::Bulk).collect(),
         ))
-    } else if is(sub, "NUMSUB") {
+    } else if is(sub, "NUMSUB") || is(sub, "SHARDNUMSUB") {
         let mut items = Vec::with_capacity((args.len() - 2) * 2);
         for channel in &args[2..] {
             items.push(Reply::bulk(channel));
-            items.push(Reply::Int(registry.numsub(channel) as i64));
+            items.push(Reply::Int(registry.numsub(channel, sharded) as i64));
         }
         Ok(Reply::Array(items))
     } else if is(sub, "NUMPAT") && args.len() == 2 {
@@ -170,14 +215,28 @@ pub fn pubsub(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
                 "NUMSUB [<channel> ...]",
                 "    Return the number of subscribers for the specified channels, excluding",
                 "    pattern subscriptions(default: no channels).",
+                "SHARDCHANNELS [<pattern>]",
+                "    Return the currently active shard level channels matching a <pattern> (default: '*').",
+                "SHARDNUMSUB [<shardchannel> ...]",
+                "    Return the number of subscribers for the specified shard level channel(s)",
                 "HELP",
-                "    Print this help.",
+                "    Prints this help.",
             ]
             .iter()
             .map(|line| Reply::Status((*line).into()))
             .collect(),
         ))
-    } else if let Some(name) = ["channels", "numpat", "help"].iter().find(|s| is(sub, s)) {
+    } else if is(sub, "CHANNELS") || is(sub, "SHARDCHANNELS") {
+        // Redis's words for a known subcommand with too many arguments (its own check, not the
+        // table's arity).
+        Err(Reply::Error(
+            format!(
+                "ERR unknown subcommand or wrong number of arguments for '{}'. Try PUBSUB HELP.",
+                String::from_utf8_lossy(sub)
+            )
+            .into(),
+        ))
+    } else if let Some(name) = ["numpat", "help"].iter().find(|s| is(sub, s)) {
         Err(Reply::Error(
             format!("ERR wrong number of arguments for 'pubsub|{name}' command").into(),
         ))

@@ -133,6 +133,10 @@ pub const PUBSUB_SUBCOMMANDS: &[Command] = commands![
         complexity: "O(N), N the channels named.";
     "pubsub|numpat", 2, PUBSUB | LOADING | STALE, (0, 0, 0), "pubsub", "2.8.0", pubsub::pubsub, "", "Returns the number of pattern subscriptions.",
         complexity: "O(1)";
+    "pubsub|shardchannels", -2, PUBSUB | LOADING | STALE, (0, 0, 0), "pubsub", "7.0.0", pubsub::pubsub, "[pattern]", "Lists the shard channels with subscribers.",
+        complexity: "O(N), N the shard channels with subscribers.";
+    "pubsub|shardnumsub", -2, PUBSUB | LOADING | STALE, (0, 0, 0), "pubsub", "7.0.0", pubsub::pubsub, "[shardchannel [shardchannel ...]]", "Returns the subscriber count of shard channels.",
+        complexity: "O(N), N the shard channels named.";
     "pubsub|help", 2, LOADING | STALE, (0, 0, 0), "pubsub", "6.2.0", pubsub::pubsub, "", "Lists the PUBSUB subcommands.",
         complexity: "O(1)", acl: cat::NO_GROUP;
 ];

@@ -617,6 +617,12 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(N), N the patterns left.";
     "publish", 3, PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE, (0, 0, 0), "pubsub", "2.0.0", pubsub::publish, "channel message", "Posts a message to a channel.",
         complexity: "O(N+M), N the channel's subscribers, M the patterns subscribed.";
+    "ssubscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE, (1, -1, 1), "pubsub", "7.0.0", pubsub::subscribe, "shardchannel [shardchannel ...]", "Listens for messages published to shard channels.",
+        complexity: "O(N), N the shard channels.", keys: &[keys_to_end(NOT_KEY, 1)];
+    "sunsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE, (1, -1, 1), "pubsub", "7.0.0", pubsub::unsubscribe, "[shardchannel [shardchannel ...]]", "Stops listening to messages posted to shard channels.",
+        complexity: "O(N), N the shard channels left.", keys: &[keys_to_end(NOT_KEY, 1)];
+    "spublish", 3, PUBSUB | LOADING | STALE | FAST, (1, 1, 1), "pubsub", "7.0.0", pubsub::spublish, "shardchannel message", "Posts a message to a shard channel.",
+        complexity: "O(N), N the shard channel's subscribers.", keys: &[key(NOT_KEY, 1)];
     "pubsub", -2, 0, (0, 0, 0), "pubsub", "2.8.0", pubsub::pubsub, "", "A container for Pub/Sub commands.",
         complexity: "Depends on the subcommand.", subcommands: PUBSUB_SUBCOMMANDS;
     // scripting
