@@ -2,6 +2,7 @@
 //! authentication, MULTI queueing), done once here, then the handler.
 
 pub mod args;
+pub mod bitmaps;
 pub mod blocking_lists;
 pub mod categories;
 pub mod client;
