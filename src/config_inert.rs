@@ -71,7 +71,6 @@ pub static INERT_PARAMS: &[(&str, &str)] = &[
     ("hash-max-listpack-value", "64"),
     ("hash-max-ziplist-entries", "512"),
     ("hash-max-ziplist-value", "64"),
-    ("hll-sparse-max-bytes", "3000"),
     ("hz", "10"),
     ("ignore-warnings", ""),
     ("io-threads", "1"),

@@ -14,6 +14,7 @@ pub mod docs;
 pub mod dump;
 pub mod functions;
 pub mod hashes;
+pub mod hyperloglog;
 pub mod info;
 pub mod introspection;
 pub mod keys;

@@ -19,7 +19,7 @@ use super::scripting as lua;
 use super::stm_context;
 use super::subcommands::*;
 use super::{
-    bitmaps, blocking_lists as blists, hashes, info, introspection, lists, pubsub, sets, zrange, zsets,
+    bitmaps, blocking_lists as blists, hashes, hyperloglog as hll, info, introspection, lists, pubsub, sets, zrange, zsets,
 };
 use super::{command_info, CmdResult, Ctx};
 use super::{connection as conn, keys, ops, server, stm, strings, transactions as tx, Handler};
@@ -409,6 +409,12 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(1) per subcommand.", keys: &[key(RW | ACCESS | UPDATE | VARIABLE_FLAGS, 1).with_notes("This command allows both access and modification of the key")];
     "bitfield_ro", -2, READONLY | FAST, (1, 1, 1), "bitmap", "6.0.0", bitmaps::bitfield_ro, "key [GET encoding offset [GET encoding offset ...]]", "Performs arbitrary read-only bitfield integer operations on strings.",
         complexity: "O(1) per subcommand.", keys: &[key(RO | ACCESS, 1)];
+    "pfadd", -2, WRITE | DENYOOM | FAST, (1, 1, 1), "hyperloglog", "2.8.9", hll::pfadd, "key [element [element ...]]", "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist.",
+        complexity: "O(1) per element.", keys: &[key(RW | INSERT, 1)];
+    "pfcount", -2, READONLY, (1, -1, 1), "hyperloglog", "2.8.9", hll::pfcount, "key [key ...]", "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).",
+        complexity: "O(1) for one key (cached), O(N) for N keys merged.", keys: &[keys_to_end(RW | ACCESS, 1).with_notes("RW because it may change the internal representation of the key, and propagate to replicas")];
+    "pfmerge", -2, WRITE | DENYOOM, (1, -1, 1), "hyperloglog", "2.8.9", hll::pfmerge, "destkey [sourcekey [sourcekey ...]]", "Merges one or more HyperLogLog values into a single key.",
+        complexity: "O(N), N the HyperLogLogs merged.", keys: &[key(RW | ACCESS | INSERT, 1), keys_to_end(RO | ACCESS, 2)];
     // list
     "lpush", -3, WRITE | DENYOOM | FAST, (1, 1, 1), "list", "1.0.0", lists::push, "key element [element ...]", "Prepends one or more elements to a list. Creates the key if it doesn't exist.",
         complexity: "O(N), N the elements pushed.", keys: &[key(RW | INSERT, 1)];

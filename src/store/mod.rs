@@ -5,6 +5,7 @@
 pub mod changes;
 pub mod eviction;
 pub mod expiry;
+pub mod hyperloglog;
 pub mod scan;
 pub mod swap;
 pub mod value;
