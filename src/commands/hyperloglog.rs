@@ -120,3 +120,62 @@ pub fn pfmerge(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     write_back(&mut locked, args[1], value);
     Ok(Reply::OK)
 }
+
+/// PFDEBUG GETREG|DECODE|ENCODING|TODENSE key. The key is checked before the subcommand, as in
+/// Redis; GETREG and TODENSE turn a sparse value dense for good.
+pub fn pfdebug(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let key = args[2];
+    let mut locked = ctx.lock(&args[2..3]);
+    let Some(value) = read_hll(&mut locked, key)? else {
+        return Err(Reply::error("ERR The specified key does not exist"));
+    };
+    let sub = args[1].to_ascii_lowercase();
+    match sub.as_slice() {
+        b"getreg" | b"todense" => {
+            let converted = !hll::is_dense(&value);
+            let value = if converted {
+                let mut dense = Vec::from(value);
+                hll::to_dense(&mut dense).map_err(error)?;
+                write_back(&mut locked, key, dense.clone());
+                Bytes::from(dense)
+            } else {
+                value
+            };
+            if sub == b"todense" {
+                return Ok(Reply::Int(converted as i64));
+            }
+            Ok(Reply::Array(
+                hll::dense_registers(&value)
+                    .into_iter()
+                    .map(|r| Reply::Int(r as i64))
+                    .collect(),
+            ))
+        }
+        b"decode" => {
+            if hll::is_dense(&value) {
+                return Err(Reply::error("ERR HLL encoding is not sparse"));
+            }
+            Ok(Reply::bulk(hll::decode_sparse(&value)))
+        }
+        b"encoding" => Ok(Reply::Status(
+            if hll::is_dense(&value) {
+                "dense"
+            } else {
+                "sparse"
+            }
+            .into(),
+        )),
+        _ => Err(Reply::error(format!(
+            "ERR Unknown PFDEBUG subcommand '{}'",
+            String::from_utf8_lossy(args[1])
+        ))),
+    }
+}
+
+/// PFSELFTEST: checks the register layout and that sparse and dense values agree.
+pub fn pfselftest(_ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
+    match hll::self_test() {
+        Ok(()) => Ok(Reply::OK),
+        Err(e) => Err(Reply::error(e)),
+    }
+}

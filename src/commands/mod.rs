@@ -19,6 +19,7 @@ pub mod info;
 pub mod introspection;
 pub mod keys;
 pub mod keyspec;
+pub mod lcs;
 pub mod lists;
 pub mod ops;
 pub mod pubsub;

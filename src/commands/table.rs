@@ -19,7 +19,7 @@ use super::scripting as lua;
 use super::stm_context;
 use super::subcommands::*;
 use super::{
-    bitmaps, blocking_lists as blists, hashes, hyperloglog as hll, info, introspection, lists, pubsub, sets, zrange, zsets,
+    bitmaps, blocking_lists as blists, hashes, hyperloglog as hll, info, introspection, lcs, lists, pubsub, sets, zrange, zsets,
 };
 use super::{command_info, CmdResult, Ctx};
 use super::{connection as conn, keys, ops, server, stm, strings, transactions as tx, Handler};
@@ -415,6 +415,12 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(1) for one key (cached), O(N) for N keys merged.", keys: &[keys_to_end(RW | ACCESS, 1).with_notes("RW because it may change the internal representation of the key, and propagate to replicas")];
     "pfmerge", -2, WRITE | DENYOOM, (1, -1, 1), "hyperloglog", "2.8.9", hll::pfmerge, "destkey [sourcekey [sourcekey ...]]", "Merges one or more HyperLogLog values into a single key.",
         complexity: "O(N), N the HyperLogLogs merged.", keys: &[key(RW | ACCESS | INSERT, 1), keys_to_end(RO | ACCESS, 2)];
+    "pfdebug", 3, WRITE | DENYOOM | ADMIN, (2, 2, 1), "hyperloglog", "2.8.9", hll::pfdebug, "subcommand key", "Internal commands for debugging HyperLogLog values.",
+        complexity: "N/A", doc_flags: &["syscmd"], keys: &[key(RW | ACCESS, 2)];
+    "pfselftest", 1, ADMIN, (0, 0, 0), "hyperloglog", "2.8.9", hll::pfselftest, "", "An internal command for testing HyperLogLog values.",
+        complexity: "N/A", doc_flags: &["syscmd"];
+    "lcs", -3, READONLY, (1, 2, 1), "string", "7.0.0", lcs::lcs, "key1 key2 [LEN] [IDX] [MINMATCHLEN min-match-len] [WITHMATCHLEN]", "Finds the longest common substring.",
+        complexity: "O(N*M), N and M the lengths of the two strings.", keys: &[range(RO | ACCESS, 1, 1, 1, 0)];
     // list
     "lpush", -3, WRITE | DENYOOM | FAST, (1, 1, 1), "list", "1.0.0", lists::push, "key element [element ...]", "Prepends one or more elements to a list. Creates the key if it doesn't exist.",
         complexity: "O(N), N the elements pushed.", keys: &[key(RW | INSERT, 1)];
