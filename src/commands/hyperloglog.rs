@@ -133,22 +133,20 @@ pub fn pfdebug(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     match sub.as_slice() {
         b"getreg" | b"todense" => {
             let converted = !hll::is_dense(&value);
-            let value = if converted {
+            let registers = if converted {
                 let mut dense = Vec::from(value);
                 hll::to_dense(&mut dense).map_err(error)?;
-                write_back(&mut locked, key, dense.clone());
-                Bytes::from(dense)
+                let registers = hll::dense_registers(&dense);
+                write_back(&mut locked, key, dense);
+                registers
             } else {
-                value
+                hll::dense_registers(&value)
             };
             if sub == b"todense" {
                 return Ok(Reply::Int(converted as i64));
             }
             Ok(Reply::Array(
-                hll::dense_registers(&value)
-                    .into_iter()
-                    .map(|r| Reply::Int(r as i64))
-                    .collect(),
+                registers.into_iter().map(|r| Reply::Int(r as i64)).collect(),
             ))
         }
         b"decode" => {

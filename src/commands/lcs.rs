@@ -94,11 +94,11 @@ pub fn lcs(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         let mut emit = false;
         if a[i - 1] == b[j - 1] {
             result[idx - 1] = a[i - 1];
-            match range.as_mut() {
+            match range {
                 None => range = Some((i - 1, i - 1, j - 1, j - 1)),
-                Some(r) if r.0 == i && r.2 == j => {
-                    r.0 -= 1;
-                    r.2 -= 1;
+                // Contiguous with the open range: extend it backwards.
+                Some((a0, a1, b0, b1)) if a0 == i && b0 == j => {
+                    range = Some((a0 - 1, a1, b0 - 1, b1));
                 }
                 Some(_) => emit = true,
             }
