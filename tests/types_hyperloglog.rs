@@ -74,12 +74,22 @@ async fn hll_bytes_and_counts_match_redis_through_growth() {
         let size = if batch < 20 { 7 } else { 211 };
         let elements = (added..added + size).map(|i| format!("element:{i}"));
         added += size;
-        both(&mut stmd, &mut redis, &pfadd("h", elements)).await.unwrap();
-        assert_eq!(bytes(&mut stmd, "h").await, bytes(&mut redis, "h").await, "after {added}");
+        both(&mut stmd, &mut redis, &pfadd("h", elements))
+            .await
+            .unwrap();
+        assert_eq!(
+            bytes(&mut stmd, "h").await,
+            bytes(&mut redis, "h").await,
+            "after {added}"
+        );
         let count = both(&mut stmd, &mut redis, &cmd(&["PFCOUNT", "h"])).await;
         assert!(matches!(count, Ok(Value::Int(n)) if n > 0));
         // The cached cardinality is now written into the value.
-        assert_eq!(bytes(&mut stmd, "h").await, bytes(&mut redis, "h").await, "after {added}");
+        assert_eq!(
+            bytes(&mut stmd, "h").await,
+            bytes(&mut redis, "h").await,
+            "after {added}"
+        );
         let encoding = both(&mut stmd, &mut redis, &cmd(&["PFDEBUG", "ENCODING", "h"])).await;
         saw_dense |= encoding == Ok(Value::SimpleString("dense".into()));
     }
@@ -96,16 +106,23 @@ async fn hll_bytes_and_counts_match_redis_through_growth() {
 
     // A higher limit keeps thousands of elements sparse; TODENSE then agrees too.
     for con in [&mut stmd, &mut redis] {
-        reply(con, &cmd(&["CONFIG", "SET", "hll-sparse-max-bytes", "12000"]))
-            .await
-            .unwrap();
+        reply(
+            con,
+            &cmd(&["CONFIG", "SET", "hll-sparse-max-bytes", "12000"]),
+        )
+        .await
+        .unwrap();
     }
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     for _ in 0..10 {
         let elements: Vec<String> = (0..300).map(|_| format!("{:x}", rng.next())).collect();
-        both(&mut stmd, &mut redis, &pfadd("s", elements)).await.unwrap();
+        both(&mut stmd, &mut redis, &pfadd("s", elements))
+            .await
+            .unwrap();
         assert_eq!(bytes(&mut stmd, "s").await, bytes(&mut redis, "s").await);
-        both(&mut stmd, &mut redis, &cmd(&["PFCOUNT", "s"])).await.unwrap();
+        both(&mut stmd, &mut redis, &cmd(&["PFCOUNT", "s"]))
+            .await
+            .unwrap();
     }
     both(&mut stmd, &mut redis, &cmd(&["PFDEBUG", "DECODE", "s"]))
         .await
@@ -126,7 +143,9 @@ async fn hll_merges_of_sparse_and_dense_match_redis() {
     for (key, size) in sizes {
         for chunk in (0..size).collect::<Vec<_>>().chunks(500) {
             let elements = chunk.iter().map(|i| format!("{key}-{i}"));
-            both(&mut stmd, &mut redis, &pfadd(key, elements)).await.unwrap();
+            both(&mut stmd, &mut redis, &pfadd(key, elements))
+                .await
+                .unwrap();
         }
         both(&mut stmd, &mut redis, &cmd(&["PFDEBUG", "ENCODING", key]))
             .await
@@ -139,21 +158,39 @@ async fn hll_merges_of_sparse_and_dense_match_redis() {
             both(&mut stmd, &mut redis, &cmd(&["PFMERGE", &dest, a, b]))
                 .await
                 .unwrap();
-            assert_eq!(bytes(&mut stmd, &dest).await, bytes(&mut redis, &dest).await, "{dest}");
-            both(&mut stmd, &mut redis, &cmd(&["PFCOUNT", &dest])).await.unwrap();
+            assert_eq!(
+                bytes(&mut stmd, &dest).await,
+                bytes(&mut redis, &dest).await,
+                "{dest}"
+            );
+            both(&mut stmd, &mut redis, &cmd(&["PFCOUNT", &dest]))
+                .await
+                .unwrap();
             both(&mut stmd, &mut redis, &cmd(&["PFCOUNT", a, b, "nokey"]))
                 .await
                 .unwrap();
             // Merging into an existing source.
             let into = format!("into-{a}-{b}");
-            both(&mut stmd, &mut redis, &cmd(&["PFMERGE", &into, a])).await.unwrap();
-            both(&mut stmd, &mut redis, &cmd(&["PFMERGE", &into, b])).await.unwrap();
-            assert_eq!(bytes(&mut stmd, &into).await, bytes(&mut redis, &into).await, "{into}");
+            both(&mut stmd, &mut redis, &cmd(&["PFMERGE", &into, a]))
+                .await
+                .unwrap();
+            both(&mut stmd, &mut redis, &cmd(&["PFMERGE", &into, b]))
+                .await
+                .unwrap();
+            assert_eq!(
+                bytes(&mut stmd, &into).await,
+                bytes(&mut redis, &into).await,
+                "{into}"
+            );
         }
     }
-    both(&mut stmd, &mut redis, &cmd(&["PFCOUNT", "tiny", "small", "mid", "big"]))
-        .await
-        .unwrap();
+    both(
+        &mut stmd,
+        &mut redis,
+        &cmd(&["PFCOUNT", "tiny", "small", "mid", "big"]),
+    )
+    .await
+    .unwrap();
 }
 
 #[tokio::test]
@@ -170,19 +207,33 @@ async fn redis_made_hll_values_work_in_stmd() {
         let made = bytes(&mut redis, key).await;
         let set = redis::cmd("SET").arg(key).arg(&made).clone();
         reply(&mut stmd, &set).await.unwrap();
-        both(&mut stmd, &mut redis, &cmd(&["PFCOUNT", key])).await.unwrap();
+        both(&mut stmd, &mut redis, &cmd(&["PFCOUNT", key]))
+            .await
+            .unwrap();
         let more = (0..300).map(|i| format!("more{i}"));
-        both(&mut stmd, &mut redis, &pfadd(key, more)).await.unwrap();
-        both(&mut stmd, &mut redis, &cmd(&["PFCOUNT", key])).await.unwrap();
-        assert_eq!(bytes(&mut stmd, key).await, bytes(&mut redis, key).await, "{key}");
+        both(&mut stmd, &mut redis, &pfadd(key, more))
+            .await
+            .unwrap();
+        both(&mut stmd, &mut redis, &cmd(&["PFCOUNT", key]))
+            .await
+            .unwrap();
+        assert_eq!(
+            bytes(&mut stmd, key).await,
+            bytes(&mut redis, key).await,
+            "{key}"
+        );
     }
     // And the other way: stmd's values are valid HLLs for Redis.
     let elements = (0..2500).map(|i| format!("s{i}"));
-    both(&mut stmd, &mut redis, &pfadd("mine", elements)).await.unwrap();
+    both(&mut stmd, &mut redis, &pfadd("mine", elements))
+        .await
+        .unwrap();
     let made = bytes(&mut stmd, "mine").await;
     let set = redis::cmd("SET").arg("copy").arg(&made).clone();
     both(&mut stmd, &mut redis, &set).await.unwrap();
-    both(&mut stmd, &mut redis, &cmd(&["PFCOUNT", "copy"])).await.unwrap();
+    both(&mut stmd, &mut redis, &cmd(&["PFCOUNT", "copy"]))
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
@@ -196,16 +247,24 @@ async fn lcs_matches_redis_on_generated_strings() {
         // Small alphabets give many and long common runs.
         let alphabet = 2 + (round % 5) as u64;
         let mut text = |len: u64| -> Vec<u8> {
-            (0..len).map(|_| b'a' + (rng.next() % alphabet) as u8).collect()
+            (0..len)
+                .map(|_| b'a' + (rng.next() % alphabet) as u8)
+                .collect()
         };
         let (la, lb) = (round % 40, (round * 7) % 53);
         let (a, b) = (text(la), text(lb));
-        reply(&mut redis, redis::cmd("MSET").arg("a").arg(&a).arg("b").arg(&b))
-            .await
-            .unwrap();
-        reply(&mut stmd, redis::cmd("MSET").arg("a").arg(&a).arg("b").arg(&b))
-            .await
-            .unwrap();
+        reply(
+            &mut redis,
+            redis::cmd("MSET").arg("a").arg(&a).arg("b").arg(&b),
+        )
+        .await
+        .unwrap();
+        reply(
+            &mut stmd,
+            redis::cmd("MSET").arg("a").arg(&a).arg("b").arg(&b),
+        )
+        .await
+        .unwrap();
         let min = (round % 4).to_string();
         for args in [
             vec!["LCS", "a", "b"],

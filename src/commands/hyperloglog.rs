@@ -146,7 +146,10 @@ pub fn pfdebug(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
                 return Ok(Reply::Int(converted as i64));
             }
             Ok(Reply::Array(
-                registers.into_iter().map(|r| Reply::Int(r as i64)).collect(),
+                registers
+                    .into_iter()
+                    .map(|r| Reply::Int(r as i64))
+                    .collect(),
             ))
         }
         b"decode" => {

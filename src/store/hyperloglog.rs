@@ -485,10 +485,13 @@ pub fn self_test() -> Result<(), String> {
     to_dense(&mut dense).map_err(|_| "TESTFAILED sparse to dense".to_string())?;
     for i in 0..5000u64 {
         let element = next().to_le_bytes();
-        let a = add(&mut sparse, &element, usize::MAX).map_err(|_| format!("TESTFAILED add {i}"))?;
+        let a =
+            add(&mut sparse, &element, usize::MAX).map_err(|_| format!("TESTFAILED add {i}"))?;
         let b = add(&mut dense, &element, usize::MAX).map_err(|_| format!("TESTFAILED add {i}"))?;
         if a != b {
-            return Err(format!("TESTFAILED sparse and dense disagree at element {i}"));
+            return Err(format!(
+                "TESTFAILED sparse and dense disagree at element {i}"
+            ));
         }
     }
     let (cs, cd) = (count(&sparse), count(&dense));
