@@ -419,7 +419,7 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "N/A", doc_flags: &["syscmd"], keys: &[key(RW | ACCESS, 2)];
     "pfselftest", 1, ADMIN, (0, 0, 0), "hyperloglog", "2.8.9", hll::pfselftest, "", "An internal command for testing HyperLogLog values.",
         complexity: "N/A", doc_flags: &["syscmd"];
-    "lcs", -3, READONLY, (1, 2, 1), "string", "7.0.0", lcs::lcs, "key1 key2 [LEN] [IDX] [MINMATCHLEN min-match-len] [WITHMATCHLEN]", "Finds the longest common substring.",
+    "lcs", -3, READONLY, (1, 2, 1), "string", "7.0.0", lcs::lcs, "key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]", "Finds the longest common substring.",
         complexity: "O(N*M), N and M the lengths of the two strings.", keys: &[range(RO | ACCESS, 1, 1, 1, 0)];
     // list
     "lpush", -3, WRITE | DENYOOM | FAST, (1, 1, 1), "list", "1.0.0", lists::push, "key element [element ...]", "Prepends one or more elements to a list. Creates the key if it doesn't exist.",
