@@ -493,8 +493,7 @@ fn signed_overflow(value: i64, incr: i64, bits: u32, ow: Overflow) -> Option<i64
         }
         c as i64
     };
-    if value > max || (bits != 64 && incr > maxincr) || (value >= 0 && incr > 0 && incr > maxincr)
-    {
+    if value > max || (bits != 64 && incr > maxincr) || (value >= 0 && incr > 0 && incr > maxincr) {
         Some(match ow {
             Overflow::Wrap => wrap(),
             _ => max,
@@ -678,7 +677,10 @@ mod tests {
         assert_eq!(unsigned_overflow(u64::MAX, 0, 8, Overflow::Wrap), Some(255));
         assert_eq!(signed_overflow(127, 1, 8, Overflow::Wrap), Some(-128));
         assert_eq!(signed_overflow(-128, -1, 8, Overflow::Sat), Some(-128));
-        assert_eq!(signed_overflow(i64::MAX, 1, 64, Overflow::Wrap), Some(i64::MIN));
+        assert_eq!(
+            signed_overflow(i64::MAX, 1, 64, Overflow::Wrap),
+            Some(i64::MIN)
+        );
         assert_eq!(signed_overflow(5, 1, 8, Overflow::Wrap), None);
     }
 }

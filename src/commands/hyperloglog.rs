@@ -2,6 +2,7 @@
 //! layout (`crate::store::hyperloglog`).
 
 use super::{err, CmdResult, Ctx};
+use crate::events::class;
 use crate::protocol::Reply;
 use crate::store::hyperloglog::{self as hll, HllError, REGISTERS};
 use crate::store::{Locked, Value};
@@ -104,12 +105,17 @@ pub fn pfmerge(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut dense = false;
     let mut dest: Option<Bytes> = None;
     for (i, key) in args[1..].iter().enumerate() {
-        if let Some(value) = read_hll(&mut locked, key)? {
-            dense |= hll::is_dense(&value);
-            hll::merge_into(&mut max, &value).map_err(error)?;
-            if i == 0 {
-                dest = Some(value);
+        match read_hll(&mut locked, key)? {
+            Some(value) => {
+                dense |= hll::is_dense(&value);
+                hll::merge_into(&mut max, &value).map_err(error)?;
+                if i == 0 {
+                    dest = Some(value);
+                }
             }
+            // Redis reads every key (the destination too) as a read: a missing one is a
+            // `keymiss`. Naming events here means naming the `pfadd` below as well.
+            None => locked.notify(class::KEY_MISS, "keymiss", key),
         }
     }
     let mut value = match dest {
@@ -118,6 +124,7 @@ pub fn pfmerge(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     };
     hll::store_registers(&mut value, &max, dense, sparse_max).map_err(error)?;
     write_back(&mut locked, args[1], value);
+    locked.notify(class::STRING, "pfadd", args[1]);
     Ok(Reply::OK)
 }
 

@@ -19,7 +19,8 @@ use super::scripting as lua;
 use super::stm_context;
 use super::subcommands::*;
 use super::{
-    bitmaps, blocking_lists as blists, hashes, hyperloglog as hll, info, introspection, lcs, lists, pubsub, sets, zrange, zsets,
+    bitmaps, blocking_lists as blists, hashes, hyperloglog as hll, info, introspection, lcs, lists,
+    pubsub, sets, zrange, zsets,
 };
 use super::{command_info, CmdResult, Ctx};
 use super::{connection as conn, keys, ops, server, stm, strings, transactions as tx, Handler};
