@@ -104,18 +104,19 @@ async fn hll_bytes_and_counts_match_redis_through_growth() {
         .await
         .unwrap();
 
-    // A higher limit keeps thousands of elements sparse; TODENSE then agrees too.
+    // A higher limit keeps 12000 elements sparse (long runs of equal registers merge into VAL
+    // opcodes of up to 4); TODENSE then agrees too.
     for con in [&mut stmd, &mut redis] {
         reply(
             con,
-            &cmd(&["CONFIG", "SET", "hll-sparse-max-bytes", "12000"]),
+            &cmd(&["CONFIG", "SET", "hll-sparse-max-bytes", "60000"]),
         )
         .await
         .unwrap();
     }
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    for _ in 0..10 {
-        let elements: Vec<String> = (0..300).map(|_| format!("{:x}", rng.next())).collect();
+    for _ in 0..24 {
+        let elements: Vec<String> = (0..500).map(|_| format!("{:x}", rng.next())).collect();
         both(&mut stmd, &mut redis, &pfadd("s", elements))
             .await
             .unwrap();
@@ -124,6 +125,10 @@ async fn hll_bytes_and_counts_match_redis_through_growth() {
             .await
             .unwrap();
     }
+    assert_eq!(
+        both(&mut stmd, &mut redis, &cmd(&["PFDEBUG", "ENCODING", "s"])).await,
+        Ok(Value::SimpleString("sparse".into()))
+    );
     both(&mut stmd, &mut redis, &cmd(&["PFDEBUG", "DECODE", "s"]))
         .await
         .unwrap();
