@@ -96,6 +96,9 @@ pub struct Config {
     /// Largest number of arguments one request may declare.
     #[arg(long, env = "STMD_PROTO_MAX_MULTIBULK_LEN", default_value_t = 16 * 1024 * 1024, help_heading = "Limits")]
     pub proto_max_multibulk_len: u64,
+    /// Largest sparse HyperLogLog value (header included) before it turns dense (units as above).
+    #[arg(long, env = "STMD_HLL_SPARSE_MAX_BYTES", default_value = "3000", value_parser = parse_memory, help_heading = "Limits")]
+    pub hll_sparse_max_bytes: u64,
     /// Output a client may leave unread, per class: `<class> <hard> <soft> <soft-seconds>`…
     /// (classes normal, replica, pubsub; 0 disables), applied over the default.
     #[arg(long, env = "STMD_CLIENT_OUTPUT_BUFFER_LIMIT", default_value = "", hide_default_value = true, value_parser = OutputBufferLimits::parse, help_heading = "Limits")]
@@ -541,6 +544,7 @@ pub static PARAMS: &[Param] = &[
     },
     memory_param!("proto-max-bulk-len", proto_max_bulk_len),
     number_param!("proto-max-multibulk-len", proto_max_multibulk_len),
+    memory_param!("hll-sparse-max-bytes", hll_sparse_max_bytes),
     memory_param!("client-query-buffer-limit", client_query_buffer_limit),
     memory_param!("maxmemory", maxmemory),
     Param {

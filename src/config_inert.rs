@@ -67,7 +67,6 @@ pub static INERT_PARAMS: &[(&str, &str)] = &[
     ("dynamic-hz", "yes"),
     ("enable-module-command", "no"),
     ("enable-protected-configs", "no"),
-    ("hll-sparse-max-bytes", "3000"),
     ("hz", "10"),
     ("ignore-warnings", ""),
     ("io-threads", "1"),

@@ -61,6 +61,16 @@ def client_setinfo(a, b, args):
     return a.raw == b.raw or (b.raw.startswith(b"-ERR unknown subcommand") and a.raw == b"+OK\r\n")
 
 
+def bit_range_args(a, b, args):
+    """Redis 7.2 parses BITCOUNT's and BITPOS's range arguments before looking at the key (#11734):
+    a missing key with bad range arguments is an error, and a bad range on a non-string key is
+    that error rather than WRONGTYPE. The reference server is 7.0, which answered 0 / -1 or
+    WRONGTYPE first. stmd follows 7.2."""
+    if a.raw == b.raw:
+        return True
+    return a.is_error() and (b.raw in (b":0\r\n", b":-1\r\n") or b.raw.startswith(b"-WRONGTYPE"))
+
+
 def scan_plain(a, b, args):
     """A SCAN not iterated by the runner: cursor values and ordering are implementation details."""
     if a.is_error() or b.is_error():
@@ -224,5 +234,7 @@ ALLOWED = {
     "MEMORY MALLOC-STATS": (errors_exact_else_kind, "each allocator's own report"),
     "LATENCY HISTOGRAM": (errors_exact_else_kind, "each server's own timings"),
     "LOLWUT": (errors_exact_else_kind, "the version line (7.2.x vs the reference 7.0.x); stmd draws no art"),
+    "BITCOUNT": (bit_range_args, "7.2 checks range arguments before the key (reference: 7.0)"),
+    "BITPOS": (bit_range_args, "7.2 checks range arguments before the key (reference: 7.0)"),
     "SCAN": (scan_plain, "cursor values/order differ; [scan] cases compare the full key set"),
 }

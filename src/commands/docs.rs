@@ -102,6 +102,7 @@ fn value_arg(name: &str) -> Arg {
             | "milliseconds"
             | "count"
             | "offset"
+            | "len"
             | "start"
             | "end"
             | "index"

@@ -2,6 +2,7 @@
 //! authentication, MULTI queueing), done once here, then the handler.
 
 pub mod args;
+pub mod bitmaps;
 pub mod blocking_lists;
 pub mod categories;
 pub mod client;
@@ -14,10 +15,12 @@ pub mod dump;
 pub mod functions;
 pub mod geo;
 pub mod hashes;
+pub mod hyperloglog;
 pub mod info;
 pub mod introspection;
 pub mod keys;
 pub mod keyspec;
+pub mod lcs;
 pub mod lists;
 pub mod mpop;
 pub mod ops;

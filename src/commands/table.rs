@@ -19,8 +19,8 @@ use super::scripting as lua;
 use super::stm_context;
 use super::subcommands::*;
 use super::{
-    blocking_lists as blists, geo, hashes, info, introspection, lists, mpop, pubsub, sets, sort,
-    zalgebra, zrange, zsets,
+    bitmaps, blocking_lists as blists, geo, hashes, hyperloglog as hll, info, introspection, lcs,
+    lists, mpop, pubsub, sets, sort, zalgebra, zrange, zsets,
 };
 use super::{command_info, CmdResult, Ctx};
 use super::{connection as conn, keys, ops, server, stm, strings, transactions as tx, Handler};
@@ -395,6 +395,33 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(N), N the length returned.", doc_flags: &["deprecated"], deprecated_since: "2.0.0", replaced_by: "`GETRANGE`", keys: &[key(RO | ACCESS, 1)];
     "setrange", 4, WRITE | DENYOOM, (1, 1, 1), "string", "2.2.0", strings::setrange, "key offset value", "Overwrites a part of a string value with another by an offset.",
         complexity: "O(M), M the length written, plus growing the value.", keys: &[key(RW | UPDATE, 1)];
+    // bitmaps, HyperLogLog, LCS (issue #14)
+    "setbit", 4, WRITE | DENYOOM, (1, 1, 1), "bitmap", "2.2.0", bitmaps::setbit, "key offset value", "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist.",
+        complexity: "O(1), plus growing the value.", keys: &[key(RW | ACCESS | UPDATE, 1)];
+    "getbit", 3, READONLY | FAST, (1, 1, 1), "bitmap", "2.2.0", bitmaps::getbit, "key offset", "Returns a bit value by offset.",
+        complexity: "O(1)", keys: &[key(RO | ACCESS, 1)];
+    "bitcount", -2, READONLY, (1, 1, 1), "bitmap", "2.6.0", bitmaps::bitcount, "key [start end [BYTE | BIT]]", "Counts the number of set bits (population counting) in a string.",
+        complexity: "O(N), N the bytes counted.", keys: &[key(RO | ACCESS, 1)];
+    "bitpos", -3, READONLY, (1, 1, 1), "bitmap", "2.8.7", bitmaps::bitpos, "key bit [start [end [BYTE | BIT]]]", "Finds the first set (1) or clear (0) bit in a string.",
+        complexity: "O(N), N the bytes searched.", keys: &[key(RO | ACCESS, 1)];
+    "bitop", -4, WRITE | DENYOOM, (2, -1, 1), "bitmap", "2.6.0", bitmaps::bitop, "<AND | OR | XOR | NOT> destkey key [key ...]", "Performs bitwise operations on multiple strings, and stores the result.",
+        complexity: "O(N), N the longest source's length.", keys: &[key(OW | UPDATE, 2), keys_to_end(RO | ACCESS, 3)];
+    "bitfield", -2, WRITE | DENYOOM, (1, 1, 1), "bitmap", "3.2.0", bitmaps::bitfield, "key [GET encoding offset | [OVERFLOW <WRAP | SAT | FAIL>] <SET encoding offset value | INCRBY encoding offset increment> [GET encoding offset | [OVERFLOW <WRAP | SAT | FAIL>] <SET encoding offset value | INCRBY encoding offset increment> ...]]", "Performs arbitrary bitfield integer operations on strings.",
+        complexity: "O(1) per subcommand.", keys: &[key(RW | ACCESS | UPDATE | VARIABLE_FLAGS, 1).with_notes("This command allows both access and modification of the key")];
+    "bitfield_ro", -2, READONLY | FAST, (1, 1, 1), "bitmap", "6.0.0", bitmaps::bitfield_ro, "key [GET encoding offset [GET encoding offset ...]]", "Performs arbitrary read-only bitfield integer operations on strings.",
+        complexity: "O(1) per subcommand.", keys: &[key(RO | ACCESS, 1)];
+    "pfadd", -2, WRITE | DENYOOM | FAST, (1, 1, 1), "hyperloglog", "2.8.9", hll::pfadd, "key [element [element ...]]", "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist.",
+        complexity: "O(1) per element.", keys: &[key(RW | INSERT, 1)];
+    "pfcount", -2, READONLY, (1, -1, 1), "hyperloglog", "2.8.9", hll::pfcount, "key [key ...]", "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).",
+        complexity: "O(1) for one key (cached), O(N) for N keys merged.", keys: &[keys_to_end(RW | ACCESS, 1).with_notes("RW because it may change the internal representation of the key, and propagate to replicas")];
+    "pfmerge", -2, WRITE | DENYOOM, (1, -1, 1), "hyperloglog", "2.8.9", hll::pfmerge, "destkey [sourcekey [sourcekey ...]]", "Merges one or more HyperLogLog values into a single key.",
+        complexity: "O(N), N the HyperLogLogs merged.", keys: &[key(RW | ACCESS | INSERT, 1), keys_to_end(RO | ACCESS, 2)];
+    "pfdebug", 3, WRITE | DENYOOM | ADMIN, (2, 2, 1), "hyperloglog", "2.8.9", hll::pfdebug, "subcommand key", "Internal commands for debugging HyperLogLog values.",
+        complexity: "N/A", doc_flags: &["syscmd"], keys: &[key(RW | ACCESS, 2)];
+    "pfselftest", 1, ADMIN, (0, 0, 0), "hyperloglog", "2.8.9", hll::pfselftest, "", "An internal command for testing HyperLogLog values.",
+        complexity: "N/A", doc_flags: &["syscmd"];
+    "lcs", -3, READONLY, (1, 2, 1), "string", "7.0.0", lcs::lcs, "key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]", "Finds the longest common substring.",
+        complexity: "O(N*M), N and M the lengths of the two strings.", keys: &[range(RO | ACCESS, 1, 1, 1, 0)];
     // list
     "lpush", -3, WRITE | DENYOOM | FAST, (1, 1, 1), "list", "1.0.0", lists::push, "key element [element ...]", "Prepends one or more elements to a list. Creates the key if it doesn't exist.",
         complexity: "O(N), N the elements pushed.", keys: &[key(RW | INSERT, 1)];

@@ -7,6 +7,7 @@ pub mod encoding;
 pub mod eviction;
 pub mod expiry;
 pub mod geohash;
+pub mod hyperloglog;
 pub mod ranked;
 pub mod scan;
 pub mod swap;
