@@ -164,7 +164,7 @@ pub fn geohash_cmd(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             .map(|m| {
                 z.and_then(|z| z.score(m))
                     .and_then(geohash::standard_geohash)
-                    .map_or(Reply::Nil, |h| Reply::bulk(h))
+                    .map_or(Reply::Nil, Reply::bulk)
             })
             .collect(),
     ))
