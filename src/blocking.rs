@@ -60,6 +60,19 @@ impl Waiters {
         }
     }
 
+    /// Wakes every client waiting on `key` (a stream grew: XREAD readers do not consume, so all
+    /// of them may be served; XREADGROUP readers retry and find out under the lock).
+    pub fn signal_all(&self, key: &[u8]) {
+        if self.keys_waited.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        if let Some(queue) = self.queues.lock().get(key) {
+            for waiter in queue {
+                waiter.notify.notify_one();
+            }
+        }
+    }
+
     /// True when some client other than `me` is queued on `key` ahead of `me` (any client, when
     /// `me` is not queued there). Call under the key's shard lock.
     pub fn someone_ahead(&self, key: &[u8], me: Option<&Waiter>) -> bool {

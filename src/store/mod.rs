@@ -6,6 +6,7 @@ pub mod changes;
 pub mod eviction;
 pub mod expiry;
 pub mod scan;
+pub mod stream;
 pub mod swap;
 pub mod value;
 pub mod zset;
@@ -368,6 +369,8 @@ impl Keyspace {
             Value::Stm(entry) => self.stm_index.insert(key, entry),
             // A list created by any command (LPUSH, RENAME, MOVE, …) may serve a blocked client.
             Value::List(_) => self.waiters.signal(key),
+            // A stream created (XADD, RENAME, …) may serve every client blocked on it.
+            Value::Stream(_) => self.waiters.signal_all(key),
             _ => {}
         }
     }

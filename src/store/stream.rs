@@ -1,0 +1,407 @@
+//! The stream type: entries ordered by a 128-bit id in a B-tree, each entry's fields packed into
+//! one allocation, plus the consumer groups. Redis keeps entries in listpack nodes of at most
+//! `stream-node-max-entries` (100) entries; we keep a light record of those node boundaries so
+//! that approximate trimming (`~`) removes exactly what Redis would remove.
+
+use bytes::Bytes;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Entries per node before a new one starts (Redis's `stream-node-max-entries` default).
+pub const NODE_MAX_ENTRIES: u32 = 100;
+
+/// A stream entry id, `<ms>-<seq>`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct StreamId {
+    pub ms: u64,
+    pub seq: u64,
+}
+
+impl StreamId {
+    pub const MIN: StreamId = StreamId { ms: 0, seq: 0 };
+    pub const MAX: StreamId = StreamId {
+        ms: u64::MAX,
+        seq: u64::MAX,
+    };
+
+    pub fn new(ms: u64, seq: u64) -> Self {
+        StreamId { ms, seq }
+    }
+
+    /// The next id, or `None` past the last possible one.
+    pub fn incr(self) -> Option<StreamId> {
+        if self.seq == u64::MAX {
+            (self.ms != u64::MAX).then(|| StreamId::new(self.ms + 1, 0))
+        } else {
+            Some(StreamId::new(self.ms, self.seq + 1))
+        }
+    }
+
+    /// The previous id, or `None` before 0-0.
+    pub fn decr(self) -> Option<StreamId> {
+        if self.seq == 0 {
+            (self.ms != 0).then(|| StreamId::new(self.ms - 1, u64::MAX))
+        } else {
+            Some(StreamId::new(self.ms, self.seq - 1))
+        }
+    }
+
+    pub fn is_zero(self) -> bool {
+        self == StreamId::MIN
+    }
+}
+
+impl std::fmt::Display for StreamId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.ms, self.seq)
+    }
+}
+
+/// One entry's field/value pairs, packed as `len(varint) bytes` items in one allocation.
+#[derive(Clone, Debug)]
+pub struct Fields(Box<[u8]>);
+
+fn put_varint(out: &mut Vec<u8>, mut n: usize) {
+    while n >= 0x80 {
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+impl Fields {
+    pub fn pack<T: AsRef<[u8]>>(items: &[T]) -> Fields {
+        let total: usize = items.iter().map(|i| i.as_ref().len() + 2).sum();
+        let mut out = Vec::with_capacity(total);
+        for item in items {
+            let item = item.as_ref();
+            put_varint(&mut out, item.len());
+            out.extend_from_slice(item);
+        }
+        Fields(out.into_boxed_slice())
+    }
+
+    /// The items (field, value, field, value, …).
+    pub fn iter(&self) -> FieldsIter<'_> {
+        FieldsIter(&self.0)
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        self.0.len()
+    }
+}
+
+pub struct FieldsIter<'a>(&'a [u8]);
+
+impl<'a> Iterator for FieldsIter<'a> {
+    type Item = &'a [u8];
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let mut len = 0usize;
+        let mut shift = 0;
+        let mut at = 0;
+        loop {
+            let byte = *self.0.get(at)?;
+            at += 1;
+            len |= ((byte & 0x7f) as usize) << shift;
+            shift += 7;
+            if byte & 0x80 == 0 {
+                break;
+            }
+        }
+        let item = self.0.get(at..at + len)?;
+        self.0 = &self.0[at + len..];
+        Some(item)
+    }
+}
+
+/// A listpack node as Redis would have it: where it starts, its last appended id, how many
+/// entries it holds in all (live and deleted) and how many are live.
+#[derive(Clone, Copy, Debug)]
+pub struct Node {
+    pub last: StreamId,
+    pub total: u32,
+    pub live: u32,
+}
+
+/// A pending (delivered, not acknowledged) entry of a group.
+#[derive(Clone, Debug)]
+pub struct Nack {
+    pub consumer: Bytes,
+    pub delivery_time: u64,
+    pub delivery_count: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Consumer {
+    pub seen_time: u64,
+    /// Last time the consumer read or claimed something; `None` until then.
+    pub active_time: Option<u64>,
+    pub pel: BTreeSet<StreamId>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Group {
+    pub last_id: StreamId,
+    /// [`INVALID_READ`] when unknown.
+    pub entries_read: i64,
+    pub pel: BTreeMap<StreamId, Nack>,
+    pub consumers: BTreeMap<Bytes, Consumer>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Stream {
+    pub entries: BTreeMap<StreamId, Fields>,
+    /// Listpack nodes by their first (master) id.
+    pub nodes: BTreeMap<StreamId, Node>,
+    pub last_id: StreamId,
+    /// Redis's recorded first id (0-0 when empty after XDEL, MAX after trimming everything).
+    pub first_id: StreamId,
+    pub max_deleted: StreamId,
+    pub entries_added: u64,
+    pub groups: BTreeMap<Bytes, Group>,
+}
+
+/// How XADD/XTRIM trim.
+#[derive(Clone, Copy, Debug)]
+pub enum Trim {
+    MaxLen(u64),
+    MinId(StreamId),
+}
+
+impl Stream {
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Appends an entry with an id greater than `last_id` (checked by the caller).
+    pub fn append(&mut self, id: StreamId, fields: Fields) {
+        let start_new = match self.nodes.iter_mut().next_back() {
+            Some((_, node)) if node.total < NODE_MAX_ENTRIES => {
+                node.total += 1;
+                node.live += 1;
+                node.last = id;
+                false
+            }
+            _ => true,
+        };
+        if start_new {
+            self.nodes.insert(
+                id,
+                Node {
+                    last: id,
+                    total: 1,
+                    live: 1,
+                },
+            );
+        }
+        self.entries.insert(id, fields);
+        self.last_id = id;
+        self.entries_added += 1;
+        if self.entries.len() == 1 {
+            self.first_id = id;
+        }
+    }
+
+    /// Deletes one entry (XDEL): true when it existed. A node left with no live entry goes.
+    pub fn delete(&mut self, id: StreamId) -> bool {
+        if self.entries.remove(&id).is_none() {
+            return false;
+        }
+        if let Some((&start, node)) = self.nodes.range_mut(..=id).next_back() {
+            node.live = node.live.saturating_sub(1);
+            if node.live == 0 {
+                self.nodes.remove(&start);
+            }
+        }
+        true
+    }
+
+    /// The first live id, if any.
+    pub fn first_entry_id(&self) -> Option<StreamId> {
+        self.entries.keys().next().copied()
+    }
+
+    /// The last live id, if any.
+    pub fn last_entry_id(&self) -> Option<StreamId> {
+        self.entries.keys().next_back().copied()
+    }
+
+    /// Redis's `streamTrim`: removes whole nodes from the head while allowed, then (exact only)
+    /// entries inside the next node. `limit` 0 means no limit. Returns the number removed.
+    pub fn trim(&mut self, trim: Trim, approx: bool, limit: u64) -> u64 {
+        if let Trim::MaxLen(max) = trim {
+            if self.entries.len() as u64 <= max {
+                return 0;
+            }
+        }
+        let mut deleted = 0u64;
+        while let Some((&start, &node)) = self.nodes.iter().next() {
+            let live = u64::from(node.live);
+            if limit != 0 && deleted + live > limit {
+                break;
+            }
+            let remove_node = match trim {
+                Trim::MaxLen(max) => self.entries.len() as u64 - live >= max,
+                Trim::MinId(min) => node.last < min,
+            };
+            let end = self
+                .nodes
+                .range((
+                    std::ops::Bound::Excluded(start),
+                    std::ops::Bound::Unbounded,
+                ))
+                .next()
+                .map(|(k, _)| *k);
+            if remove_node {
+                self.nodes.remove(&start);
+                let ids: Vec<StreamId> = match end {
+                    Some(end) => self.entries.range(start..end).map(|(k, _)| *k).collect(),
+                    None => self.entries.range(start..).map(|(k, _)| *k).collect(),
+                };
+                for id in &ids {
+                    self.entries.remove(id);
+                }
+                deleted += ids.len() as u64;
+                continue;
+            }
+            if approx {
+                break;
+            }
+            let ids: Vec<StreamId> = match end {
+                Some(end) => self.entries.range(start..end).map(|(k, _)| *k).collect(),
+                None => self.entries.range(start..).map(|(k, _)| *k).collect(),
+            };
+            for id in ids {
+                let stop = match trim {
+                    Trim::MaxLen(max) => self.entries.len() as u64 <= max,
+                    Trim::MinId(min) => id >= min,
+                };
+                if stop {
+                    break;
+                }
+                self.entries.remove(&id);
+                if let Some(n) = self.nodes.get_mut(&start) {
+                    n.live = n.live.saturating_sub(1);
+                }
+                deleted += 1;
+            }
+            break;
+        }
+        if deleted > 0 {
+            self.first_id = self.first_entry_id().unwrap_or(StreamId::MAX);
+        }
+        deleted
+    }
+
+    /// Approximate heap bytes (MEMORY USAGE).
+    pub fn memory(&self) -> usize {
+        let entries: usize = self
+            .entries
+            .values()
+            .map(|f| f.heap_bytes() + 40)
+            .sum::<usize>();
+        let groups: usize = self
+            .groups
+            .values()
+            .map(|g| 64 + g.pel.len() * 80 + g.consumers.len() * 64)
+            .sum();
+        std::mem::size_of::<Stream>() + entries + self.nodes.len() * 48 + groups
+    }
+
+    /// XINFO's `lag` of a group (Redis's `streamReplyWithCGLag`); `None` when unknowable.
+    pub fn lag(&self, group: &Group) -> Option<i64> {
+        if self.entries_added == 0 {
+            return Some(0);
+        }
+        if group.entries_read != INVALID_READ && !self.range_has_tombstones(group.last_id, None) {
+            return Some(self.entries_added as i64 - group.entries_read);
+        }
+        let read = self.estimate_entries_read(group.last_id);
+        (read != INVALID_READ).then(|| self.entries_added as i64 - read)
+    }
+
+    /// Redis's `streamEstimateDistanceFromFirstEverEntry`; [`INVALID_READ`] when unknowable.
+    pub fn estimate_entries_read(&self, id: StreamId) -> i64 {
+        if self.entries_added == 0 {
+            return 0;
+        }
+        let added = self.entries_added as i64;
+        if self.entries.is_empty() && id <= self.last_id {
+            return added;
+        }
+        if id == self.last_id {
+            return added;
+        } else if id > self.last_id {
+            return INVALID_READ;
+        }
+        if self.max_deleted.is_zero() || self.max_deleted < self.first_id {
+            if id < self.first_id {
+                return added - self.entries.len() as i64;
+            } else if id == self.first_id {
+                return added - self.entries.len() as i64 + 1;
+            }
+        }
+        INVALID_READ
+    }
+
+    /// Redis's `streamRangeHasTombstones` (`end` `None` = to the end).
+    pub fn range_has_tombstones(&self, start: StreamId, end: Option<StreamId>) -> bool {
+        if self.entries.is_empty() || self.max_deleted.is_zero() {
+            return false;
+        }
+        if self.first_id > self.max_deleted {
+            return false;
+        }
+        start <= self.max_deleted && self.max_deleted <= end.unwrap_or(StreamId::MAX)
+    }
+
+    /// Moves a group's last delivered id forward to `id`, keeping its read counter as Redis.
+    pub fn advance_group(&mut self, name: &[u8], id: StreamId) {
+        let has_tombstones = self.range_has_tombstones(id, None);
+        let estimate = self.estimate_entries_read(id);
+        let added = self.entries_added;
+        if let Some(group) = self.groups.get_mut(name) {
+            if id > group.last_id {
+                if group.entries_read != INVALID_READ && !has_tombstones {
+                    group.entries_read += 1;
+                } else if added != 0 {
+                    group.entries_read = estimate;
+                }
+                group.last_id = id;
+            }
+        }
+    }
+}
+
+/// A group's read counter when unknown (Redis's `SCG_INVALID_ENTRIES_READ`).
+pub const INVALID_READ: i64 = -1;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_round_trip() {
+        let long = vec![b'x'; 300];
+        let f = Fields::pack(&[&b"a"[..], b"", &long[..]]);
+        let items: Vec<&[u8]> = f.iter().collect();
+        assert_eq!(items, vec![&b"a"[..], b"", &long[..]]);
+    }
+
+    #[test]
+    fn approximate_trim_removes_whole_nodes() {
+        let mut s = Stream::default();
+        for i in 1..=250 {
+            s.append(StreamId::new(i, 0), Fields::pack(&[b"f", b"v"]));
+        }
+        assert_eq!(s.nodes.len(), 3);
+        assert_eq!(s.trim(Trim::MaxLen(120), true, 0), 100);
+        assert_eq!(s.len(), 150);
+        assert_eq!(s.trim(Trim::MaxLen(120), false, 0), 30);
+        assert_eq!(s.len(), 120);
+        assert_eq!(s.first_id, StreamId::new(131, 0));
+    }
+}
