@@ -465,11 +465,6 @@ pub fn xsetid(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let Some(s) = stream_mut(&mut locked, key)? else {
         return Err(Reply::error(err::NO_SUCH_KEY));
     };
-    if id < s.max_deleted {
-        return Err(Reply::error(
-            "ERR The ID specified in XSETID is smaller than current max_deleted_entry_id",
-        ));
-    }
     if let Some(top) = s.last_entry_id() {
         if id < top {
             return Err(Reply::error(
@@ -634,7 +629,10 @@ pub fn xread(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         if is(o, "BLOCK") && more > 0 {
             if ctx.in_exec() && ctx.shared.scripting.run.is_active() {
                 return Err(Reply::Error(
-                    format!("ERR {name} command is not allowed with BLOCK option from scripts")
+                    format!(
+                        "ERR {} command is not allowed with BLOCK option from scripts",
+                        String::from_utf8_lossy(args[0])
+                    )
                         .into(),
                 ));
             }
@@ -652,7 +650,8 @@ pub fn xread(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             streams_arg = i + 1;
             if (args.len() - streams_arg) % 2 != 0 {
                 let symbol = if xreadgroup { '>' } else { '$' };
-                return Err(Reply::Error(format!("ERR Unbalanced '{name}' list of streams: for each stream key an ID or '{symbol}' must be specified.").into()));
+                let upper = name.to_ascii_uppercase();
+                return Err(Reply::Error(format!("ERR Unbalanced {upper} list of streams: for each stream key an ID or '{symbol}' must be specified.").into()));
             }
             break;
         } else if is(o, "GROUP") && more >= 2 {
