@@ -43,7 +43,7 @@ fn stream_mut<'l>(
 }
 
 fn signal(locked: &Locked<'_>, key: &[u8]) {
-    locked.keyspace().waiters.signal_all(key);
+    locked.keyspace().waiters.signal(key);
 }
 
 // ---------------------------------------------------------------- ids
@@ -693,13 +693,28 @@ pub fn xread(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         None
     };
     let waiters = ctx.shared.store.db(ctx.conn.db).waiters.clone();
+    let me = ctx.conn.wait.as_ref().map(|g| g.waiter().clone());
+    // A rerun passes the turn to the next client queued on each key, served or not.
+    let pass_on = |keys: &[&[u8]]| {
+        if let Some(me) = &me {
+            for key in keys {
+                waiters.wake_next(key, me);
+            }
+        }
+    };
+    // A key that stopped being a stream while XREAD waited on it is waited on (as Redis, which
+    // only wakes XREAD for a stream); XREADGROUP answers the error.
+    let lenient = rerun && !xreadgroup;
     let now = now_ms();
     let guard = {
         let mut locked = ctx.lock(keys);
         // Resolve the ids (`$` and `>` as Redis does), checking types and groups first.
         let mut ids: Vec<Option<StreamId>> = Vec::with_capacity(n);
         for (k, (key, arg)) in keys.iter().zip(id_args).enumerate() {
-            let s = stream(&mut locked, key)?;
+            let s = match stream(&mut locked, key) {
+                Err(_) if lenient => None,
+                other => other?,
+            };
             if let Some((g, _)) = group {
                 if !s.is_some_and(|s| s.groups.contains_key(g)) {
                     return Err(nogroup_read(key, g));
@@ -725,7 +740,11 @@ pub fn xread(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         }
         let mut parts: Vec<(Reply, Reply)> = Vec::new();
         for (k, key) in keys.iter().enumerate() {
-            let Some(s) = stream_mut(&mut locked, key)? else {
+            let s = match stream_mut(&mut locked, key) {
+                Err(_) if lenient => None,
+                other => other?,
+            };
+            let Some(s) = s else {
                 continue;
             };
             match group {
@@ -768,6 +787,7 @@ pub fn xread(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
                 }
             }
         }
+        pass_on(keys);
         if !parts.is_empty() {
             drop(locked);
             ctx.conn.wait = None;

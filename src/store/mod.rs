@@ -348,8 +348,12 @@ impl Keyspace {
 
     /// Bookkeeping for a value leaving the keyspace (deleted, overwritten, expired, flushed).
     fn on_remove(&self, key: &[u8], value: &Value) {
-        if let Value::Stm(entry) = value {
-            self.stm_index.remove(key, entry);
+        match value {
+            Value::Stm(entry) => self.stm_index.remove(key, entry),
+            // XREADGROUP readers blocked on a stream that goes answer at once (NOGROUP or
+            // WRONGTYPE), as in Redis 7.2; XREAD readers wait on.
+            Value::Stream(_) => self.waiters.signal(key),
+            _ => {}
         }
     }
 
@@ -369,8 +373,9 @@ impl Keyspace {
             Value::Stm(entry) => self.stm_index.insert(key, entry),
             // A list created by any command (LPUSH, RENAME, MOVE, …) may serve a blocked client.
             Value::List(_) => self.waiters.signal(key),
-            // A stream created (XADD, RENAME, …) may serve every client blocked on it.
-            Value::Stream(_) => self.waiters.signal_all(key),
+            // A stream created (XADD, RENAME, …) may serve the clients blocked on it: the first
+            // is woken and passes the turn on (see `Waiters::wake_next`).
+            Value::Stream(_) => self.waiters.signal(key),
             _ => {}
         }
     }
