@@ -302,7 +302,16 @@ def xinfo_stream(a, b, args):
     return stream_full(tree(a), True) == stream_full(tree(b), False)
 
 
+def xsetid(a, b, args):
+    """Redis 7.2 refuses a last id below the stream's max deleted id (redis#11444); the 7.0
+    reference accepts it."""
+    return a.raw == b.raw or (
+        a.raw == b"-ERR The ID specified in XSETID is smaller than current max_deleted_entry_id\r\n"
+        and (b.raw == b"+OK\r\n" or b.raw.startswith(b"-ERR The ID specified in XSETID is smaller")))
+
+
 ALLOWED.update({
+    "XSETID": (xsetid, "Redis 7.2 refuses a last id below max_deleted_entry_id (redis#11444); 7.0 accepts it"),
     "XPENDING": (xpending, "idle times depend on when each server ran the case: masked"),
     "XINFO CONSUMERS": (xinfo_consumers, "idle times masked; Redis 7.2 adds `inactive` (reference: 7.0)"),
     "XINFO STREAM": (xinfo_stream, "radix-tree-nodes is Redis's rax internals; FULL: times masked, 7.2 adds consumer `active-time`"),

@@ -465,6 +465,12 @@ pub fn xsetid(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let Some(s) = stream_mut(&mut locked, key)? else {
         return Err(Reply::error(err::NO_SUCH_KEY));
     };
+    // Redis 7.2 (redis#11444): the last id cannot go below an id already deleted.
+    if id < s.max_deleted {
+        return Err(Reply::error(
+            "ERR The ID specified in XSETID is smaller than current max_deleted_entry_id",
+        ));
+    }
     if let Some(top) = s.last_entry_id() {
         if id < top {
             return Err(Reply::error(
@@ -1016,7 +1022,7 @@ fn help() -> Reply {
         "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
         "    Set the current group ID and entries_read counter.",
         "HELP",
-        "    Print this help.",
+        "    Prints this help.",
     ];
     Reply::Array(
         LINES
@@ -1471,7 +1477,7 @@ pub fn xinfo(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             "STREAM <key> [FULL [COUNT <count>]",
             "    Show information about the stream.",
             "HELP",
-            "    Print this help.",
+            "    Prints this help.",
         ];
         return Ok(Reply::Array(
             LINES
@@ -1488,7 +1494,7 @@ pub fn xinfo(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     };
     if is(sub, "CONSUMERS") {
         let Some(g) = args.get(3).and_then(|gname| s.groups.get(*gname)) else {
-            return Err(nogroup_key(key, args.get(3).copied().unwrap_or_default()));
+            return Err(nogroup_of(key, args.get(3).copied().unwrap_or_default()));
         };
         let list = g
             .consumers
@@ -1519,14 +1525,23 @@ pub fn xinfo(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     // STREAM key [FULL [COUNT n]]
     let mut full = false;
     let mut count: i64 = 10;
+    let xinfo_syntax = || {
+        Reply::Error(
+            format!(
+                "ERR unknown subcommand or wrong number of arguments for '{}'. Try XINFO HELP.",
+                super::printable(sub, 128)
+            )
+            .into(),
+        )
+    };
     if args.len() > 3 {
         if !is(args[3], "FULL") || (args.len() != 4 && args.len() != 6) {
-            return Err(Reply::error(err::SYNTAX));
+            return Err(xinfo_syntax());
         }
         full = true;
         if args.len() == 6 {
             if !is(args[4], "COUNT") {
-                return Err(Reply::error(err::SYNTAX));
+                return Err(xinfo_syntax());
             }
             count = int(args[5])?;
             if count < 0 {

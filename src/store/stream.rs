@@ -153,7 +153,7 @@ pub struct Stream {
     /// Listpack nodes by their first (master) id.
     pub nodes: BTreeMap<StreamId, Node>,
     pub last_id: StreamId,
-    /// Redis's recorded first id (0-0 when empty after XDEL, MAX after trimming everything).
+    /// Redis's recorded first id (0-0 when empty).
     pub first_id: StreamId,
     pub max_deleted: StreamId,
     pub entries_added: u64,
@@ -291,7 +291,7 @@ impl Stream {
             break;
         }
         if deleted > 0 {
-            self.first_id = self.first_entry_id().unwrap_or(StreamId::MAX);
+            self.first_id = self.first_entry_id().unwrap_or(StreamId::MIN);
         }
         deleted
     }
