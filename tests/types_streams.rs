@@ -23,7 +23,11 @@ async fn block(conn: &mut RawConn, command: &str) {
 
 /// The RESP2 reply of XREAD/XREADGROUP for one stream and entries of one `f v` pair.
 fn read_reply(key: &str, entries: &[(&str, &str)]) -> Vec<u8> {
-    let mut out = format!("*1\r\n*2\r\n${}\r\n{key}\r\n*{}\r\n", key.len(), entries.len());
+    let mut out = format!(
+        "*1\r\n*2\r\n${}\r\n{key}\r\n*{}\r\n",
+        key.len(),
+        entries.len()
+    );
     for (id, value) in entries {
         out.push_str(&format!(
             "*2\r\n${}\r\n{id}\r\n*2\r\n$1\r\nf\r\n${}\r\n{value}\r\n",
@@ -80,8 +84,11 @@ async fn block_timeout_answers_a_nil_array() {
     c3.roundtrip(&resp(&args("XREAD BLOCK 50 STREAMS s $")), b"_\r\n")
         .await;
     // The timed-out XREADGROUP created its consumer, with nothing pending.
-    c.roundtrip(&resp(&args("XPENDING s g")), b"*4\r\n:0\r\n$-1\r\n$-1\r\n*-1\r\n")
-        .await;
+    c.roundtrip(
+        &resp(&args("XPENDING s g")),
+        b"*4\r\n:0\r\n$-1\r\n$-1\r\n*-1\r\n",
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -91,9 +98,17 @@ async fn group_waiters_get_different_entries_first_come_first_served() {
     c.roundtrip(&resp(&args("XGROUP CREATE s g $ MKSTREAM")), b"+OK\r\n")
         .await;
     let mut first = server.raw().await;
-    block(&mut first, "XREADGROUP GROUP g alice COUNT 1 BLOCK 0 STREAMS s >").await;
+    block(
+        &mut first,
+        "XREADGROUP GROUP g alice COUNT 1 BLOCK 0 STREAMS s >",
+    )
+    .await;
     let mut second = server.raw().await;
-    block(&mut second, "XREADGROUP GROUP g bob COUNT 1 BLOCK 0 STREAMS s >").await;
+    block(
+        &mut second,
+        "XREADGROUP GROUP g bob COUNT 1 BLOCK 0 STREAMS s >",
+    )
+    .await;
     c.roundtrip(&resp(&args("XADD s 1-1 f a")), b"$3\r\n1-1\r\n")
         .await;
     let expected = read_reply("s", &[("1-1", "a")]);
@@ -106,7 +121,10 @@ async fn group_waiters_get_different_entries_first_come_first_served() {
     assert_eq!(second.read_n(expected.len()).await, expected);
     let pending = c.command(&args("XPENDING s g - + 10")).await;
     let text = String::from_utf8_lossy(&pending);
-    assert!(text.starts_with("*2\r\n*4\r\n$3\r\n1-1\r\n$5\r\nalice\r\n"), "{text}");
+    assert!(
+        text.starts_with("*2\r\n*4\r\n$3\r\n1-1\r\n$5\r\nalice\r\n"),
+        "{text}"
+    );
     assert!(text.contains("*4\r\n$3\r\n2-1\r\n$3\r\nbob\r\n"), "{text}");
 }
 
@@ -219,11 +237,8 @@ async fn xadd_inside_exec_wakes_the_reader_only_after_exec() {
     tx.roundtrip(&resp(&args("XADD s 2-1 f b")), b"+QUEUED\r\n")
         .await;
     assert_silent(&mut reader, Duration::from_millis(100)).await;
-    tx.roundtrip(
-        &resp(&args("EXEC")),
-        b"*2\r\n$3\r\n1-1\r\n$3\r\n2-1\r\n",
-    )
-    .await;
+    tx.roundtrip(&resp(&args("EXEC")), b"*2\r\n$3\r\n1-1\r\n$3\r\n2-1\r\n")
+        .await;
     // Both entries of the transaction arrive together.
     let expected = read_reply("s", &[("1-1", "a"), ("2-1", "b")]);
     assert_eq!(reader.read_n(expected.len()).await, expected);
@@ -251,10 +266,18 @@ async fn a_reader_that_disconnects_while_blocked_takes_nothing() {
     c.roundtrip(&resp(&args("XGROUP CREATE s g $ MKSTREAM")), b"+OK\r\n")
         .await;
     let mut gone = server.raw().await;
-    block(&mut gone, "XREADGROUP GROUP g gone COUNT 1 BLOCK 0 STREAMS s >").await;
+    block(
+        &mut gone,
+        "XREADGROUP GROUP g gone COUNT 1 BLOCK 0 STREAMS s >",
+    )
+    .await;
     drop(gone);
     let mut stays = server.raw().await;
-    block(&mut stays, "XREADGROUP GROUP g stays COUNT 1 BLOCK 0 STREAMS s >").await;
+    block(
+        &mut stays,
+        "XREADGROUP GROUP g stays COUNT 1 BLOCK 0 STREAMS s >",
+    )
+    .await;
     c.roundtrip(&resp(&args("XADD s 1-1 f a")), b"$3\r\n1-1\r\n")
         .await;
     let expected = read_reply("s", &[("1-1", "a")]);
@@ -284,7 +307,8 @@ async fn destroying_the_group_answers_blocked_readers_with_nogroup() {
     block(&mut reader, "XREADGROUP GROUP g c BLOCK 0 STREAMS s >").await;
     c.roundtrip(&resp(&args("XGROUP DESTROY s g")), b":1\r\n")
         .await;
-    let expected: &[u8] = b"-NOGROUP No such key 's' or consumer group 'g' in XREADGROUP with GROUP option\r\n";
+    let expected: &[u8] =
+        b"-NOGROUP No such key 's' or consumer group 'g' in XREADGROUP with GROUP option\r\n";
     assert_eq!(reader.read_n(expected.len()).await, expected);
     // The connection stays usable.
     reader.roundtrip(&resp(&args("PING")), b"+PONG\r\n").await;

@@ -18,7 +18,9 @@ pub fn dump(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     Ok(match locked.get(args[1]) {
         // Not yet: the RDB stream encoding (listpack nodes) is not written by stmd.
         Some(entry) if matches!(entry.value, crate::store::Value::Stream(_)) => {
-            return Err(Reply::error("ERR DUMP of a stream is not supported by stmd yet"))
+            return Err(Reply::error(
+                "ERR DUMP of a stream is not supported by stmd yet",
+            ))
         }
         Some(entry) => Reply::Bulk(Bytes::from(rdb::dump(&entry.value))),
         None => Reply::Nil,

@@ -27,10 +27,7 @@ fn stream<'l>(locked: &'l mut Locked<'_>, key: &[u8]) -> Result<Option<&'l Strea
     }
 }
 
-fn stream_mut<'l>(
-    locked: &'l mut Locked<'_>,
-    key: &[u8],
-) -> Result<Option<&'l mut Stream>, Reply> {
+fn stream_mut<'l>(locked: &'l mut Locked<'_>, key: &[u8]) -> Result<Option<&'l mut Stream>, Reply> {
     match locked.get(key).map(|e| &e.value) {
         None => return Ok(None),
         Some(Value::Stream(_)) => {}
@@ -105,7 +102,10 @@ fn parse_id_full(
             if allow_auto_seq && rest == b"*" {
                 return Ok((StreamId::new(ms, 0), false));
             }
-            Ok((StreamId::new(ms, parse_u64(rest).ok_or_else(invalid)?), true))
+            Ok((
+                StreamId::new(ms, parse_u64(rest).ok_or_else(invalid)?),
+                true,
+            ))
         }
     }
 }
@@ -169,7 +169,10 @@ fn range_reply(s: &Stream, start: StreamId, end: StreamId, count: usize, rev: bo
             .map(|(id, f)| entry_reply(*id, f))
             .collect()
     } else {
-        range.take(limit).map(|(id, f)| entry_reply(*id, f)).collect()
+        range
+            .take(limit)
+            .map(|(id, f)| entry_reply(*id, f))
+            .collect()
     };
     Reply::Array(items)
 }
@@ -300,13 +303,18 @@ pub fn xadd(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         ));
     }
     let too_small = || {
-        Reply::error("ERR The ID specified in XADD is equal or smaller than the target stream top item")
+        Reply::error(
+            "ERR The ID specified in XADD is equal or smaller than the target stream top item",
+        )
     };
     let id = match parsed.id {
         Some((id, true)) => id,
         Some((id, false)) => {
             if s.last_id.ms == id.ms {
-                s.last_id.incr().filter(|n| n.ms == id.ms).ok_or_else(too_small)?
+                s.last_id
+                    .incr()
+                    .filter(|n| n.ms == id.ms)
+                    .ok_or_else(too_small)?
             } else {
                 id
             }
@@ -639,7 +647,7 @@ pub fn xread(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
                         "ERR {} command is not allowed with BLOCK option from scripts",
                         String::from_utf8_lossy(args[0])
                     )
-                        .into(),
+                    .into(),
                 ));
             }
             i += 1;
@@ -807,9 +815,7 @@ pub fn xread(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         ctx.conn.blocked_read = Some(BlockedRead {
             ids: ids.iter().map(|i| i.unwrap_or(StreamId::MAX)).collect(),
         });
-        (!rerun).then(|| {
-            waiters.register(keys.iter().map(|k| Bytes::copy_from_slice(k)).collect())
-        })
+        (!rerun).then(|| waiters.register(keys.iter().map(|k| Bytes::copy_from_slice(k)).collect()))
     };
     if let Some(guard) = guard {
         ctx.conn.wait = Some(guard);
@@ -859,7 +865,9 @@ fn subcommand_syntax(sub: &[u8]) -> Reply {
 fn entries_read_arg(arg: &[u8]) -> Result<i64, Reply> {
     let v = int(arg)?;
     if v < 0 && v != INVALID_READ {
-        return Err(Reply::error("ERR value for ENTRIESREAD must be positive or -1"));
+        return Err(Reply::error(
+            "ERR value for ENTRIESREAD must be positive or -1",
+        ));
     }
     Ok(v)
 }
@@ -1024,12 +1032,7 @@ fn help() -> Reply {
         "HELP",
         "    Prints this help.",
     ];
-    Reply::Array(
-        LINES
-            .iter()
-            .map(|l| Reply::Status((*l).into()))
-            .collect(),
-    )
+    Reply::Array(LINES.iter().map(|l| Reply::Status((*l).into())).collect())
 }
 
 // ---------------------------------------------------------------- XACK / XPENDING
@@ -1229,17 +1232,13 @@ pub fn xclaim(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             justid = true;
         } else if is(opt, "IDLE") && more > 0 {
             j += 1;
-            deliverytime =
-                now - int_msg(args[j], "ERR Invalid IDLE option argument for XCLAIM")?;
+            deliverytime = now - int_msg(args[j], "ERR Invalid IDLE option argument for XCLAIM")?;
         } else if is(opt, "TIME") && more > 0 {
             j += 1;
             deliverytime = int_msg(args[j], "ERR Invalid TIME option argument for XCLAIM")?;
         } else if is(opt, "RETRYCOUNT") && more > 0 {
             j += 1;
-            retrycount = int_msg(
-                args[j],
-                "ERR Invalid RETRYCOUNT option argument for XCLAIM",
-            )?;
+            retrycount = int_msg(args[j], "ERR Invalid RETRYCOUNT option argument for XCLAIM")?;
         } else if is(opt, "LASTID") && more > 0 {
             j += 1;
             last_id = strict_id(args[j])?;
@@ -1324,8 +1323,7 @@ pub fn xclaim(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 pub fn xautoclaim(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let (key, gname) = (args[1], args[2]);
     let consumer = Bytes::copy_from_slice(args[3]);
-    let minidle =
-        int_msg(args[4], "ERR Invalid min-idle-time argument for XAUTOCLAIM")?.max(0);
+    let minidle = int_msg(args[4], "ERR Invalid min-idle-time argument for XAUTOCLAIM")?.max(0);
     let start = range_start(args[5])?;
     let mut count: i64 = 100;
     let mut justid = false;
@@ -1480,10 +1478,7 @@ pub fn xinfo(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             "    Prints this help.",
         ];
         return Ok(Reply::Array(
-            LINES
-                .iter()
-                .map(|l| Reply::Status((*l).into()))
-                .collect(),
+            LINES.iter().map(|l| Reply::Status((*l).into())).collect(),
         ));
     }
     let key = args[2];
@@ -1574,10 +1569,7 @@ pub fn xinfo(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         ),
     ];
     if !full {
-        m.push((
-            Reply::bulk_str("groups"),
-            Reply::Int(s.groups.len() as i64),
-        ));
+        m.push((Reply::bulk_str("groups"), Reply::Int(s.groups.len() as i64)));
         m.push((Reply::bulk_str("first-entry"), first_last(s, true)));
         m.push((Reply::bulk_str("last-entry"), first_last(s, false)));
         return Ok(Reply::Map(m));

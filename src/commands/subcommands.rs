@@ -6,8 +6,8 @@
 use super::categories as cat;
 use super::keyspec::*;
 use super::scripting as lua;
-use super::table::*;
 use super::streams;
+use super::table::*;
 use super::{
     command_info, connection as conn, functions, introspection, keys, ops, pubsub, server,
 };

@@ -17,11 +17,11 @@ use super::functions;
 use super::keyspec::*;
 use super::scripting as lua;
 use super::stm_context;
+use super::streams;
 use super::subcommands::*;
 use super::{
     blocking_lists as blists, hashes, info, introspection, lists, pubsub, sets, zrange, zsets,
 };
-use super::streams;
 use super::{command_info, CmdResult, Ctx};
 use super::{connection as conn, keys, ops, server, stm, strings, transactions as tx, Handler};
 use crate::protocol::Reply;

@@ -249,10 +249,7 @@ impl Stream {
             };
             let end = self
                 .nodes
-                .range((
-                    std::ops::Bound::Excluded(start),
-                    std::ops::Bound::Unbounded,
-                ))
+                .range((std::ops::Bound::Excluded(start), std::ops::Bound::Unbounded))
                 .next()
                 .map(|(k, _)| *k);
             if remove_node {
