@@ -298,7 +298,9 @@ impl Stream {
         let entries: usize = self
             .entries
             .values()
-            .map(|f| f.heap_bytes() + 40)
+            // The packed fields in their allocator size class, plus the B-tree slot and node
+            // share (about 64 bytes an entry measured with 100,000 one-field entries).
+            .map(|f| f.heap_bytes().div_ceil(16) * 16 + 64)
             .sum::<usize>();
         let groups: usize = self
             .groups
