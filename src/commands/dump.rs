@@ -16,12 +16,6 @@ use bytes::Bytes;
 pub fn dump(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut locked = ctx.lock(&args[1..2]);
     Ok(match locked.get(args[1]) {
-        // Not yet: the RDB stream encoding (listpack nodes) is not written by stmd.
-        Some(entry) if matches!(entry.value, crate::store::Value::Stream(_)) => {
-            return Err(Reply::error(
-                "ERR DUMP of a stream is not supported by stmd yet",
-            ))
-        }
         Some(entry) => Reply::Bulk(Bytes::from(rdb::dump(&entry.value))),
         None => Reply::Nil,
     })
