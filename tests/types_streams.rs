@@ -313,3 +313,105 @@ async fn destroying_the_group_answers_blocked_readers_with_nogroup() {
     // The connection stays usable.
     reader.roundtrip(&resp(&args("PING")), b"+PONG\r\n").await;
 }
+
+#[tokio::test]
+async fn a_deleted_or_replaced_stream_answers_group_readers_and_keeps_xread_waiting() {
+    let server = TestServer::start().await;
+    let mut c = server.raw().await;
+    c.roundtrip(&resp(&args("XGROUP CREATE s g $ MKSTREAM")), b"+OK\r\n")
+        .await;
+    let mut group_reader = server.raw().await;
+    block(
+        &mut group_reader,
+        "XREADGROUP GROUP g c BLOCK 0 STREAMS s >",
+    )
+    .await;
+    let mut reader = server.raw().await;
+    block(&mut reader, "XREAD BLOCK 0 STREAMS s $").await;
+    c.roundtrip(&resp(&args("DEL s")), b":1\r\n").await;
+    // Redis 7.2 reruns the group read, which finds neither key nor group.
+    let expected: &[u8] =
+        b"-NOGROUP No such key 's' or consumer group 'g' in XREADGROUP with GROUP option\r\n";
+    assert_eq!(group_reader.read_n(expected.len()).await, expected);
+    assert_silent(&mut reader, Duration::from_millis(100)).await;
+    // A string in its place: XREAD still waits; a new stream serves it.
+    c.roundtrip(&resp(&args("SET s text")), b"+OK\r\n").await;
+    assert_silent(&mut reader, Duration::from_millis(100)).await;
+    c.roundtrip(&resp(&args("DEL s")), b":1\r\n").await;
+    c.roundtrip(&resp(&args("XADD s 1-1 f a")), b"$3\r\n1-1\r\n")
+        .await;
+    let expected = read_reply("s", &[("1-1", "a")]);
+    assert_eq!(reader.read_n(expected.len()).await, expected);
+
+    // A group reader whose stream is replaced by a string gets WRONGTYPE.
+    c.roundtrip(&resp(&args("XGROUP CREATE s g $")), b"+OK\r\n")
+        .await;
+    block(
+        &mut group_reader,
+        "XREADGROUP GROUP g c BLOCK 0 STREAMS s >",
+    )
+    .await;
+    c.roundtrip(&resp(&args("SET s text")), b"+OK\r\n").await;
+    let expected: &[u8] = b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
+    assert_eq!(group_reader.read_n(expected.len()).await, expected);
+}
+
+#[tokio::test]
+async fn dump_and_restore_keep_entries_groups_and_pending_entries() {
+    let server = TestServer::start().await;
+    let mut c = server.raw().await;
+    for command in [
+        "XADD s 1-1 a 1 b hello",
+        "XADD s 1-2 a 2 b world",
+        "XADD s 5-0 c 3",
+        "XDEL s 1-2",
+        "XGROUP CREATE s g 0",
+        "XREADGROUP GROUP g alice COUNT 1 STREAMS s >",
+        "XGROUP CREATECONSUMER s g bob",
+    ] {
+        c.command(&args(command)).await;
+    }
+    let mut client = server.client().await;
+    let payload: Vec<u8> = redis::cmd("DUMP")
+        .arg("s")
+        .query_async(&mut client)
+        .await
+        .expect("dump");
+    let _: () = redis::cmd("RESTORE")
+        .arg("t")
+        .arg(0)
+        .arg(&payload)
+        .query_async(&mut client)
+        .await
+        .expect("restore");
+    for (a, b) in [
+        ("XRANGE s - +", "XRANGE t - +"),
+        ("XINFO STREAM s", "XINFO STREAM t"),
+        ("XINFO GROUPS s", "XINFO GROUPS t"),
+        ("XPENDING s g", "XPENDING t g"),
+    ] {
+        assert_eq!(c.command(&args(a)).await, c.command(&args(b)).await, "{b}");
+    }
+    // The restored stream keeps working: ids continue, the group delivers the rest.
+    c.roundtrip(
+        &resp(&args("XADD t 5-0 f v")),
+        b"-ERR The ID specified in XADD is equal or smaller than the target stream top item\r\n",
+    )
+    .await;
+    let expected = read_reply("t", &[]);
+    let got = c.command(&args("XREADGROUP GROUP g bob STREAMS t >")).await;
+    assert_ne!(got, expected);
+    assert!(String::from_utf8_lossy(&got).contains("5-0"));
+    // A damaged payload changes nothing.
+    let mut bad = payload.clone();
+    let at = bad.len() / 2;
+    bad[at] ^= 0xff;
+    let refused: redis::RedisResult<()> = redis::cmd("RESTORE")
+        .arg("u")
+        .arg(0)
+        .arg(&bad)
+        .query_async(&mut client)
+        .await;
+    assert!(refused.is_err());
+    c.roundtrip(&resp(&args("EXISTS u")), b":0\r\n").await;
+}

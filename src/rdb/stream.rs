@@ -292,3 +292,88 @@ pub fn decode(r: &mut RdbReader<'_>, kind: u8) -> Result<Stream, RdbError> {
     }
     Ok(s)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stream_survives_encode_and_decode() {
+        let mut s = Stream::default();
+        for i in 1..=150u64 {
+            let value = format!("v{i}");
+            let fields: [&[u8]; 2] = if i % 7 == 0 {
+                [b"other", value.as_bytes()]
+            } else {
+                [b"f", value.as_bytes()]
+            };
+            s.append(StreamId::new(i, 0), Fields::pack(&fields));
+        }
+        s.delete(StreamId::new(3, 0));
+        s.max_deleted = StreamId::new(3, 0);
+        let consumer = Bytes::from_static(b"alice");
+        let mut group = Group {
+            last_id: StreamId::new(2, 0),
+            entries_read: 2,
+            pel: BTreeMap::new(),
+            consumers: BTreeMap::new(),
+        };
+        group.pel.insert(
+            StreamId::new(2, 0),
+            Nack {
+                consumer: consumer.clone(),
+                delivery_time: 1_700_000_000_000,
+                delivery_count: 3,
+            },
+        );
+        let mut c = Consumer {
+            seen_time: 1_700_000_000_001,
+            active_time: Some(1_700_000_000_001),
+            pel: Default::default(),
+        };
+        c.pel.insert(StreamId::new(2, 0));
+        group.consumers.insert(consumer, c);
+        s.groups.insert(Bytes::from_static(b"g"), group);
+
+        let mut out = Vec::new();
+        encode(&mut out, &s);
+        assert_eq!(out[0], types::STREAM_LISTPACKS_2);
+        let back = decode(&mut RdbReader::new(&out[1..]), out[0]).expect("decodes");
+        assert_eq!(back.len(), 149);
+        let items = |s: &Stream| -> Vec<(StreamId, Vec<Vec<u8>>)> {
+            s.entries
+                .iter()
+                .map(|(id, f)| (*id, f.iter().map(<[u8]>::to_vec).collect()))
+                .collect()
+        };
+        assert_eq!(items(&back), items(&s));
+        let nodes = |s: &Stream| -> Vec<(StreamId, u32)> {
+            s.nodes.iter().map(|(k, n)| (*k, n.live)).collect()
+        };
+        assert_eq!(nodes(&back), nodes(&s));
+        assert_eq!(
+            (
+                back.last_id,
+                back.first_id,
+                back.max_deleted,
+                back.entries_added
+            ),
+            (s.last_id, s.first_id, s.max_deleted, s.entries_added)
+        );
+        let g = back.groups.get(&b"g"[..]).expect("group");
+        assert_eq!((g.last_id, g.entries_read), (StreamId::new(2, 0), 2));
+        let nack = g.pel.get(&StreamId::new(2, 0)).expect("pending");
+        assert_eq!(
+            (&nack.consumer[..], nack.delivery_count),
+            (&b"alice"[..], 3)
+        );
+        assert_eq!(
+            g.consumers.get(&b"alice"[..]).map(|c| c.seen_time),
+            Some(1_700_000_000_001)
+        );
+        // A truncated payload is refused, never a panic.
+        for cut in [1, out.len() / 2, out.len() - 1] {
+            assert!(decode(&mut RdbReader::new(&out[1..cut]), out[0]).is_err());
+        }
+    }
+}
