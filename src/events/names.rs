@@ -96,6 +96,17 @@ mod tests {
             "move",
             "restore",
             "copy",
+            // Streams name their events in their handlers (`xadd` and `xtrim` from one XADD,
+            // `xgroup-*`, `xsetid`…), and XACK/XCLAIM/XAUTOCLAIM publish none, as in Redis.
+            "xadd",
+            "xtrim",
+            "xdel",
+            "xsetid",
+            "xgroup",
+            "xreadgroup",
+            "xack",
+            "xclaim",
+            "xautoclaim",
         ];
         for c in COMMANDS.iter().filter(|c| c.has(WRITE)) {
             assert!(
