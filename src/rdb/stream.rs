@@ -129,7 +129,12 @@ fn int_of(item: &[u8]) -> Result<i64, RdbError> {
 }
 
 /// Reads one node's entries into `s` (live ones) and returns its bookkeeping.
-fn read_node(s: &mut Stream, master_id: StreamId, lp: &[Bytes]) -> Result<Node, RdbError> {
+fn read_node(
+    s: &mut Stream,
+    master_id: StreamId,
+    lp: &[Bytes],
+    blob_len: usize,
+) -> Result<Node, RdbError> {
     let mut items = lp.iter();
     let mut next = || items.next().ok_or(RdbError::BadData);
     let count = int_of(next()?)?;
@@ -179,11 +184,12 @@ fn read_node(s: &mut Stream, master_id: StreamId, lp: &[Bytes]) -> Result<Node, 
     if next().is_ok() {
         return Err(RdbError::BadData);
     }
-    Ok(Node {
-        last,
-        total: u32::try_from(total).map_err(|_| RdbError::BadData)?,
-        live,
-    })
+    let mut node = Node::start(master_id, master.iter().map(|b| &b[..]));
+    node.last = last;
+    node.total = u32::try_from(total).map_err(|_| RdbError::BadData)?;
+    node.live = live;
+    node.bytes = u32::try_from(blob_len).map_err(|_| RdbError::BadData)?;
+    Ok(node)
 }
 
 fn read_id(r: &mut RdbReader<'_>) -> Result<StreamId, RdbError> {
@@ -202,11 +208,12 @@ pub fn decode(r: &mut RdbReader<'_>, kind: u8) -> Result<Stream, RdbError> {
     let nodes = r.len()?;
     for _ in 0..nodes {
         let master_id = id_from(&r.string()?)?;
-        let lp = read_listpack(&r.string()?)?;
+        let blob = r.string()?;
+        let lp = read_listpack(&blob)?;
         if lp.is_empty() {
             return Err(RdbError::BadData);
         }
-        let node = read_node(&mut s, master_id, &lp)?;
+        let node = read_node(&mut s, master_id, &lp, blob.len())?;
         if node.live > 0 {
             s.nodes.insert(master_id, node);
         }

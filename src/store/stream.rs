@@ -8,6 +8,60 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// Entries per node before a new one starts (Redis's `stream-node-max-entries` default).
 pub const NODE_MAX_ENTRIES: u32 = 100;
+/// A node's listpack size past which a new one starts (Redis's `stream-node-max-bytes` default).
+pub const NODE_MAX_BYTES: usize = 4096;
+
+/// The bytes an integer takes as a listpack element (encoding and back length).
+fn lp_int_size(v: i64) -> usize {
+    match v {
+        0..=127 => 2,
+        -4096..=4095 => 3,
+        _ if i16::try_from(v).is_ok() => 4,
+        -8_388_608..=8_388_607 => 5,
+        _ if i32::try_from(v).is_ok() => 6,
+        _ => 10,
+    }
+}
+
+/// The bytes `element` takes in a listpack, stored as an integer when it spells one, as
+/// Redis's `lpAppend` does.
+fn lp_element_size(element: &[u8]) -> usize {
+    if !element.is_empty() && element.len() <= 20 {
+        if let Some(v) = std::str::from_utf8(element)
+            .ok()
+            .and_then(|t| t.parse::<i64>().ok())
+            .filter(|v| itoa::Buffer::new().format(*v).as_bytes() == element)
+        {
+            return lp_int_size(v);
+        }
+    }
+    let len = element.len();
+    let entry = match len {
+        0..=63 => 1 + len,
+        64..=4095 => 2 + len,
+        _ => 5 + len,
+    };
+    entry
+        + match entry {
+            0..=127 => 1,
+            128..=16382 => 2,
+            16383..=2_097_150 => 3,
+            2_097_151..=268_435_454 => 4,
+            _ => 5,
+        }
+}
+
+/// A hash of an entry's field names, to tell whether they equal a node's master fields.
+fn names_hash<'a>(names: impl Iterator<Item = &'a [u8]>) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for name in names {
+        for b in name.iter().chain(&[0xff, 0xfe]) {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
 
 /// A stream entry id, `<ms>-<seq>`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -90,6 +144,7 @@ impl Fields {
     }
 }
 
+#[derive(Clone)]
 pub struct FieldsIter<'a>(&'a [u8]);
 
 impl<'a> Iterator for FieldsIter<'a> {
@@ -120,6 +175,52 @@ pub struct Node {
     pub last: StreamId,
     pub total: u32,
     pub live: u32,
+    /// The size of Redis's listpack for this node (deletions only flag entries: it never shrinks).
+    pub bytes: u32,
+    /// [`names_hash`] of the master entry's fields (those of the node's first entry).
+    pub master: u64,
+}
+
+impl Node {
+    /// A node whose first entry has the field names `names`: its master entry's bytes.
+    pub fn start<'a>(id: StreamId, names: impl Iterator<Item = &'a [u8]> + Clone) -> Node {
+        let count = names.clone().count();
+        let bytes = 7 + lp_int_size(0) * 3 + lp_int_size(count as i64);
+        let bytes = bytes + names.clone().map(lp_element_size).sum::<usize>();
+        Node {
+            last: id,
+            total: 0,
+            live: 0,
+            bytes: bytes.min(u32::MAX as usize) as u32,
+            master: names_hash(names),
+        }
+    }
+
+    /// Accounts for one more entry appended to this node, as `streamAppendItem` encodes it.
+    pub fn add(&mut self, start: StreamId, id: StreamId, fields: &Fields) {
+        let same = names_hash(fields.iter().step_by(2)) == self.master;
+        let pairs = fields.iter().count() / 2;
+        let mut bytes = lp_int_size(if same { 2 } else { 0 })
+            + lp_int_size(id.ms.wrapping_sub(start.ms) as i64)
+            + lp_int_size(id.seq.wrapping_sub(start.seq) as i64);
+        if same {
+            bytes += fields
+                .iter()
+                .skip(1)
+                .step_by(2)
+                .map(lp_element_size)
+                .sum::<usize>();
+            bytes += lp_int_size(pairs as i64 + 3);
+        } else {
+            bytes += lp_int_size(pairs as i64);
+            bytes += fields.iter().map(lp_element_size).sum::<usize>();
+            bytes += lp_int_size(pairs as i64 * 2 + 4);
+        }
+        self.bytes = (self.bytes as usize + bytes).min(u32::MAX as usize) as u32;
+        self.total += 1;
+        self.live += 1;
+        self.last = id;
+    }
 }
 
 /// A pending (delivered, not acknowledged) entry of a group.
@@ -178,24 +279,19 @@ impl Stream {
 
     /// Appends an entry with an id greater than `last_id` (checked by the caller).
     pub fn append(&mut self, id: StreamId, fields: Fields) {
-        let start_new = match self.nodes.iter_mut().next_back() {
-            Some((_, node)) if node.total < NODE_MAX_ENTRIES => {
-                node.total += 1;
-                node.live += 1;
-                node.last = id;
-                false
+        // Redis 7's rule: a new node when the tail's listpack plus the new strings would reach
+        // `stream-node-max-bytes`, or when it holds `stream-node-max-entries` (deleted included).
+        let strings: usize = fields.iter().map(<[u8]>::len).sum();
+        let tail = self.nodes.iter_mut().next_back().filter(|(_, node)| {
+            (node.bytes as usize) + strings < NODE_MAX_BYTES && node.total < NODE_MAX_ENTRIES
+        });
+        match tail {
+            Some((start, node)) => node.add(*start, id, &fields),
+            None => {
+                let mut node = Node::start(id, fields.iter().step_by(2));
+                node.add(id, id, &fields);
+                self.nodes.insert(id, node);
             }
-            _ => true,
-        };
-        if start_new {
-            self.nodes.insert(
-                id,
-                Node {
-                    last: id,
-                    total: 1,
-                    live: 1,
-                },
-            );
         }
         self.entries.insert(id, fields);
         self.last_id = id;
