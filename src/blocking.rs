@@ -1,4 +1,4 @@
-//! Clients blocked in BLPOP, BRPOP and BLMOVE, queued per key in arrival order.
+//! Clients blocked in BLPOP, BRPOP, BLMOVE, XREAD and XREADGROUP, queued per key in arrival order.
 //!
 //! Handlers cannot await, so a blocking command that finds nothing registers a [`WaitGuard`] while
 //! it still holds the key's shard lock, and asks the connection loop to wait (see
@@ -60,6 +60,24 @@ impl Waiters {
         }
     }
 
+    /// Wakes the client queued right after `me` on `key`: a stream wake-up goes down the queue
+    /// one client at a time, so XREADGROUP readers of one group are served first come, first
+    /// served (each retry, served or not, passes the turn on).
+    pub fn wake_next(&self, key: &[u8], me: &Waiter) {
+        if self.keys_waited.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let queues = self.queues.lock();
+        let Some(queue) = queues.get(key) else {
+            return;
+        };
+        if let Some(at) = queue.iter().position(|w| w.id == me.id) {
+            if let Some(next) = queue.get(at + 1) {
+                next.notify.notify_one();
+            }
+        }
+    }
+
     /// True when some client other than `me` is queued on `key` ahead of `me` (any client, when
     /// `me` is not queued there). Call under the key's shard lock.
     pub fn someone_ahead(&self, key: &[u8], me: Option<&Waiter>) -> bool {
@@ -103,15 +121,15 @@ impl Waiters {
             let Some(queue) = queues.get_mut(key) else {
                 continue;
             };
-            let was_first = queue.front().is_some_and(|w| w.id == waiter.id);
+            let at = queue.iter().position(|w| w.id == waiter.id);
             queue.retain(|w| w.id != waiter.id);
-            match queue.front() {
-                None => {
-                    queues.remove(key);
-                    self.keys_waited.fetch_sub(1, Ordering::AcqRel);
-                }
-                Some(next) if was_first => next.notify.notify_one(),
-                Some(_) => {}
+            if queue.is_empty() {
+                queues.remove(key);
+                self.keys_waited.fetch_sub(1, Ordering::AcqRel);
+            } else if let Some(next) = at.and_then(|i| queue.get(i)) {
+                // The one that followed gets the turn (a stream wake-up travels down the queue;
+                // for lists a follower that is not first just waits again).
+                next.notify.notify_one();
             }
         }
     }

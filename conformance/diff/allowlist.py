@@ -238,3 +238,115 @@ ALLOWED = {
     "BITPOS": (bit_range_args, "7.2 checks range arguments before the key (reference: 7.0)"),
     "SCAN": (scan_plain, "cursor values/order differ; [scan] cases compare the full key set"),
 }
+
+
+# ---------------------------------------------------------------- streams
+# Stream replies carry times (idle ms, delivery and seen timestamps) that differ between two
+# servers by the few ms between their runs: they are masked, everything else compared exactly.
+# Redis 7.2 also adds consumer `inactive` (XINFO CONSUMERS) and `active-time` (XINFO STREAM FULL),
+# which the 7.0 reference lacks: stmd follows 7.2, and those fields are dropped before comparing.
+
+MASK = b"<time>"
+
+
+def tree(r):
+    """A reply as nested (kind, value) with maps flattened like RESP2 arrays."""
+    if r.kind in "%*~" and r.value is not None:
+        return ("*", [tree(c) for c in r.value])
+    return (r.kind, r.value)
+
+
+def fields(node):
+    v = node[1]
+    return [(v[i][1], v[i + 1]) for i in range(0, len(v) - 1, 2)] if isinstance(v, list) else None
+
+
+def masked_pairs(node, mask=(), drop=(), inner=None):
+    """A flat field/value list with `mask` values replaced, `drop` fields removed and `inner`
+    (field -> function) applied to the named values."""
+    pairs = fields(node)
+    if pairs is None:
+        return node
+    out = []
+    for k, v in pairs:
+        if k in drop:
+            continue
+        if k in mask:
+            v = MASK
+        elif inner and k in inner:
+            v = inner[k](v)
+        out.append((k, v))
+    return out
+
+
+def mask_items(node, index):
+    """Each element of a list of arrays with its `index`th item masked."""
+    if not isinstance(node[1], list):
+        return node
+    out = []
+    for item in node[1]:
+        if isinstance(item[1], list) and len(item[1]) > index:
+            item = ("*", item[1][:index] + [MASK] + item[1][index + 1:])
+        out.append(item)
+    return out
+
+
+def each(node, f):
+    return [f(c) for c in node[1]] if isinstance(node[1], list) else node
+
+
+
+def xpending(a, b, args):
+    """The extended form's idle times (3rd item of each entry) are masked."""
+    if a.is_error() or b.is_error() or len(args) < 6 or a.kind != b.kind:
+        return a.raw == b.raw
+    return mask_items(tree(a), 2) == mask_items(tree(b), 2)
+
+
+def xinfo_consumers(a, b, args):
+    """`idle` masked; stmd's 7.2 `inactive` field dropped."""
+    if a.is_error() or b.is_error() or a.kind != b.kind:
+        return a.raw == b.raw
+    mine = each(tree(a), lambda c: masked_pairs(c, mask={b"idle"}, drop={b"inactive"}))
+    theirs = each(tree(b), lambda c: masked_pairs(c, mask={b"idle"}))
+    return len(a.value) == len(b.value) and mine == theirs and all(
+        x.kind == y.kind for x, y in zip(a.value, b.value))
+
+
+def stream_full(node, drop_active):
+    def consumer(c):
+        return masked_pairs(c, mask={b"seen-time"}, drop={b"active-time"} if drop_active else (),
+                            inner={b"pending": lambda p: mask_items(p, 1)})
+
+    def group(g):
+        return masked_pairs(g, inner={b"pending": lambda p: mask_items(p, 2),
+                                      b"consumers": lambda cs: each(cs, consumer)})
+
+    return masked_pairs(node, mask={b"radix-tree-nodes"}, inner={b"groups": lambda gs: each(gs, group)})
+
+
+def xinfo_stream(a, b, args):
+    """`radix-tree-nodes` counts the nodes of Redis's radix tree (stmd keeps a B-tree: its value
+    is an estimate); FULL: delivery and seen times masked, stmd's 7.2 `active-time` dropped."""
+    if a.is_error() or b.is_error() or a.kind != b.kind:
+        return a.raw == b.raw
+    full = len(args) > 3
+    if not full:
+        return masked_pairs(tree(a), mask={b"radix-tree-nodes"}) == masked_pairs(tree(b), mask={b"radix-tree-nodes"})
+    return stream_full(tree(a), True) == stream_full(tree(b), False)
+
+
+def xsetid(a, b, args):
+    """Redis 7.2 refuses a last id below the stream's max deleted id (redis#11444); the 7.0
+    reference accepts it."""
+    return a.raw == b.raw or (
+        a.raw == b"-ERR The ID specified in XSETID is smaller than current max_deleted_entry_id\r\n"
+        and (b.raw == b"+OK\r\n" or b.raw.startswith(b"-ERR The ID specified in XSETID is smaller")))
+
+
+ALLOWED.update({
+    "XSETID": (xsetid, "Redis 7.2 refuses a last id below max_deleted_entry_id (redis#11444); 7.0 accepts it"),
+    "XPENDING": (xpending, "idle times depend on when each server ran the case: masked"),
+    "XINFO CONSUMERS": (xinfo_consumers, "idle times masked; Redis 7.2 adds `inactive` (reference: 7.0)"),
+    "XINFO STREAM": (xinfo_stream, "radix-tree-nodes is Redis's rax internals; FULL: times masked, 7.2 adds consumer `active-time`"),
+})

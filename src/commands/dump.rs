@@ -112,6 +112,7 @@ fn duplicate(value: &Value) -> Value {
         Value::Set(set) => Value::Set(set.clone()),
         Value::ZSet(zset) => Value::ZSet(zset.clone()),
         Value::Stm(entry) => Value::Stm(entry.clone()),
+        Value::Stream(s) => Value::Stream(s.clone()),
     }
 }
 

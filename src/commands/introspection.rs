@@ -256,6 +256,7 @@ fn value_size(value: &Value, samples: usize) -> usize {
         Value::ZSet(z) => {
             sampled(z.len(), z.iter().map(|(m, _)| m.len() + 8), samples) + z.len() * 16
         }
+        Value::Stream(s) => s.memory(),
         Value::Stm(e) => {
             std::mem::size_of_val(e.as_ref())
                 + e.messages
@@ -503,6 +504,7 @@ pub fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             Value::Set(s) => s.len(),
             Value::ZSet(z) => z.len(),
             Value::Stm(e) => e.messages.len(),
+            Value::Stream(s) => s.len(),
         };
         let serialized = value_size(&entry.value, usize::MAX);
         Ok(Reply::Status(

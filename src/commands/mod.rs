@@ -31,6 +31,7 @@ pub mod sets;
 pub mod sort;
 pub mod stm;
 pub mod stm_context;
+pub mod streams;
 pub mod strings;
 pub mod subcommands;
 pub mod table;
@@ -108,6 +109,8 @@ pub struct ConnState {
     /// Set by dispatch when CLIENT PAUSE holds the command: the connection loop waits for the
     /// pause to end, then runs it again.
     pub postponed: bool,
+    /// A blocked XREAD/XREADGROUP's ids as resolved at its first attempt (`$`).
+    pub blocked_read: Option<streams::BlockedRead>,
 }
 
 /// What a blocking command asks of the connection loop when it has to wait.
@@ -140,6 +143,7 @@ impl ConnState {
             no_evict: false,
             replies: Default::default(),
             postponed: false,
+            blocked_read: None,
         }
     }
 }

@@ -6,6 +6,7 @@
 use super::categories as cat;
 use super::keyspec::*;
 use super::scripting as lua;
+use super::streams;
 use super::table::*;
 use super::{
     command_info, connection as conn, functions, introspection, keys, ops, pubsub, server,
@@ -195,4 +196,32 @@ pub const FUNCTION_SUBCOMMANDS: &[Command] = commands![
         complexity: "O(N), N the functions in the payload.", tips: &["request_policy:all_shards", "response_policy:all_succeeded"];
     "function|stats", 2, NOSCRIPT | ALLOW_BUSY, (0, 0, 0), "scripting", "7.0.0", functions::function, "", "Describes the running function and the loaded libraries.",
         complexity: "O(1)", tips: &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"];
+];
+
+/// XGROUP's subcommands.
+pub const XGROUP_SUBCOMMANDS: &[Command] = commands![
+    "xgroup|create", -5, WRITE | DENYOOM, (2, 2, 1), "stream", "5.0.0", streams::xgroup, "key group <id | $> [MKSTREAM] [ENTRIESREAD entries-read]", "Creates a consumer group.",
+        complexity: "O(1)", keys: &[key(RW | INSERT, 2)];
+    "xgroup|setid", -5, WRITE, (2, 2, 1), "stream", "5.0.0", streams::xgroup, "key group <id | $> [ENTRIESREAD entries-read]", "Sets the last delivered id of a consumer group.",
+        complexity: "O(1)", keys: &[key(RW | UPDATE, 2)];
+    "xgroup|destroy", 4, WRITE, (2, 2, 1), "stream", "5.0.0", streams::xgroup, "key group", "Destroys a consumer group.",
+        complexity: "O(N), N the entries of its pending list.", keys: &[key(RW | DELETE, 2)];
+    "xgroup|createconsumer", 5, WRITE | DENYOOM, (2, 2, 1), "stream", "6.2.0", streams::xgroup, "key group consumer", "Creates a consumer in a consumer group.",
+        complexity: "O(1)", keys: &[key(RW | INSERT, 2)];
+    "xgroup|delconsumer", 5, WRITE, (2, 2, 1), "stream", "5.0.0", streams::xgroup, "key group consumer", "Deletes a consumer from a consumer group.",
+        complexity: "O(1)", keys: &[key(RW | DELETE, 2)];
+    "xgroup|help", 2, LOADING | STALE, (0, 0, 0), "stream", "5.0.0", streams::xgroup, "", "Lists the XGROUP subcommands.",
+        complexity: "O(1)";
+];
+
+/// XINFO's subcommands.
+pub const XINFO_SUBCOMMANDS: &[Command] = commands![
+    "xinfo|stream", -3, READONLY, (2, 2, 1), "stream", "5.0.0", streams::xinfo, "key [FULL [COUNT count]]", "Returns information about a stream.",
+        complexity: "O(1); O(N) with FULL.", keys: &[key(RO | ACCESS, 2)];
+    "xinfo|groups", 3, READONLY, (2, 2, 1), "stream", "5.0.0", streams::xinfo, "key", "Returns the consumer groups of a stream.",
+        complexity: "O(1)", keys: &[key(RO | ACCESS, 2)];
+    "xinfo|consumers", 4, READONLY, (2, 2, 1), "stream", "5.0.0", streams::xinfo, "key group", "Returns the consumers of a consumer group.",
+        complexity: "O(1)", keys: &[key(RO | ACCESS, 2)], tips: &["nondeterministic_output"];
+    "xinfo|help", 2, LOADING | STALE, (0, 0, 0), "stream", "5.0.0", streams::xinfo, "", "Lists the XINFO subcommands.",
+        complexity: "O(1)";
 ];

@@ -17,6 +17,7 @@ use super::functions;
 use super::keyspec::*;
 use super::scripting as lua;
 use super::stm_context;
+use super::streams;
 use super::subcommands::*;
 use super::{
     bitmaps, blocking_lists as blists, geo, hashes, hyperloglog as hll, info, introspection, lcs,
@@ -686,6 +687,37 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(N), N the entries removed.", keys: &[keyword(RM | DELETE | INCOMPLETE, "CHANNEL", 1, 0, 1, 0), keyword(RM | DELETE, "KEY", 1, 0, 1, 0)];
     "stm.context", -7, READONLY | DB_ZERO_ONLY, (0, 0, 0), "stm", "0.1.0", stm_context::context, "USER user-id CHANNEL channel-id SERVER <server-id | DM> [PERSONA <persona-id | ->] [LINEAGE <lineage-id | ->] [BOT name] [OTHERS count] [CRUDE count] [MODE <SUPERSEDE | CRUDE_SUMMARY>] [CADENCE turns] [CROSS-SERVER] [NOW unix-time-milliseconds] [FORMAT <RESP | JSON>]", "Returns the prompt-ready short-term memory blocks of a conversation.",
         complexity: "O(N), N the entries read.", keys: &[keyword(RO | ACCESS | INCOMPLETE, "CHANNEL", 1, 0, 1, 0)];
+    // streams
+    "xadd", -5, WRITE | DENYOOM | FAST, (1, 1, 1), "stream", "5.0.0", streams::xadd, "key [NOMKSTREAM] [<MAXLEN | MINID> [= | ~] threshold [LIMIT count]] <* | id> field value [field value ...]", "Appends a new entry to a stream. Creates the key if it doesn't exist.",
+        complexity: "O(1) when adding an entry; O(N) trimming, N the entries evicted.", keys: &[key(RW | UPDATE, 1).with_notes("UPDATE instead of INSERT because of the optional trimming feature")], tips: &["nondeterministic_output"];
+    "xlen", 2, READONLY | FAST, (1, 1, 1), "stream", "5.0.0", streams::xlen, "key", "Returns the number of entries in a stream.",
+        complexity: "O(1)", keys: &[key(RO, 1)];
+    "xrange", -4, READONLY, (1, 1, 1), "stream", "5.0.0", streams::xrange, "key start end [COUNT count]", "Returns the entries of a stream within a range of ids.",
+        complexity: "O(log N + M), M the entries returned.", keys: &[key(RO | ACCESS, 1)];
+    "xrevrange", -4, READONLY, (1, 1, 1), "stream", "5.0.0", streams::xrange, "key end start [COUNT count]", "Returns the entries of a stream within a range of ids, in reverse order.",
+        complexity: "O(log N + M), M the entries returned.", keys: &[key(RO | ACCESS, 1)];
+    "xdel", -3, WRITE | FAST, (1, 1, 1), "stream", "5.0.0", streams::xdel, "key id [id ...]", "Removes entries from a stream, returning how many were removed.",
+        complexity: "O(log N) per entry.", keys: &[key(RW | DELETE, 1)];
+    "xtrim", -4, WRITE, (1, 1, 1), "stream", "5.0.0", streams::xtrim, "key <MAXLEN | MINID> [= | ~] threshold [LIMIT count]", "Removes the oldest entries of a stream.",
+        complexity: "O(N), N the entries evicted.", keys: &[key(RW | DELETE, 1)], tips: &["nondeterministic_output"];
+    "xsetid", -3, WRITE | DENYOOM | FAST, (1, 1, 1), "stream", "5.0.0", streams::xsetid, "key last-id [ENTRIESADDED entries-added] [MAXDELETEDID max-deleted-id]", "An internal command for replicating stream values.",
+        complexity: "O(1)", keys: &[key(RW | UPDATE, 1)];
+    "xread", -4, READONLY | BLOCKING, (0, 0, 0), "stream", "5.0.0", streams::xread, "[COUNT count] [BLOCK milliseconds] STREAMS key [key ...] id [id ...]", "Returns entries of one or more streams newer than the ids given. Blocks until one is available otherwise.",
+        complexity: "O(M) per stream, M the entries returned.", keys: &[keyword(RO | ACCESS, "STREAMS", 1, -1, 1, 2)];
+    "xreadgroup", -7, WRITE | BLOCKING, (0, 0, 0), "stream", "5.0.0", streams::xread, "GROUP group consumer [COUNT count] [BLOCK milliseconds] [NOACK] STREAMS key [key ...] id [id ...]", "Returns new or historical entries of streams for a consumer of a group. Blocks until an entry is available otherwise.",
+        complexity: "O(M) per stream, M the entries returned.", keys: &[keyword(RO | ACCESS, "STREAMS", 4, -1, 1, 2)];
+    "xack", -4, WRITE | FAST, (1, 1, 1), "stream", "5.0.0", streams::xack, "key group id [id ...]", "Acknowledges entries of a consumer group's pending list.",
+        complexity: "O(1) per id.", keys: &[key(RW | UPDATE, 1)];
+    "xpending", -3, READONLY, (1, 1, 1), "stream", "5.0.0", streams::xpending, "key group [[IDLE min-idle-time] start end count [consumer]]", "Returns information about a consumer group's pending entries.",
+        complexity: "O(N), N the entries returned.", keys: &[key(RO | ACCESS, 1)], tips: &["nondeterministic_output"];
+    "xclaim", -6, WRITE | FAST, (1, 1, 1), "stream", "5.0.0", streams::xclaim, "key group consumer min-idle-time id [id ...] [IDLE ms] [TIME unix-time-milliseconds] [RETRYCOUNT count] [FORCE] [JUSTID] [LASTID lastid]", "Changes the owner of pending entries of a consumer group.",
+        complexity: "O(log N) per id.", keys: &[key(RW | UPDATE, 1)], tips: &["nondeterministic_output"];
+    "xautoclaim", -6, WRITE | FAST, (1, 1, 1), "stream", "6.2.0", streams::xautoclaim, "key group consumer min-idle-time start [COUNT count] [JUSTID]", "Changes the owner of the pending entries idle for long enough, as if XCLAIMed.",
+        complexity: "O(1) per entry examined.", keys: &[key(RW | DELETE, 1)], tips: &["nondeterministic_output"];
+    "xgroup", -2, 0, (0, 0, 0), "stream", "5.0.0", streams::xgroup, "", "A container for consumer groups commands.",
+        complexity: "Depends on the subcommand.", subcommands: XGROUP_SUBCOMMANDS;
+    "xinfo", -2, 0, (0, 0, 0), "stream", "5.0.0", streams::xinfo, "", "A container for stream introspection commands.",
+        complexity: "Depends on the subcommand.", subcommands: XINFO_SUBCOMMANDS;
 ];
 
 /// Lower-case name bytes → command. ahash, not SipHash: this lookup runs for every request.

@@ -112,6 +112,17 @@ mod tests {
             "bzmpop",
             "lmpop",
             "blmpop",
+            // Streams name their events in their handlers (`xadd` and `xtrim` from one XADD,
+            // `xgroup-*`, `xsetid`…), and XACK/XCLAIM/XAUTOCLAIM publish none, as in Redis.
+            "xadd",
+            "xtrim",
+            "xdel",
+            "xsetid",
+            "xgroup",
+            "xreadgroup",
+            "xack",
+            "xclaim",
+            "xautoclaim",
         ];
         // PFDEBUG GETREG/TODENSE rewrite a value in place without an event, as in Redis.
         const NO_EVENT: &[&str] = &["pfdebug"];

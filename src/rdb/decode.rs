@@ -85,6 +85,9 @@ pub fn decode_value(body: &[u8]) -> Result<Value, RdbError> {
                 .collect::<Result<Vec<_>, RdbError>>()?;
             zset(pairs)?
         }
+        types::STREAM_LISTPACKS | types::STREAM_LISTPACKS_2 | types::STREAM_LISTPACKS_3 => {
+            Value::Stream(Box::new(super::stream::decode(&mut r, kind)?))
+        }
         types::STM => Value::Stm(Box::new(stm::decode(&mut r)?)),
         _ => return Err(RdbError::BadData),
     };

@@ -91,6 +91,7 @@ pub fn encode_value(value: &Value) -> Vec<u8> {
             }
         }
         Value::ZSet(zset) => put_zset(&mut out, zset),
+        Value::Stream(s) => super::stream::encode(&mut out, s),
         Value::Stm(entry) => {
             out.push(types::STM);
             stm::encode(&mut out, entry);

@@ -186,6 +186,7 @@ fn describe(value: &Value) -> Vec<String> {
         Value::Set(s) => text(s.iter()),
         Value::ZSet(z) => z.iter().map(|(m, s)| format!("{m:?}={s:?}")).collect(),
         Value::Stm(entry) => vec![format!("{entry:?}")],
+        Value::Stream(s) => vec![format!("{s:?}")],
     }
 }
 
@@ -204,8 +205,42 @@ mod properties {
                     .collect(),
             )),
             crate::store::Value::Stm(Box::new(stm::tests::sample_entry())),
+            crate::store::Value::Stream(Box::new(sample_stream())),
         ];
         values.iter().map(encode_value).collect()
+    }
+
+    /// A stream with two nodes' worth of entries, a deleted one and a group with a pending entry.
+    fn sample_stream() -> crate::store::stream::Stream {
+        use crate::store::stream::{Consumer, Fields, Group, Nack, StreamId};
+        let mut s = crate::store::stream::Stream::default();
+        for i in 1..=120u64 {
+            s.append(
+                StreamId::new(i, 0),
+                Fields::pack(&[&b"f"[..], format!("v{i}").as_bytes()]),
+            );
+        }
+        s.delete(StreamId::new(2, 0));
+        let name = bytes::Bytes::from_static(b"c");
+        let mut consumer = Consumer::default();
+        consumer.pel.insert(StreamId::new(1, 0));
+        let mut group = Group {
+            last_id: StreamId::new(1, 0),
+            entries_read: 1,
+            pel: Default::default(),
+            consumers: Default::default(),
+        };
+        group.pel.insert(
+            StreamId::new(1, 0),
+            Nack {
+                consumer: name.clone(),
+                delivery_time: 5,
+                delivery_count: 1,
+            },
+        );
+        group.consumers.insert(name, consumer);
+        s.groups.insert(bytes::Bytes::from_static(b"g"), group);
+        s
     }
 
     proptest! {

@@ -15,6 +15,7 @@ mod fixtures;
 mod listpack;
 pub mod lzf;
 mod stm;
+mod stream;
 
 pub use decode::{decode_value, RdbReader};
 pub use encode::{encode_value, put_len};
@@ -47,7 +48,10 @@ pub mod types {
     pub const HASH_LISTPACK: u8 = 16;
     pub const ZSET_LISTPACK: u8 = 17;
     pub const LIST_QUICKLIST_2: u8 = 18;
+    pub const STREAM_LISTPACKS: u8 = 15;
+    pub const STREAM_LISTPACKS_2: u8 = 19;
     pub const SET_LISTPACK: u8 = 20;
+    pub const STREAM_LISTPACKS_3: u8 = 21;
     /// Ours: an STM entry. Far above Redis's value types (21 in 7.2) and below its RDB opcodes
     /// (0xF5 and up), so Redis answers `Bad data format` and no Redis type will collide soon.
     pub const STM: u8 = 200;

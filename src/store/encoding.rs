@@ -158,6 +158,7 @@ pub fn name(value: &Value, outgrown: bool, t: &Thresholds) -> &'static str {
             }
         }
         Value::Stm(_) => "stm",
+        Value::Stream(_) => "stream",
     }
 }
 

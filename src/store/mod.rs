@@ -10,6 +10,7 @@ pub mod geohash;
 pub mod hyperloglog;
 pub mod ranked;
 pub mod scan;
+pub mod stream;
 pub mod swap;
 pub mod value;
 pub mod zset;
@@ -363,8 +364,12 @@ impl Keyspace {
 
     /// Bookkeeping for a value leaving the keyspace (deleted, overwritten, expired, flushed).
     fn on_remove(&self, key: &[u8], value: &Value) {
-        if let Value::Stm(entry) = value {
-            self.stm_index.remove(key, entry);
+        match value {
+            Value::Stm(entry) => self.stm_index.remove(key, entry),
+            // XREADGROUP readers blocked on a stream that goes answer at once (NOGROUP or
+            // WRONGTYPE), as in Redis 7.2; XREAD readers wait on.
+            Value::Stream(_) => self.waiters.signal(key),
+            _ => {}
         }
     }
 
@@ -382,9 +387,10 @@ impl Keyspace {
     fn on_insert(&self, key: &Bytes, value: &Value) {
         match value {
             Value::Stm(entry) => self.stm_index.insert(key, entry),
-            // A list or sorted set created by any command (LPUSH, ZADD, RENAME, MOVE, …) may serve
-            // a blocked client.
-            Value::List(_) | Value::ZSet(_) => self.waiters.signal(key),
+            // A list, sorted set or stream created by any command (LPUSH, ZADD, XADD, RENAME, MOVE,
+            // …) may serve a blocked client; for a stream the first is woken and passes the turn
+            // on (see `Waiters::wake_next`).
+            Value::List(_) | Value::ZSet(_) | Value::Stream(_) => self.waiters.signal(key),
             _ => {}
         }
     }

@@ -1,5 +1,6 @@
 //! The typed values a key can hold.
 
+use super::stream::Stream;
 use super::zset::ZSet;
 use crate::stm::StmEntry;
 use bytes::Bytes;
@@ -22,6 +23,7 @@ pub enum Value {
     Set(Box<SetValue>),
     ZSet(Box<ZSet>),
     Stm(Box<StmEntry>),
+    Stream(Box<Stream>),
 }
 
 impl Value {
@@ -34,6 +36,7 @@ impl Value {
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
             Value::Stm(_) => "stm",
+            Value::Stream(_) => "stream",
         }
     }
 }

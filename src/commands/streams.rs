@@ -1,0 +1,1666 @@
+//! Stream commands: XADD, XLEN, XRANGE, XREVRANGE, XDEL, XTRIM, XSETID, XREAD, the consumer
+//! groups (XGROUP, XREADGROUP, XACK, XPENDING, XCLAIM, XAUTOCLAIM) and XINFO. Blocking XREAD and
+//! XREADGROUP use the queues of `crate::blocking` like BLPOP: a command that finds nothing joins
+//! the queues of its keys and the connection reruns it when a write wakes it.
+
+use super::args::{int, is};
+use super::{err, BlockRequest, CmdResult, Ctx};
+use crate::events::class;
+use crate::protocol::{parse_i64_strict, Reply};
+use crate::store::stream::{
+    Consumer, Fields, Group, Nack, Stream, StreamId, Trim, INVALID_READ, NODE_MAX_ENTRIES,
+};
+use crate::store::{now_ms, Locked, Value};
+use bytes::Bytes;
+use std::ops::Bound;
+use std::time::{Duration, Instant};
+
+const INVALID_ID: &str = "ERR Invalid stream ID specified as stream command argument";
+
+// ---------------------------------------------------------------- typed access
+
+fn stream<'l>(locked: &'l mut Locked<'_>, key: &[u8]) -> Result<Option<&'l Stream>, Reply> {
+    match locked.get(key).map(|e| &e.value) {
+        None => Ok(None),
+        Some(Value::Stream(s)) => Ok(Some(s)),
+        Some(_) => Err(super::typed::wrongtype()),
+    }
+}
+
+fn stream_mut<'l>(locked: &'l mut Locked<'_>, key: &[u8]) -> Result<Option<&'l mut Stream>, Reply> {
+    match locked.get(key).map(|e| &e.value) {
+        None => return Ok(None),
+        Some(Value::Stream(_)) => {}
+        Some(_) => return Err(super::typed::wrongtype()),
+    }
+    match locked.get_mut(key).map(|e| &mut e.value) {
+        Some(Value::Stream(s)) => Ok(Some(s)),
+        _ => Ok(None),
+    }
+}
+
+fn signal(locked: &Locked<'_>, key: &[u8]) {
+    locked.keyspace().waiters.signal(key);
+}
+
+// ---------------------------------------------------------------- ids
+
+/// Redis's `string2ull`: a strict integer, else what `strtoull` accepts in full.
+fn parse_u64(text: &[u8]) -> Option<u64> {
+    if let Some(v) = parse_i64_strict(text) {
+        return (v >= 0).then_some(v as u64);
+    }
+    let s = std::str::from_utf8(text).ok()?;
+    let t = s.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    let (neg, digits) = match t.as_bytes().first()? {
+        b'+' => (false, &t[1..]),
+        b'-' => (true, &t[1..]),
+        _ => (false, t),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let v: u64 = digits.parse().ok()?;
+    Some(if neg { v.wrapping_neg() } else { v })
+}
+
+/// Redis's `streamGenericParseIDOrReply`. Returns the id and whether the sequence was given
+/// (false for `<ms>-*` when `allow_auto_seq`).
+fn parse_id_full(
+    arg: &[u8],
+    missing_seq: u64,
+    strict: bool,
+    allow_auto_seq: bool,
+) -> Result<(StreamId, bool), Reply> {
+    let invalid = || Reply::error(INVALID_ID);
+    if arg.len() > 127 {
+        return Err(invalid());
+    }
+    if arg == b"-" || arg == b"+" {
+        if strict {
+            return Err(invalid());
+        }
+        return Ok((
+            if arg == b"-" {
+                StreamId::MIN
+            } else {
+                StreamId::MAX
+            },
+            true,
+        ));
+    }
+    // Like C strings, the text ends at a NUL byte.
+    let arg = arg.split(|b| *b == 0).next().unwrap_or_default();
+    match arg.iter().position(|b| *b == b'-') {
+        None => Ok((
+            StreamId::new(parse_u64(arg).ok_or_else(invalid)?, missing_seq),
+            true,
+        )),
+        Some(dash) => {
+            let ms = parse_u64(&arg[..dash]).ok_or_else(invalid)?;
+            let rest = &arg[dash + 1..];
+            if allow_auto_seq && rest == b"*" {
+                return Ok((StreamId::new(ms, 0), false));
+            }
+            Ok((
+                StreamId::new(ms, parse_u64(rest).ok_or_else(invalid)?),
+                true,
+            ))
+        }
+    }
+}
+
+/// A strict id (no `-`/`+`), missing sequence 0.
+fn strict_id(arg: &[u8]) -> Result<StreamId, Reply> {
+    parse_id_full(arg, 0, true, false).map(|(id, _)| id)
+}
+
+/// Redis's `streamParseIntervalIDOrReply`: `-`, `+`, `(id` exclusive, incomplete ids.
+fn interval_id(arg: &[u8], missing_seq: u64) -> Result<(StreamId, bool), Reply> {
+    if arg.len() > 1 && arg[0] == b'(' {
+        Ok((parse_id_full(&arg[1..], missing_seq, true, false)?.0, true))
+    } else {
+        Ok((parse_id_full(arg, missing_seq, false, false)?.0, false))
+    }
+}
+
+fn range_start(arg: &[u8]) -> Result<StreamId, Reply> {
+    let (id, ex) = interval_id(arg, 0)?;
+    if ex {
+        id.incr()
+            .ok_or_else(|| Reply::error("ERR invalid start ID for the interval"))
+    } else {
+        Ok(id)
+    }
+}
+
+fn range_end(arg: &[u8]) -> Result<StreamId, Reply> {
+    let (id, ex) = interval_id(arg, u64::MAX)?;
+    if ex {
+        id.decr()
+            .ok_or_else(|| Reply::error("ERR invalid end ID for the interval"))
+    } else {
+        Ok(id)
+    }
+}
+
+fn id_reply(id: StreamId) -> Reply {
+    Reply::Bulk(Bytes::from(id.to_string()))
+}
+
+fn entry_reply(id: StreamId, fields: &Fields) -> Reply {
+    Reply::Array(vec![
+        id_reply(id),
+        Reply::Array(fields.iter().map(Reply::bulk).collect()),
+    ])
+}
+
+/// Entries of `s` from `start` to `end` (inclusive), at most `count` (0 = all), reversed if asked.
+fn range_reply(s: &Stream, start: StreamId, end: StreamId, count: usize, rev: bool) -> Reply {
+    if start > end {
+        return Reply::Array(Vec::new());
+    }
+    let limit = if count == 0 { usize::MAX } else { count };
+    let range = s.entries.range(start..=end);
+    let items: Vec<Reply> = if rev {
+        range
+            .rev()
+            .take(limit)
+            .map(|(id, f)| entry_reply(*id, f))
+            .collect()
+    } else {
+        range
+            .take(limit)
+            .map(|(id, f)| entry_reply(*id, f))
+            .collect()
+    };
+    Reply::Array(items)
+}
+
+// ---------------------------------------------------------------- XADD / XTRIM
+
+struct TrimArgs {
+    trim: Option<Trim>,
+    approx: bool,
+    limit: u64,
+    nomkstream: bool,
+    /// XADD: the id argument's position, the id and whether its sequence was given.
+    id: Option<(StreamId, bool)>,
+    id_pos: usize,
+}
+
+/// Redis's `streamParseAddOrTrimArgsOrReply`.
+fn parse_add_or_trim(args: &[&[u8]], xadd: bool) -> Result<TrimArgs, Reply> {
+    let mut out = TrimArgs {
+        trim: None,
+        approx: false,
+        limit: 0,
+        nomkstream: false,
+        id: None,
+        id_pos: 0,
+    };
+    let mut limit_given = false;
+    let mut i = 2;
+    while i < args.len() {
+        let more = args.len() - 1 - i;
+        let opt = args[i];
+        if xadd && opt == b"*" {
+            break;
+        } else if (is(opt, "maxlen") || is(opt, "minid")) && more > 0 {
+            if out.trim.is_some() {
+                return Err(Reply::error("ERR syntax error, MAXLEN and MINID options at the same time are not compatible"));
+            }
+            out.approx = false;
+            let next = args[i + 1];
+            if more >= 2 && next == b"~" {
+                out.approx = true;
+                i += 1;
+            } else if more >= 2 && next == b"=" {
+                i += 1;
+            }
+            if is(opt, "maxlen") {
+                let n = int(args[i + 1])?;
+                if n < 0 {
+                    return Err(Reply::error("ERR The MAXLEN argument must be >= 0."));
+                }
+                out.trim = Some(Trim::MaxLen(n as u64));
+            } else {
+                out.trim = Some(Trim::MinId(strict_id(args[i + 1])?));
+            }
+            i += 1;
+        } else if is(opt, "limit") && more > 0 {
+            let n = int(args[i + 1])?;
+            if n < 0 {
+                return Err(Reply::error("ERR The LIMIT argument must be >= 0."));
+            }
+            out.limit = n as u64;
+            limit_given = true;
+            i += 1;
+        } else if xadd && is(opt, "nomkstream") {
+            out.nomkstream = true;
+        } else if xadd {
+            out.id = Some(parse_id_full(opt, 0, true, true)?);
+            break;
+        } else {
+            return Err(Reply::error(err::SYNTAX));
+        }
+        i += 1;
+    }
+    out.id_pos = i;
+    if out.limit != 0 && out.trim.is_none() {
+        return Err(Reply::error(
+            "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy",
+        ));
+    }
+    if !xadd && out.trim.is_none() {
+        return Err(Reply::error(
+            "ERR syntax error, XTRIM must be called with a trimming strategy",
+        ));
+    }
+    if limit_given {
+        if !out.approx {
+            return Err(Reply::error(
+                "ERR syntax error, LIMIT cannot be used without the special ~ option",
+            ));
+        }
+    } else if out.approx {
+        out.limit = 100 * u64::from(NODE_MAX_ENTRIES);
+    } else {
+        out.limit = 0;
+    }
+    Ok(out)
+}
+
+/// XADD key [NOMKSTREAM] [MAXLEN|MINID [=|~] threshold [LIMIT count]] *|id field value [...]
+pub fn xadd(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let parsed = parse_add_or_trim(args, true)?;
+    let field_pos = parsed.id_pos + 1;
+    if args.len() < field_pos + 2 || (args.len() - field_pos) % 2 == 1 {
+        return Err(Reply::Error(super::wrong_arity("xadd").into()));
+    }
+    if let Some((id, true)) = parsed.id {
+        if id.is_zero() {
+            return Err(Reply::error(
+                "ERR The ID specified in XADD must be greater than 0-0",
+            ));
+        }
+    }
+    let key = args[1];
+    let mut locked = ctx.lock(&args[1..2]);
+    let exists = stream(&mut locked, key)?.is_some();
+    if !exists {
+        if parsed.nomkstream {
+            return Ok(Reply::Nil);
+        }
+        locked.set(key, Value::Stream(Box::default()), 0);
+    }
+    let Some(s) = stream_mut(&mut locked, key)? else {
+        return Ok(Reply::Nil);
+    };
+    if s.last_id == StreamId::MAX {
+        return Err(Reply::error(
+            "ERR The stream has exhausted the last possible ID, unable to add more items",
+        ));
+    }
+    let too_small = || {
+        Reply::error(
+            "ERR The ID specified in XADD is equal or smaller than the target stream top item",
+        )
+    };
+    let id = match parsed.id {
+        Some((id, true)) => id,
+        Some((id, false)) => {
+            if s.last_id.ms == id.ms {
+                s.last_id
+                    .incr()
+                    .filter(|n| n.ms == id.ms)
+                    .ok_or_else(too_small)?
+            } else {
+                id
+            }
+        }
+        None => {
+            let ms = now_ms();
+            if ms > s.last_id.ms {
+                StreamId::new(ms, 0)
+            } else {
+                s.last_id.incr().ok_or_else(too_small)?
+            }
+        }
+    };
+    if id <= s.last_id {
+        if !exists {
+            locked.remove(key);
+        }
+        return Err(too_small());
+    }
+    s.append(id, Fields::pack(&args[field_pos..]));
+    let trimmed = parsed
+        .trim
+        .is_some_and(|t| s.trim(t, parsed.approx, parsed.limit) > 0);
+    locked.notify(class::STREAM, "xadd", key);
+    if trimmed {
+        locked.notify(class::STREAM, "xtrim", key);
+    }
+    signal(&locked, key);
+    Ok(id_reply(id))
+}
+
+/// XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT count]
+pub fn xtrim(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let parsed = parse_add_or_trim(args, false)?;
+    let key = args[1];
+    let mut locked = ctx.lock(&args[1..2]);
+    let Some(s) = stream_mut(&mut locked, key)? else {
+        return Ok(Reply::Int(0));
+    };
+    let deleted = match parsed.trim {
+        Some(t) => s.trim(t, parsed.approx, parsed.limit),
+        None => 0,
+    };
+    if deleted > 0 {
+        locked.notify(class::STREAM, "xtrim", key);
+    } else {
+        locked.unchanged(key);
+    }
+    Ok(Reply::Int(deleted as i64))
+}
+
+/// XLEN key
+pub fn xlen(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let mut locked = ctx.lock(&args[1..2]);
+    Ok(Reply::Int(
+        stream(&mut locked, args[1])?.map_or(0, |s| s.len()) as i64,
+    ))
+}
+
+/// XRANGE key start end [COUNT n] and XREVRANGE key end start [COUNT n].
+pub fn xrange(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let rev = args[0].len() == 9;
+    let (start_arg, end_arg) = if rev {
+        (args[3], args[2])
+    } else {
+        (args[2], args[3])
+    };
+    let start = range_start(start_arg)?;
+    let end = range_end(end_arg)?;
+    let mut count: i64 = -1;
+    let mut j = 4;
+    while j < args.len() {
+        if is(args[j], "COUNT") && j + 1 < args.len() {
+            count = int(args[j + 1])?.max(0);
+            j += 2;
+        } else {
+            return Err(Reply::error(err::SYNTAX));
+        }
+    }
+    let mut locked = ctx.lock(&args[1..2]);
+    let Some(s) = stream(&mut locked, args[1])? else {
+        return Ok(Reply::Array(Vec::new()));
+    };
+    if count == 0 {
+        return Ok(Reply::NilArray);
+    }
+    let count = if count < 0 { 0 } else { count as usize };
+    Ok(range_reply(s, start, end, count, rev))
+}
+
+/// XDEL key id [id ...]
+pub fn xdel(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let key = args[1];
+    let mut locked = ctx.lock(&args[1..2]);
+    if stream(&mut locked, key)?.is_none() {
+        return Ok(Reply::Int(0));
+    }
+    let ids = args[2..]
+        .iter()
+        .map(|a| strict_id(a))
+        .collect::<Result<Vec<_>, _>>()?;
+    let Some(s) = stream_mut(&mut locked, key)? else {
+        return Ok(Reply::Int(0));
+    };
+    let mut deleted = 0;
+    let mut first_entry = false;
+    for id in ids {
+        if s.delete(id) {
+            if id == s.first_id {
+                first_entry = true;
+            }
+            if id > s.max_deleted {
+                s.max_deleted = id;
+            }
+            deleted += 1;
+        }
+    }
+    if deleted > 0 {
+        if s.is_empty() {
+            s.first_id = StreamId::MIN;
+        } else if first_entry {
+            s.first_id = s.first_entry_id().unwrap_or(StreamId::MAX);
+        }
+        locked.notify(class::STREAM, "xdel", key);
+    } else {
+        locked.unchanged(key);
+    }
+    Ok(Reply::Int(deleted))
+}
+
+/// XSETID key last-id [ENTRIESADDED n] [MAXDELETEDID id]
+pub fn xsetid(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let id = strict_id(args[2])?;
+    let mut entries_added: i64 = -1;
+    let mut max_xdel = StreamId::MIN;
+    let mut i = 3;
+    while i < args.len() {
+        let more = args.len() - 1 - i;
+        if is(args[i], "ENTRIESADDED") && more > 0 {
+            entries_added = int(args[i + 1])?;
+            if entries_added < 0 {
+                return Err(Reply::error("ERR entries_added must be positive"));
+            }
+        } else if is(args[i], "MAXDELETEDID") && more > 0 {
+            max_xdel = strict_id(args[i + 1])?;
+            if id < max_xdel {
+                return Err(Reply::error("ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id"));
+            }
+        } else {
+            return Err(Reply::error(err::SYNTAX));
+        }
+        i += 2;
+    }
+    let key = args[1];
+    let mut locked = ctx.lock(&args[1..2]);
+    let Some(s) = stream_mut(&mut locked, key)? else {
+        return Err(Reply::error(err::NO_SUCH_KEY));
+    };
+    // Redis 7.2 (redis#11444): the last id cannot go below an id already deleted.
+    if id < s.max_deleted {
+        return Err(Reply::error(
+            "ERR The ID specified in XSETID is smaller than current max_deleted_entry_id",
+        ));
+    }
+    if let Some(top) = s.last_entry_id() {
+        if id < top {
+            return Err(Reply::error(
+                "ERR The ID specified in XSETID is smaller than the target stream top item",
+            ));
+        }
+        if entries_added != -1 && s.len() as i64 > entries_added {
+            return Err(Reply::error("ERR The entries_added specified in XSETID is smaller than the target stream length"));
+        }
+    }
+    s.last_id = id;
+    if entries_added != -1 {
+        s.entries_added = entries_added as u64;
+    }
+    if !max_xdel.is_zero() {
+        s.max_deleted = max_xdel;
+    }
+    locked.notify(class::STREAM, "xsetid", key);
+    Ok(Reply::OK)
+}
+
+// ---------------------------------------------------------------- XREAD / XREADGROUP
+
+/// One stream's part of an XREAD reply.
+fn stream_part(resp3: bool, parts: Vec<(Reply, Reply)>) -> Reply {
+    if resp3 {
+        Reply::Map(parts)
+    } else {
+        Reply::Array(
+            parts
+                .into_iter()
+                .map(|(k, v)| Reply::Array(vec![k, v]))
+                .collect(),
+        )
+    }
+}
+
+fn nogroup_read(key: &[u8], group: &[u8]) -> Reply {
+    Reply::Error(
+        format!(
+            "NOGROUP No such key '{}' or consumer group '{}' in XREADGROUP with GROUP option",
+            String::from_utf8_lossy(key),
+            String::from_utf8_lossy(group)
+        )
+        .into(),
+    )
+}
+
+/// Delivers new entries of `s` after the group's last id to `consumer` (XREADGROUP `>`).
+fn deliver_new(
+    s: &mut Stream,
+    group_name: &[u8],
+    consumer: &Bytes,
+    count: usize,
+    noack: bool,
+    now: u64,
+) -> Vec<Reply> {
+    let Some(start) = s.groups.get(group_name).map(|g| g.last_id) else {
+        return Vec::new();
+    };
+    let limit = if count == 0 { usize::MAX } else { count };
+    let picked: Vec<StreamId> = s
+        .entries
+        .range((Bound::Excluded(start), Bound::Unbounded))
+        .take(limit)
+        .map(|(id, _)| *id)
+        .collect();
+    let mut out = Vec::with_capacity(picked.len());
+    for id in picked {
+        s.advance_group(group_name, id);
+        if let Some(f) = s.entries.get(&id) {
+            out.push(entry_reply(id, f));
+        }
+        let Some(group) = s.groups.get_mut(group_name) else {
+            continue;
+        };
+        if !noack {
+            let nack = Nack {
+                consumer: consumer.clone(),
+                delivery_time: now,
+                delivery_count: 1,
+            };
+            if let Some(old) = group.pel.insert(id, nack) {
+                if let Some(c) = group.consumers.get_mut(&old.consumer) {
+                    c.pel.remove(&id);
+                }
+            }
+            if let Some(c) = group.consumers.get_mut(consumer) {
+                c.pel.insert(id);
+            }
+        }
+    }
+    if !out.is_empty() {
+        if let Some(c) = s
+            .groups
+            .get_mut(group_name)
+            .and_then(|g| g.consumers.get_mut(consumer))
+        {
+            c.active_time = Some(now);
+        }
+    }
+    out
+}
+
+/// The consumer's own pending entries after `after` (XREADGROUP with an id).
+fn deliver_history(
+    s: &mut Stream,
+    group_name: &[u8],
+    consumer: &Bytes,
+    after: StreamId,
+    count: usize,
+    now: u64,
+) -> Vec<Reply> {
+    let Some(start) = after.incr() else {
+        return Vec::new();
+    };
+    let limit = if count == 0 { usize::MAX } else { count };
+    let Some(group) = s.groups.get_mut(group_name) else {
+        return Vec::new();
+    };
+    let ids: Vec<StreamId> = group
+        .consumers
+        .get(consumer)
+        .map(|c| c.pel.range(start..).take(limit).copied().collect())
+        .unwrap_or_default();
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        match s.entries.get(&id) {
+            Some(f) => {
+                out.push(entry_reply(id, f));
+                if let Some(n) = group.pel.get_mut(&id) {
+                    n.delivery_time = now;
+                    n.delivery_count += 1;
+                }
+            }
+            None => out.push(Reply::Array(vec![id_reply(id), Reply::NilArray])),
+        }
+    }
+    out
+}
+
+/// The ids a blocked XREAD resolved at its first attempt (`$` becomes the last id then).
+#[derive(Debug, Default)]
+pub struct BlockedRead {
+    pub ids: Vec<StreamId>,
+}
+
+/// XREAD [COUNT n] [BLOCK ms] STREAMS key [key ...] id [id ...] and
+/// XREADGROUP GROUP g c [COUNT n] [BLOCK ms] [NOACK] STREAMS key [key ...] id [id ...]
+pub fn xread(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let xreadgroup = args[0].len() == 10;
+    let name = if xreadgroup { "xreadgroup" } else { "xread" };
+    let mut timeout: Option<i64> = None;
+    let mut count: i64 = 0;
+    let mut streams_arg = 0;
+    let mut noack = false;
+    let mut group: Option<(&[u8], &[u8])> = None;
+    let mut i = 1;
+    while i < args.len() {
+        let more = args.len() - i - 1;
+        let o = args[i];
+        if is(o, "BLOCK") && more > 0 {
+            if ctx.in_exec() && ctx.shared.scripting.run.is_active() {
+                return Err(Reply::Error(
+                    format!(
+                        "ERR {} command is not allowed with BLOCK option from scripts",
+                        String::from_utf8_lossy(args[0])
+                    )
+                    .into(),
+                ));
+            }
+            i += 1;
+            let ms = int(args[i])
+                .map_err(|_| Reply::error("ERR timeout is not an integer or out of range"))?;
+            if ms < 0 {
+                return Err(Reply::error("ERR timeout is negative"));
+            }
+            timeout = Some(ms);
+        } else if is(o, "COUNT") && more > 0 {
+            i += 1;
+            count = int(args[i])?.max(0);
+        } else if is(o, "STREAMS") && more > 0 {
+            streams_arg = i + 1;
+            if (args.len() - streams_arg) % 2 != 0 {
+                let symbol = if xreadgroup { '>' } else { '$' };
+                let upper = name.to_ascii_uppercase();
+                return Err(Reply::Error(format!("ERR Unbalanced {upper} list of streams: for each stream key an ID or '{symbol}' must be specified.").into()));
+            }
+            break;
+        } else if is(o, "GROUP") && more >= 2 {
+            if !xreadgroup {
+                return Err(Reply::error(
+                    "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead.",
+                ));
+            }
+            group = Some((args[i + 1], args[i + 2]));
+            i += 2;
+        } else if is(o, "NOACK") {
+            if !xreadgroup {
+                return Err(Reply::error(
+                    "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead.",
+                ));
+            }
+            noack = true;
+        } else {
+            return Err(Reply::error(err::SYNTAX));
+        }
+        i += 1;
+    }
+    if streams_arg == 0 {
+        return Err(Reply::error(err::SYNTAX));
+    }
+    if xreadgroup && group.is_none() {
+        return Err(Reply::error("ERR Missing GROUP option for XREADGROUP"));
+    }
+    let n = (args.len() - streams_arg) / 2;
+    let keys = &args[streams_arg..streams_arg + n];
+    let id_args = &args[streams_arg + n..];
+    let count = count as usize;
+    let in_exec = ctx.in_exec();
+    let resp3 = ctx.conn.resp3;
+    let rerun = ctx.conn.wait.is_some();
+    let stored = if rerun {
+        ctx.conn.blocked_read.take()
+    } else {
+        None
+    };
+    let waiters = ctx.shared.store.db(ctx.conn.db).waiters.clone();
+    let me = ctx.conn.wait.as_ref().map(|g| g.waiter().clone());
+    // A rerun passes the turn to the next client queued on each key, served or not.
+    let pass_on = |keys: &[&[u8]]| {
+        if let Some(me) = &me {
+            for key in keys {
+                waiters.wake_next(key, me);
+            }
+        }
+    };
+    // A key that stopped being a stream while XREAD waited on it is waited on (as Redis, which
+    // only wakes XREAD for a stream); XREADGROUP answers the error.
+    let lenient = rerun && !xreadgroup;
+    let now = now_ms();
+    let guard = {
+        let mut locked = ctx.lock(keys);
+        // Resolve the ids (`$` and `>` as Redis does), checking types and groups first.
+        let mut ids: Vec<Option<StreamId>> = Vec::with_capacity(n);
+        for (k, (key, arg)) in keys.iter().zip(id_args).enumerate() {
+            let s = match stream(&mut locked, key) {
+                Err(_) if lenient => None,
+                other => other?,
+            };
+            if let Some((g, _)) = group {
+                if !s.is_some_and(|s| s.groups.contains_key(g)) {
+                    return Err(nogroup_read(key, g));
+                }
+            }
+            if *arg == b"$" {
+                if xreadgroup {
+                    return Err(Reply::error("ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set."));
+                }
+                let resolved = match stored.as_ref().and_then(|b| b.ids.get(k)) {
+                    Some(id) => *id,
+                    None => s.map_or(StreamId::MIN, |s| s.last_id),
+                };
+                ids.push(Some(resolved));
+            } else if *arg == b">" {
+                if !xreadgroup {
+                    return Err(Reply::error("ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option."));
+                }
+                ids.push(None);
+            } else {
+                ids.push(Some(strict_id(arg)?));
+            }
+        }
+        let mut parts: Vec<(Reply, Reply)> = Vec::new();
+        for (k, key) in keys.iter().enumerate() {
+            let s = match stream_mut(&mut locked, key) {
+                Err(_) if lenient => None,
+                other => other?,
+            };
+            let Some(s) = s else {
+                continue;
+            };
+            match group {
+                Some((g, c)) => {
+                    let consumer = Bytes::copy_from_slice(c);
+                    let Some(grp) = s.groups.get_mut(g) else {
+                        continue;
+                    };
+                    let created = !grp.consumers.contains_key(c);
+                    let entry = grp.consumers.entry(consumer.clone()).or_default();
+                    entry.seen_time = now;
+                    if created {
+                        locked.notify(class::STREAM, "xgroup-createconsumer", key);
+                    }
+                    let Some(s) = stream_mut(&mut locked, key)? else {
+                        continue;
+                    };
+                    match ids[k] {
+                        Some(after) => {
+                            let items = deliver_history(s, g, &consumer, after, count, now);
+                            parts.push((Reply::bulk(key), Reply::Array(items)));
+                        }
+                        None => {
+                            let last = s.groups.get(g).map_or(StreamId::MAX, |g| g.last_id);
+                            if s.last_entry_id().is_some_and(|top| top > last) {
+                                let items = deliver_new(s, g, &consumer, count, noack, now);
+                                parts.push((Reply::bulk(key), Reply::Array(items)));
+                            }
+                        }
+                    }
+                }
+                None => {
+                    let after = ids[k].unwrap_or(StreamId::MAX);
+                    if s.last_entry_id().is_some_and(|top| top > after) {
+                        if let Some(start) = after.incr() {
+                            let part = range_reply(s, start, StreamId::MAX, count, false);
+                            parts.push((Reply::bulk(key), part));
+                        }
+                    }
+                }
+            }
+        }
+        pass_on(keys);
+        if !parts.is_empty() {
+            drop(locked);
+            ctx.conn.wait = None;
+            ctx.conn.blocked_read = None;
+            return Ok(stream_part(resp3, parts));
+        }
+        if timeout.is_none() || in_exec {
+            ctx.conn.wait = None;
+            return Ok(Reply::NilArray);
+        }
+        ctx.conn.blocked_read = Some(BlockedRead {
+            ids: ids.iter().map(|i| i.unwrap_or(StreamId::MAX)).collect(),
+        });
+        (!rerun).then(|| waiters.register(keys.iter().map(|k| Bytes::copy_from_slice(k)).collect()))
+    };
+    if let Some(guard) = guard {
+        ctx.conn.wait = Some(guard);
+    }
+    let ms = timeout.unwrap_or(0);
+    ctx.conn.block = Some(BlockRequest {
+        deadline: (ms > 0).then(|| Instant::now() + Duration::from_millis(ms as u64)),
+        timeout_reply: Reply::NilArray,
+    });
+    Ok(Reply::NilArray)
+}
+
+// ---------------------------------------------------------------- XGROUP
+
+fn nogroup_of(key: &[u8], group: &[u8]) -> Reply {
+    Reply::Error(
+        format!(
+            "NOGROUP No such consumer group '{}' for key name '{}'",
+            String::from_utf8_lossy(group),
+            String::from_utf8_lossy(key)
+        )
+        .into(),
+    )
+}
+
+fn nogroup_key(key: &[u8], group: &[u8]) -> Reply {
+    Reply::Error(
+        format!(
+            "NOGROUP No such key '{}' or consumer group '{}'",
+            String::from_utf8_lossy(key),
+            String::from_utf8_lossy(group)
+        )
+        .into(),
+    )
+}
+
+fn subcommand_syntax(sub: &[u8]) -> Reply {
+    Reply::Error(
+        format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try XGROUP HELP.",
+            super::printable(sub, 128)
+        )
+        .into(),
+    )
+}
+
+fn entries_read_arg(arg: &[u8]) -> Result<i64, Reply> {
+    let v = int(arg)?;
+    if v < 0 && v != INVALID_READ {
+        return Err(Reply::error(
+            "ERR value for ENTRIESREAD must be positive or -1",
+        ));
+    }
+    Ok(v)
+}
+
+/// XGROUP CREATE|SETID|DESTROY|CREATECONSUMER|DELCONSUMER|HELP.
+pub fn xgroup(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let sub = args[1];
+    if is(sub, "HELP") {
+        return Ok(help());
+    }
+    let mut mkstream = false;
+    let mut entries_read = INVALID_READ;
+    if is(sub, "CREATE") {
+        let mut i = 5;
+        while i < args.len() {
+            if is(args[i], "MKSTREAM") {
+                mkstream = true;
+                i += 1;
+            } else if is(args[i], "ENTRIESREAD") && i + 1 < args.len() {
+                entries_read = entries_read_arg(args[i + 1])?;
+                i += 2;
+            } else {
+                return Err(subcommand_syntax(sub));
+            }
+        }
+    } else if is(sub, "SETID") {
+        if args.len() == 7 {
+            if is(args[5], "ENTRIESREAD") {
+                entries_read = entries_read_arg(args[6])?;
+            } else {
+                return Err(subcommand_syntax(sub));
+            }
+        } else if args.len() != 5 {
+            return Err(subcommand_syntax(sub));
+        }
+    }
+    let (key, gname) = (args[2], args[3]);
+    let mut locked = ctx.lock(&args[2..3]);
+    let exists = stream(&mut locked, key)?.is_some();
+    if !mkstream && !exists {
+        return Err(Reply::error("ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically."));
+    }
+    let has_group = stream(&mut locked, key)?.is_some_and(|s| s.groups.contains_key(gname));
+    if !mkstream
+        && !has_group
+        && (is(sub, "SETID") || is(sub, "CREATECONSUMER") || is(sub, "DELCONSUMER"))
+    {
+        return Err(nogroup_of(key, gname));
+    }
+    if is(sub, "CREATE") {
+        let id = if args[4] == b"$" {
+            stream(&mut locked, key)?.map_or(StreamId::MIN, |s| s.last_id)
+        } else {
+            strict_id(args[4])?
+        };
+        if !exists {
+            locked.set(key, Value::Stream(Box::default()), 0);
+        }
+        let Some(s) = stream_mut(&mut locked, key)? else {
+            return Ok(Reply::Nil);
+        };
+        if s.groups.contains_key(gname) {
+            if !exists {
+                return Ok(Reply::OK); // unreachable: a new stream has no groups
+            }
+            locked.unchanged(key);
+            return Err(Reply::error("BUSYGROUP Consumer Group name already exists"));
+        }
+        s.groups.insert(
+            Bytes::copy_from_slice(gname),
+            Group {
+                last_id: id,
+                entries_read,
+                pel: Default::default(),
+                consumers: Default::default(),
+            },
+        );
+        locked.notify(class::STREAM, "xgroup-create", key);
+        return Ok(Reply::OK);
+    }
+    let Some(s) = stream_mut(&mut locked, key)? else {
+        return Err(subcommand_syntax(sub));
+    };
+    if is(sub, "SETID") {
+        let id = if args[4] == b"$" {
+            s.last_id
+        } else {
+            parse_id_full(args[4], 0, false, false)?.0
+        };
+        if let Some(g) = s.groups.get_mut(gname) {
+            g.last_id = id;
+            g.entries_read = entries_read;
+        }
+        locked.notify(class::STREAM, "xgroup-setid", key);
+        Ok(Reply::OK)
+    } else if is(sub, "DESTROY") && args.len() == 4 {
+        if s.groups.remove(gname).is_some() {
+            locked.notify(class::STREAM, "xgroup-destroy", key);
+            // Blocked XREADGROUP clients of this group find it gone and get NOGROUP.
+            signal(&locked, key);
+            Ok(Reply::Int(1))
+        } else {
+            locked.unchanged(key);
+            Ok(Reply::Int(0))
+        }
+    } else if is(sub, "CREATECONSUMER") && args.len() == 5 {
+        let Some(g) = s.groups.get_mut(gname) else {
+            return Err(nogroup_of(key, gname));
+        };
+        if g.consumers.contains_key(args[4]) {
+            locked.unchanged(key);
+            return Ok(Reply::Int(0));
+        }
+        g.consumers.insert(
+            Bytes::copy_from_slice(args[4]),
+            Consumer {
+                seen_time: now_ms(),
+                ..Default::default()
+            },
+        );
+        locked.notify(class::STREAM, "xgroup-createconsumer", key);
+        Ok(Reply::Int(1))
+    } else if is(sub, "DELCONSUMER") && args.len() == 5 {
+        let Some(g) = s.groups.get_mut(gname) else {
+            return Err(nogroup_of(key, gname));
+        };
+        match g.consumers.remove(args[4]) {
+            Some(c) => {
+                for id in &c.pel {
+                    g.pel.remove(id);
+                }
+                locked.notify(class::STREAM, "xgroup-delconsumer", key);
+                Ok(Reply::Int(c.pel.len() as i64))
+            }
+            None => {
+                locked.unchanged(key);
+                Ok(Reply::Int(0))
+            }
+        }
+    } else {
+        Err(subcommand_syntax(sub))
+    }
+}
+
+fn help() -> Reply {
+    const LINES: &[&str] = &[
+        "XGROUP <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "CREATE <key> <groupname> <id|$> [option]",
+        "    Create a new consumer group. Options are:",
+        "    * MKSTREAM",
+        "      Create the empty stream if it does not exist.",
+        "    * ENTRIESREAD entries_read",
+        "      Set the group's entries_read counter (internal use).",
+        "CREATECONSUMER <key> <groupname> <consumer>",
+        "    Create a new consumer in the specified group.",
+        "DELCONSUMER <key> <groupname> <consumer>",
+        "    Remove the specified consumer.",
+        "DESTROY <key> <groupname>",
+        "    Remove the specified group.",
+        "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
+        "    Set the current group ID and entries_read counter.",
+        "HELP",
+        "    Prints this help.",
+    ];
+    Reply::Array(LINES.iter().map(|l| Reply::Status((*l).into())).collect())
+}
+
+// ---------------------------------------------------------------- XACK / XPENDING
+
+/// XACK key group id [id ...]
+pub fn xack(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let (key, gname) = (args[1], args[2]);
+    let mut locked = ctx.lock(&args[1..2]);
+    let has = match stream(&mut locked, key)? {
+        None => false,
+        Some(s) => s.groups.contains_key(gname),
+    };
+    if !has {
+        return Ok(Reply::Int(0));
+    }
+    let ids = args[3..]
+        .iter()
+        .map(|a| strict_id(a))
+        .collect::<Result<Vec<_>, _>>()?;
+    let Some(g) = stream_mut(&mut locked, key)?.and_then(|s| s.groups.get_mut(gname)) else {
+        return Ok(Reply::Int(0));
+    };
+    let mut acked = 0;
+    for id in ids {
+        if let Some(nack) = g.pel.remove(&id) {
+            if let Some(c) = g.consumers.get_mut(&nack.consumer) {
+                c.pel.remove(&id);
+            }
+            acked += 1;
+        }
+    }
+    if acked == 0 {
+        locked.unchanged(key);
+    }
+    Ok(Reply::Int(acked))
+}
+
+/// XPENDING key group [[IDLE min-idle] start end count [consumer]]
+pub fn xpending(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let (key, gname) = (args[1], args[2]);
+    let justinfo = args.len() == 3;
+    if args.len() != 3 && (args.len() < 6 || args.len() > 9) {
+        return Err(Reply::error(err::SYNTAX));
+    }
+    let mut minidle = 0i64;
+    let mut start = StreamId::MIN;
+    let mut end = StreamId::MAX;
+    let mut count = 0i64;
+    let mut consumer: Option<&[u8]> = None;
+    if args.len() >= 6 {
+        let mut at = 3;
+        if is(args[3], "IDLE") {
+            minidle = int(args[4])?;
+            if args.len() < 8 {
+                return Err(Reply::error(err::SYNTAX));
+            }
+            at += 2;
+        }
+        count = int(args[at + 2])?.max(0);
+        start = range_start(args[at])?;
+        end = range_end(args[at + 1])?;
+        if at + 3 < args.len() {
+            consumer = Some(args[at + 3]);
+        }
+    }
+    let mut locked = ctx.lock(&args[1..2]);
+    let Some(g) = stream(&mut locked, key)?.and_then(|s| s.groups.get(gname)) else {
+        return Err(nogroup_key(key, gname));
+    };
+    if justinfo {
+        if g.pel.is_empty() {
+            return Ok(Reply::Array(vec![
+                Reply::Int(0),
+                Reply::Nil,
+                Reply::Nil,
+                Reply::NilArray,
+            ]));
+        }
+        let first = g.pel.keys().next().copied().unwrap_or_default();
+        let last = g.pel.keys().next_back().copied().unwrap_or_default();
+        let consumers = g
+            .consumers
+            .iter()
+            .filter(|(_, c)| !c.pel.is_empty())
+            .map(|(name, c)| {
+                Reply::Array(vec![
+                    Reply::Bulk(name.clone()),
+                    Reply::Bulk(Bytes::from(c.pel.len().to_string())),
+                ])
+            })
+            .collect();
+        return Ok(Reply::Array(vec![
+            Reply::Int(g.pel.len() as i64),
+            id_reply(first),
+            id_reply(last),
+            Reply::Array(consumers),
+        ]));
+    }
+    let now = now_ms() as i64;
+    let ids: Vec<StreamId> = match consumer {
+        Some(name) => match g.consumers.get(name) {
+            None => return Ok(Reply::Array(Vec::new())),
+            Some(c) => {
+                if start > end {
+                    Vec::new()
+                } else {
+                    c.pel.range(start..=end).copied().collect()
+                }
+            }
+        },
+        None => {
+            if start > end {
+                Vec::new()
+            } else {
+                g.pel.range(start..=end).map(|(id, _)| *id).collect()
+            }
+        }
+    };
+    let mut out = Vec::new();
+    for id in ids {
+        if count == 0 {
+            break;
+        }
+        let Some(nack) = g.pel.get(&id) else {
+            continue;
+        };
+        let idle = now - nack.delivery_time as i64;
+        if minidle != 0 && idle < minidle {
+            continue;
+        }
+        count -= 1;
+        out.push(Reply::Array(vec![
+            id_reply(id),
+            Reply::Bulk(nack.consumer.clone()),
+            Reply::Int(idle.max(0)),
+            Reply::Int(nack.delivery_count as i64),
+        ]));
+    }
+    Ok(Reply::Array(out))
+}
+
+// ---------------------------------------------------------------- XCLAIM / XAUTOCLAIM
+
+fn int_msg(arg: &[u8], msg: &'static str) -> Result<i64, Reply> {
+    parse_i64_strict(arg).ok_or_else(|| Reply::error(msg))
+}
+
+/// Moves the pending entry `id` to `consumer` (creating the consumer if needed).
+fn claim_to(g: &mut Group, id: StreamId, consumer: &Bytes, now: u64) -> bool {
+    let Some(nack) = g.pel.get_mut(&id) else {
+        return false;
+    };
+    if nack.consumer != *consumer {
+        if let Some(old) = g.consumers.get_mut(&nack.consumer) {
+            old.pel.remove(&id);
+        }
+        nack.consumer = consumer.clone();
+    }
+    let c = g.consumers.entry(consumer.clone()).or_default();
+    c.pel.insert(id);
+    c.seen_time = now;
+    c.active_time = Some(now);
+    true
+}
+
+/// XCLAIM key group consumer min-idle-time id [id ...] [IDLE ms] [TIME ms] [RETRYCOUNT n]
+/// [FORCE] [JUSTID] [LASTID id]
+pub fn xclaim(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let (key, gname) = (args[1], args[2]);
+    let consumer = Bytes::copy_from_slice(args[3]);
+    let mut locked = ctx.lock(&args[1..2]);
+    let has = stream(&mut locked, key)?.is_some_and(|s| s.groups.contains_key(gname));
+    if !has {
+        return Err(nogroup_key(key, gname));
+    }
+    let minidle = int_msg(args[4], "ERR Invalid min-idle-time argument for XCLAIM")?.max(0);
+    let mut ids = Vec::new();
+    let mut j = 5;
+    while j < args.len() {
+        match strict_id(args[j]) {
+            Ok(id) => ids.push(id),
+            Err(_) => break,
+        }
+        j += 1;
+    }
+    let now = now_ms() as i64;
+    let (mut force, mut justid) = (false, false);
+    let mut retrycount = -1i64;
+    let mut deliverytime = -1i64;
+    let mut last_id = StreamId::MIN;
+    while j < args.len() {
+        let more = args.len() - 1 - j;
+        let opt = args[j];
+        if is(opt, "FORCE") {
+            force = true;
+        } else if is(opt, "JUSTID") {
+            justid = true;
+        } else if is(opt, "IDLE") && more > 0 {
+            j += 1;
+            deliverytime = now - int_msg(args[j], "ERR Invalid IDLE option argument for XCLAIM")?;
+        } else if is(opt, "TIME") && more > 0 {
+            j += 1;
+            deliverytime = int_msg(args[j], "ERR Invalid TIME option argument for XCLAIM")?;
+        } else if is(opt, "RETRYCOUNT") && more > 0 {
+            j += 1;
+            retrycount = int_msg(args[j], "ERR Invalid RETRYCOUNT option argument for XCLAIM")?;
+        } else if is(opt, "LASTID") && more > 0 {
+            j += 1;
+            last_id = strict_id(args[j])?;
+        } else {
+            return Err(Reply::Error(
+                format!(
+                    "ERR Unrecognized XCLAIM option '{}'",
+                    String::from_utf8_lossy(opt)
+                )
+                .into(),
+            ));
+        }
+        j += 1;
+    }
+    if deliverytime != -1 {
+        if deliverytime < 0 || deliverytime > now {
+            deliverytime = now;
+        }
+    } else {
+        deliverytime = now;
+    }
+    let Some(s) = stream_mut(&mut locked, key)? else {
+        return Err(nogroup_key(key, gname));
+    };
+    let Stream {
+        entries, groups, ..
+    } = s;
+    let Some(g) = groups.get_mut(gname) else {
+        return Err(nogroup_key(key, gname));
+    };
+    if last_id > g.last_id {
+        g.last_id = last_id;
+    }
+    let mut out = Vec::new();
+    for id in ids {
+        if !entries.contains_key(&id) {
+            if let Some(nack) = g.pel.remove(&id) {
+                if let Some(c) = g.consumers.get_mut(&nack.consumer) {
+                    c.pel.remove(&id);
+                }
+            }
+            continue;
+        }
+        let mut fresh = false;
+        if force && !g.pel.contains_key(&id) {
+            g.pel.insert(
+                id,
+                Nack {
+                    consumer: Bytes::new(),
+                    delivery_time: now as u64,
+                    delivery_count: 1,
+                },
+            );
+            fresh = true;
+        }
+        let Some(nack) = g.pel.get_mut(&id) else {
+            continue;
+        };
+        if !fresh && minidle != 0 && now - (nack.delivery_time as i64) < minidle {
+            continue;
+        }
+        nack.delivery_time = deliverytime as u64;
+        if retrycount >= 0 {
+            nack.delivery_count = retrycount as u64;
+        } else if !justid {
+            nack.delivery_count += 1;
+        }
+        claim_to(g, id, &consumer, now as u64);
+        if justid {
+            out.push(id_reply(id));
+        } else {
+            match entries.get(&id) {
+                Some(f) => out.push(entry_reply(id, f)),
+                None => out.push(Reply::Nil),
+            }
+        }
+    }
+    Ok(Reply::Array(out))
+}
+
+/// XAUTOCLAIM key group consumer min-idle-time start [COUNT count] [JUSTID]
+pub fn xautoclaim(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let (key, gname) = (args[1], args[2]);
+    let consumer = Bytes::copy_from_slice(args[3]);
+    let minidle = int_msg(args[4], "ERR Invalid min-idle-time argument for XAUTOCLAIM")?.max(0);
+    let start = range_start(args[5])?;
+    let mut count: i64 = 100;
+    let mut justid = false;
+    let mut j = 6;
+    while j < args.len() {
+        let more = args.len() - 1 - j;
+        if is(args[j], "COUNT") && more > 0 {
+            let max = i64::MAX / 16;
+            count = parse_i64_strict(args[j + 1])
+                .filter(|n| (1..=max).contains(n))
+                .ok_or_else(|| Reply::error("ERR COUNT must be > 0"))?;
+            j += 1;
+        } else if is(args[j], "JUSTID") {
+            justid = true;
+        } else {
+            return Err(Reply::error(err::SYNTAX));
+        }
+        j += 1;
+    }
+    let mut locked = ctx.lock(&args[1..2]);
+    let has = stream(&mut locked, key)?.is_some_and(|s| s.groups.contains_key(gname));
+    if !has {
+        return Err(nogroup_key(key, gname));
+    }
+    let Some(s) = stream_mut(&mut locked, key)? else {
+        return Err(nogroup_key(key, gname));
+    };
+    let Stream {
+        entries, groups, ..
+    } = s;
+    let Some(g) = groups.get_mut(gname) else {
+        return Err(nogroup_key(key, gname));
+    };
+    let now = now_ms();
+    let mut attempts = count.saturating_mul(10);
+    let mut out = Vec::new();
+    let mut deleted = Vec::new();
+    let mut cursor = start;
+    let mut last_seen: Option<StreamId> = None;
+    while attempts > 0 && count > 0 {
+        attempts -= 1;
+        let next = match last_seen {
+            None => g.pel.range(cursor..).next().map(|(id, _)| *id),
+            Some(prev) => g
+                .pel
+                .range((Bound::Excluded(prev), Bound::Unbounded))
+                .next()
+                .map(|(id, _)| *id),
+        };
+        let Some(id) = next else {
+            last_seen = Some(StreamId::MAX);
+            break;
+        };
+        last_seen = Some(id);
+        if !entries.contains_key(&id) {
+            if let Some(nack) = g.pel.remove(&id) {
+                if let Some(c) = g.consumers.get_mut(&nack.consumer) {
+                    c.pel.remove(&id);
+                }
+            }
+            deleted.push(id_reply(id));
+            count -= 1;
+            continue;
+        }
+        let Some(nack) = g.pel.get_mut(&id) else {
+            continue;
+        };
+        if minidle != 0 && (now as i64 - nack.delivery_time as i64) < minidle {
+            continue;
+        }
+        nack.delivery_time = now;
+        if !justid {
+            nack.delivery_count += 1;
+        }
+        claim_to(g, id, &consumer, now);
+        if justid {
+            out.push(id_reply(id));
+        } else if let Some(f) = entries.get(&id) {
+            out.push(entry_reply(id, f));
+        }
+        count -= 1;
+    }
+    // The consumer is created even when nothing was claimed (as Redis does on a first match).
+    cursor = match last_seen {
+        Some(StreamId::MAX) => StreamId::MIN,
+        Some(prev) => g
+            .pel
+            .range((Bound::Excluded(prev), Bound::Unbounded))
+            .next()
+            .map_or(StreamId::MIN, |(id, _)| *id),
+        None => g
+            .pel
+            .range(cursor..)
+            .next()
+            .map_or(StreamId::MIN, |(id, _)| *id),
+    };
+    Ok(Reply::Array(vec![
+        id_reply(cursor),
+        Reply::Array(out),
+        Reply::Array(deleted),
+    ]))
+}
+
+// ---------------------------------------------------------------- XINFO
+
+fn group_info(s: &Stream, name: &Bytes, g: &Group) -> Vec<(Reply, Reply)> {
+    vec![
+        (Reply::bulk_str("name"), Reply::Bulk(name.clone())),
+        (
+            Reply::bulk_str("consumers"),
+            Reply::Int(g.consumers.len() as i64),
+        ),
+        (Reply::bulk_str("pending"), Reply::Int(g.pel.len() as i64)),
+        (Reply::bulk_str("last-delivered-id"), id_reply(g.last_id)),
+        (
+            Reply::bulk_str("entries-read"),
+            if g.entries_read == INVALID_READ {
+                Reply::Nil
+            } else {
+                Reply::Int(g.entries_read)
+            },
+        ),
+        (
+            Reply::bulk_str("lag"),
+            s.lag(g).map_or(Reply::Nil, Reply::Int),
+        ),
+    ]
+}
+
+fn first_last(s: &Stream, first: bool) -> Reply {
+    let e = if first {
+        s.entries.iter().next()
+    } else {
+        s.entries.iter().next_back()
+    };
+    e.map_or(Reply::Nil, |(id, f)| entry_reply(*id, f))
+}
+
+/// XINFO STREAM key [FULL [COUNT n]] | GROUPS key | CONSUMERS key group | HELP
+pub fn xinfo(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let sub = args[1];
+    if is(sub, "HELP") {
+        const LINES: &[&str] = &[
+            "XINFO <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "CONSUMERS <key> <groupname>",
+            "    Show consumers of <groupname>.",
+            "GROUPS <key>",
+            "    Show the stream consumer groups.",
+            "STREAM <key> [FULL [COUNT <count>]",
+            "    Show information about the stream.",
+            "HELP",
+            "    Prints this help.",
+        ];
+        return Ok(Reply::Array(
+            LINES.iter().map(|l| Reply::Status((*l).into())).collect(),
+        ));
+    }
+    let key = args[2];
+    let now = now_ms();
+    let mut locked = ctx.lock(&args[2..3]);
+    let Some(s) = stream(&mut locked, key)? else {
+        return Err(Reply::error(err::NO_SUCH_KEY));
+    };
+    if is(sub, "CONSUMERS") {
+        let Some(g) = args.get(3).and_then(|gname| s.groups.get(*gname)) else {
+            return Err(nogroup_of(key, args.get(3).copied().unwrap_or_default()));
+        };
+        let list = g
+            .consumers
+            .iter()
+            .map(|(name, c)| {
+                let inactive = c.active_time.map_or(-1, |t| now.saturating_sub(t) as i64);
+                Reply::Map(vec![
+                    (Reply::bulk_str("name"), Reply::Bulk(name.clone())),
+                    (Reply::bulk_str("pending"), Reply::Int(c.pel.len() as i64)),
+                    (
+                        Reply::bulk_str("idle"),
+                        Reply::Int(now.saturating_sub(c.seen_time) as i64),
+                    ),
+                    (Reply::bulk_str("inactive"), Reply::Int(inactive)),
+                ])
+            })
+            .collect();
+        return Ok(Reply::Array(list));
+    }
+    if is(sub, "GROUPS") {
+        return Ok(Reply::Array(
+            s.groups
+                .iter()
+                .map(|(n, g)| Reply::Map(group_info(s, n, g)))
+                .collect(),
+        ));
+    }
+    // STREAM key [FULL [COUNT n]]
+    let mut full = false;
+    let mut count: i64 = 10;
+    let xinfo_syntax = || {
+        Reply::Error(
+            format!(
+                "ERR unknown subcommand or wrong number of arguments for '{}'. Try XINFO HELP.",
+                super::printable(sub, 128)
+            )
+            .into(),
+        )
+    };
+    if args.len() > 3 {
+        if !is(args[3], "FULL") || (args.len() != 4 && args.len() != 6) {
+            return Err(xinfo_syntax());
+        }
+        full = true;
+        if args.len() == 6 {
+            if !is(args[4], "COUNT") {
+                return Err(xinfo_syntax());
+            }
+            count = int(args[5])?;
+            if count < 0 {
+                count = 10;
+            }
+        }
+    }
+    let mut m: Vec<(Reply, Reply)> = vec![
+        (Reply::bulk_str("length"), Reply::Int(s.len() as i64)),
+        (
+            Reply::bulk_str("radix-tree-keys"),
+            Reply::Int(s.nodes.len() as i64),
+        ),
+        (
+            Reply::bulk_str("radix-tree-nodes"),
+            Reply::Int((s.nodes.len() + 1) as i64),
+        ),
+        (Reply::bulk_str("last-generated-id"), id_reply(s.last_id)),
+        (
+            Reply::bulk_str("max-deleted-entry-id"),
+            id_reply(s.max_deleted),
+        ),
+        (
+            Reply::bulk_str("entries-added"),
+            Reply::Int(s.entries_added as i64),
+        ),
+        (
+            Reply::bulk_str("recorded-first-entry-id"),
+            id_reply(s.first_id),
+        ),
+    ];
+    if !full {
+        m.push((Reply::bulk_str("groups"), Reply::Int(s.groups.len() as i64)));
+        m.push((Reply::bulk_str("first-entry"), first_last(s, true)));
+        m.push((Reply::bulk_str("last-entry"), first_last(s, false)));
+        return Ok(Reply::Map(m));
+    }
+    let limit = if count == 0 {
+        usize::MAX
+    } else {
+        count as usize
+    };
+    m.push((
+        Reply::bulk_str("entries"),
+        Reply::Array(
+            s.entries
+                .iter()
+                .take(limit)
+                .map(|(id, f)| entry_reply(*id, f))
+                .collect(),
+        ),
+    ));
+    let groups = s
+        .groups
+        .iter()
+        .map(|(name, g)| {
+            let mut gi = group_info(s, name, g);
+            gi.truncate(2);
+            gi.pop(); // consumers count is not in FULL
+            let mut gm = vec![
+                (Reply::bulk_str("name"), Reply::Bulk(name.clone())),
+                (Reply::bulk_str("last-delivered-id"), id_reply(g.last_id)),
+                (
+                    Reply::bulk_str("entries-read"),
+                    if g.entries_read == INVALID_READ {
+                        Reply::Nil
+                    } else {
+                        Reply::Int(g.entries_read)
+                    },
+                ),
+                (
+                    Reply::bulk_str("lag"),
+                    s.lag(g).map_or(Reply::Nil, Reply::Int),
+                ),
+                (Reply::bulk_str("pel-count"), Reply::Int(g.pel.len() as i64)),
+            ];
+            let pel = g
+                .pel
+                .iter()
+                .take(limit)
+                .map(|(id, n)| {
+                    Reply::Array(vec![
+                        id_reply(*id),
+                        Reply::Bulk(n.consumer.clone()),
+                        Reply::Int(n.delivery_time as i64),
+                        Reply::Int(n.delivery_count as i64),
+                    ])
+                })
+                .collect();
+            gm.push((Reply::bulk_str("pending"), Reply::Array(pel)));
+            let consumers = g
+                .consumers
+                .iter()
+                .map(|(cname, c)| {
+                    let pel = c
+                        .pel
+                        .iter()
+                        .take(limit)
+                        .filter_map(|id| {
+                            g.pel.get(id).map(|n| {
+                                Reply::Array(vec![
+                                    id_reply(*id),
+                                    Reply::Int(n.delivery_time as i64),
+                                    Reply::Int(n.delivery_count as i64),
+                                ])
+                            })
+                        })
+                        .collect();
+                    Reply::Map(vec![
+                        (Reply::bulk_str("name"), Reply::Bulk(cname.clone())),
+                        (Reply::bulk_str("seen-time"), Reply::Int(c.seen_time as i64)),
+                        (
+                            Reply::bulk_str("active-time"),
+                            Reply::Int(c.active_time.map_or(-1, |t| t as i64)),
+                        ),
+                        (Reply::bulk_str("pel-count"), Reply::Int(c.pel.len() as i64)),
+                        (Reply::bulk_str("pending"), Reply::Array(pel)),
+                    ])
+                })
+                .collect();
+            gm.push((Reply::bulk_str("consumers"), Reply::Array(consumers)));
+            Reply::Map(gm)
+        })
+        .collect();
+    m.push((Reply::bulk_str("groups"), Reply::Array(groups)));
+    Ok(Reply::Map(m))
+}
