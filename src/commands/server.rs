@@ -64,6 +64,11 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             .command_stats
             .latency_tracking
             .store(updated.latency_tracking, Ordering::Relaxed);
+        let requirepass_changed = ctx.shared.config.read().requirepass != updated.requirepass;
+        if requirepass_changed {
+            ctx.shared.acl.set_requirepass(&updated.requirepass);
+        }
+        ctx.shared.acl.log.lock().trim(updated.acllog_max_len);
         *ctx.shared.config.write() = updated;
         Ok(Reply::OK)
     } else if is(sub, "RESETSTAT") {

@@ -21,7 +21,7 @@ use super::subcommands::*;
 use super::{
     blocking_lists as blists, hashes, info, introspection, lists, pubsub, sets, zrange, zsets,
 };
-use super::{command_info, CmdResult, Ctx};
+use super::{acl, command_info, CmdResult, Ctx};
 use super::{connection as conn, keys, ops, server, stm, strings, transactions as tx, Handler};
 use crate::protocol::Reply;
 use std::collections::HashMap;
@@ -259,6 +259,9 @@ pub static COMMANDS: &[Command] = commands![
     // server
     "info", -1, LOADING | STALE, (0, 0, 0), "server", "1.0.0", info::info, "[section [section ...]]", "Returns information and statistics about the server.",
         complexity: "O(1)", acl: cat::DANGEROUS, tips: &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"];
+    // ACL (issue #16).
+    "acl", -2, 0, (0, 0, 0), "server", "6.0.0", acl::acl, "", "A container for Access List Control commands.",
+        complexity: "Depends on the subcommand.", subcommands: ACL_SUBCOMMANDS;
     "config", -2, 0, (0, 0, 0), "server", "2.0.0", server::config, "", "A container for server configuration commands.",
         complexity: "Depends on the subcommand.", subcommands: CONFIG_SUBCOMMANDS;
     "slowlog", -2, 0, (0, 0, 0), "server", "2.2.12", ops::slowlog, "", "A container for slow log commands.",
