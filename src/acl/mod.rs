@@ -181,7 +181,10 @@ fn check_selector(
     cmd: &Command,
     args: &[&[u8]],
 ) -> Result<(), Refusal> {
-    if !selector.all_commands && !id.is_some_and(|id| selector.allows_id(id)) {
+    // AUTH and HELLO (no_auth) pass the command check, as in Redis.
+    if !cmd.has(crate::commands::table::NO_AUTH)
+        && !id.is_some_and(|id| selector.allows_id(id))
+    {
         return Err(Refusal {
             denied: Denied::Command,
             arg: 0,

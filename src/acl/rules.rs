@@ -502,7 +502,7 @@ impl User {
                 ] {
                     self.apply(rule.as_bytes())?;
                 }
-                self.sanitize = None;
+                self.sanitize = Some(true);
             }
             _ => match op.first() {
                 Some(b'>') | Some(b'#') => {

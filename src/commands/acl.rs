@@ -87,6 +87,17 @@ pub fn acl(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     }
 }
 
+/// Redis's error for a subcommand given too many arguments.
+fn sub_arity(args: &[&[u8]]) -> Reply {
+    Reply::Error(
+        format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try ACL HELP.",
+            super::printable(args[1], 128)
+        )
+        .into(),
+    )
+}
+
 fn setuser(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let name = args[2];
     let rules = merge_selector_args(&args[3..]).map_err(|e| Reply::Error(format!("ERR {e}").into()))?;
@@ -199,7 +210,7 @@ fn cat(args: &[&[u8]]) -> CmdResult {
                     .collect(),
             ))
         }
-        _ => Err(Reply::Error(super::wrong_arity("acl|cat").into())),
+        _ => Err(sub_arity(args)),
     }
 }
 
@@ -207,7 +218,7 @@ fn genpass(args: &[&[u8]]) -> CmdResult {
     let bits = match args.len() {
         2 => 256,
         3 => int(args[2]).map_err(|_| Reply::error(err::NOT_INTEGER))?,
-        _ => return Err(Reply::Error(super::wrong_arity("acl|genpass").into())),
+        _ => return Err(sub_arity(args)),
     };
     if !(1..=4096).contains(&bits) {
         return Err(Reply::error("ERR ACL GENPASS argument must be the number of bits for the output password, a positive number up to 4096"));
@@ -227,13 +238,10 @@ fn log(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             return Ok(Reply::OK);
         }
         3 => {
-            let n = int(args[2]).map_err(|_| Reply::error(err::NOT_INTEGER))?;
-            if n < 0 {
-                return Err(Reply::error(err::NOT_INTEGER));
-            }
-            n as usize
+            // A negative count shows nothing, as Redis.
+            int(args[2]).map_err(|_| Reply::error(err::NOT_INTEGER))?.max(0) as usize
         }
-        _ => return Err(Reply::Error(super::wrong_arity("acl|log").into())),
+        _ => return Err(sub_arity(args)),
     };
     Ok(ctx.shared.acl.log.lock().render(count))
 }

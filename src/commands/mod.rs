@@ -384,6 +384,29 @@ pub fn acl_check(
     ))
 }
 
+/// For commands that find their keys while running (STM.FORGET, STM.RECENT): true when the
+/// connection's user may access `key` with `need` ([`crate::acl::rules::READ`], `WRITE`).
+pub fn acl_key_allowed(ctx: &Ctx<'_, '_>, key: &[u8], need: u8) -> bool {
+    !ctx.conn.authenticated || crate::acl::may_access_key(&ctx.conn.user, key, need)
+}
+
+/// The NOPERM error for a key such a command may not touch, counted and logged.
+pub fn acl_key_refused(ctx: &Ctx<'_, '_>, key: &[u8]) -> Reply {
+    let context = if ctx.conn.multi.is_some() || ctx.in_exec() {
+        "multi"
+    } else {
+        "toplevel"
+    };
+    acl_log(
+        ctx,
+        crate::acl::Denied::Key,
+        context,
+        String::from_utf8_lossy(key).into_owned(),
+        ctx.conn.user.name_str(),
+    );
+    Reply::error("NOPERM No permissions to access a key")
+}
+
 /// Counts a refusal (INFO stats) and records it in the ACL log.
 pub fn acl_log(
     ctx: &Ctx<'_, '_>,
@@ -409,10 +432,12 @@ pub fn acl_log(
 /// discards it at once with `EXECABORT`, as Redis does.
 fn reject(ctx: &mut Ctx<'_, '_>, cmd: Option<&Command>, args: &[&[u8]], error: String) -> Reply {
     count_rejection(ctx, cmd, args, &error);
-    if ctx.conn.multi.is_none() {
+    // A refused EXEC answers EXECABORT even outside MULTI, as Redis's `rejectCommand`.
+    let exec = cmd.is_some_and(|c| c.name == "exec");
+    if ctx.conn.multi.is_none() && !(exec && error.starts_with("NOPERM")) {
         return Reply::Error(error.into());
     }
-    if cmd.is_some_and(|c| c.name == "exec") {
+    if exec {
         ctx.conn.multi = None;
         ctx.conn.multi_failed = false;
         ctx.conn.watched.clear();

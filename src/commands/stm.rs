@@ -526,6 +526,11 @@ pub fn recent(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         Scope::User => index.user_keys(owner),
         Scope::Server => index.server_keys(owner),
     };
+    // ACL: the entries of keys the user may not read are left out (filtered, not refused).
+    let keys: Vec<Bytes> = keys
+        .into_iter()
+        .filter(|k| super::acl_key_allowed(ctx, k, crate::acl::rules::READ))
+        .collect();
     let locked = ctx.lock(&keys);
     let now = locked.now;
     let mut found: Vec<(&Bytes, &StmEntry, u64)> = Vec::new();
@@ -581,6 +586,13 @@ pub fn forget(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     } else {
         return Err(Reply::error(err::SYNTAX));
     };
+    // ACL: every key the forget would remove must be writable, or nothing is deleted.
+    if let Some(denied) = keys
+        .iter()
+        .find(|k| !super::acl_key_allowed(ctx, k, crate::acl::rules::WRITE))
+    {
+        return Err(super::acl_key_refused(ctx, denied));
+    }
     let shared = ctx.shared;
     let mut locked = ctx.lock(&keys);
     let mut deleted = 0;
