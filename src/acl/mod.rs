@@ -38,11 +38,30 @@ impl Denied {
     }
 }
 
-/// A refusal: why, and the argument index of the key or channel refused.
+/// A refusal: why, and the argument index of the key or channel refused (the index in the
+/// computed keys for a command with [`Command::acl_keys`]).
 #[derive(Clone, Copy, Debug)]
 pub struct Refusal {
     pub denied: Denied,
     pub arg: usize,
+}
+
+/// Where a request's keys are, for the check: its arguments (found by the key specs), or the
+/// keys [`Command::acl_keys`] computed.
+#[derive(Clone, Copy)]
+pub enum Keys<'a> {
+    Specs,
+    Computed(&'a [bytes::Bytes]),
+}
+
+impl Keys<'_> {
+    /// The name of the key or channel a refusal names.
+    pub fn refused<'v>(&'v self, refusal: Refusal, args: &[&'v [u8]]) -> &'v [u8] {
+        match (refusal.denied, self) {
+            (Denied::Key, Keys::Computed(keys)) => keys.get(refusal.arg).map_or(&[][..], |k| &k[..]),
+            _ => args.get(refusal.arg).copied().unwrap_or_default(),
+        }
+    }
 }
 
 /// The server's users, ACL log and counters.
@@ -180,6 +199,7 @@ fn check_selector(
     id: Option<usize>,
     cmd: &Command,
     args: &[&[u8]],
+    keys: Keys<'_>,
 ) -> Result<(), Refusal> {
     // AUTH and HELLO (no_auth) pass the command check, as in Redis.
     if !cmd.has(crate::commands::table::NO_AUTH)
@@ -190,7 +210,19 @@ fn check_selector(
             arg: 0,
         });
     }
-    if !selector.all_keys && !cmd.keys.is_empty() {
+    if let (false, Keys::Computed(keys)) = (selector.all_keys, keys) {
+        let need = if cmd.has(crate::commands::table::WRITE) {
+            rules::WRITE
+        } else {
+            rules::READ
+        };
+        if let Some(at) = keys.iter().position(|k| !selector.allows_key(k, need)) {
+            return Err(Refusal {
+                denied: Denied::Key,
+                arg: at,
+            });
+        }
+    } else if !selector.all_keys && !cmd.keys.is_empty() {
         if let Some(keys) = keyspec::keys_with_flags(cmd, args) {
             for (at, flags) in keys {
                 if !selector.allows_key(args[at], needs(flags)) {
@@ -220,14 +252,14 @@ fn check_selector(
 /// Redis's `ACLCheckAllUserCommandPerm`: the command (`cmd` is the subcommand's row for a
 /// container) is allowed when the root selector or any selector allows it, its keys and its
 /// channels. Otherwise the most relevant refusal.
-pub fn check(user: &User, cmd: &Command, args: &[&[u8]]) -> Result<(), Refusal> {
+pub fn check(user: &User, cmd: &Command, args: &[&[u8]], keys: Keys<'_>) -> Result<(), Refusal> {
     if user.unrestricted {
         return Ok(());
     }
     let id = IDS.of(cmd);
     let mut worst: Option<Refusal> = None;
     for selector in std::iter::once(&user.root).chain(user.selectors.iter()) {
-        match check_selector(selector, id, cmd, args) {
+        match check_selector(selector, id, cmd, args, keys) {
             Ok(()) => return Ok(()),
             Err(refusal) => {
                 let better = worst.is_none_or(|w| {
@@ -256,12 +288,15 @@ pub fn may_access_key(user: &User, key: &[u8], need: u8) -> bool {
 
 /// Redis 7.2's NOPERM texts (without the `NOPERM ` prefix); `verbose` (ACL DRYRUN) names the key
 /// or channel.
-pub fn message(refusal: Refusal, user: &User, cmd: &Command, args: &[&[u8]], verbose: bool) -> String {
-    let value = || {
-        args.get(refusal.arg)
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .unwrap_or_default()
-    };
+pub fn message(
+    refusal: Refusal,
+    user: &User,
+    cmd: &Command,
+    args: &[&[u8]],
+    keys: Keys<'_>,
+    verbose: bool,
+) -> String {
+    let value = || String::from_utf8_lossy(keys.refused(refusal, args)).into_owned();
     match refusal.denied {
         Denied::Command | Denied::Auth => format!(
             "User {} has no permissions to run the '{}' command",

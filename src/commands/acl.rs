@@ -270,10 +270,12 @@ fn dryrun(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         return Err(Reply::Error(super::wrong_arity(cmd.name).into()));
     }
     let effective = cmd.resolve(request).map_err(|e| Reply::Error(e.into()))?;
-    match acl::check(&user, effective, request) {
+    let computed = effective.acl_keys.map(|find| find(ctx, request));
+    let keys = computed.as_deref().map_or(acl::Keys::Specs, acl::Keys::Computed);
+    match acl::check(&user, effective, request, keys) {
         Ok(()) => Ok(Reply::OK),
         Err(refusal) => Ok(Reply::bulk(acl::message(
-            refusal, &user, effective, request, true,
+            refusal, &user, effective, request, keys, true,
         ))),
     }
 }

@@ -363,7 +363,11 @@ pub fn acl_check(
     if ctx.conn.user.unrestricted || !ctx.conn.authenticated {
         return Ok(());
     }
-    let Err(refusal) = crate::acl::check(&ctx.conn.user, cmd, args) else {
+    let computed = cmd.acl_keys.map(|find| find(ctx, args));
+    let keys = computed
+        .as_deref()
+        .map_or(crate::acl::Keys::Specs, crate::acl::Keys::Computed);
+    let Err(refusal) = crate::acl::check(&ctx.conn.user, cmd, args, keys) else {
         return Ok(());
     };
     let context = if context == "toplevel" && ctx.conn.multi.is_some() {
@@ -374,37 +378,19 @@ pub fn acl_check(
     let user = ctx.conn.user.clone();
     let object = match refusal.denied {
         crate::acl::Denied::Command | crate::acl::Denied::Auth => cmd.name.to_string(),
-        _ => String::from_utf8_lossy(args.get(refusal.arg).copied().unwrap_or_default())
-            .into_owned(),
+        _ => String::from_utf8_lossy(keys.refused(refusal, args)).into_owned(),
     };
     acl_log(ctx, refusal.denied, context, object, user.name_str());
     Err(format!(
         "NOPERM {}",
-        crate::acl::message(refusal, &user, cmd, args, false)
+        crate::acl::message(refusal, &user, cmd, args, keys, false)
     ))
 }
 
-/// For commands that find their keys while running (STM.FORGET, STM.RECENT): true when the
+/// For a command that filters the keys it finds while running (STM.RECENT): true when the
 /// connection's user may access `key` with `need` ([`crate::acl::rules::READ`], `WRITE`).
 pub fn acl_key_allowed(ctx: &Ctx<'_, '_>, key: &[u8], need: u8) -> bool {
     !ctx.conn.authenticated || crate::acl::may_access_key(&ctx.conn.user, key, need)
-}
-
-/// The NOPERM error for a key such a command may not touch, counted and logged.
-pub fn acl_key_refused(ctx: &Ctx<'_, '_>, key: &[u8]) -> Reply {
-    let context = if ctx.conn.multi.is_some() || ctx.in_exec() {
-        "multi"
-    } else {
-        "toplevel"
-    };
-    acl_log(
-        ctx,
-        crate::acl::Denied::Key,
-        context,
-        String::from_utf8_lossy(key).into_owned(),
-        ctx.conn.user.name_str(),
-    );
-    Reply::error("NOPERM No permissions to access a key")
 }
 
 /// Counts a refusal (INFO stats) and records it in the ACL log.
