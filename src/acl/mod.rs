@@ -160,6 +160,18 @@ impl Acl {
         self.put(user);
     }
 
+    /// CONFIG RESETSTAT: the INFO counters back to zero.
+    pub fn reset_stats(&self) {
+        for counter in [
+            &self.denied_auth,
+            &self.denied_cmd,
+            &self.denied_key,
+            &self.denied_channel,
+        ] {
+            counter.store(0, Ordering::Relaxed);
+        }
+    }
+
     /// Counts a refusal in INFO stats.
     pub fn count(&self, denied: Denied) {
         let counter = match denied {

@@ -80,6 +80,7 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             .evicted_keys
             .store(0, Ordering::Relaxed);
         ctx.shared.stm.reset_stats();
+        ctx.shared.acl.reset_stats();
         ctx.shared.command_stats.reset();
         ctx.shared
             .memory_marks
