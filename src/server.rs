@@ -75,7 +75,8 @@ impl Shared {
         let events = crate::events::Events::new(&config, store.clone());
         let acl = crate::acl::Acl::new();
         if let Some(path) = config.aclfile.as_deref().filter(|p| !p.is_empty()) {
-            let users = crate::acl::file::load(std::path::Path::new(path)).map_err(Error::Config)?;
+            let users =
+                crate::acl::file::load(std::path::Path::new(path)).map_err(Error::Config)?;
             acl.replace_all(users);
         }
         if !config.requirepass.is_empty() {

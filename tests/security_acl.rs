@@ -217,7 +217,10 @@ async fn deleting_or_disabling_a_user_disconnects_it() {
     assert_eq!(int(ok(&mut admin, &["ACL", "DELUSER", "bob"]).await), 1);
     assert!(closed(&mut bob).await, "a deleted user's connection closes");
     ok(&mut admin, &["ACL", "SETUSER", "amy", "off"]).await;
-    assert!(closed(&mut amy).await, "a disabled user's connection closes");
+    assert!(
+        closed(&mut amy).await,
+        "a disabled user's connection closes"
+    );
     assert_eq!(
         run(&mut admin, &["PING"]).await.ok(),
         Some(Value::SimpleString("PONG".into()))
@@ -243,8 +246,17 @@ async fn acl_save_then_load_round_trips_through_the_aclfile() {
     ok(
         &mut admin,
         &[
-            "ACL", "SETUSER", "bot", "on", ">botpw", "~shortterm:*", "&alerts", "-@all",
-            "+@stm", "(+get", "%R~cfg:*)",
+            "ACL",
+            "SETUSER",
+            "bot",
+            "on",
+            ">botpw",
+            "~shortterm:*",
+            "&alerts",
+            "-@all",
+            "+@stm",
+            "(+get",
+            "%R~cfg:*)",
         ],
     )
     .await;
@@ -282,7 +294,9 @@ async fn a_bad_aclfile_stops_the_start_naming_the_line() {
         .await
         .expect("start-up ends")
         .expect("join");
-    let error = result.expect_err("a bad ACL file is a start-up error").to_string();
+    let error = result
+        .expect_err("a bad ACL file is a start-up error")
+        .to_string();
     assert!(error.contains("/2: "), "{error}");
 }
 
@@ -293,7 +307,16 @@ async fn a_script_runs_as_its_caller_and_a_denied_call_fails_inside() {
     ok(&mut admin, &["SET", "b1", "hidden"]).await;
     ok(
         &mut admin,
-        &["ACL", "SETUSER", "bob", "on", ">pw", "~a*", "+@all", "-flushall"],
+        &[
+            "ACL",
+            "SETUSER",
+            "bob",
+            "on",
+            ">pw",
+            "~a*",
+            "+@all",
+            "-flushall",
+        ],
     )
     .await;
     let mut bob = login(&server, "bob", "pw").await;
@@ -335,7 +358,11 @@ async fn a_script_runs_as_its_caller_and_a_denied_call_fails_inside() {
 async fn multi_checks_each_queued_command() {
     let server = TestServer::start().await;
     let mut admin = server.client().await;
-    ok(&mut admin, &["ACL", "SETUSER", "bob", "on", ">pw", "~a*", "+@all"]).await;
+    ok(
+        &mut admin,
+        &["ACL", "SETUSER", "bob", "on", ">pw", "~a*", "+@all"],
+    )
+    .await;
     let mut bob = login(&server, "bob", "pw").await;
     ok(&mut bob, &["MULTI"]).await;
     assert_eq!(
@@ -467,7 +494,14 @@ async fn info_counts_denied_auths_commands_keys_and_channels() {
     };
     assert_eq!(entries.len(), 4);
     let first = format!("{:?}", entries[0]);
-    for field in ["count", "reason", "context", "object", "username", "client-info"] {
+    for field in [
+        "count",
+        "reason",
+        "context",
+        "object",
+        "username",
+        "client-info",
+    ] {
         assert!(first.contains(field), "{field} in {first}");
     }
     ok(&mut admin, &["CONFIG", "RESETSTAT"]).await;
@@ -506,7 +540,11 @@ async fn stm_forget_over_keys_not_covered_is_refused_and_deletes_nothing() {
             .unwrap_err(),
         "NOPERM No permissions to access a key"
     );
-    assert_eq!(int(ok(&mut admin, &["DBSIZE"]).await), before, "nothing deleted");
+    assert_eq!(
+        int(ok(&mut admin, &["DBSIZE"]).await),
+        before,
+        "nothing deleted"
+    );
     assert_eq!(
         int(ok(&mut moderator, &["STM.FORGET", "CHANNEL", "c1"]).await),
         4

@@ -61,12 +61,8 @@ pub fn parse(text: &str) -> Result<Vec<User>, String> {
 
 /// Reads and parses the ACL file at `path`; the error names the file and the line.
 pub fn load(path: &Path) -> Result<Vec<User>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        format!(
-            "Error loading ACLs, opening file '{}': {e}",
-            path.display()
-        )
-    })?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("Error loading ACLs, opening file '{}': {e}", path.display()))?;
     parse(&text).map_err(|e| format!("{}{e}", path.display()))
 }
 

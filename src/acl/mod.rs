@@ -58,7 +58,9 @@ impl Keys<'_> {
     /// The name of the key or channel a refusal names.
     pub fn refused<'v>(&'v self, refusal: Refusal, args: &[&'v [u8]]) -> &'v [u8] {
         match (refusal.denied, self) {
-            (Denied::Key, Keys::Computed(keys)) => keys.get(refusal.arg).map_or(&[][..], |k| &k[..]),
+            (Denied::Key, Keys::Computed(keys)) => {
+                keys.get(refusal.arg).map_or(&[][..], |k| &k[..])
+            }
             _ => args.get(refusal.arg).copied().unwrap_or_default(),
         }
     }
@@ -214,9 +216,7 @@ fn check_selector(
     keys: Keys<'_>,
 ) -> Result<(), Refusal> {
     // AUTH and HELLO (no_auth) pass the command check, as in Redis.
-    if !cmd.has(crate::commands::table::NO_AUTH)
-        && !id.is_some_and(|id| selector.allows_id(id))
-    {
+    if !cmd.has(crate::commands::table::NO_AUTH) && !id.is_some_and(|id| selector.allows_id(id)) {
         return Err(Refusal {
             denied: Denied::Command,
             arg: 0,

@@ -228,8 +228,8 @@ impl Selector {
                     Some((main, sub)) => (main, Some(sub)),
                     None => (name, None),
                 };
-                let cmd = crate::commands::table::lookup(main.as_bytes())
-                    .ok_or(RuleError::Unknown)?;
+                let cmd =
+                    crate::commands::table::lookup(main.as_bytes()).ok_or(RuleError::Unknown)?;
                 match sub {
                     None => self.set_command(cmd, allow),
                     Some(sub) => {
@@ -647,7 +647,10 @@ mod tests {
         assert_eq!(user(&["bogus"]).err(), Some(RuleError::Syntax));
         assert_eq!(user(&["+nosuch"]).err(), Some(RuleError::Unknown));
         assert_eq!(user(&["+@nosuch"]).err(), Some(RuleError::Unknown));
-        assert_eq!(user(&["allkeys", "~x"]).err(), Some(RuleError::KeysAfterAll));
+        assert_eq!(
+            user(&["allkeys", "~x"]).err(),
+            Some(RuleError::KeysAfterAll)
+        );
         assert_eq!(user(&["&*", "&x"]).err(), Some(RuleError::ChannelsAfterAll));
         assert_eq!(user(&["<nope"]).err(), Some(RuleError::NoSuchPassword));
         assert_eq!(user(&["#abc"]).err(), Some(RuleError::BadHash));

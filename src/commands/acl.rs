@@ -100,7 +100,8 @@ fn sub_arity(args: &[&[u8]]) -> Reply {
 
 fn setuser(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let name = args[2];
-    let rules = merge_selector_args(&args[3..]).map_err(|e| Reply::Error(format!("ERR {e}").into()))?;
+    let rules =
+        merge_selector_args(&args[3..]).map_err(|e| Reply::Error(format!("ERR {e}").into()))?;
     let mut user = match ctx.shared.acl.get(name) {
         Some(existing) => (*existing).clone(),
         None => User::new(name),
@@ -239,7 +240,9 @@ fn log(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         }
         3 => {
             // A negative count shows nothing, as Redis.
-            int(args[2]).map_err(|_| Reply::error(err::NOT_INTEGER))?.max(0) as usize
+            int(args[2])
+                .map_err(|_| Reply::error(err::NOT_INTEGER))?
+                .max(0) as usize
         }
         _ => return Err(sub_arity(args)),
     };
@@ -271,7 +274,9 @@ fn dryrun(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     }
     let effective = cmd.resolve(request).map_err(|e| Reply::Error(e.into()))?;
     let computed = effective.acl_keys.map(|find| find(ctx, request));
-    let keys = computed.as_deref().map_or(acl::Keys::Specs, acl::Keys::Computed);
+    let keys = computed
+        .as_deref()
+        .map_or(acl::Keys::Specs, acl::Keys::Computed);
     match acl::check(&user, effective, request, keys) {
         Ok(()) => Ok(Reply::OK),
         Err(refusal) => Ok(Reply::bulk(acl::message(
@@ -294,8 +299,7 @@ fn load(ctx: &mut Ctx) -> CmdResult {
     let Some(path) = aclfile(ctx) else {
         return Err(Reply::error(NO_ACLFILE));
     };
-    let users =
-        acl::file::load(&path).map_err(|e| Reply::Error(format!("ERR {e}").into()))?;
+    let users = acl::file::load(&path).map_err(|e| Reply::Error(format!("ERR {e}").into()))?;
     let before = ctx.shared.acl.names();
     ctx.shared.acl.replace_all(users);
     // Connections of users that are gone or now disabled are closed, as Redis does.

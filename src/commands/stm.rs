@@ -663,7 +663,7 @@ pub fn forget(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     }
     let op = match op {
         Some(op) => op,
-        None => match key_scope.or_else(|| ScopeKey::parse(value)) {
+        None => match key_scope.or_else(|| ScopeKey::parse(args[2])) {
             Some(scope) => PersistOp::ForgetScope { scope },
             None => return Err(error("ERR invalid STM key")),
         },

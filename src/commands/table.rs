@@ -18,10 +18,10 @@ use super::keyspec::*;
 use super::scripting as lua;
 use super::stm_context;
 use super::subcommands::*;
+use super::{acl, command_info, CmdResult, Ctx};
 use super::{
     blocking_lists as blists, hashes, info, introspection, lists, pubsub, sets, zrange, zsets,
 };
-use super::{acl, command_info, CmdResult, Ctx};
 use super::{connection as conn, keys, ops, server, stm, strings, transactions as tx, Handler};
 use crate::protocol::Reply;
 use std::collections::HashMap;
