@@ -155,7 +155,7 @@ fn getuser(user: &User) -> Reply {
     Reply::Map(vec![
         (
             text("flags"),
-            Reply::Array(user.flags().into_iter().map(text).collect()),
+            Reply::Set(user.flags().into_iter().map(text).collect()),
         ),
         (
             text("passwords"),
