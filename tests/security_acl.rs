@@ -374,6 +374,17 @@ async fn multi_checks_each_queued_command() {
     );
     let log = format!("{:?}", ok(&mut admin, &["ACL", "LOG", "1"]).await);
     assert!(log.contains("multi"), "{log}");
+    // EXEC checks again: rules changed after queuing refuse the command there.
+    let mut raw = server.raw().await;
+    assert_eq!(raw_cmd(&mut raw, &["AUTH", "bob", "pw"]).await, "+OK\r\n");
+    assert_eq!(raw_cmd(&mut raw, &["MULTI"]).await, "+OK\r\n");
+    assert_eq!(raw_cmd(&mut raw, &["SET", "a1", "x"]).await, "+QUEUED\r\n");
+    assert_eq!(raw_cmd(&mut raw, &["GET", "a1"]).await, "+QUEUED\r\n");
+    ok(&mut admin, &["ACL", "SETUSER", "bob", "-set"]).await;
+    assert_eq!(
+        raw_cmd(&mut raw, &["EXEC"]).await,
+        "*2\r\n-NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: no permission to execute the command or subcommand\r\n$-1\r\n"
+    );
 }
 
 #[tokio::test]
