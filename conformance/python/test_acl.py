@@ -18,7 +18,7 @@ def bot(protocol):
         enabled=True,
         passwords=["+botpw"],
         keys=["shortterm:*", "ratelimit:*"],
-        commands=["-@all", "+@stm", "+get", "+set", "+incr", "+ping", "+acl|whoami"],
+        commands=["-@all", "+@stm", "+get", "+set", "+incr", "+incrby", "+ping", "+acl|whoami"],
     )
     c = client(protocol, username=name, password="botpw")
     yield name, c
