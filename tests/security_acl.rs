@@ -231,6 +231,8 @@ async fn acl_save_then_load_round_trips_through_the_aclfile() {
     let file = path.to_string_lossy().into_owned();
     let server = TestServer::start_with(|c| c.aclfile = Some(file.clone())).await;
     let mut admin = server.client().await;
+    // ACL SAVE syncs the file to disk: slower than the client's default 500 ms on a busy machine.
+    admin.set_response_timeout(Duration::from_secs(10));
     assert_eq!(
         strings(&ok(&mut admin, &["ACL", "USERS"]).await),
         ["default", "ops"]
@@ -257,8 +259,18 @@ async fn acl_save_then_load_round_trips_through_the_aclfile() {
     let saved = std::fs::read_to_string(&path).expect("read");
     assert_eq!(saved.lines().collect::<Vec<_>>(), before);
     ok(&mut admin, &["ACL", "DELUSER", "bot"]).await;
-    ok(&mut admin, &["ACL", "SETUSER", "temp", "on"]).await;
+    ok(
+        &mut admin,
+        &["ACL", "SETUSER", "temp", "on", "nopass", "+@all"],
+    )
+    .await;
+    let mut temp = server.raw().await;
+    assert_eq!(raw_cmd(&mut temp, &["AUTH", "temp", "x"]).await, "+OK\r\n");
     ok(&mut admin, &["ACL", "LOAD"]).await;
+    assert!(
+        closed(&mut temp).await,
+        "a user the file lacks is gone, its connection closed"
+    );
     assert_eq!(strings(&ok(&mut admin, &["ACL", "LIST"]).await), before);
     // The loaded user works.
     let mut bot = login(&server, "bot", "botpw").await;
