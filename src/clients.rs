@@ -22,6 +22,8 @@ pub struct ClientInfo {
     pub name: Mutex<Option<Bytes>>,
     pub lib_name: Mutex<Option<Bytes>>,
     pub lib_ver: Mutex<Option<Bytes>>,
+    /// The ACL user the connection acts as (CLIENT LIST's `user=`, CLIENT KILL USER).
+    pub user: Mutex<String>,
     /// ms since `connected_at` of the last command.
     pub last_active_ms: AtomicU64,
     /// The connection's state as CLIENT LIST shows it, published by its own task.
@@ -155,7 +157,7 @@ impl ClientInfo {
         let (rbs, rbp, omem) = (load(&p.rbs), load(&p.rbp), load(&p.omem));
         let tot_mem = self.memory();
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl=0 oll={} omem={} tot-mem={} events={} cmd={} user=default redir={} resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl=0 oll={} omem={} tot-mem={} events={} cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             self.laddr,
@@ -180,6 +182,7 @@ impl ClientInfo {
             tot_mem,
             if omem > 0 { "rw" } else { "r" },
             p.last_command(),
+            self.user.lock(),
             p.redir.load(Ordering::Relaxed),
             self.resp.load(Ordering::Relaxed),
             text(&self.lib_name),
@@ -391,6 +394,7 @@ impl ClientRegistry {
             name: Mutex::new(None),
             lib_name: Mutex::new(None),
             lib_ver: Mutex::new(None),
+            user: Mutex::new("default".into()),
             last_active_ms: AtomicU64::new(0),
             published: Published {
                 multi: AtomicI64::new(-1),

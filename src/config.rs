@@ -82,6 +82,17 @@ pub struct Config {
         help_heading = "Security"
     )]
     pub requirepass: String,
+    /// The ACL file: users loaded at start-up and by ACL LOAD, written by ACL SAVE.
+    #[arg(long, env = "STMD_ACLFILE", help_heading = "Security")]
+    pub aclfile: Option<String>,
+    /// Most entries the ACL LOG keeps.
+    #[arg(
+        long,
+        env = "STMD_ACLLOG_MAX_LEN",
+        default_value_t = 128,
+        help_heading = "Security"
+    )]
+    pub acllog_max_len: usize,
     /// Rename a command (e.g. `--rename-command FLUSHALL ""` disables it; `--rename-command CONFIG
     /// ADMINCONFIG` hides it behind a new name). Repeatable.
     #[arg(long = "rename-command", num_args = 2, value_names = ["COMMAND", "NEW_NAME"], action = clap::ArgAction::Append, help_heading = "Security")]
@@ -613,6 +624,12 @@ pub static PARAMS: &[Param] = &[
         i64::MAX
     ),
     number_param!("slowlog-max-len", slowlog_max_len),
+    number_param!("acllog-max-len", acllog_max_len),
+    Param {
+        name: "aclfile",
+        get: |c| c.aclfile.clone().unwrap_or_default(),
+        set: None,
+    },
     Param {
         name: "notify-keyspace-events",
         get: |c| c.notify_keyspace_events.to_string(),

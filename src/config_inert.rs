@@ -11,8 +11,6 @@
 /// (`save` is empty: stmd writes no snapshot).
 pub static INERT_PARAMS: &[(&str, &str)] = &[
     ("acl-pubsub-default", "resetchannels"),
-    ("aclfile", ""),
-    ("acllog-max-len", "128"),
     ("active-defrag-cycle-max", "25"),
     ("active-defrag-cycle-min", "1"),
     ("active-defrag-ignore-bytes", "104857600"),

@@ -57,7 +57,8 @@ pub async fn serve(
     shared: Arc<Shared>,
 ) {
     let info = shared.clients.register(peer, laddr, fd);
-    let mut conn = ConnState::new(info.clone(), shared.config.read().requirepass.is_empty());
+    let default_user = shared.acl.default_user();
+    let mut conn = ConnState::new(info.clone(), default_user.nopass && default_user.enabled);
     if let Err(err) = serve_loop(&mut stream, &shared, &mut conn, &info).await {
         tracing::debug!(client = info.id, %peer, %err, "connection ended with an error");
     }

@@ -1,6 +1,7 @@
 //! stmd: a Redis-compatible in-memory server that gives multi-persona chat bots a shared short-term
 //! memory. The library does the work; `main.rs` only parses flags, sets up logging and binds.
 
+pub mod acl;
 pub mod blocking;
 pub mod clients;
 pub mod command_stats;

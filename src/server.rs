@@ -57,6 +57,8 @@ pub struct Shared {
     pub events: crate::events::Events,
     /// The Lua engine and script cache (EVAL, SCRIPT).
     pub scripting: crate::scripting::Scripting,
+    /// Users, their permissions and the ACL log.
+    pub acl: crate::acl::Acl,
 }
 
 impl Shared {
@@ -74,7 +76,17 @@ impl Shared {
             .encoding_limits
             .configure(&config.encoding_thresholds());
         let events = crate::events::Events::new(&config, store.clone());
+        let acl = crate::acl::Acl::new();
+        if let Some(path) = config.aclfile.as_deref().filter(|p| !p.is_empty()) {
+            let users =
+                crate::acl::file::load(std::path::Path::new(path)).map_err(Error::Config)?;
+            acl.replace_all(users);
+        }
+        if !config.requirepass.is_empty() {
+            acl.set_requirepass(&config.requirepass);
+        }
         Ok(Shared {
+            acl,
             events,
             slowlog: crate::slowlog::SlowLog::new(
                 config.slowlog_log_slower_than,

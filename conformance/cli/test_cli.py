@@ -71,6 +71,26 @@ def plain_commands():
     eq(cli("DEL", k, k + ":n")[1], "2\n")
 
 
+def named_user():
+    """--user/--pass log in as an ACL user (AUTH user pass); its rules hold."""
+    user = "cli-" + uuid.uuid4().hex[:8]
+    eq(cli("ACL", "SETUSER", user, "on", ">clipw", "~cli:*", "-@all", "+get", "+set", "+acl|whoami")[1], "OK\n")
+    try:
+        as_user = ("--user", user, "--pass", "clipw", "--no-auth-warning", "--no-raw")
+        eq(cli(*as_user, "ACL", "WHOAMI")[1], '"%s"\n' % user)
+        eq(cli(*as_user, "SET", "cli:" + user, "v")[1], "OK\n")
+        eq(cli(*as_user, "GET", "other:" + user)[1], "(error) NOPERM No permissions to access a key\n")
+        eq(
+            cli(*as_user, "FLUSHALL")[1],
+            "(error) NOPERM User %s has no permissions to run the 'flushall' command\n" % user,
+        )
+        out = cli("--user", user, "--pass", "wrong", "--no-auth-warning", "PING")
+        assert "WRONGPASS" in out[1] + out[2], out
+    finally:
+        cli("ACL", "DELUSER", user)
+        cli("DEL", "cli:" + user)
+
+
 def stdin_and_repeat():
     k = "cli:" + uuid.uuid4().hex[:8]
     eq(cli("-x", "SET", k, stdin=b"line1\nline2\x00end")[1], "OK\n")
@@ -226,6 +246,7 @@ def interactive_checks():
 
 def main():
     check("one-shot commands (RESP2)", plain_commands)
+    check("--user/--pass as an ACL user", named_user)
     check("-x stdin and -r repeat", stdin_and_repeat)
     check("-3: RESP3 maps, STM flow", resp3_output)
     check("--scan --pattern", scan_mode)

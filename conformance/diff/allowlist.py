@@ -2,7 +2,7 @@
 container commands) or `CMD`, and says how the two replies must still agree, and why they may
 differ. Keep this list short: everything else is compared byte for byte."""
 
-CONTAINERS = {b"CLIENT", b"COMMAND", b"CONFIG", b"OBJECT", b"MEMORY", b"PUBSUB", b"DEBUG", b"XINFO", b"LATENCY"}
+CONTAINERS = {b"ACL", b"CLIENT", b"COMMAND", b"CONFIG", b"OBJECT", b"MEMORY", b"PUBSUB", b"DEBUG", b"XINFO", b"LATENCY"}
 
 
 def allowed_key(args):
@@ -213,7 +213,96 @@ def command_docs(a, b, args):
     return ma.keys() == mb.keys() and all(docs_entry_matches(ma[n], mb[n]) for n in ma)
 
 
+def noperm_norm(text):
+    """Redis 7.0's NOPERM wording mapped to 7.2's (the reference server is 7.0)."""
+    import re
+    text = re.sub(rb"(?i)(this user|User \S+) has no permissions", b"X has no permissions", text)
+    text = text.replace(b"ERR The user executing the script can't access at least one of the keys mentioned in the command arguments", b"NOPERM No permissions to access a key")
+    text = text.replace(b"ERR The user executing the script can't run this command or subcommand", b"NOPERM X has no permissions to run a command")
+    text = re.sub(rb"NOPERM X has no permissions to run the '[^']*' command", b"NOPERM X has no permissions to run a command", text) if b"script" in text else text
+    text = text.replace(b"No permissions to access a key", b"X has no permissions to access one of the keys used as arguments")
+    text = text.replace(b"No permissions to access a channel", b"X has no permissions to access one of the channels used as arguments")
+    return text
+
+
+def noperm_7_2(a, b, args=None):
+    """Errors and DRYRUN texts equal once 7.0's NOPERM wording is mapped to 7.2's."""
+    if a.kind != b.kind:
+        return False
+    if a.kind in "-+$" and a.value is not None and b.value is not None:
+        return noperm_norm(a.value) == noperm_norm(b.value)
+    if a.kind in "*%>" and a.value is not None and b.value is not None:
+        return len(a.value) == len(b.value) and all(noperm_7_2(x, y) for x, y in zip(a.value, b.value))
+    return a.raw == b.raw
+
+
+def rules_norm(text):
+    """ACL rules as words, order aside, without `-cmd` words: Redis 7.2 keeps command rules as
+    given (`+get +set -get` stays so), 7.0 recomputes them (`+set`) and may reorder them."""
+    return sorted(w for w in text.split(b" ") if not (w.startswith(b"-") and not w.startswith(b"-@")))
+
+
+def acl_rules(a, b, args=None):
+    """ACL GETUSER / ACL LIST: equal but for the command rules' 7.0 recomputation (rules_norm)."""
+    if a.kind != b.kind:
+        return False
+    if a.kind in "+$" and a.value is not None and b.value is not None:
+        return rules_norm(a.value) == rules_norm(b.value)
+    if a.kind in "*%~" and a.value is not None and b.value is not None:
+        return len(a.value) == len(b.value) and all(acl_rules(x, y) for x, y in zip(a.value, b.value))
+    return a.raw == b.raw
+
+
+ACL_LOG_STABLE = {b"count", b"reason", b"context", b"object", b"username"}
+
+
+def acl_log(a, b, args):
+    """ACL LOG: errors and OK exactly; entries compared by their stable fields (count, reason,
+    context, object, username). age-seconds and client-info (times, ids, ports) differ, and 7.2
+    adds entry-id, timestamp-created and timestamp-last-updated (7.0 has none)."""
+    if a.kind != b.kind:
+        return False
+    if a.kind != "*" or a.value is None or b.value is None:
+        return a.raw == b.raw
+    if len(a.value) != len(b.value):
+        return False
+    for x, y in zip(a.value, b.value):
+        px, py = pairs(x), pairs(y)
+        if px is None or py is None:
+            return False
+        sx = [(k, v) for k, v in px if k in ACL_LOG_STABLE]
+        sy = [(k, v) for k, v in py if k in ACL_LOG_STABLE]
+        if sx != sy or len(sx) != len(ACL_LOG_STABLE):
+            return False
+    return True
+
+
+NOPERM_REASON = "NOPERM and ACL DRYRUN texts: Redis 7.2's wording (the reference server is 7.0)"
+
+
+def genpass(a, b, args):
+    """Random: same kind and length."""
+    return a.kind == b.kind and (a.kind == "-" and a.raw == b.raw or len(a.raw) == len(b.raw))
+
+
+def acl_cat(a, b, args):
+    """Without a category: Redis's categories, then our @stm. With one: the command table differs
+    (stmd has fewer commands; order is Redis's dict order): errors exactly, else the kind."""
+    if a.kind == "-" or b.kind == "-":
+        return a.raw == b.raw
+    if len(args) == 2:
+        mine = [x.raw for x in a.value]
+        return mine[:-1] == [x.raw for x in b.value] and a.value[-1].value == b"stm"
+    return a.kind == b.kind
+
+
 ALLOWED = {
+    "ACL DRYRUN": (noperm_7_2, NOPERM_REASON),
+    "ACL LOG": (acl_log, "entries: count, reason, context, object and username compared; age, client-info and 7.2's entry-id/timestamps not"),
+    "ACL GENPASS": (genpass, "random passwords: the length is compared"),
+    "ACL CAT": (acl_cat, "our @stm category and our command table"),
+    "ACL LIST": (acl_rules, "command rules: Redis 7.2 keeps them as given (7.0 recomputes them from categories)"),
+    "ACL GETUSER": (acl_rules, "command rules: Redis 7.2 keeps them as given (7.0 recomputes them from categories)"),
     "HELLO": (hello, "version (stmd reports its own 7.2-compatible version) and client id differ"),
     "TIME": (time_reply, "the clock: only the shape is compared"),
     "LASTSAVE": (same_kind, "stmd never saves: a timestamp either way"),

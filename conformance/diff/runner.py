@@ -38,7 +38,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import resp  # noqa: E402
-from allowlist import ALLOWED, allowed_key  # noqa: E402
+from allowlist import ALLOWED, NOPERM_REASON, allowed_key, noperm_7_2  # noqa: E402
 
 ESCAPES = {"n": b"\n", "r": b"\r", "t": b"\t", "b": b"\b", "a": b"\a", '"': b'"', "\\": b"\\"}
 MODS = {"unordered", "scan", "c2", "send", "read", "raw"}
@@ -343,6 +343,9 @@ def step_matches(step, mine, theirs):
         ok = all(unordered_key(a) == unordered_key(b) for a, b in zip(mine.replies, theirs.replies))
         if ok:
             return True, None
+    if any(b.kind == "-" and (b"NOPERM" in (b.value or b"") or b"The user executing the script" in (b.value or b"")) for b in theirs.replies):
+        if all(noperm_7_2(a, b) for a, b in zip(mine.replies, theirs.replies)):
+            return True, NOPERM_REASON
     if step.args and "raw" not in step.mods:
         rule = ALLOWED.get(allowed_key(step.args))
         if rule is not None:

@@ -345,11 +345,14 @@ struct KillFilter {
     laddr: Option<String>,
     /// Only clients connected longer than this many seconds.
     max_age: Option<u64>,
+    /// Only clients authenticated as this user.
+    user: Option<String>,
 }
 
 impl KillFilter {
     fn matches(&self, client: &ClientInfo) -> bool {
         self.id.is_none_or(|id| client.id == id)
+            && self.user.as_ref().is_none_or(|u| *client.user.lock() == *u)
             && match self.kind {
                 None => true,
                 Some(None) => false,
@@ -398,12 +401,12 @@ fn client_kill(ctx: &mut Ctx, filters: &[&[u8]]) -> CmdResult {
         } else if is(option, "LADDR") {
             filter.laddr = Some(String::from_utf8_lossy(value).into_owned());
         } else if is(option, "USER") {
-            // Every stmd client is the default user's (there are no others).
-            if !is(value, "default") {
+            if ctx.shared.acl.get(value).is_none() {
                 return Err(Reply::Error(
                     format!("ERR No such user '{}'", super::printable(value, 128)).into(),
                 ));
             }
+            filter.user = Some(String::from_utf8_lossy(value).into_owned());
         } else if is(option, "SKIPME") {
             skip_me = if is(value, "yes") {
                 true

@@ -28,11 +28,29 @@ pub fn echo(_ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     Ok(Reply::bulk(args[1]))
 }
 
-/// Checks a password against `requirepass`; `username` must be `default` when given.
-fn check_password(ctx: &Ctx, username: Option<&[u8]>, password: &[u8]) -> bool {
-    let config = ctx.shared.config.read();
-    username.is_none_or(|u| u == b"default")
-        && (config.requirepass.is_empty() || config.requirepass.as_bytes() == password)
+/// Authenticates the connection as `username` (the default user when `None`). A failure is
+/// counted and logged (ACL LOG, reason `auth`).
+fn authenticate(ctx: &mut Ctx, username: Option<&[u8]>, password: &[u8]) -> bool {
+    let name = username.unwrap_or(b"default");
+    match ctx.shared.acl.get(name) {
+        Some(user) if user.enabled && user.password_ok(password) => {
+            *ctx.conn.info.user.lock() = user.name_str();
+            ctx.conn.user = user;
+            ctx.conn.user_generation = ctx.shared.acl.generation();
+            ctx.conn.authenticated = true;
+            true
+        }
+        _ => {
+            super::acl_log(
+                ctx,
+                crate::acl::Denied::Auth,
+                "toplevel",
+                "AUTH".into(),
+                String::from_utf8_lossy(name).into_owned(),
+            );
+            false
+        }
+    }
 }
 
 pub fn auth(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
@@ -41,15 +59,14 @@ pub fn auth(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         3 => (Some(args[1]), args[2]),
         _ => return Err(Reply::error(err::SYNTAX)),
     };
-    if username.is_none() && ctx.shared.config.read().requirepass.is_empty() {
+    if username.is_none() && ctx.shared.acl.default_user().nopass {
         return Err(Reply::error(
             "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
         ));
     }
-    if !check_password(ctx, username, password) {
+    if !authenticate(ctx, username, password) {
         return Err(Reply::error(err::WRONGPASS));
     }
-    ctx.conn.authenticated = true;
     Ok(Reply::OK)
 }
 
@@ -69,10 +86,9 @@ pub fn hello(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         let option = cursor.next_arg()?;
         if is(option, "AUTH") && cursor.remaining() >= 2 {
             let (user, pass) = (cursor.next_arg()?, cursor.next_arg()?);
-            if !check_password(ctx, Some(user), pass) {
+            if !authenticate(ctx, Some(user), pass) {
                 return Err(Reply::error(err::WRONGPASS));
             }
-            ctx.conn.authenticated = true;
         } else if is(option, "SETNAME") && cursor.remaining() >= 1 {
             setname = Some(valid_client_text(cursor.next_arg()?, "Client names")?);
         } else {
@@ -143,7 +159,11 @@ pub fn reset(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
     conn.resp3 = false;
     conn.info.resp.store(2, Ordering::Relaxed);
     *conn.info.name.lock() = None;
-    conn.authenticated = ctx.shared.config.read().requirepass.is_empty();
+    let default_user = ctx.shared.acl.default_user();
+    conn.authenticated = default_user.nopass && default_user.enabled;
+    *conn.info.user.lock() = "default".into();
+    conn.user = default_user;
+    conn.user_generation = ctx.shared.acl.generation();
     super::databases::set_db(ctx, 0);
     Ok(Reply::Status("RESET".into()))
 }

@@ -483,6 +483,23 @@ fn stats(ctx: &Ctx, lines: &mut Lines) {
         s.client_output_buffer_limit_disconnections.total(),
     );
     lines.add("tls_handshake_failures", s.tls_handshake_failures.total());
+    let acl = &shared.acl;
+    lines.add(
+        "acl_access_denied_auth",
+        acl.denied_auth.load(Ordering::Relaxed),
+    );
+    lines.add(
+        "acl_access_denied_cmd",
+        acl.denied_cmd.load(Ordering::Relaxed),
+    );
+    lines.add(
+        "acl_access_denied_key",
+        acl.denied_key.load(Ordering::Relaxed),
+    );
+    lines.add(
+        "acl_access_denied_channel",
+        acl.denied_channel.load(Ordering::Relaxed),
+    );
 }
 
 /// Seconds of CPU as Redis prints them (`0.015529`).

@@ -1,6 +1,7 @@
 //! Dispatch: one table lookup without allocating, then the checks every command shares (arity,
 //! authentication, MULTI queueing), done once here, then the handler.
 
+pub mod acl;
 pub mod args;
 pub mod bitmaps;
 pub mod blocking_lists;
@@ -77,6 +78,10 @@ pub struct ConnState {
     pub info: Arc<ClientInfo>,
     pub resp3: bool,
     pub authenticated: bool,
+    /// The ACL user the connection acts as: a snapshot, refreshed when the users change.
+    pub user: Arc<crate::acl::User>,
+    /// The users' generation the snapshot was taken at.
+    pub user_generation: u64,
     /// Set by QUIT: the connection closes once this reply is written.
     pub close_after_reply: bool,
     /// Commands queued since MULTI (owned copies: the read buffer moves on).
@@ -128,6 +133,8 @@ impl ConnState {
             info,
             resp3: false,
             authenticated,
+            user: Arc::new(crate::acl::User::default_user()),
+            user_generation: 0,
             close_after_reply: false,
             multi: None,
             multi_failed: false,
@@ -287,6 +294,9 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
     if !ctx.conn.authenticated && !effective.has(table::NO_AUTH) {
         return reject(ctx, Some(cmd), args, err::NOAUTH.to_string());
     }
+    if let Err(error) = acl_check(ctx, effective, args, "toplevel") {
+        return reject(ctx, Some(cmd), args, error);
+    }
     if !effective.has(table::ALLOW_BUSY) && ctx.shared.scripting.run.is_active() {
         let threshold = ctx.shared.config.read().busy_reply_threshold;
         match ctx.shared.scripting.run.check(threshold) {
@@ -339,14 +349,93 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
     run(ctx, cmd, args)
 }
 
+/// Takes a fresh snapshot of the connection's user when the users changed since the last one.
+#[inline]
+pub fn refresh_user(ctx: &mut Ctx<'_, '_>) {
+    let generation = ctx.shared.acl.generation();
+    if ctx.conn.user_generation != generation {
+        if let Some(user) = ctx.shared.acl.get(&ctx.conn.user.name) {
+            ctx.conn.user = user;
+        }
+        ctx.conn.user_generation = generation;
+    }
+}
+
+/// The ACL check of one command (`cmd` is the subcommand's row for a container): `Err` is the
+/// NOPERM error text, counted in INFO and recorded in the ACL log under `context` (`toplevel`,
+/// `multi`, `lua`).
+#[inline]
+pub fn acl_check(
+    ctx: &mut Ctx<'_, '_>,
+    cmd: &Command,
+    args: &[&[u8]],
+    context: &'static str,
+) -> Result<(), String> {
+    refresh_user(ctx);
+    if ctx.conn.user.unrestricted || !ctx.conn.authenticated {
+        return Ok(());
+    }
+    let computed = cmd.acl_keys.map(|find| find(ctx, args));
+    let keys = computed
+        .as_deref()
+        .map_or(crate::acl::Keys::Specs, crate::acl::Keys::Computed);
+    let Err(refusal) = crate::acl::check(&ctx.conn.user, cmd, args, keys) else {
+        return Ok(());
+    };
+    let context = if context == "toplevel" && ctx.conn.multi.is_some() {
+        "multi"
+    } else {
+        context
+    };
+    let user = ctx.conn.user.clone();
+    let object = match refusal.denied {
+        crate::acl::Denied::Command | crate::acl::Denied::Auth => cmd.name.to_string(),
+        _ => String::from_utf8_lossy(keys.refused(refusal, args)).into_owned(),
+    };
+    acl_log(ctx, refusal.denied, context, object, user.name_str());
+    Err(format!(
+        "NOPERM {}",
+        crate::acl::message(refusal, &user, cmd, args, keys, false)
+    ))
+}
+
+/// For a command that filters the keys it finds while running (STM.RECENT): true when the
+/// connection's user may access `key` with `need` ([`crate::acl::rules::READ`], `WRITE`).
+pub fn acl_key_allowed(ctx: &Ctx<'_, '_>, key: &[u8], need: u8) -> bool {
+    !ctx.conn.authenticated || crate::acl::may_access_key(&ctx.conn.user, key, need)
+}
+
+/// Counts a refusal (INFO stats) and records it in the ACL log.
+pub fn acl_log(
+    ctx: &Ctx<'_, '_>,
+    denied: crate::acl::Denied,
+    context: &'static str,
+    object: String,
+    username: String,
+) {
+    ctx.shared.acl.count(denied);
+    let max_len = ctx.shared.config.read().acllog_max_len;
+    let client_info = ctx.conn.info.describe();
+    ctx.shared.acl.log.lock().add(
+        denied.reason(),
+        context,
+        object,
+        username,
+        client_info,
+        max_len,
+    );
+}
+
 /// A command refused before running. Inside MULTI it dooms the transaction; a refused EXEC
 /// discards it at once with `EXECABORT`, as Redis does.
 fn reject(ctx: &mut Ctx<'_, '_>, cmd: Option<&Command>, args: &[&[u8]], error: String) -> Reply {
     count_rejection(ctx, cmd, args, &error);
-    if ctx.conn.multi.is_none() {
+    // A refused EXEC answers EXECABORT even outside MULTI, as Redis's `rejectCommand`.
+    let exec = cmd.is_some_and(|c| c.name == "exec");
+    if ctx.conn.multi.is_none() && !(exec && error.starts_with("NOPERM")) {
         return Reply::Error(error.into());
     }
-    if cmd.is_some_and(|c| c.name == "exec") {
+    if exec {
         ctx.conn.multi = None;
         ctx.conn.multi_failed = false;
         ctx.conn.watched.clear();

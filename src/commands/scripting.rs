@@ -117,6 +117,14 @@ fn call_from_script(ctx: &mut Ctx, args: &[&[u8]], resp3: bool, may: &Permission
     if cmd.has(table::NOSCRIPT) {
         return Reply::error("ERR This Redis command is not allowed from script");
     }
+    // The script runs as its caller's user: a denied command fails inside the script.
+    let effective = match cmd.resolve(args) {
+        Ok(effective) => effective,
+        Err(text) => return Reply::Error(text.into()),
+    };
+    if let Err(error) = super::acl_check(ctx, effective, args, "lua") {
+        return Reply::Error(error.into());
+    }
     if cmd.has(table::WRITE) {
         if may.read_only {
             return Reply::error("ERR Write commands are not allowed from read-only scripts.");

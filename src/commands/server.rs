@@ -68,6 +68,11 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             .command_stats
             .latency_tracking
             .store(updated.latency_tracking, Ordering::Relaxed);
+        let requirepass_changed = ctx.shared.config.read().requirepass != updated.requirepass;
+        if requirepass_changed {
+            ctx.shared.acl.set_requirepass(&updated.requirepass);
+        }
+        ctx.shared.acl.log.lock().trim(updated.acllog_max_len);
         *ctx.shared.config.write() = updated;
         Ok(Reply::OK)
     } else if is(sub, "RESETSTAT") {
@@ -79,6 +84,7 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             .evicted_keys
             .store(0, Ordering::Relaxed);
         ctx.shared.stm.reset_stats();
+        ctx.shared.acl.reset_stats();
         ctx.shared.command_stats.reset();
         ctx.shared
             .memory_marks

@@ -183,6 +183,40 @@ fn key_array(keys: Vec<Bytes>) -> Reply {
     Reply::Array(keys.into_iter().map(Reply::Bulk).collect())
 }
 
+/// The keys STM.CAPTURE would write, for the ACL check (none when it would skip or not parse).
+pub fn capture_keys(ctx: &Ctx, args: &[&[u8]]) -> Vec<Bytes> {
+    let limits = limits(ctx);
+    parse_capture(args, &limits)
+        .ok()
+        .and_then(|req| {
+            capture::plan(
+                &req,
+                &ctx.shared.stm.cleaner,
+                limits.max_messages,
+                crate::store::now_ms(),
+            )
+            .ok()
+        })
+        .map(|plan| plan.keys())
+        .unwrap_or_default()
+}
+
+/// The keys STM.SUMMARY would write, for the ACL check.
+pub fn summary_keys(_ctx: &Ctx, args: &[&[u8]]) -> Vec<Bytes> {
+    target_keys(args, "TEXT")
+}
+
+/// The keys STM.CATEGORIES would write, for the ACL check.
+pub fn categories_keys(_ctx: &Ctx, args: &[&[u8]]) -> Vec<Bytes> {
+    target_keys(args, "SET")
+}
+
+fn target_keys(args: &[&[u8]], tail: &str) -> Vec<Bytes> {
+    parse_target(args, tail)
+        .map(|(target, _)| target.scopes().iter().map(ScopeKey::key).collect())
+        .unwrap_or_default()
+}
+
 pub fn capture(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let limits = limits(ctx);
     let req = parse_capture(args, &limits)?;
@@ -526,6 +560,11 @@ pub fn recent(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         Scope::User => index.user_keys(owner),
         Scope::Server => index.server_keys(owner),
     };
+    // ACL: the entries of keys the user may not read are left out (filtered, not refused).
+    let keys: Vec<Bytes> = keys
+        .into_iter()
+        .filter(|k| super::acl_key_allowed(ctx, k, crate::acl::rules::READ))
+        .collect();
     let locked = ctx.lock(&keys);
     let now = locked.now;
     let mut found: Vec<(&Bytes, &StmEntry, u64)> = Vec::new();
@@ -557,7 +596,16 @@ pub fn recent(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     ))
 }
 
-pub fn forget(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+/// The keys STM.FORGET would remove, from the STM index, for the ACL check: a user whose key
+/// rules do not cover all of them is refused and nothing is deleted.
+pub fn forget_keys(ctx: &Ctx, args: &[&[u8]]) -> Vec<Bytes> {
+    forget_plan(ctx, args)
+        .map(|(keys, _)| keys)
+        .unwrap_or_default()
+}
+
+/// The keys a forget removes, and the row operation for the persistence.
+fn forget_plan(ctx: &Ctx, args: &[&[u8]]) -> Result<(Vec<Bytes>, Option<PersistOp>), Reply> {
     let (kind, value) = (args[1], args[2]);
     let index = &ctx.shared.store.db(ctx.conn.db).stm_index;
     let (keys, op): (Vec<Bytes>, Option<PersistOp>) = if is(kind, "CHANNEL") {
@@ -581,6 +629,12 @@ pub fn forget(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     } else {
         return Err(Reply::error(err::SYNTAX));
     };
+    Ok((keys, op))
+}
+
+pub fn forget(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    // The ACL check (dispatch) ran over the same keys: `forget_keys`.
+    let (keys, op) = forget_plan(ctx, args)?;
     let shared = ctx.shared;
     let mut locked = ctx.lock(&keys);
     let mut deleted = 0;
@@ -609,7 +663,7 @@ pub fn forget(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     }
     let op = match op {
         Some(op) => op,
-        None => match key_scope.or_else(|| ScopeKey::parse(value)) {
+        None => match key_scope.or_else(|| ScopeKey::parse(args[2])) {
             Some(scope) => PersistOp::ForgetScope { scope },
             None => return Err(error("ERR invalid STM key")),
         },

@@ -139,11 +139,10 @@ impl ContextRequest<'_> {
     }
 }
 
-pub fn context(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let req = parse(args)?;
+/// Candidates from the owner index: this server's server scopes, or the user's user scopes in a
+/// DM, plus the user's user scopes of other servers with CROSS-SERVER.
+fn candidates(ctx: &Ctx, req: &ContextRequest) -> Vec<Bytes> {
     let index = &ctx.shared.store.db(ctx.conn.db).stm_index;
-    // Candidates from the owner index: this server's server scopes, or the user's user scopes in a
-    // DM, plus the user's user scopes of other servers with CROSS-SERVER.
     let mut candidates = match req.server {
         Some(server) => index.server_keys(server),
         None => index.user_keys(req.user),
@@ -151,6 +150,23 @@ pub fn context(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     if req.server.is_some() && req.cross_server {
         candidates.extend(index.user_keys(req.user));
     }
+    candidates
+}
+
+/// The keys STM.CONTEXT would read (the candidates and the live key), for the ACL check.
+pub fn context_keys(ctx: &Ctx, args: &[&[u8]]) -> Vec<Bytes> {
+    parse(args)
+        .map(|req| {
+            let mut keys = candidates(ctx, &req);
+            keys.push(req.live_key());
+            keys
+        })
+        .unwrap_or_default()
+}
+
+pub fn context(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let req = parse(args)?;
+    let candidates = candidates(ctx, &req);
     let live_key = req.live_key();
     let mut keys = candidates.clone();
     keys.push(live_key.clone());

@@ -9,7 +9,7 @@ use super::scripting as lua;
 use super::streams;
 use super::table::*;
 use super::{
-    command_info, connection as conn, functions, introspection, keys, ops, pubsub, server,
+    acl, command_info, connection as conn, functions, introspection, keys, ops, pubsub, server,
 };
 
 /// CLIENT's subcommands.
@@ -49,6 +49,36 @@ pub const CLIENT_SUBCOMMANDS: &[Command] = commands![
     "client|reply", 3, NOSCRIPT | LOADING | STALE, (0, 0, 0), "connection", "3.2.0", conn::client, "<ON | OFF | SKIP>", "Turns the server's replies to this connection off or on.",
         complexity: "O(1)";
     "client|help", 2, LOADING | STALE, (0, 0, 0), "connection", "5.0.0", conn::client, "", "Lists the CLIENT subcommands.",
+        complexity: "O(1)";
+];
+
+/// ACL's subcommands (issue #16).
+pub const ACL_SUBCOMMANDS: &[Command] = commands![
+    "acl|cat", -2, NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "6.0.0", acl::acl, "[category]", "Lists the ACL categories, or the commands inside a category.",
+        complexity: "O(1) since the categories and commands are a fixed set.";
+    "acl|deluser", -3, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "6.0.0", acl::acl, "username [username ...]", "Deletes ACL users, and terminates their connections.",
+        complexity: "O(1) amortized time considering the typical user.";
+    "acl|dryrun", -4, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "7.0.0", acl::acl, "username command [arg [arg ...]]", "Simulates the execution of a command by a user, without executing the command.",
+        complexity: "O(1).";
+    "acl|genpass", -2, NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "6.0.0", acl::acl, "[bits]", "Generates a pseudorandom, secure password that can be used to identify ACL users.",
+        complexity: "O(1)";
+    "acl|getuser", 3, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "6.0.0", acl::acl, "username", "Lists the ACL rules of a user.",
+        complexity: "O(N). Where N is the number of password, command and pattern rules that the user has.";
+    "acl|help", 2, LOADING | STALE, (0, 0, 0), "server", "6.0.0", acl::acl, "", "Returns helpful text about the different subcommands.",
+        complexity: "O(1)";
+    "acl|list", 2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "6.0.0", acl::acl, "", "Dumps the effective rules in ACL file format.",
+        complexity: "O(N). Where N is the number of configured users.";
+    "acl|load", 2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "6.0.0", acl::acl, "", "Reloads the rules from the configured ACL file.",
+        complexity: "O(N). Where N is the number of configured users.";
+    "acl|log", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "6.0.0", acl::acl, "[count | RESET]", "Lists recent security events generated due to ACL rules.",
+        complexity: "O(N) with N being the number of entries shown.";
+    "acl|save", 2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "6.0.0", acl::acl, "", "Saves the effective ACL rules in the configured ACL file.",
+        complexity: "O(N). Where N is the number of configured users.";
+    "acl|setuser", -3, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "6.0.0", acl::acl, "username [rule [rule ...]]", "Creates and modifies an ACL user and its rules.",
+        complexity: "O(N). Where N is the number of rules provided.";
+    "acl|users", 2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "6.0.0", acl::acl, "", "Lists all ACL users.",
+        complexity: "O(N). Where N is the number of configured users.";
+    "acl|whoami", 2, NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "6.0.0", acl::acl, "", "Returns the authenticated username of the current connection.",
         complexity: "O(1)";
 ];
 

@@ -19,11 +19,11 @@ use super::scripting as lua;
 use super::stm_context;
 use super::streams;
 use super::subcommands::*;
+use super::{acl, command_info, CmdResult, Ctx};
 use super::{
     bitmaps, blocking_lists as blists, geo, hashes, hyperloglog as hll, info, introspection, lcs,
     lists, mpop, pubsub, sets, sort, zalgebra, zrange, zsets,
 };
-use super::{command_info, CmdResult, Ctx};
 use super::{connection as conn, keys, ops, server, stm, strings, transactions as tx, Handler};
 use crate::protocol::Reply;
 use std::collections::HashMap;
@@ -109,7 +109,17 @@ pub struct Command {
     /// COMMAND DOCS: the version that deprecated the command, and what replaces it ("" for none).
     pub deprecated_since: &'static str,
     pub replaced_by: &'static str,
+    /// For the ACL check, the keys of a command whose keys are not its arguments ([`AclKeys`]);
+    /// the key specs are used when None.
+    pub acl_keys: Option<AclKeys>,
 }
+
+/// The keys a request will touch, for a command whose key specs cannot say (the `STM.*`
+/// commands: their specs name the CHANNEL argument, `incomplete`, for routing; the keys are
+/// `shortterm:…` names built from the arguments or found in the STM index). The ACL check tests
+/// these instead of the specs: write access for a `write` command, read access otherwise. An
+/// empty list when the arguments do not parse (the handler then answers the error).
+pub type AclKeys = fn(&Ctx<'_, '_>, &[&[u8]]) -> Vec<bytes::Bytes>;
 
 /// The handler of [`Command::BASE`]; every row names its own.
 fn no_handler(_ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
@@ -138,6 +148,7 @@ impl Command {
         doc_flags: &[],
         deprecated_since: "",
         replaced_by: "",
+        acl_keys: None,
     };
 
     pub fn has(&self, flag: u32) -> bool {
@@ -261,6 +272,9 @@ pub static COMMANDS: &[Command] = commands![
     // server
     "info", -1, LOADING | STALE, (0, 0, 0), "server", "1.0.0", info::info, "[section [section ...]]", "Returns information and statistics about the server.",
         complexity: "O(1)", acl: cat::DANGEROUS, tips: &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"];
+    // ACL (issue #16).
+    "acl", -2, 0, (0, 0, 0), "server", "6.0.0", acl::acl, "", "A container for Access List Control commands.",
+        complexity: "Depends on the subcommand.", subcommands: ACL_SUBCOMMANDS;
     "config", -2, 0, (0, 0, 0), "server", "2.0.0", server::config, "", "A container for server configuration commands.",
         complexity: "Depends on the subcommand.", subcommands: CONFIG_SUBCOMMANDS;
     "slowlog", -2, 0, (0, 0, 0), "server", "2.2.12", ops::slowlog, "", "A container for slow log commands.",
@@ -672,21 +686,21 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "Depends on the subcommand.", subcommands: FUNCTION_SUBCOMMANDS;
     // short-term memory
     "stm.capture", -7, WRITE | DENYOOM | DB_ZERO_ONLY, (0, 0, 0), "stm", "0.1.0", stm::capture, "USER user-id CHANNEL channel-id SERVER <server-id | DM> [PARENT parent-channel-id] [PRIVACY <MINIMAL | PARTIAL | FULL | 0 | 1 | 2>] [STOP] [MSG <user | model> <speaker | -> content [MSG ...]] [REPLY <persona-id | -> <lineage-id | -> <speaker | -> content [REPLY ...]]", "Records a delivered turn in the user and server short-term memory of each persona.",
-        complexity: "O(P), P the personas of the turn (two keys each).", keys: &[keyword(RW | INSERT | INCOMPLETE, "CHANNEL", 1, 0, 1, 0)];
+        complexity: "O(P), P the personas of the turn (two keys each).", keys: &[keyword(RW | INSERT | INCOMPLETE, "CHANNEL", 1, 0, 1, 0)], acl_keys: Some(stm::capture_keys);
     "stm.get", -2, READONLY | FAST | DB_ZERO_ONLY, (1, 1, 1), "stm", "0.1.0", stm::get, "key [FORMAT <RESP | JSON>]", "Returns a short-term memory entry.",
         complexity: "O(1)", keys: &[key(RO | ACCESS, 1)];
     "stm.tick", -2, WRITE | DENYOOM | FAST | DB_ZERO_ONLY, (1, 1, 1), "stm", "0.1.0", stm::tick, "key [BY increment]", "Advances the summary cadence counter of a short-term memory entry.",
         complexity: "O(1)", keys: &[key(RW | ACCESS | UPDATE, 1)];
     "stm.summary", -9, WRITE | DENYOOM | DB_ZERO_ONLY, (0, 0, 0), "stm", "0.1.0", stm::summary, "USER user-id CHANNEL channel-id SERVER <server-id | DM> [PERSONA <persona-id | -> [LINEAGE <lineage-id | ->]] TEXT summary", "Writes the summary of a conversation's short-term memory.",
-        complexity: "O(1): two keys.", keys: &[keyword(RW | UPDATE | INCOMPLETE, "CHANNEL", 1, 0, 1, 0)];
+        complexity: "O(1): two keys.", keys: &[keyword(RW | UPDATE | INCOMPLETE, "CHANNEL", 1, 0, 1, 0)], acl_keys: Some(stm::summary_keys);
     "stm.categories", -8, WRITE | DENYOOM | DB_ZERO_ONLY, (0, 0, 0), "stm", "0.1.0", stm::categories, "USER user-id CHANNEL channel-id SERVER <server-id | DM> [PERSONA <persona-id | -> [LINEAGE <lineage-id | ->]] SET [slug text ...]", "Replaces the categories of a conversation's short-term memory.",
-        complexity: "O(C), C the categories given.", keys: &[keyword(RW | UPDATE | INCOMPLETE, "CHANNEL", 1, 0, 1, 0)];
+        complexity: "O(C), C the categories given.", keys: &[keyword(RW | UPDATE | INCOMPLETE, "CHANNEL", 1, 0, 1, 0)], acl_keys: Some(stm::categories_keys);
     "stm.recent", -3, READONLY | DB_ZERO_ONLY, (0, 0, 0), "stm", "0.1.0", stm::recent, "<USER user-id | SERVER server-id> [EXCLUDE channel-id] [LINEAGE <lineage-id | ->] [LIMIT count] [FORMAT <RESP | JSON>]", "Returns an owner's most recently written short-term memory entries across channels.",
         complexity: "O(N), N the entries of the owner.";
     "stm.forget", 3, WRITE | DB_ZERO_ONLY, (0, 0, 0), "stm", "0.1.0", stm::forget, "<CHANNEL channel-id | USER user-id | KEY key>", "Deletes short-term memory entries and their scope rows.",
-        complexity: "O(N), N the entries removed.", keys: &[keyword(RM | DELETE | INCOMPLETE, "CHANNEL", 1, 0, 1, 0), keyword(RM | DELETE, "KEY", 1, 0, 1, 0)];
+        complexity: "O(N), N the entries removed.", keys: &[keyword(RM | DELETE | INCOMPLETE, "CHANNEL", 1, 0, 1, 0), keyword(RM | DELETE, "KEY", 1, 0, 1, 0)], acl_keys: Some(stm::forget_keys);
     "stm.context", -7, READONLY | DB_ZERO_ONLY, (0, 0, 0), "stm", "0.1.0", stm_context::context, "USER user-id CHANNEL channel-id SERVER <server-id | DM> [PERSONA <persona-id | ->] [LINEAGE <lineage-id | ->] [BOT name] [OTHERS count] [CRUDE count] [MODE <SUPERSEDE | CRUDE_SUMMARY>] [CADENCE turns] [CROSS-SERVER] [NOW unix-time-milliseconds] [FORMAT <RESP | JSON>]", "Returns the prompt-ready short-term memory blocks of a conversation.",
-        complexity: "O(N), N the entries read.", keys: &[keyword(RO | ACCESS | INCOMPLETE, "CHANNEL", 1, 0, 1, 0)];
+        complexity: "O(N), N the entries read.", keys: &[keyword(RO | ACCESS | INCOMPLETE, "CHANNEL", 1, 0, 1, 0)], acl_keys: Some(stm_context::context_keys);
     // streams
     "xadd", -5, WRITE | DENYOOM | FAST, (1, 1, 1), "stream", "5.0.0", streams::xadd, "key [NOMKSTREAM] [<MAXLEN | MINID> [= | ~] threshold [LIMIT count]] <* | id> field value [field value ...]", "Appends a new entry to a stream. Creates the key if it doesn't exist.",
         complexity: "O(1) when adding an entry; O(N) trimming, N the entries evicted.", keys: &[key(RW | UPDATE, 1).with_notes("UPDATE instead of INSERT because of the optional trimming feature")], tips: &["nondeterministic_output"];

@@ -74,13 +74,40 @@ pub fn exec(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
                     conn: &mut *ctx.conn,
                     held: Some(&mut all),
                 };
-                super::run(&mut inner, cmd, &args)
+                // The ACL check again, as Redis: the user's rules may have changed since queuing.
+                match exec_acl_check(&mut inner, cmd, &args) {
+                    Some(refused) => refused,
+                    None => super::run(&mut inner, cmd, &args),
+                }
             }
             None => Reply::error("ERR unknown command"),
         };
         replies.push(reply);
     }
     Ok(Reply::Array(replies))
+}
+
+/// EXEC's second ACL check of a queued command: Redis's NOPERM for rules changed after queuing.
+fn exec_acl_check(
+    ctx: &mut Ctx,
+    cmd: &'static super::table::Command,
+    args: &[&[u8]],
+) -> Option<Reply> {
+    let effective = cmd.resolve(args).ok()?;
+    let error = super::acl_check(ctx, effective, args, "multi").err()?;
+    let reason = if error.contains(" to run the ") {
+        "no permission to execute the command or subcommand"
+    } else if error.contains("access a key") {
+        "no permission to touch the specified keys"
+    } else {
+        "no permission to access one of the channels used as arguments"
+    };
+    Some(Reply::Error(
+        format!(
+            "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {reason}"
+        )
+        .into(),
+    ))
 }
 
 pub fn watch(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
