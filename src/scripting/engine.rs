@@ -138,6 +138,7 @@ impl Engine {
                         "Script killed by user with SCRIPT KILL...".into(),
                     ))
                 } else {
+                    run.maybe_hand_off();
                     Ok(VmState::Continue)
                 }
             },

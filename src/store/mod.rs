@@ -274,6 +274,18 @@ impl Store {
         Locked::new(self, db, space, guards)
     }
 
+    /// Locks every shard of database `db` if none is held by anyone else, without waiting (a
+    /// script run on its tokio worker must not block it; it falls back to [`Store::lock_all`]).
+    pub fn try_lock_all(&self, db: usize) -> Option<Locked<'_>> {
+        let space = self.db(db);
+        let mut guards = SmallVec::with_capacity(SHARDS);
+        for (i, shard) in space.map.shards().iter().enumerate() {
+            // Dropping the guards taken so far releases them.
+            guards.push((i, shard.try_write()?));
+        }
+        Some(Locked::new(self, db, space, guards))
+    }
+
     /// Locks one shard of database `db` by index (SCAN, KEYS, the active expiry cycle).
     pub fn lock_shard(&self, db: usize, shard: usize) -> Locked<'_> {
         let space = self.db(db);
