@@ -104,7 +104,9 @@ async fn sort_patterns_work_inside_exec_and_store_a_list() {
     let mut con = server.client().await;
     let _: () = con.rpush("l", &[1, 2, 3]).await.expect("rpush");
     let _: () = redis::cmd("MSET")
-        .arg(&["w_1", "3", "w_2", "1", "w_3", "2", "n_1", "one", "n_3", "three"])
+        .arg(&[
+            "w_1", "3", "w_2", "1", "w_3", "2", "n_1", "one", "n_3", "three",
+        ])
         .query_async(&mut con)
         .await
         .expect("mset");
@@ -193,8 +195,11 @@ async fn sort_by_patterns_while_other_clients_write() {
 async fn odd_arguments_never_break_the_connection() {
     let server = TestServer::start().await;
     let mut c = server.raw().await;
-    c.roundtrip(&resp(&args("GEOADD g 180 85.05112878 a -180 -85.05112878 b")), b":2\r\n")
-        .await;
+    c.roundtrip(
+        &resp(&args("GEOADD g 180 85.05112878 a -180 -85.05112878 b")),
+        b":2\r\n",
+    )
+    .await;
     c.roundtrip(&resp(&args("ZADD g -5 neg 1e300 huge")), b":2\r\n")
         .await;
     for command in [

@@ -27,7 +27,10 @@ async fn wait_blocked(server: &TestServer, n: usize) {
         if blocked == n {
             return;
         }
-        assert!(Instant::now() < deadline, "blocked_clients stayed {blocked}, wanted {n}");
+        assert!(
+            Instant::now() < deadline,
+            "blocked_clients stayed {blocked}, wanted {n}"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
@@ -128,7 +131,10 @@ async fn timeouts_answer_nil_and_multi_never_blocks() {
         c.roundtrip(&resp(&args(command)), b"*-1\r\n").await;
         let waited = started.elapsed();
         assert!(waited >= Duration::from_millis(90), "{command}: {waited:?}");
-        assert!(waited < Duration::from_millis(2000), "{command}: {waited:?}");
+        assert!(
+            waited < Duration::from_millis(2000),
+            "{command}: {waited:?}"
+        );
     }
     let mut c3 = raw3(&server).await;
     c3.roundtrip(&resp(&args("BZMPOP 0.05 1 z MAX")), b"_\r\n")

@@ -33,8 +33,8 @@ pub mod subcommands;
 pub mod table;
 pub mod transactions;
 pub mod typed;
-pub mod zrange;
 pub mod zalgebra;
+pub mod zrange;
 pub mod zsets;
 
 use crate::blocking::WaitGuard;

@@ -242,13 +242,16 @@ fn sort_generic(ctx: &mut Ctx, args: &[&[u8]], readonly: bool) -> CmdResult {
 
     let Some(dst) = store else {
         if gets.is_empty() {
-            return Ok(Reply::Array(selected.into_iter().map(Reply::Bulk).collect()));
+            return Ok(Reply::Array(
+                selected.into_iter().map(Reply::Bulk).collect(),
+            ));
         }
         let mut out = Vec::with_capacity(selected.len() * gets.len());
         for element in &selected {
             for pattern in &gets {
                 out.push(
-                    lookup_by_pattern(&mut locked, pattern, element).map_or(Reply::Nil, Reply::Bulk),
+                    lookup_by_pattern(&mut locked, pattern, element)
+                        .map_or(Reply::Nil, Reply::Bulk),
                 );
             }
         }
@@ -260,7 +263,9 @@ fn sort_generic(ctx: &mut Ctx, args: &[&[u8]], readonly: bool) -> CmdResult {
         let mut list = VecDeque::with_capacity(selected.len() * gets.len());
         for element in &selected {
             for pattern in &gets {
-                list.push_back(lookup_by_pattern(&mut locked, pattern, element).unwrap_or_default());
+                list.push_back(
+                    lookup_by_pattern(&mut locked, pattern, element).unwrap_or_default(),
+                );
             }
         }
         list

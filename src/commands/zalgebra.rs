@@ -362,7 +362,8 @@ pub fn zrandmember(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         return Ok(match z {
             Some(z) if !z.is_empty() => {
                 let i = random_positions(z.len(), 1)[0];
-                z.select(i).map_or(Reply::Nil, |(m, _)| Reply::Bulk(m.clone()))
+                z.select(i)
+                    .map_or(Reply::Nil, |(m, _)| Reply::Bulk(m.clone()))
             }
             _ => Reply::Nil,
         });

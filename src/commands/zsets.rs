@@ -196,7 +196,13 @@ pub fn zrank(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         Some(arg) if is(arg, "WITHSCORE") => true,
         Some(_) => return Err(Reply::error(err::SYNTAX)),
     };
-    let missing = || if withscore { Reply::NilArray } else { Reply::Nil };
+    let missing = || {
+        if withscore {
+            Reply::NilArray
+        } else {
+            Reply::Nil
+        }
+    };
     let mut locked = ctx.lock(&args[1..2]);
     let Some(z) = zset(&mut locked, args[1])? else {
         return Ok(missing());

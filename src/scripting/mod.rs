@@ -15,8 +15,8 @@ pub mod libs;
 
 use bytes::Bytes;
 use parking_lot::{Mutex, MutexGuard};
-use std::ops::{Deref, DerefMut};
 use sha1::{Digest, Sha1};
+use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -486,7 +486,10 @@ mod tests {
             decode_score(3479099956230698.0).expect("a"),
             decode_score(3479447370796909.0).expect("b"),
         );
-        assert_eq!(format!("{:.4}", distance(a.0, a.1, b.0, b.1)), "166274.1516");
+        assert_eq!(
+            format!("{:.4}", distance(a.0, a.1, b.0, b.1)),
+            "166274.1516"
+        );
     }
 
     #[test]

@@ -40,7 +40,10 @@ fn after_swap(side: &Locked<'_>) {
     side.space.swaps.fetch_add(1, Ordering::Relaxed);
     let waiters = &side.space.waiters;
     for key in waiters.waited_keys() {
-        if matches!(side.peek(&key).map(|e| &e.value), Some(Value::List(_) | Value::ZSet(_))) {
+        if matches!(
+            side.peek(&key).map(|e| &e.value),
+            Some(Value::List(_) | Value::ZSet(_))
+        ) {
             waiters.signal(&key);
         }
     }
