@@ -152,7 +152,7 @@ impl Engine {
                         "Script killed by user with SCRIPT KILL...".into(),
                     ))
                 } else {
-                    run.maybe_hand_off();
+                    run.on_hook();
                     Ok(VmState::Continue)
                 }
             },
@@ -405,12 +405,11 @@ impl Engine {
             globals.raw_set(&self.argv_name, argv)?;
             (None, None)
         };
-        lua.set_memory_limit(lua.used_memory().saturating_add(SCRIPT_MEMORY_BUDGET))?;
         self.resp3.store(false, Relaxed);
         let (resp3_flag, names) = (&self.resp3, &self.names);
         let cell = RefCell::new(call);
         // One command for redis.call/pcall: Ok(reply) or Err(error text).
-        let run = |lua: &Lua, args: MultiValue| -> mlua::Result<Result<Value, String>> {
+        let run_command = |lua: &Lua, args: MultiValue| -> mlua::Result<Result<Value, String>> {
             let resp3 = resp3_flag.load(Relaxed);
             let args = match command_args(lua, args) {
                 Ok(args) => args,
@@ -430,6 +429,15 @@ impl Engine {
                 reply => Ok(Ok(convert::reply_to_lua(lua, names, reply, resp3)?)),
             }
         };
+        let run = |lua: &Lua, args: MultiValue| -> mlua::Result<Result<Value, String>> {
+            // The script's memory budget is for the script: lifted while Rust works, so no API
+            // call below can fail for memory, and mlua need not wrap each one in a protected
+            // call (a Lua pcall each); the script's next allocation is judged again.
+            let limit = lua.set_memory_limit(0)?;
+            let outcome = run_command(lua, args);
+            lua.set_memory_limit(limit)?;
+            outcome
+        };
         let outcome = lua.scope(|scope| {
             let call = scope.create_function(|lua, args: MultiValue| match run(lua, args)? {
                 Ok(value) => Ok(value),
@@ -441,12 +449,16 @@ impl Engine {
             })?;
             self.redis.raw_set(&self.call_name, call)?;
             self.redis.raw_set(&self.pcall_name, pcall)?;
-            self.invoke.call::<(bool, Value)>((
+            lua.set_memory_limit(lua.used_memory().saturating_add(SCRIPT_MEMORY_BUDGET))?;
+            let outcome = self.invoke.call::<(bool, Value)>((
                 &script.function,
                 2,
                 parameters.0.as_ref(),
                 parameters.1.as_ref(),
-            ))
+            ));
+            // Before the scope's own clean-up, which then needs no protected calls either.
+            lua.set_memory_limit(0)?;
+            outcome
         });
         lua.set_memory_limit(0)?;
         let (ok, value) = outcome?;

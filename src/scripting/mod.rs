@@ -97,6 +97,8 @@ pub struct RunState {
     /// The running script runs on its connection's tokio worker (it found everything free): if
     /// it runs long, it hands the worker's other tasks to another thread ([`hand_off_worker`]).
     inline: AtomicBool,
+    /// The running inline script has handed its worker off (at least once: see `on_hook`).
+    handed_off: AtomicBool,
     /// The running script is a function (FCALL): FUNCTION KILL stops it, not SCRIPT KILL.
     is_function: AtomicBool,
     epoch: Instant,
@@ -123,6 +125,7 @@ impl RunState {
             kill: AtomicBool::new(false),
             wrote: AtomicBool::new(false),
             inline: AtomicBool::new(false),
+            handed_off: AtomicBool::new(false),
             is_function: AtomicBool::new(false),
             epoch: Instant::now(),
             ended: Notify::new(),
@@ -152,9 +155,20 @@ impl RunState {
             && self
                 .running_for()
                 .is_some_and(|ran| ran >= Duration::from_millis(INLINE_MS))
-            && self.inline.swap(false, Relaxed)
+            && !self.handed_off.swap(true, Relaxed)
         {
-            hand_off_worker();
+            hand_off_worker(true);
+        }
+    }
+
+    /// Lua's instruction hook: the hand-off above, then again at every later hook. tokio gives
+    /// the worker back to this thread if the thread it spawned to take it over had not started
+    /// yet; asking again costs nothing once this thread holds no worker.
+    pub fn on_hook(&self) {
+        if self.handed_off.load(Relaxed) {
+            hand_off_worker(false);
+        } else {
+            self.maybe_hand_off();
         }
     }
 
@@ -274,6 +288,7 @@ impl Drop for Running<'_> {
         self.0.started_ms.store(0, Relaxed);
         self.0.kill.store(false, Relaxed);
         self.0.inline.store(false, Relaxed);
+        self.0.handed_off.store(false, Relaxed);
     }
 }
 
@@ -416,7 +431,7 @@ const INLINE_MS: u64 = 2;
 /// worker's queue goes to another thread, and this thread finishes the task as a blocking one.
 /// Returns once the runtime runs tasks again, so the hand-off has happened (with one worker
 /// thread, only that new thread can run them).
-fn hand_off_worker() {
+fn hand_off_worker(first: bool) {
     let Ok(handle) = tokio::runtime::Handle::try_current() else {
         return;
     };
@@ -424,6 +439,11 @@ fn hand_off_worker() {
         return;
     }
     tokio::task::block_in_place(|| {
+        if !first {
+            // Lets the thread tokio just spawned (if it had to) take the worker first.
+            std::thread::yield_now();
+            return;
+        }
         let (ran, running) = std::sync::mpsc::sync_channel(1);
         handle.spawn(async move {
             let _ = ran.send(());

@@ -286,6 +286,16 @@ impl Store {
         Some(Locked::new(self, db, space, guards))
     }
 
+    /// Locks one shard of database `db` by index if no one holds it, without waiting (the
+    /// active expiry cycle, which runs on a tokio worker and must not wait behind a script or an
+    /// EXEC that holds the whole database: it skips the shard until its next pass).
+    pub fn try_lock_shard(&self, db: usize, shard: usize) -> Option<Locked<'_>> {
+        let space = self.db(db);
+        let mut guards = SmallVec::new();
+        guards.push((shard, space.map.shards()[shard].try_write()?));
+        Some(Locked::new(self, db, space, guards))
+    }
+
     /// Locks one shard of database `db` by index (SCAN, KEYS, the active expiry cycle).
     pub fn lock_shard(&self, db: usize, shard: usize) -> Locked<'_> {
         let space = self.db(db);
