@@ -7,6 +7,12 @@
 //! when it runs a queued EVAL). SCRIPT KILL and the BUSY check take neither: they read
 //! [`RunState`]. Other connections never wait for a script on a lock: dispatch sees the script
 //! coming ([`RunState::is_active`]) and parks the command asynchronously ([`RunState::wait`]).
+//!
+//! Where a script runs: on its connection's tokio worker when the engine and its whole database
+//! are free right away (no waiting, so the lock order above cannot be broken); one that runs past
+//! 2 ms moves off the worker ([`RunState::maybe_hand_off`]). A script that finds the engine taken
+//! waits for its turn in its connection ([`Scripting::wait_turn`]); scripts in EXEC, or that find
+//! a shard held, lock in the order above off the worker ([`off_worker`]).
 
 pub mod convert;
 pub mod engine;
