@@ -155,9 +155,10 @@ async fn serve_loop(
             }
             Batch::ScriptWait => {
                 conn.script_wait = false;
+                let turn = std::mem::take(&mut conn.script_turn);
                 let threshold = shared.config.read().busy_reply_threshold;
                 tokio::select! {
-                    _ = shared.scripting.run.wait(threshold) => continue,
+                    _ = shared.scripting.wait(turn, threshold) => continue,
                     _ = info.ended() => return Ok(()),
                 }
             }
@@ -499,8 +500,9 @@ async fn wait_blocked(
                 conn.postponed = false;
                 let mut reply = commands::dispatch(&mut Ctx::new(shared, conn), &args);
                 while std::mem::take(&mut conn.script_wait) {
+                    let turn = std::mem::take(&mut conn.script_turn);
                     let threshold = shared.config.read().busy_reply_threshold;
-                    shared.scripting.run.wait(threshold).await;
+                    shared.scripting.wait(turn, threshold).await;
                     reply = commands::dispatch(&mut Ctx::new(shared, conn), &args);
                 }
                 if conn.block.is_none() && !conn.postponed {

@@ -80,6 +80,13 @@ impl<'s> HeldLocks<'s> {
         HeldLocks(dbs.iter().map(|&db| store.lock_all(db)).collect())
     }
 
+    /// Locks database `db` whole if no one holds any of it, without waiting.
+    pub fn try_acquire(store: &'s Store, db: usize) -> Option<Self> {
+        let mut held = SmallVec::new();
+        held.push(store.try_lock_all(db)?);
+        Some(HeldLocks(held))
+    }
+
     /// True when any watched key changed since WATCH.
     pub fn any_changed(&mut self, watched: &[Watched]) -> bool {
         watched

@@ -105,6 +105,9 @@ pub struct ConnState {
     /// Set by dispatch when a script call is in progress: the command did not run; the
     /// connection waits for the script (or the BUSY threshold) and dispatches it again.
     pub script_wait: bool,
+    /// With `script_wait`: the command is a script waiting for the engine, not for the end of
+    /// every script call in progress.
+    pub script_turn: bool,
     /// CLIENT NO-TOUCH: this client's reads do not refresh keys' access clocks.
     pub no_touch: bool,
     /// CLIENT NO-EVICT (shown in CLIENT LIST; stmd never evicts clients).
@@ -146,6 +149,7 @@ impl ConnState {
             monitor: false,
             tracking: Default::default(),
             script_wait: false,
+            script_turn: false,
             no_touch: false,
             no_evict: false,
             replies: Default::default(),
@@ -345,6 +349,15 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
             crate::events::after_command(ctx, cmd);
         }
         return refused;
+    }
+    // A script call while another script holds the engine waits for its turn in its connection,
+    // without blocking a thread (EXEC's own scripts take the engine under EXEC's locks instead).
+    if cmd.group == "scripting" && ctx.held.is_none() && scripting::runs_script(cmd.name) {
+        if ctx.shared.scripting.engine_taken() {
+            ctx.conn.script_wait = true;
+            ctx.conn.script_turn = true;
+            return Reply::Nil;
+        }
     }
     run(ctx, cmd, args)
 }

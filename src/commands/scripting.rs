@@ -6,10 +6,9 @@
 use super::databases::HeldLocks;
 use super::{table, CmdResult, Ctx};
 use crate::protocol::Reply;
-use crate::scripting::{BusyCheck, Engine, Loaded, ScriptFlags};
+use crate::scripting::{BusyCheck, EngineGuard, Loaded, ScriptFlags};
 use crate::store::eviction::OOM;
 use bytes::Bytes;
-use parking_lot::MutexGuard;
 use std::time::Duration;
 
 const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
@@ -54,60 +53,134 @@ pub fn run_script(
     let shared = ctx.shared;
     // Judged before any lock: making room may evict, which locks shards itself.
     let out_of_memory = shared.store.memory.is_limited() && !shared.store.make_room();
+    let script = Script {
+        args,
+        keys,
+        argv,
+        read_only_command,
+        out_of_memory,
+    };
+    // The common case: no transaction, the engine and the whole database free. The script runs
+    // right here on the tokio worker (a thread hand-off costs more than a short script); one
+    // that runs long moves off the worker as it goes (`RunState::maybe_hand_off`).
+    if ctx.held.is_none() {
+        if let Some(mut engine) = shared.scripting.engine_now() {
+            // Announced before the database lock, as below.
+            let active = shared.scripting.activate();
+            if let Some(mut locks) = HeldLocks::try_acquire(&shared.store, ctx.conn.db) {
+                let reply = execute(ctx, &mut locks, &mut engine, find, &script, true);
+                // The database first: the next script, woken by the engine's release, finds
+                // both free.
+                drop(locks);
+                drop(engine);
+                drop(active);
+                return reply;
+            }
+        }
+    }
     // Announced before any lock, so other connections wait for it asynchronously (dispatch).
     let _active = shared.scripting.activate();
     // Locks, engine and the script itself may all take long: none of it blocks a tokio worker.
-    crate::scripting::off_worker(|| {
-        let Ctx { conn, held, .. } = ctx;
-        let mut own = None;
-        let locks = match held.as_deref_mut() {
-            Some(held) => held,
-            None => own.insert(HeldLocks::acquire(&shared.store, &[conn.db])),
-        };
-        locks.refresh_clock();
-        let mut engine = shared.scripting.engine();
-        let loaded = find(&mut engine).map_err(|e| Reply::Error(e.into()));
-        shared.scripting.record_usage(&engine);
-        let loaded = loaded?;
-        let flags: ScriptFlags = loaded.flags;
-        if flags.shebang && !flags.no_writes && read_only_command {
-            return Err(Reply::error(
-                "ERR Can not execute a script with write flag using *_ro command.",
-            ));
+    crate::scripting::off_worker(|| match ctx.held.take() {
+        Some(held) => {
+            let mut engine = shared.scripting.engine();
+            let reply = execute(ctx, held, &mut engine, find, &script, false);
+            ctx.held = Some(held);
+            reply
         }
-        if flags.shebang && !flags.no_writes && !flags.allow_oom && out_of_memory {
-            return Err(Reply::error(OOM));
+        None => {
+            let mut own = HeldLocks::acquire(&shared.store, &[ctx.conn.db]);
+            let mut engine = shared.scripting.engine();
+            let reply = execute(ctx, &mut own, &mut engine, find, &script, false);
+            drop(own);
+            reply
         }
-        let permissions = Permissions {
-            read_only: read_only_command || flags.no_writes,
-            out_of_memory: out_of_memory && !flags.allow_oom,
-        };
-        let mut inner = Ctx {
-            shared,
-            conn,
-            held: Some(locks),
-        };
-        if loaded.is_function {
-            let command = args.iter().map(|a| Bytes::copy_from_slice(a)).collect();
-            shared
-                .scripting
-                .set_current_function(Some((loaded.sha.clone(), command)));
-        }
-        let running = shared.scripting.running(loaded.is_function);
-        let reply = engine.invoke(&loaded, keys, argv, &mut |call, resp3| {
-            call_from_script(&mut inner, call, resp3, &permissions)
-        });
-        drop(running);
-        if loaded.is_function {
-            shared.scripting.set_current_function(None);
-        }
-        shared.scripting.record_usage(&engine);
-        Ok(reply)
     })
+}
+
+/// True for the commands that run a script or function (and so take the engine for a while).
+pub fn runs_script(name: &str) -> bool {
+    matches!(
+        name,
+        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
+    )
+}
+
+/// One script call's arguments, split.
+struct Script<'a> {
+    args: &'a [&'a [u8]],
+    keys: &'a [&'a [u8]],
+    argv: &'a [&'a [u8]],
+    read_only_command: bool,
+    out_of_memory: bool,
+}
+
+/// Runs a script holding the database (`locks`) and the engine. `inline`: on the tokio worker.
+fn execute<'s>(
+    ctx: &mut Ctx<'_, 's>,
+    locks: &mut HeldLocks<'s>,
+    engine: &mut EngineGuard<'s>,
+    find: impl FnOnce(&mut crate::scripting::Engine) -> Result<Loaded, String>,
+    script: &Script<'_>,
+    inline: bool,
+) -> CmdResult {
+    let shared = ctx.shared;
+    locks.refresh_clock();
+    let loaded = match find(engine) {
+        Ok(loaded) => loaded,
+        Err(e) => {
+            shared.scripting.record_usage(engine);
+            return Err(Reply::Error(e.into()));
+        }
+    };
+    let flags: ScriptFlags = loaded.flags;
+    if flags.shebang && !flags.no_writes && (script.read_only_command || script.out_of_memory) {
+        // Refused, but EVAL may have cached it.
+        shared.scripting.record_usage(engine);
+    }
+    if flags.shebang && !flags.no_writes && script.read_only_command {
+        return Err(Reply::error(
+            "ERR Can not execute a script with write flag using *_ro command.",
+        ));
+    }
+    if flags.shebang && !flags.no_writes && !flags.allow_oom && script.out_of_memory {
+        return Err(Reply::error(OOM));
+    }
+    let permissions = Permissions {
+        read_only: script.read_only_command || flags.no_writes,
+        out_of_memory: script.out_of_memory && !flags.allow_oom,
+    };
+    let mut inner = Ctx {
+        shared,
+        conn: &mut *ctx.conn,
+        held: Some(locks),
+    };
+    if loaded.is_function {
+        let command = script
+            .args
+            .iter()
+            .map(|a| Bytes::copy_from_slice(a))
+            .collect();
+        shared
+            .scripting
+            .set_current_function(Some((loaded.sha.clone(), command)));
+    }
+    let running = shared.scripting.running(loaded.is_function);
+    shared.scripting.run.set_inline(inline);
+    let reply = engine.invoke(&loaded, script.keys, script.argv, &mut |call, resp3| {
+        call_from_script(&mut inner, call, resp3, &permissions)
+    });
+    drop(running);
+    if loaded.is_function {
+        shared.scripting.set_current_function(None);
+    }
+    shared.scripting.record_usage(engine);
+    Ok(reply)
 }
 
 /// One `redis.call` / `redis.pcall`: Redis's script checks in Redis's order, then the handler.
 fn call_from_script(ctx: &mut Ctx, args: &[&[u8]], resp3: bool, may: &Permissions) -> Reply {
+    ctx.shared.scripting.run.maybe_hand_off();
     let Some(cmd) = ctx.shared.commands.lookup(args[0]) else {
         return Reply::error("ERR Unknown Redis command called from script");
     };
@@ -194,7 +267,7 @@ pub fn script(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 
 /// The engine for SCRIPT's other subcommands, which wait for a running script like any
 /// command, or BUSY once it passes the threshold. The wait is off the tokio worker.
-pub fn engine_or_busy<'s>(ctx: &Ctx<'_, 's>) -> Result<MutexGuard<'s, Engine>, Reply> {
+pub fn engine_or_busy<'s>(ctx: &Ctx<'_, 's>) -> Result<EngineGuard<'s>, Reply> {
     let shared = ctx.shared;
     crate::scripting::off_worker(|| loop {
         if let Some(engine) = shared.scripting.try_engine(Duration::from_millis(5)) {

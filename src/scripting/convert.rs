@@ -9,73 +9,109 @@ use mlua::{Lua, Table, Value};
 /// error element instead of recursing without end.
 const MAX_REPLY_DEPTH: usize = 1000;
 
+/// The Lua strings the conversions use as table keys, made once: mlua makes a string from a
+/// `&str` in a protected call (it may raise a memory error), ~2,000 instructions every time,
+/// while a made string is pushed by reference.
+#[derive(Clone)]
+pub struct Names {
+    ok: mlua::String,
+    err: mlua::String,
+    double: mlua::String,
+    big_number: mlua::String,
+    map: mlua::String,
+    set: mlua::String,
+    verbatim_string: mlua::String,
+    format: mlua::String,
+    string: mlua::String,
+    txt: mlua::String,
+}
+
+impl Names {
+    pub fn new(lua: &Lua) -> mlua::Result<Names> {
+        Ok(Names {
+            ok: lua.create_string("ok")?,
+            err: lua.create_string("err")?,
+            double: lua.create_string("double")?,
+            big_number: lua.create_string("big_number")?,
+            map: lua.create_string("map")?,
+            set: lua.create_string("set")?,
+            verbatim_string: lua.create_string("verbatim_string")?,
+            format: lua.create_string("format")?,
+            string: lua.create_string("string")?,
+            txt: lua.create_string("txt")?,
+        })
+    }
+}
+
 /// A command's reply as the script sees it.
-pub fn reply_to_lua(lua: &Lua, reply: Reply, resp3: bool) -> mlua::Result<Value> {
+pub fn reply_to_lua(lua: &Lua, names: &Names, reply: Reply, resp3: bool) -> mlua::Result<Value> {
     Ok(match reply {
         Reply::Int(n) => Value::Number(n as f64),
         Reply::Bulk(bytes) => Value::String(lua.create_string(&bytes)?),
         Reply::Verbatim(text) if resp3 => {
             let inner = lua.create_table()?;
-            inner.raw_set("format", "txt")?;
-            inner.raw_set("string", lua.create_string(text.as_bytes())?)?;
-            single_field(lua, "verbatim_string", Value::Table(inner))?
+            inner.raw_set(&names.format, &names.txt)?;
+            inner.raw_set(&names.string, lua.create_string(text.as_bytes())?)?;
+            single_field(lua, &names.verbatim_string, Value::Table(inner))?
         }
         Reply::Verbatim(text) => Value::String(lua.create_string(text.as_bytes())?),
-        Reply::Status(text) => single_field(lua, "ok", Value::String(lua.create_string(&*text)?))?,
-        Reply::Error(text) => error_table(lua, &text)?,
+        Reply::Status(text) => {
+            single_field(lua, &names.ok, Value::String(lua.create_string(&*text)?))?
+        }
+        Reply::Error(text) => error_table(lua, names, &text)?,
         Reply::Nil | Reply::NilArray if resp3 => Value::Nil,
         Reply::Nil | Reply::NilArray | Reply::Raw(_) => Value::Boolean(false),
-        Reply::Array(items) | Reply::Push(items) => sequence(lua, items, resp3)?,
+        Reply::Array(items) | Reply::Push(items) => sequence(lua, names, items, resp3)?,
         Reply::Set(items) if resp3 => {
             let members = lua.create_table()?;
             for item in items {
-                members.raw_set(reply_to_lua(lua, item, resp3)?, true)?;
+                members.raw_set(reply_to_lua(lua, names, item, resp3)?, true)?;
             }
-            single_field(lua, "set", Value::Table(members))?
+            single_field(lua, &names.set, Value::Table(members))?
         }
-        Reply::Set(items) => sequence(lua, items, resp3)?,
+        Reply::Set(items) => sequence(lua, names, items, resp3)?,
         Reply::Map(pairs) if resp3 => {
             let map = lua.create_table()?;
             for (key, value) in pairs {
                 map.raw_set(
-                    reply_to_lua(lua, key, resp3)?,
-                    reply_to_lua(lua, value, resp3)?,
+                    reply_to_lua(lua, names, key, resp3)?,
+                    reply_to_lua(lua, names, value, resp3)?,
                 )?;
             }
-            single_field(lua, "map", Value::Table(map))?
+            single_field(lua, &names.map, Value::Table(map))?
         }
         Reply::Map(pairs) => {
             let flat = lua.create_table()?;
             for (at, (key, value)) in pairs.into_iter().enumerate() {
-                flat.raw_set(2 * at + 1, reply_to_lua(lua, key, resp3)?)?;
-                flat.raw_set(2 * at + 2, reply_to_lua(lua, value, resp3)?)?;
+                flat.raw_set(2 * at + 1, reply_to_lua(lua, names, key, resp3)?)?;
+                flat.raw_set(2 * at + 2, reply_to_lua(lua, names, value, resp3)?)?;
             }
             Value::Table(flat)
         }
-        Reply::Double(d) if resp3 => single_field(lua, "double", Value::Number(d))?,
+        Reply::Double(d) if resp3 => single_field(lua, &names.double, Value::Number(d))?,
         Reply::Double(d) => Value::String(lua.create_string(format_double(d))?),
         Reply::Bool(b) if resp3 => Value::Boolean(b),
         Reply::Bool(b) => Value::Number(if b { 1.0 } else { 0.0 }),
     })
 }
 
-fn sequence(lua: &Lua, items: Vec<Reply>, resp3: bool) -> mlua::Result<Value> {
+fn sequence(lua: &Lua, names: &Names, items: Vec<Reply>, resp3: bool) -> mlua::Result<Value> {
     let table = lua.create_table_with_capacity(items.len(), 0)?;
     for (at, item) in items.into_iter().enumerate() {
-        table.raw_set(at + 1, reply_to_lua(lua, item, resp3)?)?;
+        table.raw_set(at + 1, reply_to_lua(lua, names, item, resp3)?)?;
     }
     Ok(Value::Table(table))
 }
 
-fn single_field(lua: &Lua, name: &str, value: Value) -> mlua::Result<Value> {
+fn single_field(lua: &Lua, name: &mlua::String, value: Value) -> mlua::Result<Value> {
     let table = lua.create_table()?;
     table.raw_set(name, value)?;
     Ok(Value::Table(table))
 }
 
 /// `{err = text}`: how an error reply looks inside a script.
-pub fn error_table(lua: &Lua, text: &str) -> mlua::Result<Value> {
-    single_field(lua, "err", Value::String(lua.create_string(text)?))
+pub fn error_table(lua: &Lua, names: &Names, text: &str) -> mlua::Result<Value> {
+    single_field(lua, &names.err, Value::String(lua.create_string(text)?))
 }
 
 /// A double as RESP2 sends it: a bulk string of the shortest exact form.
@@ -90,11 +126,11 @@ fn format_double(d: f64) -> String {
 
 /// A script's return value as the reply to its caller. `resp3` is the script's own protocol
 /// (after `redis.setresp`): it decides how booleans come back, as in Redis.
-pub fn lua_to_reply(lua: &Lua, value: Value, resp3: bool) -> Reply {
-    to_reply(lua, value, resp3, 0)
+pub fn lua_to_reply(lua: &Lua, names: &Names, value: Value, resp3: bool) -> Reply {
+    to_reply(lua, names, value, resp3, 0)
 }
 
-fn to_reply(lua: &Lua, value: Value, resp3: bool, depth: usize) -> Reply {
+fn to_reply(lua: &Lua, names: &Names, value: Value, resp3: bool, depth: usize) -> Reply {
     if depth > MAX_REPLY_DEPTH {
         return Reply::error("ERR reached lua stack limit");
     }
@@ -105,26 +141,26 @@ fn to_reply(lua: &Lua, value: Value, resp3: bool, depth: usize) -> Reply {
         Value::Integer(n) => Reply::Int(n),
         // C's cast: toward zero, saturating.
         Value::Number(n) => Reply::Int(n as i64),
-        Value::Table(table) => table_to_reply(lua, &table, resp3, depth),
+        Value::Table(table) => table_to_reply(lua, names, &table, resp3, depth),
         _ => Reply::Nil,
     }
 }
 
-fn table_to_reply(lua: &Lua, table: &Table, resp3: bool, depth: usize) -> Reply {
-    let field = |name: &str| table.raw_get::<Value>(name).unwrap_or(Value::Nil);
-    if let Value::String(text) = field("err") {
+fn table_to_reply(lua: &Lua, names: &Names, table: &Table, resp3: bool, depth: usize) -> Reply {
+    let field = |name: &mlua::String| table.raw_get::<Value>(name).unwrap_or(Value::Nil);
+    if let Value::String(text) = field(&names.err) {
         return Reply::Error(error_text(&text.to_string_lossy()).into());
     }
-    if let Value::String(text) = field("ok") {
+    if let Value::String(text) = field(&names.ok) {
         return Reply::Status(one_line(&text.to_string_lossy()).into());
     }
-    if let Value::Number(d) = field("double") {
+    if let Value::Number(d) = field(&names.double) {
         return Reply::Double(d);
     }
-    if let Value::Integer(d) = field("double") {
+    if let Value::Integer(d) = field(&names.double) {
         return Reply::Double(d as f64);
     }
-    if let Value::String(text) = field("big_number") {
+    if let Value::String(text) = field(&names.big_number) {
         let digits = one_line(&text.to_string_lossy());
         return if resp3 {
             Reply::Raw(Bytes::from(format!("({digits}\r\n")))
@@ -132,26 +168,26 @@ fn table_to_reply(lua: &Lua, table: &Table, resp3: bool, depth: usize) -> Reply 
             Reply::Bulk(Bytes::from(digits))
         };
     }
-    if let Value::Table(map) = field("map") {
+    if let Value::Table(map) = field(&names.map) {
         let mut pairs = Vec::new();
         for (key, value) in map.pairs::<Value, Value>().flatten() {
             pairs.push((
-                to_reply(lua, key, resp3, depth + 1),
-                to_reply(lua, value, resp3, depth + 1),
+                to_reply(lua, names, key, resp3, depth + 1),
+                to_reply(lua, names, value, resp3, depth + 1),
             ));
         }
         return Reply::Map(pairs);
     }
-    if let Value::Table(set) = field("set") {
+    if let Value::Table(set) = field(&names.set) {
         let members = set
             .pairs::<Value, Value>()
             .flatten()
-            .map(|(key, _)| to_reply(lua, key, resp3, depth + 1))
+            .map(|(key, _)| to_reply(lua, names, key, resp3, depth + 1))
             .collect();
         return Reply::Set(members);
     }
-    if let Value::Table(verbatim) = field("verbatim_string") {
-        if let Ok(text) = verbatim.raw_get::<mlua::String>("string") {
+    if let Value::Table(verbatim) = field(&names.verbatim_string) {
+        if let Ok(text) = verbatim.raw_get::<mlua::String>(&names.string) {
             return Reply::Verbatim(text.to_string_lossy());
         }
     }
@@ -159,7 +195,7 @@ fn table_to_reply(lua: &Lua, table: &Table, resp3: bool, depth: usize) -> Reply 
     for at in 1.. {
         match table.raw_get::<Value>(at) {
             Ok(Value::Nil) | Err(_) => break,
-            Ok(value) => items.push(to_reply(lua, value, resp3, depth + 1)),
+            Ok(value) => items.push(to_reply(lua, names, value, resp3, depth + 1)),
         }
     }
     Reply::Array(items)

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 /// Scripts added by EVAL (not SCRIPT LOAD) beyond this many are forgotten oldest first, as Redis
@@ -44,7 +44,14 @@ pub struct ScriptFlags {
 pub struct Engine {
     lua: Lua,
     env: Table,
-    slot: Table,
+    /// Keys made once (see [`convert::Names`]).
+    names: convert::Names,
+    keys_name: mlua::String,
+    argv_name: mlua::String,
+    call_name: mlua::String,
+    pcall_name: mlua::String,
+    /// The running script asked for RESP3 (`redis.setresp(3)`); false at each call's start.
+    resp3: Arc<AtomicBool>,
     /// The real (writable) `redis` table: call and pcall are set on it for each script call.
     redis: Table,
     invoke: Function,
@@ -98,10 +105,13 @@ impl Engine {
             srand.store(rand48_seed(seed as i64 as u32), Relaxed);
             Ok(())
         })?;
-        let error_value =
-            lua.create_function(|lua, error: mlua::Error| error_value(lua, &error))?;
+        let names = convert::Names::new(&lua)?;
+        let error_names = names.clone();
+        let error_value = lua.create_function(move |lua, error: mlua::Error| {
+            error_value(lua, &error_names, &error)
+        })?;
         let version = crate::commands::connection::REDIS_VERSION;
-        let (env, slot, invoke, protect, redis, load_library): (
+        let (env, _slot, invoke, protect, redis, load_library): (
             Table,
             Table,
             Function,
@@ -120,13 +130,17 @@ impl Engine {
                 version,
                 version_number(version),
             ))?;
-        let resp_slot = slot.clone();
+        let resp3 = Arc::new(AtomicBool::new(false));
+        let set_resp3 = resp3.clone();
         redis.raw_set(
             "setresp",
-            lua.create_function(move |_, version: Value| match version {
-                Value::Integer(v @ (2 | 3)) => resp_slot.raw_set("resp", v),
-                Value::Number(v) if v == 2.0 || v == 3.0 => resp_slot.raw_set("resp", v as i64),
-                _ => Err(raise("ERR RESP version must be 2 or 3.")),
+            lua.create_function(move |_, version: Value| {
+                match version {
+                    Value::Integer(v @ (2 | 3)) => set_resp3.store(v == 3, Relaxed),
+                    Value::Number(v) if v == 2.0 || v == 3.0 => set_resp3.store(v == 3.0, Relaxed),
+                    _ => return Err(raise("ERR RESP version must be 2 or 3.")),
+                }
+                Ok(())
             })?,
         )?;
         protect.call::<()>(())?;
@@ -138,14 +152,20 @@ impl Engine {
                         "Script killed by user with SCRIPT KILL...".into(),
                     ))
                 } else {
+                    run.on_hook();
                     Ok(VmState::Continue)
                 }
             },
         );
         Ok(Engine {
+            keys_name: lua.create_string("KEYS")?,
+            argv_name: lua.create_string("ARGV")?,
+            call_name: lua.create_string("call")?,
+            pcall_name: lua.create_string("pcall")?,
             lua,
             env,
-            slot,
+            names,
+            resp3,
             redis,
             invoke,
             load_library,
@@ -381,21 +401,23 @@ impl Engine {
         let parameters = if script.is_function {
             (Some(keys), Some(argv))
         } else {
-            globals.raw_set("KEYS", keys)?;
-            globals.raw_set("ARGV", argv)?;
+            globals.raw_set(&self.keys_name, keys)?;
+            globals.raw_set(&self.argv_name, argv)?;
             (None, None)
         };
-        lua.set_memory_limit(lua.used_memory().saturating_add(SCRIPT_MEMORY_BUDGET))?;
-        let slot = &self.slot;
+        self.resp3.store(false, Relaxed);
+        let (resp3_flag, names) = (&self.resp3, &self.names);
         let cell = RefCell::new(call);
         // One command for redis.call/pcall: Ok(reply) or Err(error text).
-        let run = |lua: &Lua, args: MultiValue| -> mlua::Result<Result<Value, String>> {
-            let resp3 = slot.raw_get::<i64>("resp").unwrap_or(2) == 3;
+        let run_command = |lua: &Lua, args: MultiValue| -> mlua::Result<Result<Value, String>> {
+            let resp3 = resp3_flag.load(Relaxed);
             let args = match command_args(lua, args) {
                 Ok(args) => args,
                 Err(text) => return Ok(Err(text.to_string())),
             };
-            let refs: smallvec::SmallVec<[&[u8]; 8]> = args.iter().map(|a| a.as_slice()).collect();
+            let bytes: smallvec::SmallVec<[_; 8]> =
+                args.iter().map(mlua::String::as_bytes).collect();
+            let refs: smallvec::SmallVec<[&[u8]; 8]> = bytes.iter().map(|b| &**b).collect();
             let reply = {
                 let mut call = cell
                     .try_borrow_mut()
@@ -404,8 +426,17 @@ impl Engine {
             };
             match reply {
                 Reply::Error(text) => Ok(Err(text.into_owned())),
-                reply => Ok(Ok(convert::reply_to_lua(lua, reply, resp3)?)),
+                reply => Ok(Ok(convert::reply_to_lua(lua, names, reply, resp3)?)),
             }
+        };
+        let run = |lua: &Lua, args: MultiValue| -> mlua::Result<Result<Value, String>> {
+            // The script's memory budget is for the script: lifted while Rust works, so no API
+            // call below can fail for memory, and mlua need not wrap each one in a protected
+            // call (a Lua pcall each); the script's next allocation is judged again.
+            let limit = lua.set_memory_limit(0)?;
+            let outcome = run_command(lua, args);
+            lua.set_memory_limit(limit)?;
+            outcome
         };
         let outcome = lua.scope(|scope| {
             let call = scope.create_function(|lua, args: MultiValue| match run(lua, args)? {
@@ -414,24 +445,30 @@ impl Engine {
             })?;
             let pcall = scope.create_function(|lua, args: MultiValue| match run(lua, args)? {
                 Ok(value) => Ok(value),
-                Err(text) => convert::error_table(lua, &text),
+                Err(text) => convert::error_table(lua, names, &text),
             })?;
-            self.redis.raw_set("call", call)?;
-            self.redis.raw_set("pcall", pcall)?;
-            self.invoke.call::<(bool, Value)>((
-                script.function.clone(),
+            self.redis.raw_set(&self.call_name, call)?;
+            self.redis.raw_set(&self.pcall_name, pcall)?;
+            lua.set_memory_limit(lua.used_memory().saturating_add(SCRIPT_MEMORY_BUDGET))?;
+            let outcome = self.invoke.call::<(bool, Value)>((
+                &script.function,
                 2,
-                parameters.0.clone(),
-                parameters.1.clone(),
-            ))
+                parameters.0.as_ref(),
+                parameters.1.as_ref(),
+            ));
+            // Before the scope's own clean-up, which then needs no protected calls either.
+            lua.set_memory_limit(0)?;
+            outcome
         });
         lua.set_memory_limit(0)?;
         let (ok, value) = outcome?;
-        let resp3 = slot.raw_get::<i64>("resp").unwrap_or(2) == 3;
-        globals.raw_set("KEYS", Value::Nil)?;
-        globals.raw_set("ARGV", Value::Nil)?;
+        let resp3 = self.resp3.load(Relaxed);
+        if !script.is_function {
+            globals.raw_set(&self.keys_name, Value::Nil)?;
+            globals.raw_set(&self.argv_name, Value::Nil)?;
+        }
         if ok {
-            return Ok(convert::lua_to_reply(lua, value, resp3));
+            return Ok(convert::lua_to_reply(lua, names, value, resp3));
         }
         Ok(script_error(&value, &script.sha))
     }
@@ -455,7 +492,7 @@ fn raise(text: impl Into<String>) -> mlua::Error {
 
 /// What a script's pcall and the error handler see for an error raised in Rust: `{err = …}` for
 /// a command's error, the message text for anything else (a kill, out of memory).
-fn error_value(lua: &Lua, error: &mlua::Error) -> mlua::Result<Value> {
+fn error_value(lua: &Lua, names: &convert::Names, error: &mlua::Error) -> mlua::Result<Value> {
     let mut root = error;
     loop {
         match root {
@@ -466,7 +503,7 @@ fn error_value(lua: &Lua, error: &mlua::Error) -> mlua::Result<Value> {
     }
     if let mlua::Error::ExternalError(inner) = root {
         if let Some(ScriptError(text)) = inner.downcast_ref::<ScriptError>() {
-            return convert::error_table(lua, text);
+            return convert::error_table(lua, names, text);
         }
     }
     Ok(Value::String(lua.create_string(lua_error_text(root))?))
@@ -519,16 +556,19 @@ fn strings(lua: &Lua, items: &[&[u8]]) -> mlua::Result<Table> {
 }
 
 /// The arguments of `redis.call`: strings and numbers only, as Redis.
-fn command_args(lua: &Lua, args: MultiValue) -> Result<Vec<Vec<u8>>, &'static str> {
+fn command_args(
+    lua: &Lua,
+    args: MultiValue,
+) -> Result<smallvec::SmallVec<[mlua::String; 8]>, &'static str> {
     if args.is_empty() {
         return Err("ERR Please specify at least one argument for this redis lib call");
     }
     const NOT_STRING: &str = "ERR Lua redis lib command arguments must be strings or integers";
     args.into_iter()
         .map(|value| match value {
-            Value::String(s) => Ok(s.as_bytes().to_vec()),
+            Value::String(s) => Ok(s),
             number @ (Value::Integer(_) | Value::Number(_)) => match lua.coerce_string(number) {
-                Ok(Some(s)) => Ok(s.as_bytes().to_vec()),
+                Ok(Some(s)) => Ok(s),
                 _ => Err(NOT_STRING),
             },
             _ => Err(NOT_STRING),

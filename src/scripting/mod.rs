@@ -7,6 +7,12 @@
 //! when it runs a queued EVAL). SCRIPT KILL and the BUSY check take neither: they read
 //! [`RunState`]. Other connections never wait for a script on a lock: dispatch sees the script
 //! coming ([`RunState::is_active`]) and parks the command asynchronously ([`RunState::wait`]).
+//!
+//! Where a script runs: on its connection's tokio worker when the engine and its whole database
+//! are free right away (no waiting, so the lock order above cannot be broken); one that runs past
+//! 2 ms moves off the worker ([`RunState::maybe_hand_off`]). A script that finds the engine taken
+//! waits for its turn in its connection ([`Scripting::wait_turn`]); scripts in EXEC, or that find
+//! a shard held, lock in the order above off the worker ([`off_worker`]).
 
 pub mod convert;
 pub mod engine;
@@ -16,6 +22,7 @@ pub mod libs;
 use bytes::Bytes;
 use parking_lot::{Mutex, MutexGuard};
 use sha1::{Digest, Sha1};
+use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -38,6 +45,37 @@ pub struct Scripting {
     usage: Mutex<ScriptUsage>,
     /// The function running now and the command that called it (FUNCTION STATS).
     current_function: Mutex<Option<(String, Vec<Bytes>)>>,
+    /// Woken (one waiter at a time, oldest first) whenever the engine is released: scripts that
+    /// found it taken wait here asynchronously, in their connection, instead of each parking a
+    /// thread on the engine lock.
+    turn: Notify,
+}
+
+/// The locked engine; releasing it hands the turn to the oldest waiting script.
+pub struct EngineGuard<'a> {
+    guard: MutexGuard<'a, Engine>,
+    turn: &'a Notify,
+}
+
+impl Deref for EngineGuard<'_> {
+    type Target = Engine;
+    fn deref(&self) -> &Engine {
+        &self.guard
+    }
+}
+
+impl DerefMut for EngineGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Engine {
+        &mut self.guard
+    }
+}
+
+impl Drop for EngineGuard<'_> {
+    fn drop(&mut self) {
+        // The guard field is released right after this: a woken waiter that still finds the
+        // engine taken waits again, and that holder's release wakes the next one.
+        self.turn.notify_one();
+    }
 }
 
 /// INFO memory's scripting figures.
@@ -62,6 +100,11 @@ pub struct RunState {
     started_ms: AtomicU64,
     kill: AtomicBool,
     wrote: AtomicBool,
+    /// The running script runs on its connection's tokio worker (it found everything free): if
+    /// it runs long, it hands the worker's other tasks to another thread ([`hand_off_worker`]).
+    inline: AtomicBool,
+    /// The running inline script has handed its worker off (at least once: see `on_hook`).
+    handed_off: AtomicBool,
     /// The running script is a function (FCALL): FUNCTION KILL stops it, not SCRIPT KILL.
     is_function: AtomicBool,
     epoch: Instant,
@@ -87,6 +130,8 @@ impl RunState {
             started_ms: AtomicU64::new(0),
             kill: AtomicBool::new(false),
             wrote: AtomicBool::new(false),
+            inline: AtomicBool::new(false),
+            handed_off: AtomicBool::new(false),
             is_function: AtomicBool::new(false),
             epoch: Instant::now(),
             ended: Notify::new(),
@@ -105,6 +150,37 @@ impl RunState {
 
     pub fn kill_requested(&self) -> bool {
         self.kill.load(Relaxed)
+    }
+
+    /// Called as a script runs (Lua's instruction hook, each `redis.call`): a script running on a
+    /// tokio worker that has run for a while moves off it, so the worker's other connections
+    /// are served (and get BUSY, SCRIPT KILL) while it goes on.
+    #[inline]
+    pub fn maybe_hand_off(&self) {
+        if self.inline.load(Relaxed)
+            && self
+                .running_for()
+                .is_some_and(|ran| ran >= Duration::from_millis(INLINE_MS))
+            && !self.handed_off.swap(true, Relaxed)
+        {
+            hand_off_worker(true);
+        }
+    }
+
+    /// Lua's instruction hook: the hand-off above, then again at every later hook. tokio gives
+    /// the worker back to this thread if the thread it spawned to take it over had not started
+    /// yet; asking again costs nothing once this thread holds no worker.
+    pub fn on_hook(&self) {
+        if self.handed_off.load(Relaxed) {
+            hand_off_worker(false);
+        } else {
+            self.maybe_hand_off();
+        }
+    }
+
+    /// Whether the script about to run (holding the engine) runs on its tokio worker.
+    pub fn set_inline(&self, inline: bool) {
+        self.inline.store(inline, Relaxed);
     }
 
     /// A script write happened: SCRIPT KILL must refuse from now on.
@@ -217,6 +293,8 @@ impl Drop for Running<'_> {
     fn drop(&mut self) {
         self.0.started_ms.store(0, Relaxed);
         self.0.kill.store(false, Relaxed);
+        self.0.inline.store(false, Relaxed);
+        self.0.handed_off.store(false, Relaxed);
     }
 }
 
@@ -239,6 +317,7 @@ impl Scripting {
             run,
             usage: Mutex::new(ScriptUsage::default()),
             current_function: Mutex::new(None),
+            turn: Notify::new(),
         }
     }
 
@@ -249,13 +328,65 @@ impl Scripting {
     }
 
     /// The engine, locked. Callers that run a script hold the keyspace locks first.
-    pub fn engine(&self) -> MutexGuard<'_, Engine> {
-        self.engine.lock()
+    pub fn engine(&self) -> EngineGuard<'_> {
+        self.guard(self.engine.lock())
     }
 
     /// The engine if it frees up within `wait` (SCRIPT LOAD and co. while a script runs).
-    pub fn try_engine(&self, wait: Duration) -> Option<MutexGuard<'_, Engine>> {
-        self.engine.try_lock_for(wait)
+    pub fn try_engine(&self, wait: Duration) -> Option<EngineGuard<'_>> {
+        self.engine.try_lock_for(wait).map(|g| self.guard(g))
+    }
+
+    /// The engine if it is free now (a script about to run on its tokio worker).
+    pub fn engine_now(&self) -> Option<EngineGuard<'_>> {
+        self.engine.try_lock().map(|g| self.guard(g))
+    }
+
+    fn guard<'a>(&'a self, guard: MutexGuard<'a, Engine>) -> EngineGuard<'a> {
+        EngineGuard {
+            guard,
+            turn: &self.turn,
+        }
+    }
+
+    /// True while anyone holds the engine (a script runs, or SCRIPT LOAD and co.).
+    pub fn engine_taken(&self) -> bool {
+        self.engine.is_locked()
+    }
+
+    /// What a connection whose command was not run waits for: the engine (`turn`: the command
+    /// is a script) or the end of the script calls in progress.
+    pub async fn wait(&self, turn: bool, threshold_ms: u64) {
+        if turn {
+            self.wait_turn(threshold_ms).await;
+        } else {
+            self.run.wait(threshold_ms).await;
+        }
+    }
+
+    /// Waits, without blocking a thread, for the engine to be released (a script that found it
+    /// taken: its connection dispatches it again then), or for the script holding it to pass
+    /// `threshold_ms` (the command then answers BUSY).
+    pub async fn wait_turn(&self, threshold_ms: u64) {
+        let threshold = Duration::from_millis(threshold_ms);
+        loop {
+            let turn = self.turn.notified();
+            tokio::pin!(turn);
+            turn.as_mut().enable();
+            if !self.engine.is_locked() {
+                return;
+            }
+            // Releases wake waiters one at a time; the bounded sleep is only a safety net.
+            let left = match self.run.running_for() {
+                Some(ran) if ran >= threshold => return,
+                Some(ran) => (threshold - ran).min(Duration::from_millis(100)),
+                None => Duration::from_millis(5),
+            };
+            tokio::select! {
+                _ = turn => {}
+                _ = tokio::time::sleep(left) => {}
+            }
+        }
     }
 
     /// Marks the start of a script call (the caller holds the engine); the guard marks its end.
@@ -299,12 +430,42 @@ pub fn off_worker<R>(f: impl FnOnce() -> R) -> R {
     }
 }
 
+/// How long (ms) a script runs on its tokio worker before it moves off it.
+const INLINE_MS: u64 = 2;
+
+/// Moves the rest of the current task (a script that runs long) off its tokio worker: the
+/// worker's queue goes to another thread, and this thread finishes the task as a blocking one.
+/// Returns once the runtime runs tasks again, so the hand-off has happened (with one worker
+/// thread, only that new thread can run them).
+fn hand_off_worker(first: bool) {
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
+        return;
+    }
+    tokio::task::block_in_place(|| {
+        if !first {
+            // Lets the thread tokio just spawned (if it had to) take the worker first.
+            std::thread::yield_now();
+            return;
+        }
+        let (ran, running) = std::sync::mpsc::sync_channel(1);
+        handle.spawn(async move {
+            let _ = ran.send(());
+        });
+        let _ = running.recv_timeout(Duration::from_millis(200));
+    });
+}
+
 /// Lower-case hex SHA1, the name scripts go by.
 pub fn sha1_hex(data: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = Sha1::digest(data);
     let mut out = String::with_capacity(40);
     for byte in digest {
-        out.push_str(&format!("{byte:02x}"));
+        out.push(char::from(HEX[usize::from(byte >> 4)]));
+        out.push(char::from(HEX[usize::from(byte & 15)]));
     }
     out
 }

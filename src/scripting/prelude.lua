@@ -108,20 +108,22 @@ end
 globals.redis = redis
 
 -- The environment scripts run in: reads of missing globals and every write raise Redis's errors.
-local env = setmetatable({}, {
+-- A read goes from `env` to the globals as a plain table lookup (no Lua function call for each
+-- `redis`, `KEYS` or `ARGV` a script names); only a miss reaches the globals' own metatable.
+local function missing_global(_, name)
+  error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
+end
+setmetatable(globals, { __index = missing_global })
+local running_env = { __index = globals, __newindex = refuse_write }
+-- While a library's code runs (FUNCTION LOAD) it sees only the loading `redis` table.
+local loading_env = {
   __index = function(_, name)
-    if slot.loading then
-      if name == 'redis' then return slot.load_redis end
-      error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
-    end
-    local value = rawget(globals, name)
-    if value == nil then
-      error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
-    end
-    return value
+    if name == 'redis' then return slot.load_redis end
+    error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
   end,
   __newindex = refuse_write,
-})
+}
+local env = setmetatable({}, running_env)
 backing[env] = globals
 
 local string_metatable
@@ -318,9 +320,9 @@ slot.load_redis = load_proxy
 -- order, or false and the error table.
 local function load_library(chunk)
   slot.registered = {}
-  slot.loading = true
+  setmetatable(env, loading_env)
   local ok, err = xpcall(chunk, error_handler)
-  slot.loading = false
+  setmetatable(env, running_env)
   local registered = slot.registered
   slot.registered = nil
   if not ok then return false, err end

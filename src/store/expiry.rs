@@ -48,7 +48,9 @@ pub fn sweep(store: &Store, start: usize) -> usize {
     for (db, _) in store.existing_dbs() {
         for i in 0..per_tick {
             let shard = (start + i) % shards;
-            let mut locked = store.lock_shard(db, shard);
+            let Some(mut locked) = store.try_lock_shard(db, shard) else {
+                continue;
+            };
             sampled += locked.stored_keys();
             expired += locked.remove_expired();
         }

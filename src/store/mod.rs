@@ -277,6 +277,28 @@ impl Store {
         Locked::new(self, db, space, guards)
     }
 
+    /// Locks every shard of database `db` if none is held by anyone else, without waiting (a
+    /// script run on its tokio worker must not block it; it falls back to [`Store::lock_all`]).
+    pub fn try_lock_all(&self, db: usize) -> Option<Locked<'_>> {
+        let space = self.db(db);
+        let mut guards = SmallVec::with_capacity(SHARDS);
+        for (i, shard) in space.map.shards().iter().enumerate() {
+            // Dropping the guards taken so far releases them.
+            guards.push((i, shard.try_write()?));
+        }
+        Some(Locked::new(self, db, space, guards))
+    }
+
+    /// Locks one shard of database `db` by index if no one holds it, without waiting (the
+    /// active expiry cycle, which runs on a tokio worker and must not wait behind a script or an
+    /// EXEC that holds the whole database: it skips the shard until its next pass).
+    pub fn try_lock_shard(&self, db: usize, shard: usize) -> Option<Locked<'_>> {
+        let space = self.db(db);
+        let mut guards = SmallVec::new();
+        guards.push((shard, space.map.shards()[shard].try_write()?));
+        Some(Locked::new(self, db, space, guards))
+    }
+
     /// Locks one shard of database `db` by index (SCAN, KEYS, the active expiry cycle).
     pub fn lock_shard(&self, db: usize, shard: usize) -> Locked<'_> {
         let space = self.db(db);
