@@ -250,7 +250,7 @@ async fn lcs_matches_redis_on_generated_strings() {
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
     for round in 0..150 {
         // Small alphabets give many and long common runs.
-        let alphabet = 2 + (round % 5) as u64;
+        let alphabet = 2 + round % 5;
         let mut text = |len: u64| -> Vec<u8> {
             (0..len)
                 .map(|_| b'a' + (rng.next() % alphabet) as u8)

@@ -460,7 +460,7 @@ impl User {
             return true;
         }
         let hash = hash_password(password);
-        self.passwords.iter().any(|p| *p == hash)
+        self.passwords.contains(&hash)
     }
 
     /// Applies one rule (one SETUSER argument, a whole `(…)` selector included).

@@ -352,12 +352,14 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
     }
     // A script call while another script holds the engine waits for its turn in its connection,
     // without blocking a thread (EXEC's own scripts take the engine under EXEC's locks instead).
-    if cmd.group == "scripting" && ctx.held.is_none() && scripting::runs_script(cmd.name) {
-        if ctx.shared.scripting.engine_taken() {
-            ctx.conn.script_wait = true;
-            ctx.conn.script_turn = true;
-            return Reply::Nil;
-        }
+    if cmd.group == "scripting"
+        && ctx.held.is_none()
+        && scripting::runs_script(cmd.name)
+        && ctx.shared.scripting.engine_taken()
+    {
+        ctx.conn.script_wait = true;
+        ctx.conn.script_turn = true;
+        return Reply::Nil;
     }
     run(ctx, cmd, args)
 }
