@@ -72,14 +72,16 @@ async fn a_monitor_that_stops_reading_is_disconnected() {
     let mut monitor = server.raw().await;
     monitor.roundtrip(b"MONITOR\r\n", b"+OK\r\n").await;
 
-    // 20 000 pipelined SETs of 2 KB: ~40 MB of monitor lines, more than its mailbox takes
-    // (16 Ki lines or 32 MB) while the monitor reads nothing.
+    // 60 000 pipelined SETs of 2 KB: ~120 MB of monitor lines, far more than its mailbox takes
+    // (16 Ki lines) plus what the kernel's socket buffers hold (loopback autotuning can grow them
+    // to ~10 MB: with only a few MB over the mailbox the test depended on how far they grew) while
+    // the monitor reads nothing.
     let mut client = server.raw().await;
     let value = vec![b'v'; 2048];
     let one = resp(&[b"SET", b"k", &value]);
     let batch: Vec<u8> = one.iter().copied().cycle().take(one.len() * 1000).collect();
     let writer = tokio::spawn(async move {
-        for _ in 0..20 {
+        for _ in 0..60 {
             client.stream.write_all(&batch).await.expect("write");
         }
         client

@@ -1430,6 +1430,7 @@ pub fn xautoclaim(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 // ---------------------------------------------------------------- XINFO
 
 fn group_info(s: &Stream, name: &Bytes, g: &Group) -> Vec<(Reply, Reply)> {
+    let [entries_read, lag] = read_progress(s, g);
     vec![
         (Reply::bulk_str("name"), Reply::Bulk(name.clone())),
         (
@@ -1438,14 +1439,20 @@ fn group_info(s: &Stream, name: &Bytes, g: &Group) -> Vec<(Reply, Reply)> {
         ),
         (Reply::bulk_str("pending"), Reply::Int(g.pel.len() as i64)),
         (Reply::bulk_str("last-delivered-id"), id_reply(g.last_id)),
-        (
-            Reply::bulk_str("entries-read"),
-            if g.entries_read == INVALID_READ {
-                Reply::Nil
-            } else {
-                Reply::Int(g.entries_read)
-            },
-        ),
+        entries_read,
+        lag,
+    ]
+}
+
+/// A group's `entries-read` and `lag` fields (nil when Redis cannot tell them).
+fn read_progress(s: &Stream, g: &Group) -> [(Reply, Reply); 2] {
+    let entries_read = if g.entries_read == INVALID_READ {
+        Reply::Nil
+    } else {
+        Reply::Int(g.entries_read)
+    };
+    [
+        (Reply::bulk_str("entries-read"), entries_read),
         (
             Reply::bulk_str("lag"),
             s.lag(g).map_or(Reply::Nil, Reply::Int),
@@ -1593,24 +1600,12 @@ pub fn xinfo(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         .groups
         .iter()
         .map(|(name, g)| {
-            let mut gi = group_info(s, name, g);
-            gi.truncate(2);
-            gi.pop(); // consumers count is not in FULL
+            let [entries_read, lag] = read_progress(s, g);
             let mut gm = vec![
                 (Reply::bulk_str("name"), Reply::Bulk(name.clone())),
                 (Reply::bulk_str("last-delivered-id"), id_reply(g.last_id)),
-                (
-                    Reply::bulk_str("entries-read"),
-                    if g.entries_read == INVALID_READ {
-                        Reply::Nil
-                    } else {
-                        Reply::Int(g.entries_read)
-                    },
-                ),
-                (
-                    Reply::bulk_str("lag"),
-                    s.lag(g).map_or(Reply::Nil, Reply::Int),
-                ),
+                entries_read,
+                lag,
                 (Reply::bulk_str("pel-count"), Reply::Int(g.pel.len() as i64)),
             ];
             let pel = g
