@@ -479,6 +479,8 @@ async fn wait_blocked(
                     Some(w) => w.woken().await,
                     None => std::future::pending().await,
                 }
+                // Woken by a script's write: served when the script has ended.
+                shared.scripting.run.until_idle().await;
             }
         };
         let timeout = async {

@@ -172,3 +172,40 @@ async fn allow_busy_commands_still_run() {
     let killed = text(looping.read_reply().await);
     assert!(killed.starts_with("-ERR Script killed by user"), "{killed}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_blocked_on_a_list_a_long_script_feeds_is_served_after_it_not_busy() {
+    watchdog();
+    let server = server_with_threshold("100").await;
+    let mut blocked = server.raw().await;
+    blocked.send(&resp(&[b"BLPOP", b"queue", b"0"])).await;
+    let mut admin = server.raw().await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !text(admin.command(&[b"INFO", b"clients"]).await).contains("blocked_clients:1") {
+        assert!(Instant::now() < deadline, "BLPOP never blocked");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Pushes at once, then runs for 400 ms: well past the 100 ms threshold.
+    let (mut scripted, _) = start_script(
+        &server,
+        "redis.call('lpush', KEYS[1], 'x') \
+         local s = redis.call('time') local start = s[1] * 1000000 + s[2] \
+         while true do local t = redis.call('time') \
+           if t[1] * 1000000 + t[2] - start > 400000 then break end end \
+         return 1",
+        &[b"queue"],
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    admin.roundtrip(&resp(&[b"PING"]), BUSY).await;
+    let done = tokio::time::timeout(Duration::from_secs(30), scripted.read_reply()).await;
+    assert_eq!(done.expect("script ends"), b":1\r\n");
+    let served = tokio::time::timeout(Duration::from_secs(10), blocked.read_reply()).await;
+    assert_eq!(
+        served.expect("BLPOP answers"),
+        b"*2\r\n$5\r\nqueue\r\n$1\r\nx\r\n"
+    );
+    admin
+        .roundtrip(&resp(&[b"LLEN", b"queue"]), b":0\r\n")
+        .await;
+}

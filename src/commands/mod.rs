@@ -308,7 +308,7 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
             BusyCheck::Busy(text) => return reject(ctx, Some(cmd), args, text.to_string()),
             // Another script (EVAL, FCALL…) queues behind it on the engine lock, off the tokio
             // worker, instead of every waiting script being woken at each script's end.
-            BusyCheck::Wait if cmd.group == "scripting" => {}
+            BusyCheck::Wait if cmd.has(table::RUNS_SCRIPT) => {}
             // Nothing has happened yet: the connection waits, then dispatches it again.
             BusyCheck::Wait => {
                 ctx.conn.script_wait = true;
@@ -352,11 +352,7 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
     }
     // A script call while another script holds the engine waits for its turn in its connection,
     // without blocking a thread (EXEC's own scripts take the engine under EXEC's locks instead).
-    if cmd.group == "scripting"
-        && ctx.held.is_none()
-        && scripting::runs_script(cmd.name)
-        && ctx.shared.scripting.engine_taken()
-    {
+    if cmd.has(table::RUNS_SCRIPT) && ctx.held.is_none() && ctx.shared.scripting.engine_taken() {
         ctx.conn.script_wait = true;
         ctx.conn.script_turn = true;
         return Reply::Nil;

@@ -98,14 +98,6 @@ pub fn run_script(
     })
 }
 
-/// True for the commands that run a script or function (and so take the engine for a while).
-pub fn runs_script(name: &str) -> bool {
-    matches!(
-        name,
-        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
-    )
-}
-
 /// One script call's arguments, split.
 struct Script<'a> {
     args: &'a [&'a [u8]],

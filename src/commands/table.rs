@@ -55,6 +55,9 @@ pub const MAY_REPLICATE: u32 = 1 << 16;
 pub const NO_MANDATORY_KEYS: u32 = 1 << 17;
 pub const NO_ASYNC_LOADING: u32 = 1 << 18;
 pub const ALLOW_BUSY: u32 = 1 << 19;
+/// Runs a Lua script or function (EVAL, EVALSHA, FCALL and their `_RO` forms): it needs the
+/// script engine. Ours, not rendered.
+pub const RUNS_SCRIPT: u32 = 1 << 20;
 
 const FLAG_NAMES: &[(u32, &str)] = &[
     (WRITE, "write"),
@@ -668,17 +671,17 @@ pub static COMMANDS: &[Command] = commands![
     "pubsub", -2, 0, (0, 0, 0), "pubsub", "2.8.0", pubsub::pubsub, "", "A container for Pub/Sub commands.",
         complexity: "Depends on the subcommand.", subcommands: PUBSUB_SUBCOMMANDS;
     // scripting
-    "eval", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, (0, 0, 0), "scripting", "2.6.0", lua::eval, "script numkeys [key [key ...]] [arg [arg ...]]", "Runs a Lua script on the server.",
+    "eval", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | RUNS_SCRIPT, (0, 0, 0), "scripting", "2.6.0", lua::eval, "script numkeys [key [key ...]] [arg [arg ...]]", "Runs a Lua script on the server.",
         complexity: "Depends on the script.", keys: &[keynum(RW | ACCESS | UPDATE, 2, 0, 1, 1).with_notes(SCRIPT_KEYS_RW)];
-    "evalsha", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, (0, 0, 0), "scripting", "2.6.0", lua::evalsha, "sha1 numkeys [key [key ...]] [arg [arg ...]]", "Runs a cached Lua script by its SHA1 digest.",
+    "evalsha", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | RUNS_SCRIPT, (0, 0, 0), "scripting", "2.6.0", lua::evalsha, "sha1 numkeys [key [key ...]] [arg [arg ...]]", "Runs a cached Lua script by its SHA1 digest.",
         complexity: "Depends on the script.", keys: &[keynum(RW | ACCESS | UPDATE, 2, 0, 1, 1)];
-    "eval_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, (0, 0, 0), "scripting", "7.0.0", lua::eval, "script numkeys [key [key ...]] [arg [arg ...]]", "Runs a read-only Lua script on the server.",
+    "eval_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | RUNS_SCRIPT, (0, 0, 0), "scripting", "7.0.0", lua::eval, "script numkeys [key [key ...]] [arg [arg ...]]", "Runs a read-only Lua script on the server.",
         complexity: "Depends on the script.", keys: &[keynum(RO | ACCESS, 2, 0, 1, 1).with_notes(SCRIPT_KEYS_RO)];
-    "evalsha_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, (0, 0, 0), "scripting", "7.0.0", lua::evalsha, "sha1 numkeys [key [key ...]] [arg [arg ...]]", "Runs a cached read-only Lua script by its SHA1 digest.",
+    "evalsha_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | RUNS_SCRIPT, (0, 0, 0), "scripting", "7.0.0", lua::evalsha, "sha1 numkeys [key [key ...]] [arg [arg ...]]", "Runs a cached read-only Lua script by its SHA1 digest.",
         complexity: "Depends on the script.", keys: &[keynum(RO | ACCESS, 2, 0, 1, 1)];
-    "fcall", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, (0, 0, 0), "scripting", "7.0.0", functions::fcall, "function numkeys [key [key ...]] [arg [arg ...]]", "Calls a function of a loaded library.",
+    "fcall", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | RUNS_SCRIPT, (0, 0, 0), "scripting", "7.0.0", functions::fcall, "function numkeys [key [key ...]] [arg [arg ...]]", "Calls a function of a loaded library.",
         complexity: "Depends on the function.", keys: &[keynum(RW | ACCESS | UPDATE, 2, 0, 1, 1).with_notes(SCRIPT_KEYS_RW)];
-    "fcall_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS, (0, 0, 0), "scripting", "7.0.0", functions::fcall, "function numkeys [key [key ...]] [arg [arg ...]]", "Calls a read-only function of a loaded library.",
+    "fcall_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | RUNS_SCRIPT, (0, 0, 0), "scripting", "7.0.0", functions::fcall, "function numkeys [key [key ...]] [arg [arg ...]]", "Calls a read-only function of a loaded library.",
         complexity: "Depends on the function.", keys: &[keynum(RO | ACCESS, 2, 0, 1, 1).with_notes(SCRIPT_KEYS_RO)];
     "script", -2, 0, (0, 0, 0), "scripting", "2.6.0", lua::script, "", "A container for the Lua script cache's commands.",
         complexity: "Depends on the subcommand.", subcommands: SCRIPT_SUBCOMMANDS;

@@ -220,6 +220,25 @@ impl RunState {
 
     /// Waits without blocking a thread until no script call is in progress or the running one
     /// passes `threshold_ms` (then the command is dispatched again and answers BUSY).
+    /// Waits, without blocking a thread, until no script call is in progress, however long it
+    /// runs: a blocked client (BLPOP…) woken by a script's write is served after the script, as
+    /// Redis serves blocked clients after the command that fed them, never answered BUSY.
+    pub async fn until_idle(&self) {
+        loop {
+            let ended = self.ended.notified();
+            tokio::pin!(ended);
+            ended.as_mut().enable();
+            if !self.is_active() {
+                return;
+            }
+            // The bounded sleep is only a safety net: every end notifies.
+            tokio::select! {
+                _ = ended => {}
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+            }
+        }
+    }
+
     pub async fn wait(&self, threshold_ms: u64) {
         let threshold = Duration::from_millis(threshold_ms);
         loop {
