@@ -6,7 +6,6 @@ use super::RunState;
 use crate::protocol::Reply;
 use bytes::Bytes;
 use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
-use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -48,12 +47,10 @@ pub struct Engine {
     names: convert::Names,
     keys_name: mlua::String,
     argv_name: mlua::String,
-    call_name: mlua::String,
-    pcall_name: mlua::String,
+    /// The command runner of the script call in progress, for `redis.call` and `redis.pcall`.
+    runner: Arc<RunnerSlot>,
     /// The running script asked for RESP3 (`redis.setresp(3)`); false at each call's start.
     resp3: Arc<AtomicBool>,
-    /// The real (writable) `redis` table: call and pcall are set on it for each script call.
-    redis: Table,
     invoke: Function,
     load_library: Function,
     /// The libraries of FUNCTION LOAD.
@@ -143,6 +140,24 @@ impl Engine {
                 Ok(())
             })?,
         )?;
+        let runner = Arc::new(RunnerSlot::default());
+        let run_command = command_function(runner.clone(), resp3.clone(), names.clone());
+        let raising = run_command.clone();
+        redis.raw_set(
+            "call",
+            lua.create_function(move |lua, args: MultiValue| match raising(lua, args)? {
+                Ok(value) => Ok(value),
+                Err(text) => Err(raise(text)),
+            })?,
+        )?;
+        let pcall_names = names.clone();
+        redis.raw_set(
+            "pcall",
+            lua.create_function(move |lua, args: MultiValue| match run_command(lua, args)? {
+                Ok(value) => Ok(value),
+                Err(text) => convert::error_table(lua, &pcall_names, &text),
+            })?,
+        )?;
         protect.call::<()>(())?;
         lua.set_hook(
             HookTriggers::new().every_nth_instruction(HOOK_EVERY),
@@ -160,13 +175,11 @@ impl Engine {
         Ok(Engine {
             keys_name: lua.create_string("KEYS")?,
             argv_name: lua.create_string("ARGV")?,
-            call_name: lua.create_string("call")?,
-            pcall_name: lua.create_string("pcall")?,
+            runner,
             lua,
             env,
             names,
             resp3,
-            redis,
             invoke,
             load_library,
             functions: Functions::default(),
@@ -406,63 +419,17 @@ impl Engine {
             (None, None)
         };
         self.resp3.store(false, Relaxed);
-        let (resp3_flag, names) = (&self.resp3, &self.names);
-        let cell = RefCell::new(call);
-        // One command for redis.call/pcall: Ok(reply) or Err(error text).
-        let run_command = |lua: &Lua, args: MultiValue| -> mlua::Result<Result<Value, String>> {
-            let resp3 = resp3_flag.load(Relaxed);
-            let args = match command_args(lua, args) {
-                Ok(args) => args,
-                Err(text) => return Ok(Err(text.to_string())),
-            };
-            let bytes: smallvec::SmallVec<[_; 8]> =
-                args.iter().map(mlua::String::as_bytes).collect();
-            let refs: smallvec::SmallVec<[&[u8]; 8]> = bytes.iter().map(|b| &**b).collect();
-            let reply = {
-                let mut call = cell
-                    .try_borrow_mut()
-                    .map_err(|_| mlua::Error::RecursiveMutCallback)?;
-                (*call)(&refs, resp3)
-            };
-            match reply {
-                Reply::Error(text) => Ok(Err(text.into_owned())),
-                reply => Ok(Ok(convert::reply_to_lua(lua, names, reply, resp3)?)),
-            }
-        };
-        let run = |lua: &Lua, args: MultiValue| -> mlua::Result<Result<Value, String>> {
-            // The script's memory budget is for the script: lifted while Rust works, so no API
-            // call below can fail for memory, and mlua need not wrap each one in a protected
-            // call (a Lua pcall each); the script's next allocation is judged again.
-            let limit = lua.set_memory_limit(0)?;
-            let outcome = run_command(lua, args);
-            lua.set_memory_limit(limit)?;
-            outcome
-        };
-        let outcome = lua.scope(|scope| {
-            let call = scope.create_function(|lua, args: MultiValue| match run(lua, args)? {
-                Ok(value) => Ok(value),
-                Err(text) => Err(raise(text)),
-            })?;
-            let pcall = scope.create_function(|lua, args: MultiValue| match run(lua, args)? {
-                Ok(value) => Ok(value),
-                Err(text) => convert::error_table(lua, names, &text),
-            })?;
-            self.redis.raw_set(&self.call_name, call)?;
-            self.redis.raw_set(&self.pcall_name, pcall)?;
-            lua.set_memory_limit(lua.used_memory().saturating_add(SCRIPT_MEMORY_BUDGET))?;
-            let outcome = self.invoke.call::<(bool, Value)>((
-                &script.function,
-                2,
-                parameters.0.as_ref(),
-                parameters.1.as_ref(),
-            ));
-            // Before the scope's own clean-up, which then needs no protected calls either.
-            lua.set_memory_limit(0)?;
-            outcome
-        });
+        let _running = self.runner.hold(call);
+        lua.set_memory_limit(lua.used_memory().saturating_add(SCRIPT_MEMORY_BUDGET))?;
+        let outcome = self.invoke.call::<(bool, Value)>((
+            &script.function,
+            2,
+            parameters.0.as_ref(),
+            parameters.1.as_ref(),
+        ));
         lua.set_memory_limit(0)?;
         let (ok, value) = outcome?;
-        let resp3 = self.resp3.load(Relaxed);
+        let (resp3, names) = (self.resp3.load(Relaxed), &self.names);
         if !script.is_function {
             globals.raw_set(&self.keys_name, Value::Nil)?;
             globals.raw_set(&self.argv_name, Value::Nil)?;
@@ -472,6 +439,94 @@ impl Engine {
         }
         Ok(script_error(&value, &script.sha))
     }
+}
+
+/// The command runner of one script call: runs one command for `redis.call` (its second
+/// argument: the script asked for RESP3) and returns its reply.
+type Runner<'a> = dyn FnMut(&[&[u8]], bool) -> Reply + 'a;
+
+/// Where `redis.call` and `redis.pcall`, created once with the state, find the runner of the
+/// script call in progress (a scoped Lua function per call cost more than the call itself).
+#[derive(Default)]
+struct RunnerSlot(parking_lot::Mutex<Option<RunnerPtr>>);
+
+/// A runner whose borrow [`RunnerSlot::hold`] keeps alive while it is in the slot.
+struct RunnerPtr(std::ptr::NonNull<Runner<'static>>);
+
+// SAFETY: the pointer is only dereferenced by the thread that runs the script, inside
+// `RunnerSlot::run`, while the `&mut` it came from is still borrowed by `RunnerSlot::hold`'s
+// guard; sending it between threads moves nothing it points to.
+unsafe impl Send for RunnerPtr {}
+
+impl RunnerSlot {
+    /// Puts `runner` in the slot until the returned guard drops (at the end of the call, or on
+    /// unwinding).
+    fn hold<'s, 'r, 'b: 'r>(&'s self, runner: &'r mut Runner<'b>) -> Holding<'s, 'r> {
+        let erased = std::ptr::NonNull::from(runner);
+        // SAFETY: only the lifetime is erased. The guard borrows `runner` for 'r and empties the
+        // slot when it drops, so the pointer is never used after the borrow ends; `run` takes it
+        // out of the slot while it calls it, so no two `&mut` to it exist.
+        let erased = unsafe {
+            std::mem::transmute::<std::ptr::NonNull<Runner<'b>>, std::ptr::NonNull<Runner<'static>>>(
+                erased,
+            )
+        };
+        *self.0.lock() = Some(RunnerPtr(erased));
+        Holding(self, std::marker::PhantomData)
+    }
+
+    /// Runs one command with the runner in the slot; None when no script call holds one.
+    fn run(&self, args: &[&[u8]], resp3: bool) -> Option<Reply> {
+        let mut runner = self.0.lock().take()?;
+        // SAFETY: see `hold`: the runner's borrow is alive while it is in the slot, and taking
+        // it out makes this the only reference to it.
+        let reply = unsafe { (runner.0.as_mut())(args, resp3) };
+        *self.0.lock() = Some(runner);
+        Some(reply)
+    }
+}
+
+/// A runner's stay in its [`RunnerSlot`]: it keeps the runner borrowed, and empties the slot.
+struct Holding<'s, 'r>(&'s RunnerSlot, std::marker::PhantomData<&'r mut ()>);
+
+impl Drop for Holding<'_, '_> {
+    fn drop(&mut self) {
+        *self.0 .0.lock() = None;
+    }
+}
+
+/// The body of `redis.call` and `redis.pcall`: runs the command and converts its reply, or
+/// gives its error text.
+fn command_function(
+    runner: Arc<RunnerSlot>,
+    resp3: Arc<AtomicBool>,
+    names: convert::Names,
+) -> Arc<dyn Fn(&Lua, MultiValue) -> mlua::Result<Result<Value, String>> + Send + Sync> {
+    Arc::new(move |lua: &Lua, args: MultiValue| {
+        // The script's memory budget is for the script: lifted while Rust works, so no API
+        // call below can fail for memory, and mlua need not wrap each one in a protected
+        // call (a Lua pcall each); the script's next allocation is judged again.
+        let limit = lua.set_memory_limit(0)?;
+        let outcome = (|| {
+            let is_resp3 = resp3.load(Relaxed);
+            let args = match command_args(lua, args) {
+                Ok(args) => args,
+                Err(text) => return Ok(Err(text.to_string())),
+            };
+            let bytes: smallvec::SmallVec<[_; 8]> =
+                args.iter().map(mlua::String::as_bytes).collect();
+            let refs: smallvec::SmallVec<[&[u8]; 8]> = bytes.iter().map(|b| &**b).collect();
+            match runner.run(&refs, is_resp3) {
+                None => Ok(Err(
+                    "ERR redis.call is only available to a running script".into()
+                )),
+                Some(Reply::Error(text)) => Ok(Err(text.into_owned())),
+                Some(reply) => Ok(Ok(convert::reply_to_lua(lua, &names, reply, is_resp3)?)),
+            }
+        })();
+        lua.set_memory_limit(limit)?;
+        outcome
+    })
 }
 
 /// An error `redis.call` raises: Redis's error table once it reaches Lua (see [`error_value`]).
