@@ -267,26 +267,28 @@ impl Store {
     /// reads.
     pub fn lock_all(&self, db: usize) -> Locked<'_> {
         let space = self.db(db);
-        let guards = space
+        // Collected in a Vec (exact size) and handed over: pushing 256 guards one at a time into
+        // a SmallVec costs several times more per guard.
+        let guards: Vec<_> = space
             .map
             .shards()
             .iter()
             .enumerate()
             .map(|(i, s)| (i, s.write()))
             .collect();
-        Locked::new(self, db, space, guards)
+        Locked::new(self, db, space, SmallVec::from_vec(guards))
     }
 
     /// Locks every shard of database `db` if none is held by anyone else, without waiting (a
     /// script run on its tokio worker must not block it; it falls back to [`Store::lock_all`]).
     pub fn try_lock_all(&self, db: usize) -> Option<Locked<'_>> {
         let space = self.db(db);
-        let mut guards = SmallVec::with_capacity(SHARDS);
+        let mut guards = Vec::with_capacity(SHARDS);
         for (i, shard) in space.map.shards().iter().enumerate() {
             // Dropping the guards taken so far releases them.
             guards.push((i, shard.try_write()?));
         }
-        Some(Locked::new(self, db, space, guards))
+        Some(Locked::new(self, db, space, SmallVec::from_vec(guards)))
     }
 
     /// Locks one shard of database `db` by index if no one holds it, without waiting (the
