@@ -108,8 +108,7 @@ impl Engine {
             error_value(lua, &error_names, &error)
         })?;
         let version = crate::commands::connection::REDIS_VERSION;
-        let (env, _slot, invoke, protect, redis, load_library): (
-            Table,
+        let (env, invoke, protect, redis, load_library): (
             Table,
             Function,
             Function,
@@ -423,7 +422,6 @@ impl Engine {
         lua.set_memory_limit(lua.used_memory().saturating_add(SCRIPT_MEMORY_BUDGET))?;
         let outcome = self.invoke.call::<(bool, Value)>((
             &script.function,
-            2,
             parameters.0.as_ref(),
             parameters.1.as_ref(),
         ));

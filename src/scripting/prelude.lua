@@ -26,10 +26,10 @@ local function readonly(t)
   return proxy
 end
 
--- The current call's protocol (redis.setresp), read by Rust. redis.call, redis.pcall and
--- redis.setresp are Rust functions set on `redis` around each call: C functions, so a script's
--- `return redis.call(...)` keeps its frame (and its line) for the error message.
-local slot = { resp = 2 }
+-- The prelude's own state: the loading `redis` proxy and what a library registers. (redis.call,
+-- redis.pcall and redis.setresp are Rust functions Rust sets on `redis`: C functions, so a
+-- script's `return redis.call(...)` keeps its frame, and its line, for the error message.)
+local slot = {}
 
 local redis = {}
 redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 2, 3
@@ -211,8 +211,7 @@ end
 
 -- Runs one script function: true and its value, or false and the error table. A function
 -- (FCALL) gets its keys and arguments as parameters instead of KEYS and ARGV.
-local function invoke(f, resp, keys, args)
-  slot.resp = resp
+local function invoke(f, keys, args)
   if keys == nil then
     return xpcall(f, error_handler)
   end
@@ -329,4 +328,4 @@ local function load_library(chunk)
   return true, registered
 end
 
-return env, slot, invoke, protect_libraries, redis, load_library
+return env, invoke, protect_libraries, redis, load_library
