@@ -198,6 +198,18 @@ fn call_from_script(ctx: &mut Ctx, args: &[&[u8]], resp3: bool, may: &Permission
     if let Err(error) = super::acl_check(ctx, effective, args, "lua") {
         return Reply::Error(error.into());
     }
+    // Cluster mode: a script touches only keys of this node (Redis's text).
+    let shared = ctx.shared;
+    if let Some(cluster) = &shared.cluster {
+        let local = match crate::cluster::routing::slot_of(effective, args) {
+            Ok(Some(slot)) => cluster.owns(slot),
+            Ok(None) => true,
+            Err(_) => false,
+        };
+        if !local {
+            return Reply::error("ERR Script attempted to access a non local key in a cluster node");
+        }
+    }
     if cmd.has(table::WRITE) {
         if may.read_only {
             return Reply::error("ERR Write commands are not allowed from read-only scripts.");
