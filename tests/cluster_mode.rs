@@ -315,6 +315,9 @@ fn three_nodes_serve_route_and_follow_the_configuration() {
     let status = text(&admin(&url, &["status"]));
     assert!(status.contains("epoch 2, 16384/16384 slots assigned (ok), 3 nodes"), "{status}");
 
+    // redis-py's RedisCluster routes plain and STM commands by itself.
+    run_redis_py(&nodes[0]);
+
     // remove-node refuses a node that owns slots.
     let refused = admin(&url, &["remove-node", &nodes[1].addr()]);
     assert!(!refused.status.success());
@@ -348,4 +351,27 @@ fn pipe(node: &Node, script: &str) -> String {
         .expect("write");
     let output = child.wait_with_output().expect("redis-cli output");
     String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// conformance/python/cluster_client.py with a Python that has redis-py: STMD_CLUSTER_PYTHON, or
+/// the conformance venv (`conformance/run` makes it). Skipped, loudly, without one.
+fn run_redis_py(node: &Node) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let python = std::env::var_os("STMD_CLUSTER_PYTHON")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| root.join("conformance/.venv/bin/python"));
+    let has_redis_py = Command::new(&python)
+        .args(["-c", "import redis"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_redis_py {
+        eprintln!("\n*** SKIPPED: no Python with redis-py (set STMD_CLUSTER_PYTHON or run conformance/run once); the RedisCluster check did not run ***\n");
+        return;
+    }
+    let output = Command::new(&python)
+        .arg(root.join("conformance/python/cluster_client.py"))
+        .arg(node.addr())
+        .output()
+        .expect("run cluster_client.py");
+    assert!(output.status.success(), "{}", text(&output));
 }

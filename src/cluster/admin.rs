@@ -103,7 +103,7 @@ fn resolve<'a>(nodes: &'a [NodeInfo], name: &str) -> Result<&'a NodeInfo, String
         }
     };
     match matches.as_slice() {
-        [one] => Ok(one),
+        [one] => Ok(*one),
         [] => Err(format!(
             "no registered node '{name}' (start it with --cluster-enabled yes, then see `stmd cluster status`)"
         )),

@@ -311,39 +311,41 @@ async fn follow(cluster: Arc<Cluster>, coordinator: Coordinator, mut stop: watch
         if listener.is_none() {
             listener = listen(&coordinator).await;
         }
-        let notified = async {
-            match listener.as_mut() {
-                Some(l) => l.recv().await.map(|_| ()),
-                None => std::future::pending().await,
+        let event = {
+            let notified = async {
+                match listener.as_mut() {
+                    Some(l) => l.recv().await.map(|_| ()),
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = stop.changed() => Event::Stop,
+                _ = beat.tick() => Event::Beat,
+                _ = poll.tick() => Event::Reload,
+                result = notified => match result {
+                    Ok(()) => Event::Reload,
+                    Err(err) => Event::Lost(err),
+                },
             }
         };
-        let reload = tokio::select! {
-            _ = stop.changed() => break,
-            _ = beat.tick() => {
-                match coordinator.heartbeat(&cluster.me.id).await {
-                    Ok(true) => removed_logged = false,
-                    Ok(false) if !removed_logged => {
-                        removed_logged = true;
-                        tracing::warn!(node_id = %cluster.me.id, "this node was removed from the cluster configuration; restart it to register again");
-                    }
-                    Ok(false) => {}
-                    Err(err) => tracing::warn!(%err, "cluster heartbeat failed"),
+        match event {
+            Event::Stop => break,
+            Event::Beat => match coordinator.heartbeat(&cluster.me.id).await {
+                Ok(true) => removed_logged = false,
+                Ok(false) if !removed_logged => {
+                    removed_logged = true;
+                    tracing::warn!(node_id = %cluster.me.id, "this node was removed from the cluster configuration; restart it to register again");
                 }
-                false
+                Ok(false) => {}
+                Err(err) => tracing::warn!(%err, "cluster heartbeat failed"),
+            },
+            Event::Lost(err) => {
+                tracing::warn!(%err, "lost the cluster notification channel; polling until it is back");
+                listener = None;
+                // No reconnection storm: the poll keeps the node current meanwhile.
+                tokio::time::sleep(POLL_EVERY).await;
             }
-            _ = poll.tick() => true,
-            result = notified => {
-                if let Err(err) = result {
-                    tracing::warn!(%err, "lost the cluster notification channel; polling until it is back");
-                    listener = None;
-                    // Do not retry at once: the poll keeps the node current meanwhile.
-                    tokio::time::sleep(POLL_EVERY).await;
-                }
-                true
-            }
-        };
-        if reload {
-            match coordinator.load().await {
+            Event::Reload => match coordinator.load().await {
                 Ok(map) => {
                     let epoch = map.epoch;
                     if cluster.install(map) {
@@ -351,10 +353,18 @@ async fn follow(cluster: Arc<Cluster>, coordinator: Coordinator, mut stop: watch
                     }
                 }
                 Err(err) => tracing::warn!(%err, "cannot read the cluster configuration"),
-            }
+            },
         }
     }
     coordinator.close().await;
+}
+
+/// What woke the follower.
+enum Event {
+    Stop,
+    Beat,
+    Reload,
+    Lost(sqlx::Error),
 }
 
 async fn listen(coordinator: &Coordinator) -> Option<PgListener> {
