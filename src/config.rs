@@ -944,7 +944,11 @@ mod tests {
             (0, Policy::NoEviction, 5)
         );
         assert_eq!(
-            (c.cluster_enabled, c.cluster_announce_ip, c.cluster_announce_port),
+            (
+                c.cluster_enabled,
+                c.cluster_announce_ip,
+                c.cluster_announce_port
+            ),
             (false, None, 0)
         );
         assert_eq!(c.cluster_node_timeout, 15000);

@@ -197,19 +197,33 @@ fn three_nodes_serve_route_and_follow_the_configuration() {
         nodes[0].cli(&["SET", "foo", "bar"]),
         "CLUSTERDOWN Hash slot not served"
     );
-    assert!(nodes[0].cli(&["CLUSTER", "INFO"]).contains("cluster_state:fail"));
-    assert_eq!(nodes[0].cli(&["PING"]), "PONG", "keyless commands still run");
+    assert!(nodes[0]
+        .cli(&["CLUSTER", "INFO"])
+        .contains("cluster_state:fail"));
+    assert_eq!(
+        nodes[0].cli(&["PING"]),
+        "PONG",
+        "keyless commands still run"
+    );
     assert_eq!(nodes[0].info_field("cluster", "cluster_enabled"), "1");
 
     // Bad requests change nothing and say why.
     let bad = admin(&url, &["create", "--nodes", "127.0.0.9:1"]);
     assert!(!bad.status.success());
-    assert!(text(&bad).contains("no registered node '127.0.0.9:1'"), "{}", text(&bad));
+    assert!(
+        text(&bad).contains("no registered node '127.0.0.9:1'"),
+        "{}",
+        text(&bad)
+    );
 
     let names = nodes.iter().map(Node::addr).collect::<Vec<_>>().join(",");
     let created = admin(&url, &["create", "--nodes", &names]);
     assert!(created.status.success(), "{}", text(&created));
-    assert!(text(&created).contains("epoch 0 -> 1"), "{}", text(&created));
+    assert!(
+        text(&created).contains("epoch 0 -> 1"),
+        "{}",
+        text(&created)
+    );
     assert!(text(&created).contains("slots 10923-16383 (5461)"));
     for node in &nodes {
         eventually("every node to follow epoch 1", || {
@@ -227,7 +241,10 @@ fn three_nodes_serve_route_and_follow_the_configuration() {
         .expect("redis-cli --cluster check");
     let report = text(&check);
     assert!(check.status.success(), "{report}");
-    assert!(report.contains("[OK] All nodes agree about slots configuration."), "{report}");
+    assert!(
+        report.contains("[OK] All nodes agree about slots configuration."),
+        "{report}"
+    );
     assert!(report.contains("[OK] All 16384 slots covered."), "{report}");
 
     // Clients follow MOVED: every node reads what any node wrote.
@@ -241,7 +258,10 @@ fn three_nodes_serve_route_and_follow_the_configuration() {
         nodes[0].cli(&["GET", "foo"]),
         format!("MOVED 12182 {}", nodes[2].addr())
     );
-    assert_ne!(nodes[0].info_field("cluster", "cluster_moved_redirections"), "0");
+    assert_ne!(
+        nodes[0].info_field("cluster", "cluster_moved_redirections"),
+        "0"
+    );
     assert_eq!(
         nodes[0].cli(&["MSET", "a", "1", "b", "2"]),
         "CROSSSLOT Keys in request don't hash to the same slot"
@@ -274,20 +294,47 @@ fn three_nodes_serve_route_and_follow_the_configuration() {
     let slot = key_slot(one.as_bytes()).to_string();
     assert_eq!(nodes[0].cli(&["CLUSTER", "COUNTKEYSINSLOT", &slot]), "2");
     assert_eq!(
-        nodes[0].cli(&["CLUSTER", "GETKEYSINSLOT", &slot, "1"]).lines().count(),
+        nodes[0]
+            .cli(&["CLUSTER", "GETKEYSINSLOT", &slot, "1"])
+            .lines()
+            .count(),
         1
     );
 
     // STM: the channel is the hash tag, so a capture touches one slot and routes by its channel.
     let capture = [
-        "STM.CAPTURE", "USER", "u1", "CHANNEL", "c1", "SERVER", "s1", "MSG", "user", "-", "hello",
-        "REPLY", "-", "-", "-", "hi there",
+        "STM.CAPTURE",
+        "USER",
+        "u1",
+        "CHANNEL",
+        "c1",
+        "SERVER",
+        "s1",
+        "MSG",
+        "user",
+        "-",
+        "hello",
+        "REPLY",
+        "-",
+        "-",
+        "-",
+        "hi there",
     ];
     let keys = nodes[0].cli_c(&capture);
     assert!(keys.contains("shortterm:user:u1:{c1}"), "{keys}");
     assert!(keys.contains("shortterm:server:s1:{c1}"), "{keys}");
     assert_eq!(
-        nodes[1].cli(&["COMMAND", "GETKEYS", "STM.CAPTURE", "USER", "u1", "CHANNEL", "c1", "SERVER", "s1"]),
+        nodes[1].cli(&[
+            "COMMAND",
+            "GETKEYS",
+            "STM.CAPTURE",
+            "USER",
+            "u1",
+            "CHANNEL",
+            "c1",
+            "SERVER",
+            "s1"
+        ]),
         "c1",
         "the routing key hashes like every key of the channel"
     );
@@ -299,12 +346,22 @@ fn three_nodes_serve_route_and_follow_the_configuration() {
         .contains("not available in cluster mode yet"));
 
     // move-slots: ownership flips, every node follows, clients follow MOVED to the new owner.
-    let bad = admin(&url, &["move-slots", "--slots", "99999", "--to", &nodes[0].addr()]);
+    let bad = admin(
+        &url,
+        &["move-slots", "--slots", "99999", "--to", &nodes[0].addr()],
+    );
     assert!(!bad.status.success());
-    assert!(text(&bad).contains("invalid slot '99999'"), "{}", text(&bad));
+    assert!(
+        text(&bad).contains("invalid slot '99999'"),
+        "{}",
+        text(&bad)
+    );
     let bad = admin(&url, &["move-slots", "--slots", "1", "--to", "127.0.0.9:9"]);
     assert!(!bad.status.success());
-    let moved = admin(&url, &["move-slots", "--slots", "12182", "--to", &nodes[0].addr()]);
+    let moved = admin(
+        &url,
+        &["move-slots", "--slots", "12182", "--to", &nodes[0].addr()],
+    );
     assert!(moved.status.success(), "{}", text(&moved));
     assert!(text(&moved).contains("epoch 1 -> 2"), "{}", text(&moved));
     eventually("the old owner to redirect", || {
@@ -313,15 +370,36 @@ fn three_nodes_serve_route_and_follow_the_configuration() {
     assert_eq!(nodes[2].cli_c(&["SET", "foo", "moved"]), "OK");
     assert_eq!(nodes[0].cli(&["GET", "foo"]), "moved");
     let status = text(&admin(&url, &["status"]));
-    assert!(status.contains("epoch 2, 16384/16384 slots assigned (ok), 3 nodes"), "{status}");
+    assert!(
+        status.contains("epoch 2, 16384/16384 slots assigned (ok), 3 nodes"),
+        "{status}"
+    );
 
     // redis-py's RedisCluster routes plain and STM commands by itself.
     run_redis_py(&nodes[0]);
 
+    // The replies' shapes and texts against a real 3-node redis-server cluster.
+    let redis = RedisCluster::start();
+    let shapes = Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/conformance/diff/cluster_shapes.py"
+        ))
+        .args(["--stmd", &nodes[0].addr(), "--redis", &redis.addr()])
+        .output()
+        .expect("run cluster_shapes.py");
+    assert!(shapes.status.success(), "{}", text(&shapes));
+    assert!(text(&shapes).contains("cluster shapes: 0 differences"));
+    drop(redis);
+
     // remove-node refuses a node that owns slots.
     let refused = admin(&url, &["remove-node", &nodes[1].addr()]);
     assert!(!refused.status.success());
-    assert!(text(&refused).contains("still owns 5462 slots"), "{}", text(&refused));
+    assert!(
+        text(&refused).contains("still owns 5462 slots"),
+        "{}",
+        text(&refused)
+    );
 
     // A restarted node keeps its id, and with it its slots.
     let id = nodes[1].cli(&["CLUSTER", "MYID"]);
@@ -374,4 +452,86 @@ fn run_redis_py(node: &Node) {
         .output()
         .expect("run cluster_client.py");
     assert!(output.status.success(), "{}", text(&output));
+}
+
+/// A real 3-node redis-server cluster (`redis-cli --cluster create`), killed when dropped.
+struct RedisCluster {
+    children: Vec<Child>,
+    ports: Vec<u16>,
+    dir: tempfile::TempDir,
+}
+
+impl RedisCluster {
+    fn start() -> RedisCluster {
+        let mut cluster = RedisCluster {
+            children: Vec::new(),
+            ports: Vec::new(),
+            dir: tempfile::tempdir().expect("tempdir"),
+        };
+        for i in 0..3 {
+            let port = free_port("127.0.0.1");
+            let child = Command::new("redis-server")
+                .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+                .args(["--cluster-port", &free_port("127.0.0.1").to_string()])
+                .args([
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--cluster-enabled",
+                    "yes",
+                ])
+                .args(["--cluster-config-file", &format!("nodes-{i}.conf")])
+                .arg("--dir")
+                .arg(cluster.dir.path())
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("redis-server must be installed");
+            cluster.children.push(child);
+            cluster.ports.push(port);
+        }
+        let addrs: Vec<String> = cluster
+            .ports
+            .iter()
+            .map(|p| format!("127.0.0.1:{p}"))
+            .collect();
+        eventually("redis-server to start", || {
+            cluster.ports.iter().all(|p| {
+                Command::new("redis-cli")
+                    .args(["-p", &p.to_string(), "PING"])
+                    .output()
+                    .is_ok_and(|o| o.stdout.starts_with(b"PONG"))
+            })
+        });
+        let created = Command::new("redis-cli")
+            .args(["--cluster", "create"])
+            .args(&addrs)
+            .arg("--cluster-yes")
+            .output()
+            .expect("redis-cli --cluster create");
+        assert!(created.status.success(), "{}", text(&created));
+        eventually("the redis cluster to converge", || {
+            cluster.ports.iter().all(|p| {
+                Command::new("redis-cli")
+                    .args(["-p", &p.to_string(), "CLUSTER", "INFO"])
+                    .output()
+                    .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("cluster_state:ok"))
+            })
+        });
+        cluster
+    }
+
+    /// The node owning slot 0.
+    fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.ports[0])
+    }
+}
+
+impl Drop for RedisCluster {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }

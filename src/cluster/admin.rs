@@ -10,10 +10,10 @@ use std::process::ExitCode;
 
 /// Administers a cluster of stmd nodes whose configuration lives in Postgres.
 #[derive(Parser, Debug)]
-#[command(name = "stmd cluster")]
+#[command(name = "stmd cluster", bin_name = "stmd cluster")]
 pub struct ClusterCli {
     /// The coordinating Postgres (the nodes' --database-url).
-    #[arg(long, env = "STMD_DATABASE_URL", global = true)]
+    #[arg(long, env = "STMD_DATABASE_URL", hide_env_values = true, global = true)]
     database_url: Option<String>,
     #[command(subcommand)]
     action: Action,
@@ -124,7 +124,13 @@ fn render_ranges(ranges: &[(u16, u16)]) -> String {
     }
     ranges
         .iter()
-        .map(|&(a, b)| if a == b { a.to_string() } else { format!("{a}-{b}") })
+        .map(|&(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}-{b}")
+            }
+        })
         .collect::<Vec<_>>()
         .join(",")
 }
@@ -223,7 +229,11 @@ pub fn status(map: &SlotMap) -> String {
     let mut out = vec![format!(
         "epoch {}, {assigned}/{SLOTS} slots assigned ({}), {} nodes",
         map.epoch,
-        if assigned == SLOTS { "ok" } else { "incomplete" },
+        if assigned == SLOTS {
+            "ok"
+        } else {
+            "incomplete"
+        },
         map.nodes.len()
     )];
     for node in &map.nodes {

@@ -342,7 +342,11 @@ pub fn prepare(
                 .into(),
         );
     }
-    let ip = match config.cluster_announce_ip.as_deref().filter(|ip| !ip.is_empty()) {
+    let ip = match config
+        .cluster_announce_ip
+        .as_deref()
+        .filter(|ip| !ip.is_empty())
+    {
         Some(ip) => ip.to_string(),
         None if local_addr.ip().is_unspecified() => {
             return Err(format!(
@@ -424,10 +428,7 @@ mod tests {
 
     #[test]
     fn even_ranges_follow_redis_cli() {
-        assert_eq!(
-            even_ranges(3),
-            [(0, 5460), (5461, 10922), (10923, 16383)]
-        );
+        assert_eq!(even_ranges(3), [(0, 5460), (5461, 10922), (10923, 16383)]);
         assert_eq!(even_ranges(1), [(0, 16383)]);
         let four = even_ranges(4);
         assert_eq!(four.first().map(|r| r.0), Some(0));
@@ -450,7 +451,11 @@ mod tests {
         let map = SlotMap::new(
             3,
             vec![a.clone(), b.clone()],
-            &[(0, 99, a.id.clone()), (100, 199, b.id.clone()), (250, 250, a.id.clone())],
+            &[
+                (0, 99, a.id.clone()),
+                (100, 199, b.id.clone()),
+                (250, 250, a.id.clone()),
+            ],
         );
         assert_eq!(map.ranges_of(&a.id), [(0, 99), (250, 250)]);
         assert_eq!(map.assigned(), 201);

@@ -94,10 +94,7 @@ mod tests {
             slot("stm.summary USER u1 CHANNEL c1 SERVER s1 TEXT hi"),
             Ok(Some(key_slot(b"shortterm:user:u1:{c1}")))
         );
-        assert_eq!(
-            slot("stm.forget CHANNEL c1"),
-            Ok(Some(key_slot(b"c1")))
-        );
+        assert_eq!(slot("stm.forget CHANNEL c1"), Ok(Some(key_slot(b"c1"))));
         assert_eq!(slot("stm.recent USER u1"), Ok(None));
     }
 }

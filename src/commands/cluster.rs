@@ -290,6 +290,10 @@ pub fn info_lines(ctx: &Ctx, line: &mut dyn FnMut(&str, String)) {
     );
     line(
         "cluster_epochs_followed",
-        cluster.stats.epochs_followed.load(Ordering::Relaxed).to_string(),
+        cluster
+            .stats
+            .epochs_followed
+            .load(Ordering::Relaxed)
+            .to_string(),
     );
 }

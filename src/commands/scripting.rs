@@ -207,7 +207,9 @@ fn call_from_script(ctx: &mut Ctx, args: &[&[u8]], resp3: bool, may: &Permission
             Err(_) => false,
         };
         if !local {
-            return Reply::error("ERR Script attempted to access a non local key in a cluster node");
+            return Reply::error(
+                "ERR Script attempted to access a non local key in a cluster node",
+            );
         }
     }
     if cmd.has(table::WRITE) {
