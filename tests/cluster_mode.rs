@@ -247,6 +247,20 @@ fn three_nodes_serve_route_and_follow_the_configuration() {
     );
     assert!(report.contains("[OK] All 16384 slots covered."), "{report}");
 
+    // The replies' shapes and texts against a real 3-node redis-server cluster.
+    let redis = RedisCluster::start();
+    let shapes = Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/conformance/diff/cluster_shapes.py"
+        ))
+        .args(["--stmd", &nodes[0].addr(), "--redis", &redis.addr()])
+        .output()
+        .expect("run cluster_shapes.py");
+    assert!(shapes.status.success(), "{}", text(&shapes));
+    assert!(text(&shapes).contains("cluster shapes: 0 differences"));
+    drop(redis);
+
     // Clients follow MOVED: every node reads what any node wrote.
     for i in 0..20 {
         let key = format!("key:{i}");
@@ -377,20 +391,6 @@ fn three_nodes_serve_route_and_follow_the_configuration() {
 
     // redis-py's RedisCluster routes plain and STM commands by itself.
     run_redis_py(&nodes[0]);
-
-    // The replies' shapes and texts against a real 3-node redis-server cluster.
-    let redis = RedisCluster::start();
-    let shapes = Command::new("python3")
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/conformance/diff/cluster_shapes.py"
-        ))
-        .args(["--stmd", &nodes[0].addr(), "--redis", &redis.addr()])
-        .output()
-        .expect("run cluster_shapes.py");
-    assert!(shapes.status.success(), "{}", text(&shapes));
-    assert!(text(&shapes).contains("cluster shapes: 0 differences"));
-    drop(redis);
 
     // remove-node refuses a node that owns slots.
     let refused = admin(&url, &["remove-node", &nodes[1].addr()]);
