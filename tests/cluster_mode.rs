@@ -134,12 +134,13 @@ fn text(output: &Output) -> String {
     )
 }
 
-/// Waits until `check` holds, for up to 5 s (notifications are immediate; the poll is 1 s).
+/// Waits until `check` holds, for up to 10 s (stmd nodes follow within a second: notifications
+/// are immediate, the poll is 1 s; a redis-server cluster converges in a few seconds).
 fn eventually(what: &str, mut check: impl FnMut() -> bool) {
     let started = Instant::now();
     while !check() {
         assert!(
-            started.elapsed() < Duration::from_secs(5),
+            started.elapsed() < Duration::from_secs(10),
             "timed out waiting for {what}"
         );
         std::thread::sleep(Duration::from_millis(50));
@@ -454,10 +455,12 @@ fn run_redis_py(node: &Node) {
     assert!(output.status.success(), "{}", text(&output));
 }
 
-/// A real 3-node redis-server cluster (`redis-cli --cluster create`), killed when dropped.
+/// A real 3-node redis-server cluster (slots laid out as `redis-cli --cluster create` does), killed
+/// when dropped.
 struct RedisCluster {
     children: Vec<Child>,
     ports: Vec<u16>,
+    bus_ports: Vec<u16>,
     dir: tempfile::TempDir,
 }
 
@@ -466,13 +469,14 @@ impl RedisCluster {
         let mut cluster = RedisCluster {
             children: Vec::new(),
             ports: Vec::new(),
+            bus_ports: Vec::new(),
             dir: tempfile::tempdir().expect("tempdir"),
         };
         for i in 0..3 {
-            let port = free_port("127.0.0.1");
+            let (port, bus) = (free_port("127.0.0.1"), free_port("127.0.0.1"));
             let child = Command::new("redis-server")
                 .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-                .args(["--cluster-port", &free_port("127.0.0.1").to_string()])
+                .args(["--cluster-port", &bus.to_string()])
                 .args([
                     "--save",
                     "",
@@ -489,6 +493,7 @@ impl RedisCluster {
                 .expect("redis-server must be installed");
             cluster.children.push(child);
             cluster.ports.push(port);
+            cluster.bus_ports.push(bus);
         }
         let addrs: Vec<String> = cluster
             .ports
@@ -503,13 +508,38 @@ impl RedisCluster {
                     .is_ok_and(|o| o.stdout.starts_with(b"PONG"))
             })
         });
-        let created = Command::new("redis-cli")
-            .args(["--cluster", "create"])
-            .args(&addrs)
-            .arg("--cluster-yes")
-            .output()
-            .expect("redis-cli --cluster create");
-        assert!(created.status.success(), "{}", text(&created));
+        // Slots and MEETs by hand: `redis-cli --cluster create` waits in steps of a second.
+        let cli = |port: u16, args: &[&str]| {
+            let output = Command::new("redis-cli")
+                .args(["-p", &port.to_string()])
+                .args(args)
+                .output()
+                .expect("redis-cli");
+            assert_eq!(
+                String::from_utf8_lossy(&output.stdout).trim(),
+                "OK",
+                "{args:?}"
+            );
+        };
+        for (port, (first, last)) in cluster.ports.iter().zip(stmd::cluster::even_ranges(3)) {
+            cli(
+                *port,
+                &[
+                    "CLUSTER",
+                    "ADDSLOTSRANGE",
+                    &first.to_string(),
+                    &last.to_string(),
+                ],
+            );
+        }
+        // The bus ports are free ones, not port + 10000: MEET names them.
+        for (port, bus) in cluster.ports[1..].iter().zip(&cluster.bus_ports[1..]) {
+            let (port, bus) = (port.to_string(), bus.to_string());
+            cli(
+                cluster.ports[0],
+                &["CLUSTER", "MEET", "127.0.0.1", &port, &bus],
+            );
+        }
         eventually("the redis cluster to converge", || {
             cluster.ports.iter().all(|p| {
                 Command::new("redis-cli")
