@@ -316,6 +316,17 @@ fn three_nodes_serve_route_and_follow_the_configuration() {
         1
     );
 
+    // A script stays within its declared keys' slot, unless it allows cross-slot keys.
+    let (a, b) = (&one, &other);
+    let refused = nodes[0].cli(&["EVAL", &format!("return redis.call('get', '{b}')"), "1", a]);
+    assert!(
+        refused
+            .starts_with("ERR Script attempted to access keys that do not hash to the same slot"),
+        "{refused}"
+    );
+    let allowed = format!("#!lua flags=allow-cross-slot-keys\nreturn redis.call('get', '{b}')");
+    assert_eq!(nodes[0].cli(&["EVAL", &allowed, "1", a]), "");
+
     // STM: the channel is the hash tag, so a capture touches one slot and routes by its channel.
     let capture = [
         "STM.CAPTURE",

@@ -88,6 +88,14 @@ def main():
         compare("SELECT x", [b"SELECT", b"x"], lambda r: r.raw)
         compare("MOVE", [b"MOVE", b"bar", b"1"], lambda r: r.raw)
         compare("SWAPDB", [b"SWAPDB", b"0", b"1"], lambda r: r.raw)
+        compare("COPY DB", [b"COPY", b"bar", b"{bar}2", b"DB", b"1"], lambda r: r.raw)
+        compare("COPY DB 0", [b"COPY", b"bar", b"{bar}2", b"DB", b"0"], lambda r: r.raw)
+        compare("EVAL", [b"EVAL", b"return redis.call('get', KEYS[1])", b"1", b"bar"], lambda r: r.kind)
+        compare("EVAL non local", [b"EVAL", b"return redis.call('get', 'a')", b"0"], lambda r: r.raw)
+        # (An undeclared key of another slot of this node: Redis 7.2 refuses it, the 7.0 reference
+        # does not check; tests/cluster_mode.rs checks stmd's refusal.)
+        compare("EVAL no-cluster", [b"EVAL", b"#!lua flags=no-cluster\nreturn 1", b"0"], lambda r: r.raw)
+        compare("EVAL cross-slot allowed", [b"EVAL", b"#!lua flags=allow-cross-slot-keys\nreturn redis.call('get', 'hello')", b"1", b"bar"], lambda r: r.kind)
         compare("CROSSSLOT", [b"MSET", b"a", b"1", b"b", b"2"], lambda r: r.raw)
         compare("CROSSSLOT DEL", [b"DEL", b"{a}1", b"{b}1"], lambda r: r.raw)
         # "a" is slot 15495 (the third primary's); "bar" 5061 and "hello" 866 (the first's).
