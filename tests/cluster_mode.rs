@@ -506,11 +506,6 @@ impl RedisCluster {
             cluster.ports.push(port);
             cluster.bus_ports.push(bus);
         }
-        let addrs: Vec<String> = cluster
-            .ports
-            .iter()
-            .map(|p| format!("127.0.0.1:{p}"))
-            .collect();
         eventually("redis-server to start", || {
             cluster.ports.iter().all(|p| {
                 Command::new("redis-cli")
