@@ -367,6 +367,28 @@ fn three_nodes_serve_route_and_follow_the_configuration() {
     assert!(nodes[1]
         .cli_c(&["STM.GET", "shortterm:user:u1:{c1}"])
         .contains("hi there"));
+    let braced = nodes[0].cli_c(&[
+        "STM.CAPTURE",
+        "USER",
+        "u{1}",
+        "CHANNEL",
+        "c1",
+        "SERVER",
+        "s1",
+        "MSG",
+        "user",
+        "-",
+        "hi",
+        "REPLY",
+        "-",
+        "-",
+        "-",
+        "hi",
+    ]);
+    assert_eq!(
+        braced, "ERR invalid user id",
+        "a brace would move the hash tag"
+    );
     assert!(nodes[0]
         .cli(&["STM.RECENT", "USER", "u1"])
         .contains("not available in cluster mode yet"));
