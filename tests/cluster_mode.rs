@@ -435,12 +435,51 @@ fn three_nodes_serve_route_and_follow_the_configuration() {
         text(&refused)
     );
 
+    // Summaries of two nodes' channels reach the shared rows; a restarted node restores both,
+    // but STM.CONTEXT reads only the entries of its own slots.
+    let ca = key_in(5461..=10922, "ca", None);
+    let cb = key_in(10923..=16383, "cb", Some(12182));
+    let cc = key_in(5461..=10922, "cc", Some(key_slot(ca.as_bytes())));
+    for (channel, node) in [(&ca, &nodes[1]), (&cb, &nodes[2])] {
+        let text = format!("summary of {channel}");
+        let args = [
+            "STM.SUMMARY",
+            "USER",
+            "u3",
+            "CHANNEL",
+            channel,
+            "SERVER",
+            "DM",
+            "TEXT",
+            &text,
+        ];
+        assert_eq!(
+            nodes[0].cli_c(&args),
+            format!("shortterm:user:u3:{{{channel}}}")
+        );
+        eventually("the summary's row", || {
+            node.info_field("stm", "stm_persist_written") != "0"
+                && node.info_field("stm", "stm_persist_queue_depth") == "0"
+        });
+    }
+
     // A restarted node keeps its id, and with it its slots.
     let id = nodes[1].cli(&["CLUSTER", "MYID"]);
     nodes[1].stop();
     nodes[1].spawn();
     assert_eq!(nodes[1].cli(&["CLUSTER", "MYID"]), id);
     assert_eq!(nodes[1].info_field("cluster", "cluster_my_slots"), "5462");
+    let restored: u64 = nodes[1]
+        .info_field("stm", "stm_persist_restored")
+        .parse()
+        .expect("a count");
+    assert!(
+        restored >= 2,
+        "both channels' rows were restored: {restored}"
+    );
+    let context = nodes[1].cli(&["STM.CONTEXT", "USER", "u3", "CHANNEL", &cc, "SERVER", "DM"]);
+    assert!(context.contains(&format!("summary of {ca}")), "{context}");
+    assert!(!context.contains(&format!("summary of {cb}")), "{context}");
     let slots = nodes[0].cli(&["CLUSTER", "SLOTS"]);
     assert!(slots.contains(&id), "{slots}");
     drop(pg);
