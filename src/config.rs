@@ -370,6 +370,31 @@ pub struct Config {
     )]
     pub list_compress_depth: u64,
 
+    /// Run as a node of a Redis Cluster (yes|no): the slot map lives in the Postgres of
+    /// --database-url, which this then requires.
+    #[arg(long, env = "STMD_CLUSTER_ENABLED", default_value = "no", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "Cluster")]
+    pub cluster_enabled: bool,
+    /// The address clients are sent to for this node (MOVED, CLUSTER SLOTS); default: --bind.
+    #[arg(long, env = "STMD_CLUSTER_ANNOUNCE_IP", help_heading = "Cluster")]
+    pub cluster_announce_ip: Option<String>,
+    /// The port clients are sent to for this node (0: the port it listens on).
+    #[arg(
+        long,
+        env = "STMD_CLUSTER_ANNOUNCE_PORT",
+        default_value_t = 0,
+        help_heading = "Cluster"
+    )]
+    pub cluster_announce_port: u16,
+    /// Milliseconds without a heartbeat after which a node counts as failing.
+    #[arg(
+        long,
+        env = "STMD_CLUSTER_NODE_TIMEOUT",
+        default_value_t = 15000,
+        value_parser = clap::value_parser!(u64).range(1..),
+        help_heading = "Cluster"
+    )]
+    pub cluster_node_timeout: u64,
+
     /// Address for the Prometheus metrics endpoint (`GET /metrics`), e.g. 127.0.0.1:9121.
     /// Off unless given.
     #[arg(long, env = "STMD_METRICS_ADDR", help_heading = "Observability")]
@@ -700,6 +725,26 @@ pub static PARAMS: &[Param] = &[
     number_param!("busy-reply-threshold", busy_reply_threshold),
     number_param!("lua-time-limit", busy_reply_threshold),
     Param {
+        name: "cluster-enabled",
+        get: |c| if c.cluster_enabled { "yes" } else { "no" }.to_string(),
+        set: None,
+    },
+    Param {
+        name: "cluster-announce-ip",
+        get: |c| c.cluster_announce_ip.clone().unwrap_or_default(),
+        set: None,
+    },
+    Param {
+        name: "cluster-announce-port",
+        get: |c| c.cluster_announce_port.to_string(),
+        set: None,
+    },
+    Param {
+        name: "cluster-node-timeout",
+        get: |c| c.cluster_node_timeout.to_string(),
+        set: None,
+    },
+    Param {
         name: "databases",
         get: |c| c.databases.to_string(),
         set: None,
@@ -898,6 +943,15 @@ mod tests {
             (c.maxmemory, c.maxmemory_policy, c.maxmemory_samples),
             (0, Policy::NoEviction, 5)
         );
+        assert_eq!(
+            (
+                c.cluster_enabled,
+                c.cluster_announce_ip,
+                c.cluster_announce_port
+            ),
+            (false, None, 0)
+        );
+        assert_eq!(c.cluster_node_timeout, 15000);
     }
 
     #[test]

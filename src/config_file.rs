@@ -536,6 +536,27 @@ mod tests {
     }
 
     #[test]
+    fn cluster_directives_set_the_cluster_flags() {
+        let c = load_file(
+            "cluster-enabled yes\ncluster-announce-ip 127.0.0.2\ncluster-announce-port 7001\ncluster-node-timeout 5000\n",
+            &[],
+            &[],
+        )
+        .expect("loads");
+        assert!(c.cluster_enabled);
+        assert_eq!(c.cluster_announce_ip.as_deref(), Some("127.0.0.2"));
+        assert_eq!(
+            (c.cluster_announce_port, c.cluster_node_timeout),
+            (7001, 5000)
+        );
+        assert!(c.config_warnings.is_empty(), "{:?}", c.config_warnings);
+        let c =
+            load_file("cluster-enabled no\n", &["--cluster-enabled", "yes"], &[]).expect("loads");
+        assert!(c.cluster_enabled, "the flag beats the file");
+        assert!(load_file("cluster-node-timeout 0\n", &[], &[]).is_err());
+    }
+
+    #[test]
     fn flags_beat_the_environment_which_beats_the_file() {
         let c = load_file("port 7001\ntimeout 5\n", &["--port", "7002"], &[]).expect("loads");
         assert_eq!((c.port, c.timeout), (7002, 5));

@@ -1,6 +1,6 @@
 //! Redis options stmd accepts and ignores: a redis.conf written for Redis 7.2 starts stmd, and
 //! CONFIG GET answers these names (as tools such as redis-benchmark and exporters ask) with a value
-//! that is true of stmd (no RDB snapshots, no AOF, no replication, no cluster, one I/O thread).
+//! that is true of stmd (no RDB snapshots, no AOF, no replication, no cluster bus, one I/O thread).
 //! CONFIG SET of one of them is accepted and changes nothing. A file that sets one to another value
 //! gets a warning at start-up: the option has no effect here.
 //!
@@ -42,14 +42,10 @@ pub static INERT_PARAMS: &[(&str, &str)] = &[
     ("cluster-announce-bus-port", "0"),
     ("cluster-announce-hostname", ""),
     ("cluster-announce-human-nodename", ""),
-    ("cluster-announce-ip", ""),
-    ("cluster-announce-port", "0"),
     ("cluster-announce-tls-port", "0"),
     ("cluster-config-file", "nodes.conf"),
-    ("cluster-enabled", "no"),
     ("cluster-link-sendbuf-limit", "0"),
     ("cluster-migration-barrier", "1"),
-    ("cluster-node-timeout", "15000"),
     ("cluster-port", "0"),
     ("cluster-preferred-endpoint-type", "ip"),
     ("cluster-replica-no-failover", "no"),

@@ -1,4 +1,5 @@
-//! The `stmd` binary: flags → logging → bind → `server::run` until SIGINT or SIGTERM.
+//! The `stmd` binary: flags → logging → bind → `server::run` until SIGINT or SIGTERM; or, as
+//! `stmd cluster …`, the cluster admin tool.
 
 use stmd::config::{Config, LogFormat};
 use stmd::server::Listeners;
@@ -6,6 +7,12 @@ use tokio::net::TcpListener;
 use tracing_subscriber::EnvFilter;
 
 fn main() -> std::process::ExitCode {
+    // `stmd cluster …`: the admin tool of cluster mode, in the same binary.
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == "cluster") {
+        args.remove(1);
+        return stmd::cluster::admin::main(args);
+    }
     let config = match stmd::config_file::load(std::env::args_os()) {
         Ok(config) => config,
         Err(err) => {

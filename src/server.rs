@@ -59,6 +59,9 @@ pub struct Shared {
     pub scripting: crate::scripting::Scripting,
     /// Users, their permissions and the ACL log.
     pub acl: crate::acl::Acl,
+    /// Cluster mode: this node and the slot map it follows. None in single-node mode, where
+    /// routing costs dispatch one branch.
+    pub cluster: Option<Arc<crate::cluster::Cluster>>,
 }
 
 impl Shared {
@@ -117,6 +120,7 @@ impl Shared {
             local_addr,
             shutdown_requested: Notify::new(),
             scripting: crate::scripting::Scripting::new(),
+            cluster: None,
         })
     }
 }
@@ -239,6 +243,12 @@ pub async fn run(
         (Some(listener), _) | (None, Some(listener)) => listener.local_addr()?,
         (None, None) => return Err(Error::Config("no port to listen on".into())),
     };
+    // Cluster mode is checked before anything starts: its keys' format must be set before the
+    // warm start builds a key.
+    let cluster = match config.cluster_enabled {
+        true => Some(crate::cluster::prepare(&config, local_addr).map_err(Error::Config)?),
+        false => None,
+    };
     let store = Arc::new(Store::with_databases(config.databases as usize));
     // The writer stops only after the connections have drained, so their last operations land.
     let (writer_stop_tx, writer_stop_rx) = watch::channel(false);
@@ -248,7 +258,10 @@ pub async fn run(
         restored,
     } = persist::start(&config, store.clone(), writer_stop_rx).map_err(Error::Config)?;
     let restore_timeout = Duration::from_secs(config.stm_restore_timeout);
-    let shared = Arc::new(Shared::new(config, local_addr, store, persist)?);
+    let cluster_url = config.database_url.clone().unwrap_or_default();
+    let mut shared = Shared::new(config, local_addr, store, persist)?;
+    shared.cluster = cluster.clone();
+    let shared = Arc::new(shared);
     let tls_addr = match &listeners.tls {
         Some(listener) => Some(listener.local_addr()?),
         None => None,
@@ -262,6 +275,14 @@ pub async fn run(
     );
 
     let (stop_tx, stop_rx) = watch::channel(false);
+    let cluster_task = match &cluster {
+        Some(cluster) => Some(
+            crate::cluster::coordinator::join(cluster.clone(), &cluster_url, stop_rx.clone())
+                .await
+                .map_err(Error::Config)?,
+        ),
+        None => None,
+    };
     // Every connection holds a clone; when all are dropped, the drain is complete.
     let (done_tx, mut done_rx) = mpsc::channel::<()>(1);
 
@@ -393,6 +414,9 @@ pub async fn run(
     let _ = expiry_task.await;
     let _ = meter_task.await;
     let _ = rates_task.await;
+    if let Some(task) = cluster_task {
+        let _ = task.await;
+    }
     if let Some(task) = metrics_task {
         let _ = task.await;
     }

@@ -80,8 +80,18 @@ def scan_plain(a, b, args):
 
 # Subcommands one side has and the other lacks, with the reason: Redis 7.2 added these to CLIENT
 # (the reference server is 7.0).
-NEWER_SUBCOMMANDS = {b"client|setinfo", b"client|no-touch"}
-UNSERVED_SUBCOMMANDS: set[bytes] = set()
+# CLUSTER MYSHARDID is 7.2 (the reference is 7.0). Cluster mode phase 1 (README: Cluster) has no
+# slot administration by command (`stmd cluster …` changes the configuration in Postgres), no
+# replicas and no bus: those CLUSTER subcommands are not served.
+NEWER_SUBCOMMANDS = {b"client|setinfo", b"client|no-touch", b"cluster|myshardid"}
+UNSERVED_SUBCOMMANDS: set[bytes] = {
+    b"cluster|" + name
+    for name in (
+        b"addslots", b"addslotsrange", b"bumpepoch", b"count-failure-reports", b"delslots",
+        b"delslotsrange", b"failover", b"flushslots", b"forget", b"links", b"meet", b"replicas",
+        b"replicate", b"reset", b"saveconfig", b"set-config-epoch", b"setslot", b"slaves",
+    )
+}
 
 
 def without_notes(spec):

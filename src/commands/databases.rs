@@ -163,6 +163,10 @@ fn db_index(ctx: &Ctx<'_, '_>, arg: &[u8]) -> Result<usize, Reply> {
 }
 
 pub fn select(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    // Redis Cluster has database 0 only (the integer is checked first, as Redis does).
+    if ctx.shared.cluster.is_some() && int(args[1])? != 0 {
+        return Err(Reply::error("ERR SELECT is not allowed in cluster mode"));
+    }
     let db = db_index(ctx, args[1])?;
     set_db(ctx, db);
     Ok(Reply::OK)
@@ -176,6 +180,9 @@ pub fn set_db(ctx: &mut Ctx, db: usize) {
 
 /// MOVE key db: moves a key, with its time to live, to another database, unless it exists there.
 pub fn move_key(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    if ctx.shared.cluster.is_some() {
+        return Err(Reply::error("ERR MOVE is not allowed in cluster mode"));
+    }
     let key = args[1];
     let (from, to) = (ctx.conn.db, db_index(ctx, args[2])?);
     if from == to {
@@ -202,6 +209,9 @@ pub fn move_key(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 
 /// SWAPDB index1 index2.
 pub fn swapdb(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    if ctx.shared.cluster.is_some() {
+        return Err(Reply::error("ERR SWAPDB is not allowed in cluster mode"));
+    }
     let parse = |arg: &[u8], which: &str| {
         int(arg).map_err(|_| Reply::Error(format!("ERR invalid {which} DB index").into()))
     };

@@ -143,6 +143,11 @@ pub fn copy(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         }
         at += 1;
     }
+    if ctx.shared.cluster.is_some() && target_db != 0 {
+        return Err(Reply::error(
+            "ERR Copying to another database is not allowed in cluster mode",
+        ));
+    }
     if source_db == target_db && source_key == target_key {
         return Err(Reply::error(
             "ERR source and destination objects are the same",

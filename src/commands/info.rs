@@ -191,7 +191,7 @@ fn render(ctx: &Ctx, section: &str, out: &mut String) {
                 );
             }
         }
-        "cluster" => lines.add("cluster_enabled", 0),
+        "cluster" => super::cluster::info_lines(ctx, &mut |n, v| lines.add(n, v)),
         "keyspace" => super::databases::keyspace_info(ctx, &mut |n, v| lines.add(n, v)),
         "stm" => shared
             .stm

@@ -7,6 +7,7 @@ pub mod bitmaps;
 pub mod blocking_lists;
 pub mod categories;
 pub mod client;
+pub mod cluster;
 pub mod collection_scan;
 pub mod command_info;
 pub mod connection;
@@ -300,6 +301,22 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
     }
     if let Err(error) = acl_check(ctx, effective, args, "toplevel") {
         return reject(ctx, Some(cmd), args, error);
+    }
+    // Cluster mode: the keys' slot must be this node's (MOVED, CROSSSLOT, CLUSTERDOWN otherwise).
+    let shared = ctx.shared;
+    if let Some(cluster) = &shared.cluster {
+        if let Err(error) = crate::cluster::routing::check(ctx, cluster, cmd, effective, args) {
+            if cmd.name == "exec" {
+                // As Redis: a redirected EXEC discards the transaction and answers the redirection
+                // itself (not EXECABORT), so the client can retry it on the right node.
+                ctx.conn.multi = None;
+                ctx.conn.multi_failed = false;
+                ctx.conn.watched.clear();
+                count_rejection(ctx, Some(cmd), args, &error);
+                return Reply::Error(error.into());
+            }
+            return reject(ctx, Some(cmd), args, error);
+        }
     }
     if !effective.has(table::ALLOW_BUSY) && ctx.shared.scripting.run.is_active() {
         let threshold = ctx.shared.config.read().busy_reply_threshold;

@@ -18,6 +18,10 @@ struct Permissions {
     read_only: bool,
     /// Over maxmemory when the script started (Redis judges OOM once, before the script).
     out_of_memory: bool,
+    /// Cluster mode: the slot the script's keys are in (its declared keys', else its first
+    /// `redis.call`'s), unless the script has `allow-cross-slot-keys`.
+    slot: std::cell::Cell<Option<u16>>,
+    cross_slot: bool,
 }
 
 pub fn eval(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
@@ -138,9 +142,22 @@ fn execute<'s>(
     if flags.shebang && !flags.no_writes && !flags.allow_oom && script.out_of_memory {
         return Err(Reply::error(OOM));
     }
+    if flags.shebang && flags.no_cluster && shared.cluster.is_some() {
+        return Err(Reply::error(
+            "ERR Can not run script on cluster, 'no-cluster' flag is set.",
+        ));
+    }
     let permissions = Permissions {
         read_only: script.read_only_command || flags.no_writes,
         out_of_memory: script.out_of_memory && !flags.allow_oom,
+        slot: std::cell::Cell::new(
+            script
+                .keys
+                .first()
+                .filter(|_| shared.cluster.is_some())
+                .map(|key| crate::cluster::key_slot(key)),
+        ),
+        cross_slot: flags.allow_cross_slot_keys,
     };
     let mut inner = Ctx {
         shared,
@@ -189,6 +206,28 @@ fn call_from_script(ctx: &mut Ctx, args: &[&[u8]], resp3: bool, may: &Permission
     };
     if let Err(error) = super::acl_check(ctx, effective, args, "lua") {
         return Reply::Error(error.into());
+    }
+    // Cluster mode: a script touches only keys of this node, in one slot (Redis's texts).
+    let shared = ctx.shared;
+    if let Some(cluster) = &shared.cluster {
+        let slot = match crate::cluster::routing::slot_of(effective, args) {
+            Ok(Some(slot)) if cluster.owns(slot) => Some(slot),
+            Ok(None) => None,
+            _ => {
+                return Reply::error(
+                    "ERR Script attempted to access a non local key in a cluster node",
+                )
+            }
+        };
+        match (slot, may.slot.get()) {
+            (Some(slot), Some(first)) if slot != first && !may.cross_slot => {
+                return Reply::error(
+                    "ERR Script attempted to access keys that do not hash to the same slot",
+                )
+            }
+            (Some(slot), None) => may.slot.set(Some(slot)),
+            _ => {}
+        }
     }
     if cmd.has(table::WRITE) {
         if may.read_only {

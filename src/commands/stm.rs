@@ -529,6 +529,9 @@ pub fn categories(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 pub fn recent(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    if ctx.shared.cluster.is_some() {
+        return Err(Reply::error(crate::cluster::owner_wide("STM.RECENT")));
+    }
     let (mut owner, mut exclude, mut lineage_filter, mut limit, mut json) =
         (None, None, None, None, None);
     let mut c = Cursor::new(args, 1);
@@ -617,6 +620,9 @@ fn forget_plan(ctx: &Ctx, args: &[&[u8]]) -> Result<(Vec<Bytes>, Option<PersistO
             }),
         )
     } else if is(kind, "USER") {
+        if ctx.shared.cluster.is_some() {
+            return Err(Reply::error(crate::cluster::owner_wide("STM.FORGET USER")));
+        }
         let user = id(value, "user")?;
         (
             index.user_keys(user),

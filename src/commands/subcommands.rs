@@ -82,6 +82,31 @@ pub const ACL_SUBCOMMANDS: &[Command] = commands![
         complexity: "O(1)";
 ];
 
+/// CLUSTER's subcommands (those of cluster mode's phase 1: no slot administration by command;
+/// `stmd cluster …` changes the configuration).
+pub const CLUSTER_SUBCOMMANDS: &[Command] = commands![
+    "cluster|countkeysinslot", 3, STALE, (0, 0, 0), "cluster", "3.0.0", super::cluster::cluster, "slot", "Returns the number of keys in a hash slot.",
+        complexity: "O(N), N the keys of the node (a scan; see README: Cluster).";
+    "cluster|getkeysinslot", 4, STALE, (0, 0, 0), "cluster", "3.0.0", super::cluster::cluster, "slot count", "Returns the key names in a hash slot.",
+        complexity: "O(N), N the keys of the node (a scan; see README: Cluster).", tips: &["nondeterministic_output"];
+    "cluster|info", 2, STALE, (0, 0, 0), "cluster", "3.0.0", super::cluster::cluster, "", "Returns information about the state of a node.",
+        complexity: "O(1)", tips: &["nondeterministic_output"];
+    "cluster|keyslot", 3, STALE, (0, 0, 0), "cluster", "3.0.0", super::cluster::cluster, "key", "Returns the hash slot for a key.",
+        complexity: "O(N), N the bytes of the key.";
+    "cluster|myid", 2, STALE, (0, 0, 0), "cluster", "3.0.0", super::cluster::cluster, "", "Returns the ID of a node.",
+        complexity: "O(1)";
+    "cluster|myshardid", 2, STALE, (0, 0, 0), "cluster", "7.2.0", super::cluster::cluster, "", "Returns the shard ID of a node.",
+        complexity: "O(1)", tips: &["nondeterministic_output"];
+    "cluster|nodes", 2, STALE, (0, 0, 0), "cluster", "3.0.0", super::cluster::cluster, "", "Returns the cluster configuration for a node.",
+        complexity: "O(N), N the nodes of the cluster.", tips: &["nondeterministic_output"];
+    "cluster|shards", 2, STALE, (0, 0, 0), "cluster", "7.0.0", super::cluster::cluster, "", "Returns the mapping of cluster slots to shards.",
+        complexity: "O(N), N the shards of the cluster.", tips: &["nondeterministic_output"];
+    "cluster|slots", 2, STALE, (0, 0, 0), "cluster", "3.0.0", super::cluster::cluster, "", "Returns the mapping of cluster slots to nodes.",
+        complexity: "O(N), N the slot ranges of the cluster.", tips: &["nondeterministic_output"];
+    "cluster|help", 2, LOADING | STALE, (0, 0, 0), "cluster", "5.0.0", super::cluster::cluster, "", "Returns helpful text about the different subcommands.",
+        complexity: "O(1)";
+];
+
 /// CONFIG's subcommands.
 pub const CONFIG_SUBCOMMANDS: &[Command] = commands![
     "config|get", -3, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "2.0.0", server::config, "parameter [parameter ...]", "Returns the values of matching configuration parameters.",

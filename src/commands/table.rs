@@ -272,6 +272,15 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(1)";
     "client", -2, 0, (0, 0, 0), "connection", "2.4.0", conn::client, "", "A container for client connection commands.",
         complexity: "Depends on the subcommand.", subcommands: CLIENT_SUBCOMMANDS;
+    // cluster mode (issue #17)
+    "cluster", -2, 0, (0, 0, 0), "cluster", "3.0.0", super::cluster::cluster, "", "A container for Redis Cluster commands.",
+        complexity: "Depends on the subcommand.", subcommands: CLUSTER_SUBCOMMANDS;
+    "readonly", 1, LOADING | STALE | FAST, (0, 0, 0), "cluster", "3.0.0", super::cluster::accept, "", "Enables read-only queries for a connection to a Redis Cluster replica node.",
+        complexity: "O(1)", acl: cat::CONNECTION;
+    "readwrite", 1, LOADING | STALE | FAST, (0, 0, 0), "cluster", "3.0.0", super::cluster::accept, "", "Enables read-write queries for a connection to a Redis Cluster replica node.",
+        complexity: "O(1)", acl: cat::CONNECTION;
+    "asking", 1, FAST, (0, 0, 0), "cluster", "3.0.0", super::cluster::accept, "", "Signals that a cluster client is following an -ASK redirect.",
+        complexity: "O(1)", acl: cat::CONNECTION;
     // server
     "info", -1, LOADING | STALE, (0, 0, 0), "server", "1.0.0", info::info, "[section [section ...]]", "Returns information and statistics about the server.",
         complexity: "O(1)", acl: cat::DANGEROUS, tips: &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"];

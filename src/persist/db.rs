@@ -109,10 +109,10 @@ impl Database {
         }
     }
 
-    /// Creates the table and indexes when missing.
+    /// Creates the tables and indexes when missing.
     pub async fn migrate(&self) -> Result<(), sqlx::Error> {
         match self {
-            Database::Postgres(pool) => sqlx::migrate!("./migrations/postgres").run(pool).await?,
+            Database::Postgres(pool) => migrate_postgres(pool).await?,
             Database::Sqlite(pool) => sqlx::migrate!("./migrations/sqlite").run(pool).await?,
         }
         Ok(())
@@ -456,6 +456,13 @@ where
         last_refreshed_turn: i64::from(row.try_get::<i32, _>("last_refreshed_turn")?),
         updated_ms: row.try_get::<i64, _>("updated_ms")?.max(0) as u64,
     })
+}
+
+/// Runs the Postgres migrations (the scope rows and the cluster tables). One place, so the
+/// persistence and the cluster coordinator always agree on the schema.
+pub async fn migrate_postgres(pool: &Pool<Postgres>) -> Result<(), sqlx::Error> {
+    sqlx::migrate!("./migrations/postgres").run(pool).await?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -37,6 +37,11 @@ pub struct ScriptFlags {
     pub shebang: bool,
     pub no_writes: bool,
     pub allow_oom: bool,
+    /// `no-cluster`: refused in cluster mode.
+    pub no_cluster: bool,
+    /// `allow-cross-slot-keys`: in cluster mode, `redis.call` may touch keys of several slots
+    /// (of this node).
+    pub allow_cross_slot_keys: bool,
 }
 
 /// The Lua state and the cache of compiled scripts.
@@ -663,7 +668,9 @@ pub fn parse_shebang(body: &[u8]) -> Result<(ScriptFlags, std::borrow::Cow<'_, [
             match flag {
                 "no-writes" => flags.no_writes = true,
                 "allow-oom" => flags.allow_oom = true,
-                "allow-stale" | "no-cluster" | "allow-cross-slot-keys" => {}
+                "no-cluster" => flags.no_cluster = true,
+                "allow-cross-slot-keys" => flags.allow_cross_slot_keys = true,
+                "allow-stale" => {}
                 other => return Err(format!("ERR Unexpected flag in script shebang: {other}")),
             }
         }

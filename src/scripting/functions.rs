@@ -171,6 +171,8 @@ pub fn function_flags(names: &[String]) -> ScriptFlags {
         shebang: true,
         no_writes: has("no-writes"),
         allow_oom: has("allow-oom"),
+        no_cluster: has("no-cluster"),
+        allow_cross_slot_keys: has("allow-cross-slot-keys"),
     }
 }
 

@@ -46,21 +46,30 @@ pub struct ScopeKey {
 }
 
 impl ScopeKey {
-    /// `shortterm:user:<user>:<channel>[:<persona>]` or `shortterm:server:<server>:<channel>[:<persona>]`.
+    /// `shortterm:user:<user>:<channel>[:<persona>]` or `shortterm:server:<server>:<channel>[:<persona>]`;
+    /// in cluster mode the channel is the hash tag, `shortterm:user:<user>:{<channel>}[:<persona>]`,
+    /// so every key of one conversation lives in the slot of its channel ([`cluster_keys`]).
     pub fn key(&self) -> Bytes {
         let owner = match self.scope {
             Scope::User => self.user.as_deref(),
             Scope::Server => self.server.as_deref(),
         }
         .unwrap_or_default();
+        let tagged = cluster_keys();
         let mut key =
-            Vec::with_capacity(KEY_PREFIX.len() + 8 + owner.len() + self.channel.len() + 12);
+            Vec::with_capacity(KEY_PREFIX.len() + 10 + owner.len() + self.channel.len() + 12);
         key.extend_from_slice(KEY_PREFIX.as_bytes());
         key.extend_from_slice(self.scope.as_str().as_bytes());
         key.push(b':');
         key.extend_from_slice(owner);
         key.push(b':');
+        if tagged {
+            key.push(b'{');
+        }
         key.extend_from_slice(&self.channel);
+        if tagged {
+            key.push(b'}');
+        }
         if let Some(persona) = self.persona {
             key.push(b':');
             key.extend_from_slice(itoa::Buffer::new().format(persona).as_bytes());
@@ -105,7 +114,13 @@ impl ScopeKey {
             _ => return None,
         };
         let owner = parts.next().filter(|id| valid_id(id))?;
-        let channel = parts.next().filter(|id| valid_id(id))?;
+        let channel = parts.next()?;
+        let channel = if cluster_keys() {
+            channel.strip_prefix(b"{")?.strip_suffix(b"}")?
+        } else {
+            channel
+        };
+        let channel = Some(channel).filter(|id| valid_id(id))?;
         let persona = match parts.next() {
             None => None,
             Some(p) => Some(parse_persona_suffix(p)?),
@@ -136,12 +151,32 @@ fn parse_persona_suffix(text: &[u8]) -> Option<u64> {
     std::str::from_utf8(text).ok()?.parse().ok()
 }
 
-/// Ids are 1 to 64 bytes without `:`, whitespace or control characters.
+/// Ids are 1 to 64 bytes without `:`, whitespace or control characters; in cluster mode also
+/// without `{` and `}`, which would move the keys' hash tag off the channel.
 pub fn valid_id(id: &[u8]) -> bool {
+    let tagged = cluster_keys();
     (1..=64).contains(&id.len())
-        && id
-            .iter()
-            .all(|&b| b != b':' && !b.is_ascii_whitespace() && !b.is_ascii_control())
+        && id.iter().all(|&b| {
+            b != b':'
+                && !b.is_ascii_whitespace()
+                && !b.is_ascii_control()
+                && !(tagged && (b == b'{' || b == b'}'))
+        })
+}
+
+/// Set once at start-up in cluster mode: STM keys carry the channel as their hash tag.
+static CLUSTER_KEYS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether STM keys are written in the cluster format. It is a property of the process (a node is
+/// a cluster node for its whole life, and every key it restores or builds must agree), so it is
+/// process-wide rather than threaded through every caller of [`ScopeKey::key`].
+pub fn cluster_keys() -> bool {
+    CLUSTER_KEYS.load(Ordering::Relaxed)
+}
+
+/// Switches the key format to the cluster one; called by the server before anything builds a key.
+pub fn use_cluster_keys() {
+    CLUSTER_KEYS.store(true, Ordering::Relaxed);
 }
 
 /// A persona argument: a non-negative integer; `0` or `-` mean none.

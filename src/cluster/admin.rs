@@ -1,0 +1,282 @@
+//! `stmd cluster …`: the admin command line. Each subcommand is one transaction on the
+//! configuration in Postgres ([`super::coordinator::Coordinator::change`]); the nodes follow it by
+//! themselves. Each prints what it did, or exits non-zero with the reason.
+
+use super::coordinator::Coordinator;
+use super::{even_ranges, parse_slot_ranges, NodeInfo, SlotMap, SLOTS};
+use clap::{Parser, Subcommand};
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+/// Administers a cluster of stmd nodes whose configuration lives in Postgres.
+#[derive(Parser, Debug)]
+#[command(name = "stmd cluster", bin_name = "stmd cluster")]
+pub struct ClusterCli {
+    /// The coordinating Postgres (the nodes' --database-url).
+    #[arg(long, env = "STMD_DATABASE_URL", hide_env_values = true, global = true)]
+    database_url: Option<String>,
+    #[command(subcommand)]
+    action: Action,
+}
+
+#[derive(Subcommand, Debug)]
+enum Action {
+    /// Spreads the 16384 slots evenly over the named nodes, or over every registered node.
+    Create {
+        /// Nodes as ip:port (or node ids), comma-separated; they must have registered (started
+        /// with --cluster-enabled yes).
+        #[arg(long, value_delimiter = ',')]
+        nodes: Vec<String>,
+    },
+    /// Prints the configuration: epoch, nodes, their heartbeats and slots.
+    Status,
+    /// Gives slots to a node (phase 1: ownership only; keys are not migrated).
+    MoveSlots {
+        /// Slots and inclusive ranges, comma-separated: 0-99,200.
+        #[arg(long)]
+        slots: String,
+        /// The new owner: a node id, a unique prefix of one, or ip:port.
+        #[arg(long)]
+        to: String,
+    },
+    /// Removes a node that owns no slots.
+    RemoveNode {
+        /// A node id, a unique prefix of one, or ip:port.
+        node: String,
+    },
+}
+
+/// Runs `stmd cluster <args>` (`args` after the word `cluster`, program name first).
+pub fn main(args: Vec<OsString>) -> ExitCode {
+    let cli = ClusterCli::parse_from(args);
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("error: cannot start the runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(text) => {
+            println!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("error: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: ClusterCli) -> Result<String, String> {
+    let url = cli
+        .database_url
+        .ok_or("--database-url postgres://… is required (or STMD_DATABASE_URL)")?;
+    let coordinator = Coordinator::connect(&url).await?;
+    let out = match cli.action {
+        Action::Create { nodes } => create(&coordinator, &nodes).await,
+        Action::Status => coordinator
+            .load()
+            .await
+            .map(|map| status(&map))
+            .map_err(|e| format!("Postgres: {e}")),
+        Action::MoveSlots { slots, to } => move_slots(&coordinator, &slots, &to).await,
+        Action::RemoveNode { node } => remove_node(&coordinator, &node).await,
+    };
+    coordinator.close().await;
+    out
+}
+
+/// The node a name means: a full id, a unique id prefix, or `ip:port`.
+fn resolve<'a>(nodes: &'a [NodeInfo], name: &str) -> Result<&'a NodeInfo, String> {
+    let matches: Vec<&NodeInfo> = if name.contains(':') {
+        nodes.iter().filter(|n| n.addr() == name).collect()
+    } else {
+        let lower = name.to_ascii_lowercase();
+        match nodes.iter().find(|n| n.id == lower) {
+            Some(exact) => vec![exact],
+            None if lower.len() >= 4 => nodes.iter().filter(|n| n.id.starts_with(&lower)).collect(),
+            None => Vec::new(),
+        }
+    };
+    match matches.as_slice() {
+        [one] => Ok(*one),
+        [] => Err(format!(
+            "no registered node '{name}' (start it with --cluster-enabled yes, then see `stmd cluster status`)"
+        )),
+        _ => Err(format!(
+            "'{name}' names {} registered nodes; use a full node id (or remove the stale one)",
+            matches.len()
+        )),
+    }
+}
+
+fn slot_count(ranges: &[(u16, u16)]) -> usize {
+    ranges.iter().map(|(a, b)| usize::from(b - a) + 1).sum()
+}
+
+fn render_ranges(ranges: &[(u16, u16)]) -> String {
+    if ranges.is_empty() {
+        return "-".into();
+    }
+    ranges
+        .iter()
+        .map(|&(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}-{b}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+async fn create(coordinator: &Coordinator, named: &[String]) -> Result<String, String> {
+    let (old, new, said) = coordinator
+        .change(|nodes, owners| {
+            if let Some(taken) = owners.iter().position(Option::is_some) {
+                return Err(format!(
+                    "the cluster already has a configuration (slot {taken} is assigned); use move-slots"
+                ));
+            }
+            let chosen: Vec<&NodeInfo> = if named.is_empty() {
+                nodes.iter().collect()
+            } else {
+                named
+                    .iter()
+                    .map(|name| resolve(nodes, name.trim()))
+                    .collect::<Result<_, _>>()?
+            };
+            if chosen.is_empty() {
+                return Err(
+                    "no registered nodes: start the nodes with --cluster-enabled yes first".into(),
+                );
+            }
+            let mut ids: Vec<&str> = chosen.iter().map(|n| n.id.as_str()).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            if ids.len() != chosen.len() {
+                return Err("a node is named twice".into());
+            }
+            let mut lines = Vec::new();
+            for (node, (first, last)) in chosen.iter().zip(even_ranges(chosen.len())) {
+                for owner in &mut owners[first as usize..=last as usize] {
+                    *owner = Some(node.id.clone());
+                }
+                lines.push(format!(
+                    "  {} {} slots {first}-{last} ({})",
+                    node.id,
+                    node.addr(),
+                    usize::from(last - first) + 1
+                ));
+            }
+            Ok(lines.join("\n"))
+        })
+        .await?;
+    Ok(format!(
+        "created the cluster: epoch {old} -> {new}, {SLOTS} slots over the nodes:\n{said}"
+    ))
+}
+
+async fn move_slots(coordinator: &Coordinator, slots: &str, to: &str) -> Result<String, String> {
+    let ranges = parse_slot_ranges(slots)?;
+    let (old, new, said) = coordinator
+        .change(|nodes, owners| {
+            let target = resolve(nodes, to)?;
+            let mut moved = 0usize;
+            for &(first, last) in &ranges {
+                for owner in &mut owners[first as usize..=last as usize] {
+                    if owner.as_deref() != Some(target.id.as_str()) {
+                        moved += 1;
+                        *owner = Some(target.id.clone());
+                    }
+                }
+            }
+            Ok(format!(
+                "{moved} slots ({}) now belong to {} {}",
+                render_ranges(&ranges),
+                target.id,
+                target.addr()
+            ))
+        })
+        .await?;
+    Ok(format!(
+        "{said}; epoch {old} -> {new}.\nPhase 1 moves ownership only: keys already stored in these slots stay on their old node (key migration is phase 2)."
+    ))
+}
+
+async fn remove_node(coordinator: &Coordinator, name: &str) -> Result<String, String> {
+    let map = coordinator
+        .load()
+        .await
+        .map_err(|e| format!("Postgres: {e}"))?;
+    let node = resolve(&map.nodes, name)?.clone();
+    let (old, new) = coordinator.remove_node(&node.id).await?;
+    Ok(format!(
+        "removed node {} {}; epoch {old} -> {new}",
+        node.id,
+        node.addr()
+    ))
+}
+
+/// `stmd cluster status`: the configuration as a table people read.
+pub fn status(map: &SlotMap) -> String {
+    let assigned = map.assigned();
+    let mut out = vec![format!(
+        "epoch {}, {assigned}/{SLOTS} slots assigned ({}), {} nodes",
+        map.epoch,
+        if assigned == SLOTS {
+            "ok"
+        } else {
+            "incomplete"
+        },
+        map.nodes.len()
+    )];
+    for node in &map.nodes {
+        let ranges = map.ranges_of(&node.id);
+        out.push(format!(
+            "  {} {} heartbeat {:.1}s ago, {} slots: {}",
+            node.id,
+            node.addr(),
+            node.heartbeat_age_ms as f64 / 1000.0,
+            slot_count(&ranges),
+            render_ranges(&ranges)
+        ));
+    }
+    out.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nodes_are_named_by_id_prefix_or_address() {
+        let nodes = vec![
+            NodeInfo {
+                id: "ab".repeat(20),
+                ip: "127.0.0.2".into(),
+                port: 7501,
+                heartbeat_age_ms: 0,
+            },
+            NodeInfo {
+                id: "cd".repeat(20),
+                ip: "127.0.0.3".into(),
+                port: 7501,
+                heartbeat_age_ms: 0,
+            },
+        ];
+        assert_eq!(resolve(&nodes, "127.0.0.3:7501").map(|n| n.port), Ok(7501));
+        assert_eq!(
+            resolve(&nodes, "abab").map(|n| n.ip.as_str()),
+            Ok("127.0.0.2")
+        );
+        assert!(resolve(&nodes, "ab").is_err(), "too short a prefix");
+        assert!(resolve(&nodes, "127.0.0.4:1").is_err());
+        assert_eq!(render_ranges(&[(0, 99), (200, 200)]), "0-99,200");
+    }
+}
