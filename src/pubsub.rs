@@ -341,7 +341,9 @@ impl PubSub {
         ];
         for (map, pattern) in maps {
             for (name, subs) in map.read().iter() {
-                if subs.keys().any(|id| clients.contains(id) && !refused.contains(id))
+                if subs
+                    .keys()
+                    .any(|id| clients.contains(id) && !refused.contains(id))
                     && !allowed(name, pattern)
                 {
                     refused.extend(subs.keys().filter(|id| clients.contains(id)));

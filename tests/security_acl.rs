@@ -465,12 +465,24 @@ async fn revoking_channels_disconnects_the_users_subscribers_to_them() {
     let server = TestServer::start_with(|c| c.aclfile = Some(file.clone())).await;
     let mut admin = server.client().await;
     let pubuser = |channels: &[&'static str]| {
-        let mut words = vec!["ACL", "SETUSER", "pub", "on", ">pw", "+@all", "resetchannels"];
+        let mut words = vec![
+            "ACL",
+            "SETUSER",
+            "pub",
+            "on",
+            ">pw",
+            "+@all",
+            "resetchannels",
+        ];
         words.extend_from_slice(channels);
         words
     };
     ok(&mut admin, &pubuser(&["&news.*", "&alerts"])).await;
-    ok(&mut admin, &["ACL", "SETUSER", "other", "on", ">pw", "+@all", "&*"]).await;
+    ok(
+        &mut admin,
+        &["ACL", "SETUSER", "other", "on", ">pw", "+@all", "&*"],
+    )
+    .await;
     let mut sub = subscribed(&server, "pub", &["SUBSCRIBE", "news.a"]).await;
     let mut psub = subscribed(&server, "pub", &["PSUBSCRIBE", "news.*"]).await;
     let mut ssub = subscribed(&server, "pub", &["SSUBSCRIBE", "alerts"]).await;
@@ -503,7 +515,10 @@ async fn revoking_channels_disconnects_the_users_subscribers_to_them() {
     )
     .expect("write");
     ok(&mut admin, &["ACL", "LOAD"]).await;
-    assert!(closed(&mut sub).await, "SUBSCRIBE news.a revoked by ACL LOAD");
+    assert!(
+        closed(&mut sub).await,
+        "SUBSCRIBE news.a revoked by ACL LOAD"
+    );
     for raw in [&mut idle, &mut others] {
         assert!(answers(raw).await);
     }
