@@ -446,13 +446,11 @@ test('ioredis: logs in as a named ACL user (AUTH user pass); its rules hold', ()
   await assert.rejects(r.get('other:1'), /^ReplyError: NOPERM No permissions to access a key/);
   await assert.rejects(r.publish('news', 'x'), /NOPERM No permissions to access a channel/);
   await assert.rejects(r.flushall(), new RegExp(`NOPERM User ${name} has no permissions to run the 'flushall' command`));
-  assert.equal(await r.ping(), 'PONG'); // the connection stays usable
+  // A wrong pair is refused with Redis's text and leaves the connection logged in as before.
+  await assert.rejects(r.call('AUTH', name, 'nope'), /WRONGPASS invalid username-password pair or user is disabled/);
+  assert.equal(await r.call('ACL', 'WHOAMI'), name);
+  assert.equal(await r.ping(), 'PONG');
   r.disconnect();
-  const wrong = new Redis({ host: HOST, port: PORT, username: name, password: 'nope', lazyConnect: true,
-    retryStrategy: () => null, maxRetriesPerRequest: 0 });
-  wrong.on('error', () => {});
-  await assert.rejects(wrong.connect(), /WRONGPASS invalid username-password pair or user is disabled/);
-  wrong.disconnect();
 }));
 
 test('node-redis RESP3: logs in as a named ACL user (HELLO 3 AUTH user pass)', () => withBotUser(async (name) => {
