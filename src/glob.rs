@@ -102,9 +102,50 @@ fn class(pattern: &[u8], start: usize, c: u8, nocase: bool) -> Option<(bool, usi
     Some((matched != negate, (i + 1).min(pattern.len())))
 }
 
+/// What a glob pattern needs to be matched, sorted once so that the common shapes skip the
+/// matcher: ACL compares a request's keys with each of a user's key patterns on every command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// No special character: equal bytes.
+    Literal,
+    /// `prefix*` with a literal prefix.
+    Prefix,
+    /// Only stars: anything.
+    Any,
+    /// Anything else: [`matches`].
+    Glob,
+}
+
+impl Shape {
+    pub fn of(pattern: &[u8]) -> Shape {
+        let special = |c: &u8| matches!(c, b'*' | b'?' | b'[' | b'\\');
+        if pattern.iter().all(|c| *c == b'*') && !pattern.is_empty() {
+            Shape::Any
+        } else if !pattern.iter().any(special) {
+            Shape::Literal
+        } else if pattern.last() == Some(&b'*') && !pattern[..pattern.len() - 1].iter().any(special)
+        {
+            Shape::Prefix
+        } else {
+            Shape::Glob
+        }
+    }
+
+    /// [`matches`] (case-sensitive) for a pattern of this shape.
+    #[inline]
+    pub fn matches(self, pattern: &[u8], text: &[u8]) -> bool {
+        match self {
+            Shape::Literal => pattern == text,
+            Shape::Prefix => text.starts_with(&pattern[..pattern.len() - 1]),
+            Shape::Any => true,
+            Shape::Glob => matches(pattern, text, false),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::matches;
+    use super::{matches, Shape};
 
     #[test]
     fn globs_match_like_redis() {
@@ -137,5 +178,36 @@ mod tests {
             assert!(!matches(p.as_bytes(), t.as_bytes(), false), "{p} !~ {t}");
         }
         assert!(matches(b"SAVE", b"save", true));
+    }
+
+    #[test]
+    fn shapes_match_as_the_matcher_does() {
+        let patterns: [&[u8]; 9] = [
+            b"key:*",
+            b"mylist",
+            b"*",
+            b"**",
+            b"a?c",
+            b"my[sz]et",
+            b"k\\*",
+            b"",
+            b"x*y*",
+        ];
+        let texts: [&[u8]; 8] = [
+            b"key:1", b"key:", b"mylist", b"mylist2", b"abc", b"myset", b"k*", b"",
+        ];
+        for p in patterns {
+            for t in texts {
+                assert_eq!(
+                    Shape::of(p).matches(p, t),
+                    matches(p, t, false),
+                    "{p:?} {t:?}"
+                );
+            }
+        }
+        assert_eq!(Shape::of(b"key:*"), Shape::Prefix);
+        assert_eq!(Shape::of(b"mylist"), Shape::Literal);
+        assert_eq!(Shape::of(b"**"), Shape::Any);
+        assert_eq!(Shape::of(b"k\\*"), Shape::Glob);
     }
 }

@@ -325,6 +325,34 @@ impl PubSub {
         received
     }
 
+    /// The clients among `clients` subscribed to a channel, pattern or shard channel that
+    /// `allowed(name, is_pattern)` refuses: ACL changes close them (Redis's
+    /// `ACLKillPubsubClientsIfNeeded`). One pass over the registry; ACL changes are rare.
+    pub fn refused_subscribers(
+        &self,
+        clients: &HashSet<u64>,
+        allowed: impl Fn(&[u8], bool) -> bool,
+    ) -> HashSet<u64> {
+        let mut refused = HashSet::new();
+        let maps = [
+            (&self.channels, false),
+            (&self.patterns, true),
+            (&self.shard_channels, false),
+        ];
+        for (map, pattern) in maps {
+            for (name, subs) in map.read().iter() {
+                if subs
+                    .keys()
+                    .any(|id| clients.contains(id) && !refused.contains(id))
+                    && !allowed(name, pattern)
+                {
+                    refused.extend(subs.keys().filter(|id| clients.contains(id)));
+                }
+            }
+        }
+        refused
+    }
+
     /// Active channels (with at least one subscriber), optionally filtered by a glob; shard
     /// channels with `sharded`.
     pub fn channels(&self, pattern: Option<&[u8]>, sharded: bool) -> Vec<Bytes> {

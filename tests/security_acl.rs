@@ -1,7 +1,8 @@
 //! ACL (issue #16) over real TCP: users and their rules as the clients of a shared stmd see them.
 //! The bot-shard profile, read-only key rules, disconnection of a deleted user, the ACL file round
-//! trip, scripts, MULTI, Pub/Sub channels, CLIENT LIST/KILL USER, the INFO counters and the STM
-//! commands whose keys are computed (CAPTURE, FORGET) or filtered (RECENT).
+//! trip, scripts, MULTI, Pub/Sub channels (and subscribers closed when they are revoked), CLIENT
+//! LIST/KILL USER, the INFO counters and the STM commands whose keys are computed (CAPTURE,
+//! FORGET) or filtered (RECENT).
 
 mod common;
 
@@ -436,6 +437,91 @@ async fn channels_are_checked_on_subscribe_psubscribe_and_publish() {
         raw_cmd(&mut bob, &["SUBSCRIBE", "news.x"]).await,
         "*3\r\n$9\r\nsubscribe\r\n$6\r\nnews.x\r\n:2\r\n"
     );
+}
+
+/// True when `raw` still answers (a subscribed RESP2 connection answers PING with `pong`).
+async fn answers(raw: &mut RawConn) -> bool {
+    let reply = raw_cmd(raw, &["PING"]).await;
+    reply == "*2\r\n$4\r\npong\r\n$0\r\n\r\n" || reply == "+PONG\r\n"
+}
+
+/// A connection logged in as `user` and subscribed with `words` (SUBSCRIBE, PSUBSCRIBE…).
+async fn subscribed(server: &TestServer, user: &str, words: &[&str]) -> RawConn {
+    let mut raw = server.raw().await;
+    assert_eq!(raw_cmd(&mut raw, &["AUTH", user, "pw"]).await, "+OK\r\n");
+    if !words.is_empty() {
+        let reply = raw_cmd(&mut raw, words).await;
+        assert!(reply.starts_with("*3\r\n"), "{words:?}: {reply}");
+    }
+    raw
+}
+
+#[tokio::test]
+async fn revoking_channels_disconnects_the_users_subscribers_to_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("users.acl");
+    std::fs::write(&path, "user default on nopass ~* &* +@all\n").expect("write");
+    let file = path.to_string_lossy().into_owned();
+    let server = TestServer::start_with(|c| c.aclfile = Some(file.clone())).await;
+    let mut admin = server.client().await;
+    let pubuser = |channels: &[&'static str]| {
+        let mut words = vec![
+            "ACL",
+            "SETUSER",
+            "pub",
+            "on",
+            ">pw",
+            "+@all",
+            "resetchannels",
+        ];
+        words.extend_from_slice(channels);
+        words
+    };
+    ok(&mut admin, &pubuser(&["&news.*", "&alerts"])).await;
+    ok(
+        &mut admin,
+        &["ACL", "SETUSER", "other", "on", ">pw", "+@all", "&*"],
+    )
+    .await;
+    let mut sub = subscribed(&server, "pub", &["SUBSCRIBE", "news.a"]).await;
+    let mut psub = subscribed(&server, "pub", &["PSUBSCRIBE", "news.*"]).await;
+    let mut ssub = subscribed(&server, "pub", &["SSUBSCRIBE", "alerts"]).await;
+    let mut idle = subscribed(&server, "pub", &[]).await;
+    let mut others = subscribed(&server, "other", &["PSUBSCRIBE", "news.*"]).await;
+
+    // A change that leaves every subscription allowed closes nothing.
+    ok(&mut admin, &["ACL", "SETUSER", "pub", "-flushall"]).await;
+    for raw in [&mut sub, &mut psub, &mut ssub, &mut idle, &mut others] {
+        assert!(answers(raw).await);
+    }
+    // `news.*` is no longer a channel rule: the pattern subscriber goes (a pattern must equal a
+    // rule, as in Redis 7); `news.a` and `alerts` are still allowed.
+    ok(&mut admin, &pubuser(&["&news.a", "&alerts"])).await;
+    assert!(closed(&mut psub).await, "PSUBSCRIBE news.* revoked");
+    for raw in [&mut sub, &mut ssub, &mut idle, &mut others] {
+        assert!(answers(raw).await);
+    }
+    // The shard channel is revoked.
+    ok(&mut admin, &pubuser(&["&news.*"])).await;
+    assert!(closed(&mut ssub).await, "SSUBSCRIBE alerts revoked");
+    for raw in [&mut sub, &mut idle, &mut others] {
+        assert!(answers(raw).await);
+    }
+    // ACL LOAD from a file where `pub` may use other channels only: its subscriber goes, its
+    // connection without subscriptions and the other user's subscriber stay.
+    std::fs::write(
+        &path,
+        "user default on nopass ~* &* +@all\nuser pub on >pw &elsewhere +@all\nuser other on >pw &* +@all\n",
+    )
+    .expect("write");
+    ok(&mut admin, &["ACL", "LOAD"]).await;
+    assert!(
+        closed(&mut sub).await,
+        "SUBSCRIBE news.a revoked by ACL LOAD"
+    );
+    for raw in [&mut idle, &mut others] {
+        assert!(answers(raw).await);
+    }
 }
 
 #[tokio::test]

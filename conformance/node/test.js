@@ -418,6 +418,52 @@ test('node-redis RESP3: defineScript and a function called through FCALL', async
   await c.close();
 });
 
+// ---------------------------------------------------------------- ACL: a named user
+
+/** A bot-shard user (issue #16's least-privilege profile), created and dropped by an admin. */
+async function withBotUser(fn) {
+  const admin = io();
+  const name = uniq('bot');
+  assert.equal(await admin.call('ACL', 'SETUSER', name, 'on', '>botpw', 'resetkeys', '~shortterm:*',
+    '~ratelimit:*', 'resetchannels', '&alerts', '-@all', '+@stm', '+get', '+set', '+incr', '+ping',
+    '+publish', '+acl|whoami'), 'OK');
+  try {
+    await fn(name);
+  } finally {
+    await admin.call('ACL', 'DELUSER', name);
+    await admin.del(`ratelimit:${name}`, `ratelimit:s:${name}`);
+    admin.disconnect();
+  }
+}
+
+test('ioredis: logs in as a named ACL user (AUTH user pass); its rules hold', () => withBotUser(async (name) => {
+  // No ready check (INFO) and no CLIENT SETNAME: this user may run neither.
+  const r = new Redis({ host: HOST, port: PORT, username: name, password: 'botpw', enableReadyCheck: false,
+    maxRetriesPerRequest: 1 });
+  assert.equal(await r.call('ACL', 'WHOAMI'), name);
+  assert.equal(await r.incr(`ratelimit:${name}`), 1);
+  assert.equal(await r.publish('alerts', 'x'), 0);
+  await assert.rejects(r.get('other:1'), /^ReplyError: NOPERM No permissions to access a key/);
+  await assert.rejects(r.publish('news', 'x'), /NOPERM No permissions to access a channel/);
+  await assert.rejects(r.flushall(), new RegExp(`NOPERM User ${name} has no permissions to run the 'flushall' command`));
+  // A wrong pair is refused with Redis's text and leaves the connection logged in as before.
+  await assert.rejects(r.call('AUTH', name, 'nope'), /WRONGPASS invalid username-password pair or user is disabled/);
+  assert.equal(await r.call('ACL', 'WHOAMI'), name);
+  assert.equal(await r.ping(), 'PONG');
+  r.disconnect();
+}));
+
+test('node-redis RESP3: logs in as a named ACL user (HELLO 3 AUTH user pass)', () => withBotUser(async (name) => {
+  const c = createClient({ socket: { host: HOST, port: PORT, reconnectStrategy: false }, RESP: 3,
+    username: name, password: 'botpw' });
+  c.on('error', () => {});
+  await c.connect();
+  assert.equal(await c.sendCommand(['ACL', 'WHOAMI']), name);
+  assert.equal(await c.set(`ratelimit:s:${name}`, 'v'), 'OK');
+  await assert.rejects(c.get('other:1'), /NOPERM No permissions to access a key/);
+  await c.close();
+}));
+
 // ---------------------------------------------------------------- runner
 
 (async () => {

@@ -298,6 +298,15 @@ pub fn may_access_key(user: &User, key: &[u8], need: u8) -> bool {
             .any(|s| s.allows_key(key, need))
 }
 
+/// True when `user` may subscribe to `channel` under any of its selectors; `pattern`
+/// (PSUBSCRIBE's) must equal one of its channel rules, as in Redis 7.
+pub fn may_use_channel(user: &User, channel: &[u8], pattern: bool) -> bool {
+    user.unrestricted
+        || std::iter::once(&user.root)
+            .chain(user.selectors.iter())
+            .any(|s| s.allows_channel(channel, pattern))
+}
+
 /// Redis 7.2's NOPERM texts (without the `NOPERM ` prefix); `verbose` (ACL DRYRUN) names the key
 /// or channel.
 pub fn message(

@@ -19,7 +19,8 @@ pub const WRITE: u8 = 2;
 /// Every command and subcommand row, by id (the index of its bit in a selector's bitmap).
 pub struct CommandIds {
     pub rows: Vec<&'static Command>,
-    by_addr: HashMap<usize, usize>,
+    /// Looked up for every command of a restricted user: ahash, not SipHash.
+    by_addr: HashMap<usize, usize, ahash::RandomState>,
 }
 
 /// The ids of the command table's rows.
@@ -54,6 +55,8 @@ impl CommandIds {
 pub struct KeyPattern {
     pub pattern: Vec<u8>,
     pub flags: u8,
+    /// Sorted once: most patterns are a literal or `prefix*`, checked without the glob matcher.
+    pub shape: crate::glob::Shape,
 }
 
 /// A set of permissions: the user's root one and each `(…)` selector.
@@ -288,6 +291,7 @@ impl Selector {
             self.keys.push(KeyPattern {
                 pattern: pattern.to_vec(),
                 flags,
+                shape: crate::glob::Shape::of(pattern),
             });
         }
         Ok(())
@@ -301,7 +305,7 @@ impl Selector {
             || self
                 .keys
                 .iter()
-                .any(|k| k.flags & need == need && crate::glob::matches(&k.pattern, key, false))
+                .any(|k| k.flags & need == need && k.shape.matches(&k.pattern, key))
     }
 
     /// True when the selector allows a channel; `literal` (PSUBSCRIBE's patterns) must equal one

@@ -123,6 +123,8 @@ fn setuser(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     ctx.shared.acl.put(user);
     if disabled {
         disconnect_users(ctx, name);
+    } else {
+        disconnect_revoked_subscribers(ctx, name);
     }
     Ok(Reply::OK)
 }
@@ -135,6 +137,42 @@ fn disconnect_users(ctx: &mut Ctx, name: &[u8]) {
         if client.user.lock().as_bytes() != name {
             continue;
         }
+        if client.id == me {
+            ctx.conn.close_after_reply = true;
+        } else {
+            client.kill();
+        }
+    }
+}
+
+/// Closes the connections of `name` subscribed (SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE) to a channel
+/// or pattern its channel rules no longer allow, this one after its reply, as Redis 7 does.
+fn disconnect_revoked_subscribers(ctx: &mut Ctx, name: &[u8]) {
+    let Some(user) = ctx.shared.acl.get(name) else {
+        return;
+    };
+    if user.unrestricted || user.root.all_channels {
+        return;
+    }
+    let clients: Vec<_> = ctx
+        .shared
+        .clients
+        .all()
+        .into_iter()
+        .filter(|c| c.user.lock().as_bytes() == name)
+        .collect();
+    if clients.is_empty() {
+        return;
+    }
+    let ids = clients.iter().map(|c| c.id).collect();
+    let refused = ctx
+        .shared
+        .pubsub
+        .refused_subscribers(&ids, |channel, pattern| {
+            acl::may_use_channel(&user, channel, pattern)
+        });
+    let me = ctx.conn.info.id;
+    for client in clients.iter().filter(|c| refused.contains(&c.id)) {
         if client.id == me {
             ctx.conn.close_after_reply = true;
         } else {
@@ -305,7 +343,7 @@ fn load(ctx: &mut Ctx) -> CmdResult {
     // Connections of users that are gone or now disabled are closed, as Redis does.
     for name in before {
         match ctx.shared.acl.get(&name) {
-            Some(user) if user.enabled => {}
+            Some(user) if user.enabled => disconnect_revoked_subscribers(ctx, &name),
             _ => disconnect_users(ctx, &name),
         }
     }

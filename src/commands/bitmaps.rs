@@ -117,6 +117,9 @@ pub fn setbit(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let old = current.as_deref().map_or(0, |b| get_bit(b, offset));
     // Redis skips the write (no event, WATCH untouched) when nothing changes.
     let unchanged = current.as_ref().is_some_and(|b| b.len() >= need) && (old == 1) == on;
+    // Our handle on the bytes goes first: with none left, the write changes them in place
+    // instead of copying the whole string.
+    drop(current);
     if !unchanged {
         write_string(&mut locked, args[1], need, |buf| set_bit(buf, offset, on));
     }

@@ -181,7 +181,7 @@ fn getkeys(target: &[&[u8]], with_flags: bool) -> CmdResult {
     }
     let keys = match keyspec::keys_with_flags(cmd, target) {
         Some(keys) if !keys.is_empty() => keys,
-        _ if cmd.has(super::table::NO_MANDATORY_KEYS) => Vec::new(),
+        _ if cmd.has(super::table::NO_MANDATORY_KEYS) => keyspec::KeyList::new(),
         _ => return Err(Reply::error("ERR Invalid arguments specified for command")),
     };
     Ok(Reply::Array(

@@ -44,20 +44,40 @@ fn write_back(locked: &mut Locked<'_>, key: &[u8], value: Vec<u8>) {
     }
 }
 
+/// Takes the string at `key` out of its entry for a write (the entry keeps an empty string until
+/// [`write_back`]). With no other handle on the bytes this copies nothing: a dense HLL is 12 KB.
+/// The caller checked the type and dropped its own handle.
+fn take(locked: &mut Locked<'_>, key: &[u8]) -> Vec<u8> {
+    match locked.get_mut(key).map(|e| &mut e.value) {
+        Some(Value::Str(b)) => Vec::from(std::mem::take(b)),
+        _ => Vec::new(),
+    }
+}
+
 pub fn pfadd(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let max = sparse_max(ctx);
     let mut locked = ctx.lock(&args[1..2]);
     let key = args[1];
-    let (mut value, mut updated) = match read_hll(&mut locked, key)? {
-        Some(b) => (Vec::from(b), false),
-        None => (hll::new_sparse(), true),
+    let (mut value, mut updated, taken) = match read_hll(&mut locked, key)? {
+        None => (hll::new_sparse(), true, false),
+        // Most adds to a big HLL raise no register: nothing to write then, so nothing copied.
+        Some(b) if hll::is_dense(&b) => {
+            if !args[2..].iter().any(|e| hll::dense_raises(&b, e)) {
+                return Ok(Reply::Int(0));
+            }
+            drop(b);
+            (take(&mut locked, key), false, true)
+        }
+        // Sparse: at most `hll-sparse-max-bytes`, copied so an add that changes nothing writes
+        // nothing (WATCH untouched).
+        Some(b) => (Vec::from(b), false, false),
     };
     for element in &args[2..] {
         match hll::add(&mut value, element, max) {
             Ok(changed) => updated |= changed,
             Err(e) => {
                 // As Redis: the registers changed so far stay, the cache is left as it was.
-                if updated {
+                if updated || taken {
                     write_back(&mut locked, key, value);
                 }
                 return Err(error(e));
@@ -65,6 +85,9 @@ pub fn pfadd(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         }
     }
     if !updated {
+        if taken {
+            write_back(&mut locked, key, value);
+        }
         return Ok(Reply::Int(0));
     }
     hll::invalidate(&mut value);
@@ -91,8 +114,9 @@ pub fn pfcount(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         return Ok(Reply::Int(card as i64));
     }
     let card = hll::count(&value).map_err(error)?;
+    drop(value);
     // The cardinality is cached in the value, as Redis does (the bytes then match Redis's).
-    let mut value = Vec::from(value);
+    let mut value = take(&mut locked, key);
     hll::set_cached(&mut value, card);
     write_back(&mut locked, key, value);
     Ok(Reply::Int(card as i64))

@@ -306,21 +306,27 @@ pub fn legacy_triple(specs: &[KeySpec]) -> ((i32, i32, i32), bool) {
     ((first, last, 1), movable)
 }
 
+/// The keys of a request: (argument index, flags).
+pub type KeyList = smallvec::SmallVec<[(usize, KeyFlags); 4]>;
+
 /// The keys of a request, as (argument index, flags), in spec order, found by `cmd`'s key specs
 /// the way Redis's `getKeysUsingKeySpecs` finds them. `cmd` is the command or subcommand row that
 /// the request resolves to ([`Command::resolve`]); `args[0]` is the command name. `None` when the
 /// arguments do not fit a spec (a key count that is not a number, a range past the end): Redis
 /// answers COMMAND GETKEYS with `Invalid arguments specified for command` then. Specs marked
 /// `not_key` are skipped.
-pub fn keys_with_flags(cmd: &Command, args: &[&[u8]]) -> Option<Vec<(usize, KeyFlags)>> {
+/// On the stack for up to 4 keys: the ACL check runs this for every command of a restricted user.
+pub fn keys_with_flags(cmd: &Command, args: &[&[u8]]) -> Option<KeyList> {
     // Redis's own key finders for the commands whose specs cannot say (`sortGetKeys`).
-    match cmd.name {
-        "sort" => return Some(sort_keys(args)),
-        "sort_ro" => return Some(vec![(1, RO | ACCESS)]),
-        _ => {}
+    if cmd.name.starts_with("sort") {
+        match cmd.name {
+            "sort" => return Some(sort_keys(args)),
+            "sort_ro" => return Some(smallvec::smallvec![(1, RO | ACCESS)]),
+            _ => {}
+        }
     }
     let argc = args.len() as i64;
-    let mut keys = Vec::new();
+    let mut keys = KeyList::new();
     for spec in cmd.keys {
         if spec.flags & NOT_KEY != 0 {
             continue;
@@ -392,8 +398,8 @@ pub fn keys_with_flags(cmd: &Command, args: &[&[u8]]) -> Option<Vec<(usize, KeyF
 
 /// SORT's keys as Redis's `sortGetKeys` finds them: the sorted key, then the last STORE's key
 /// (LIMIT, GET and BY skip their arguments).
-fn sort_keys(args: &[&[u8]]) -> Vec<(usize, KeyFlags)> {
-    let mut keys = vec![(1, RO | ACCESS)];
+fn sort_keys(args: &[&[u8]]) -> KeyList {
+    let mut keys: KeyList = smallvec::smallvec![(1, RO | ACCESS)];
     let mut store = None;
     let mut i = 2;
     while i < args.len() {

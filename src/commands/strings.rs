@@ -438,29 +438,38 @@ pub fn setrange(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let offset = offset as usize;
     let patch = args[3];
     let mut locked = ctx.lock(&args[1..2]);
-    let current = match locked.get(args[1]) {
-        Some(entry) => Some(string_of(entry)?.clone()),
+    let current_len = match locked.get(args[1]) {
+        Some(entry) => Some(string_of(entry)?.len()),
         None => None,
     };
     if patch.is_empty() {
-        return Ok(Reply::Int(current.map_or(0, |c| c.len() as i64)));
+        return Ok(Reply::Int(current_len.map_or(0, |len| len as i64)));
     }
     if offset + patch.len() > MAX_STRING {
         return Err(Reply::error(
             "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
         ));
     }
-    let mut bytes = BytesMut::from(&current.unwrap_or_default()[..]);
-    if bytes.len() < offset + patch.len() {
-        bytes.resize(offset + patch.len(), 0);
-    }
-    bytes[offset..offset + patch.len()].copy_from_slice(patch);
-    let new_len = bytes.len() as i64;
-    match locked.get_mut(args[1]) {
-        Some(entry) => entry.value = Value::Str(bytes.freeze()),
-        None => {
-            locked.set(args[1], Value::Str(bytes.freeze()), 0);
+    let end = offset + patch.len();
+    let apply = |bytes: &mut BytesMut| {
+        if bytes.len() < end {
+            bytes.resize(end, 0);
+        }
+        bytes[offset..end].copy_from_slice(patch);
+        bytes.len() as i64
+    };
+    if current_len.is_some() {
+        if let Some(Value::Str(stored)) = locked.get_mut(args[1]).map(|e| &mut e.value) {
+            // Taken out of the entry: with no other handle on the bytes, patched in place rather
+            // than copying the whole string for a few bytes.
+            let mut bytes = BytesMut::from(std::mem::take(stored));
+            let new_len = apply(&mut bytes);
+            *stored = bytes.freeze();
+            return Ok(Reply::Int(new_len));
         }
     }
+    let mut bytes = BytesMut::new();
+    let new_len = apply(&mut bytes);
+    locked.set(args[1], Value::Str(bytes.freeze()), 0);
     Ok(Reply::Int(new_len))
 }

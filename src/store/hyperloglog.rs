@@ -190,6 +190,13 @@ fn sparse_op(data: &[u8], p: usize) -> (usize, usize, Option<u8>) {
 }
 
 /// Adds one element. Ok(true) when a register changed (and the cache was invalidated).
+/// True when adding `element` to the dense HLL `value` would raise its register: PFADD checks
+/// this first, so an add that changes nothing writes (and copies) nothing.
+pub fn dense_raises(value: &[u8], element: &[u8]) -> bool {
+    let (index, count) = pattern(element);
+    dense_get(&value[HEADER..], index) < count
+}
+
 pub fn add(value: &mut Vec<u8>, element: &[u8], sparse_max: usize) -> Result<bool, HllError> {
     let (index, count) = pattern(element);
     set_register(value, index, count, sparse_max)
