@@ -498,13 +498,17 @@ impl Drop for Holding<'_, '_> {
     }
 }
 
+/// What `redis.call` and `redis.pcall` share: the command's converted reply, or its error text.
+type CommandFunction =
+    dyn Fn(&Lua, MultiValue) -> mlua::Result<Result<Value, String>> + Send + Sync;
+
 /// The body of `redis.call` and `redis.pcall`: runs the command and converts its reply, or
 /// gives its error text.
 fn command_function(
     runner: Arc<RunnerSlot>,
     resp3: Arc<AtomicBool>,
     names: convert::Names,
-) -> Arc<dyn Fn(&Lua, MultiValue) -> mlua::Result<Result<Value, String>> + Send + Sync> {
+) -> Arc<CommandFunction> {
     Arc::new(move |lua: &Lua, args: MultiValue| {
         // The script's memory budget is for the script: lifted while Rust works, so no API
         // call below can fail for memory, and mlua need not wrap each one in a protected
