@@ -277,9 +277,17 @@ pub async fn run(
     let (stop_tx, stop_rx) = watch::channel(false);
     let cluster_task = match &cluster {
         Some(cluster) => Some(
-            crate::cluster::coordinator::join(cluster.clone(), &cluster_url, stop_rx.clone())
-                .await
-                .map_err(Error::Config)?,
+            crate::cluster::coordinator::join(
+                cluster.clone(),
+                &cluster_url,
+                crate::cluster::coordinator::Warm {
+                    store: shared.store.clone(),
+                    summary_ttl_secs: shared.config.read().stm_summary_ttl,
+                },
+                stop_rx.clone(),
+            )
+            .await
+            .map_err(Error::Config)?,
         ),
         None => None,
     };
