@@ -541,7 +541,7 @@ mod tests {
             }
         }
         let given = take_over(&mut owners, &[b.clone()], &[a.clone(), c.clone()]);
-        assert_eq!(given, [(a.clone(), 2731), (c.clone(), 2730)]);
+        assert_eq!(given, [(a.clone(), 2731), (c.clone(), 2731)]);
         assert!(owners.iter().all(|o| o.as_ref() != Some(&b)));
         assert!(owners.iter().all(Option::is_some), "every slot still owned");
         assert_eq!(owners[5461].as_deref(), Some(a.as_str()));
