@@ -281,8 +281,7 @@ pub async fn run(
                 cluster.clone(),
                 &cluster_url,
                 crate::cluster::coordinator::Warm {
-                    store: shared.store.clone(),
-                    summary_ttl_secs: shared.config.read().stm_summary_ttl,
+                    shared: shared.clone(),
                 },
                 stop_rx.clone(),
             )

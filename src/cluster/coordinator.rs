@@ -451,10 +451,10 @@ async fn follow(
     coordinator.close().await;
 }
 
-/// What a node needs to warm the slots a failover gives it: its keyspace and the summaries' TTL.
+/// What a node needs to warm the slots a failover gives it: its keyspace and its configuration
+/// (the summaries' TTL in force at the takeover).
 pub struct Warm {
-    pub store: Arc<crate::store::Store>,
-    pub summary_ttl_secs: u64,
+    pub shared: Arc<crate::server::Shared>,
 }
 
 /// Whether some node that owns slots has been silent for longer than the node timeout.
@@ -503,8 +503,9 @@ async fn warm_taken_over(
         .slots_taken_over
         .fetch_add(gained.len() as u64, Relaxed);
     let db = crate::persist::db::Database::Postgres(coordinator.pool().clone());
+    let summary_ttl_secs = warm.shared.config.read().stm_summary_ttl;
     let limit = Duration::from_millis((cluster.node_timeout_ms / 2).max(500));
-    let rows = match tokio::time::timeout(limit, db.load_recent(warm.summary_ttl_secs)).await {
+    let rows = match tokio::time::timeout(limit, db.load_recent(summary_ttl_secs)).await {
         Ok(Ok(rows)) => rows,
         Ok(Err(err)) => {
             tracing::error!(%err, slots = gained.len(), "failover: cannot read the scope rows of the slots taken over; their summaries stay in the database only");
@@ -520,10 +521,10 @@ async fn warm_taken_over(
         mine[slot as usize] = true;
     }
     let (dropped, warmed) = crate::persist::restore::take_over_slots(
-        &warm.store,
+        &warm.shared.store,
         &rows,
         |key| mine[super::key_slot(key) as usize],
-        warm.summary_ttl_secs.saturating_mul(1000),
+        summary_ttl_secs.saturating_mul(1000),
     );
     cluster
         .stats

@@ -263,7 +263,7 @@ pub fn taken_over(old: &SlotMap, new: &SlotMap, me: &str, timeout_ms: u64) -> Ve
                     previous.id != me
                         && new
                             .node(&previous.id)
-                            .map_or(true, |n| n.heartbeat_age_ms > timeout_ms)
+                            .is_none_or(|n| n.heartbeat_age_ms > timeout_ms)
                 })
         })
         .collect()
@@ -540,7 +540,11 @@ mod tests {
                 owners[slot as usize] = Some(id.clone());
             }
         }
-        let given = take_over(&mut owners, &[b.clone()], &[a.clone(), c.clone()]);
+        let given = take_over(
+            &mut owners,
+            std::slice::from_ref(&b),
+            &[a.clone(), c.clone()],
+        );
         assert_eq!(given, [(a.clone(), 2731), (c.clone(), 2731)]);
         assert!(owners.iter().all(|o| o.as_ref() != Some(&b)));
         assert!(owners.iter().all(Option::is_some), "every slot still owned");
@@ -552,9 +556,14 @@ mod tests {
             "live nodes keep theirs"
         );
         // Again: nothing left on a dead node, nothing to do (the second racer's view).
-        assert!(take_over(&mut owners, &[b.clone()], &[a.clone(), c.clone()]).is_empty());
+        assert!(take_over(
+            &mut owners,
+            std::slice::from_ref(&b),
+            &[a.clone(), c.clone()]
+        )
+        .is_empty());
         // No live node: nothing is reassigned.
-        assert!(take_over(&mut owners, &[a.clone()], &[]).is_empty());
+        assert!(take_over(&mut owners, std::slice::from_ref(&a), &[]).is_empty());
     }
 
     #[test]
