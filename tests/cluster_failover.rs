@@ -181,7 +181,7 @@ fn a_killed_nodes_slots_are_taken_over_and_its_summaries_come_back() {
         return;
     };
     let url = pg.url();
-    let mut nodes = [
+    let mut nodes = vec![
         Node::start("127.0.0.2", 7510, &url),
         Node::start("127.0.0.3", 7510, &url),
         Node::start("127.0.0.4", 7510, &url),
@@ -211,8 +211,12 @@ fn a_killed_nodes_slots_are_taken_over_and_its_summaries_come_back() {
 
     // Captures and summaries on every node, through any node (clients follow MOVED).
     let mut all = Vec::new();
-    for (i, range) in [(0, 0..=5460), (1, 5461..=10922), (2, 10923..=16383)] {
-        for channel in channels_in(range, &format!("n{i}c"), 4) {
+    for (i, range, count) in [
+        (0, 0..=5460, 4),
+        (1, 5461..=10922, 12),
+        (2, 10923..=16383, 4),
+    ] {
+        for channel in channels_in(range, &format!("n{i}c"), count) {
             all.push((i, channel));
         }
     }
@@ -236,7 +240,7 @@ fn a_killed_nodes_slots_are_taken_over_and_its_summaries_come_back() {
             "hi",
         ];
         assert!(nodes[2].cli_c(&capture).contains("shortterm:user:u1"));
-        let text = format!("summary of {channel}");
+        let text = format!("draft of {channel}");
         assert_eq!(
             nodes[0].cli_c(&summary_args(channel, &text)),
             format!("shortterm:user:u1:{{{channel}}}")
@@ -254,10 +258,35 @@ fn a_killed_nodes_slots_are_taken_over_and_its_summaries_come_back() {
     // An empty queue can still mean a batch in flight: give its commit a moment.
     std::thread::sleep(Duration::from_millis(300));
 
+    // A fourth node, owning nothing, starts now: its start-up warm restores every row, the
+    // victim's drafts included, as copies it cannot serve. Then the summaries change: a takeover
+    // must serve the rows' newer state, not those copies.
+    nodes.push(Node::start("127.0.0.2", 7511, &url));
+    eventually(
+        "the fourth node's warm start",
+        Duration::from_secs(10),
+        || nodes[3].info_field("stm_persist_restore_done") == "1",
+    );
+    assert!(nodes[3].info_count("stm_persist_restored") >= all.len() as u64);
+    assert_eq!(nodes[3].info_field("cluster_my_slots"), "0");
+    let written = nodes[1].info_count("stm_persist_written");
+    for (_, channel) in &all {
+        let text = format!("summary of {channel}");
+        assert_eq!(
+            nodes[3].cli_c(&summary_args(channel, &text)),
+            format!("shortterm:user:u1:{{{channel}}}")
+        );
+    }
+    eventually("the victim's new rows", Duration::from_secs(10), || {
+        nodes[1].info_count("stm_persist_written") > written
+            && nodes[1].info_field("stm_persist_queue_depth") == "0"
+    });
+    std::thread::sleep(Duration::from_millis(300));
+
     nodes[1].kill_9();
     let killed = Instant::now();
     let limit = Duration::from_millis(NODE_TIMEOUT_MS) + Duration::from_secs(5);
-    for survivor in [&nodes[0], &nodes[2]] {
+    for survivor in [&nodes[0], &nodes[2], &nodes[3]] {
         let own_id = survivor.cli(&["CLUSTER", "MYID"]);
         eventually("the victim's slots to be reassigned", limit, || {
             let map = survivor.cli(&["CLUSTER", "SLOTS"]);
@@ -270,39 +299,41 @@ fn a_killed_nodes_slots_are_taken_over_and_its_summaries_come_back() {
     );
     assert!(took <= limit, "{took:?}");
     let mine = |n: &Node| n.info_count("cluster_my_slots");
+    let live = [&nodes[0], &nodes[2], &nodes[3]];
     eventually(
-        "both survivors on the new map",
+        "the survivors on the new map",
         Duration::from_secs(5),
-        || mine(&nodes[0]) + mine(&nodes[2]) == 16384,
+        || live.iter().map(|n| mine(n)).sum::<u64>() == 16384,
     );
-    assert_eq!(mine(&nodes[0]), 5461 + 2731);
-    assert_eq!(mine(&nodes[2]), 5461 + 2731);
+    // 5462 slots over three live nodes in address order (127.0.0.2:7510, :7511, 127.0.0.4).
+    assert_eq!(mine(&nodes[0]), 5461 + 1821);
+    assert_eq!(mine(&nodes[3]), 1821);
+    assert_eq!(mine(&nodes[2]), 5461 + 1820);
+    let sum = |field: &str| live.iter().map(|n| n.info_count(field)).sum::<u64>();
     // Exactly one node changed the map (the configuration row's lock), once.
-    let performed = nodes[0].info_count("cluster_failovers_performed")
-        + nodes[2].info_count("cluster_failovers_performed");
-    assert_eq!(performed, 1);
-    assert_eq!(
-        nodes[0].info_count("cluster_slots_taken_over")
-            + nodes[2].info_count("cluster_slots_taken_over"),
-        5462
+    assert_eq!(sum("cluster_failovers_performed"), 1);
+    assert_eq!(sum("cluster_slots_taken_over"), 5462);
+    assert!(
+        nodes[3].info_count("cluster_takeover_stale_keys_dropped") >= 1,
+        "the fourth node held restored drafts in slots it was given"
     );
     let epoch = nodes[0].info_field("cluster_current_epoch");
     assert_eq!(epoch, "2");
     assert_eq!(nodes[2].info_field("cluster_current_epoch"), epoch);
-    let warmed = nodes[0].info_count("cluster_takeover_summaries_warmed")
-        + nodes[2].info_count("cluster_takeover_summaries_warmed");
+    assert_eq!(nodes[3].info_field("cluster_current_epoch"), epoch);
+    let warmed = sum("cluster_takeover_summaries_warmed");
     assert!(
-        warmed >= 4,
-        "the victim's four summaries were warmed: {warmed}"
+        warmed >= 12,
+        "the victim's 12 summaries were warmed: {warmed}"
     );
 
     // Every acknowledged summary reads back, the victim's from their new owners.
     for (_, channel) in &all {
         let key = format!("shortterm:user:u1:{{{channel}}}");
-        for client in [&nodes[0], &nodes[2]] {
+        for client in live {
             let entry = client.cli_c(&["STM.GET", &key]);
             assert!(
-                entry.contains(&format!("summary of {channel}")),
+                entry.contains(&format!("summary of {channel}")) && !entry.contains("draft"),
                 "{channel}: {entry}"
             );
         }
@@ -312,11 +343,11 @@ fn a_killed_nodes_slots_are_taken_over_and_its_summaries_come_back() {
     assert_eq!(nodes[2].cli_c(&["SET", &plain, "w"]), "OK");
     assert_eq!(nodes[0].cli_c(&["GET", &plain]), "w");
 
-    // redis-cli's checker accepts the two-node cluster.
+    // redis-cli's checker accepts the cluster without the dead node.
     let (ok, text) = cluster_check(&nodes[0]);
     assert!(ok, "{text}");
     assert!(text.contains("[OK] All 16384 slots covered."), "{text}");
-    assert!(text.contains("2 masters"), "{text}");
+    assert!(text.contains("3 masters"), "{text}");
 
     // The dead node comes back with the old epoch in nobody's memory but its own: it learns the
     // new map and owns nothing, answering MOVED for its former slots.
