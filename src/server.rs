@@ -277,9 +277,16 @@ pub async fn run(
     let (stop_tx, stop_rx) = watch::channel(false);
     let cluster_task = match &cluster {
         Some(cluster) => Some(
-            crate::cluster::coordinator::join(cluster.clone(), &cluster_url, stop_rx.clone())
-                .await
-                .map_err(Error::Config)?,
+            crate::cluster::coordinator::join(
+                cluster.clone(),
+                &cluster_url,
+                crate::cluster::coordinator::Warm {
+                    shared: shared.clone(),
+                },
+                stop_rx.clone(),
+            )
+            .await
+            .map_err(Error::Config)?,
         ),
         None => None,
     };

@@ -27,6 +27,17 @@ pub struct Coordinator {
 /// The slot owners of a configuration being changed: one node id (or none) per slot.
 pub type Owners = Vec<Option<String>>;
 
+/// What a failover transaction did.
+#[derive(Debug)]
+pub struct Takeover {
+    pub old_epoch: u64,
+    pub new_epoch: u64,
+    /// The nodes found dead (heartbeat older than the node timeout).
+    pub dead: Vec<String>,
+    /// How many slots each live node received.
+    pub given: Vec<(String, usize)>,
+}
+
 impl Coordinator {
     /// Connects (lazily) and creates the tables when missing. Only `postgres://` URLs: the
     /// configuration must be shared by every node.
@@ -143,45 +154,7 @@ impl Coordinator {
             .map(|slot| current.owner(slot).map(|n| n.id.clone()))
             .collect();
         let said = edit(&current.nodes, &mut owners)?;
-        let (mut starts, mut ends, mut ids) = (Vec::<i32>::new(), Vec::<i32>::new(), Vec::new());
-        let mut slot = 0usize;
-        while slot < SLOTS {
-            let start = slot;
-            while slot < SLOTS && owners[slot] == owners[start] {
-                slot += 1;
-            }
-            if let Some(id) = &owners[start] {
-                starts.push(start as i32);
-                ends.push(slot as i32 - 1);
-                ids.push(id.clone());
-            }
-        }
-        sqlx::query("DELETE FROM stmd_cluster_slots")
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
-        sqlx::query(
-            "INSERT INTO stmd_cluster_slots (slot_start, slot_end, node_id) \
-             SELECT * FROM UNNEST($1::INTEGER[], $2::INTEGER[], $3::TEXT[])",
-        )
-        .bind(&starts)
-        .bind(&ends)
-        .bind(&ids)
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
-        let new_epoch = epoch + 1;
-        sqlx::query("UPDATE stmd_cluster_config SET epoch = $1, updated_at = now() WHERE id = 1")
-            .bind(new_epoch)
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
-        sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(CHANNEL)
-            .bind(new_epoch.to_string())
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
+        let new_epoch = write_owners(&mut tx, &owners, epoch).await.map_err(db)?;
         tx.commit().await.map_err(db)?;
         Ok((epoch as u64, new_epoch as u64, said))
     }
@@ -216,6 +189,60 @@ impl Coordinator {
                 })
                 .collect();
         Ok(SlotMap::new(0, nodes, &ranges))
+    }
+
+    /// Failover: in one transaction holding the configuration row's lock, gives the slots of every
+    /// node whose heartbeat is older than `timeout_ms` to the live nodes, evenly, bumps the epoch
+    /// and notifies. Several live nodes may try at once: the lock serialises them and the later
+    /// ones find no slot left on a dead node, so exactly one changes the map (no split brain).
+    /// Nothing is done when `me` itself is not live by the database's clock, or when no dead node
+    /// owns slots. Returns what was reassigned.
+    pub async fn fail_over(&self, me: &str, timeout_ms: u64) -> Result<Option<Takeover>, String> {
+        let db = |e: sqlx::Error| format!("Postgres: {e}");
+        let mut tx = self.pool.begin().await.map_err(db)?;
+        let Some(epoch) =
+            sqlx::query("SELECT epoch FROM stmd_cluster_config WHERE id = 1 FOR UPDATE")
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db)?
+                .map(|row| row.get::<i64, _>(0))
+        else {
+            return Ok(None);
+        };
+        // Ages by the database's clock, read under the lock: no node's clock is trusted.
+        let ages: Vec<(String, i64)> = sqlx::query(
+            "SELECT node_id, GREATEST(0, (EXTRACT(EPOCH FROM (now() - last_heartbeat)) * 1000))::BIGINT \
+             FROM stmd_cluster_nodes ORDER BY ip, port, node_id",
+        )
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db)?
+        .into_iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect();
+        let timeout = i64::try_from(timeout_ms).unwrap_or(i64::MAX);
+        let (dead, live): (Vec<_>, Vec<_>) = ages.into_iter().partition(|(_, age)| *age > timeout);
+        if !live.iter().any(|(id, _)| id == me) {
+            return Ok(None);
+        }
+        let current = self.load_in(&mut tx).await.map_err(db)?;
+        let mut owners: Owners = (0..SLOTS as u16)
+            .map(|slot| current.owner(slot).map(|n| n.id.clone()))
+            .collect();
+        let dead: Vec<String> = dead.into_iter().map(|(id, _)| id).collect();
+        let live: Vec<String> = live.into_iter().map(|(id, _)| id).collect();
+        let given = super::take_over(&mut owners, &dead, &live);
+        if given.is_empty() {
+            return Ok(None);
+        }
+        let new_epoch = write_owners(&mut tx, &owners, epoch).await.map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        Ok(Some(Takeover {
+            old_epoch: epoch as u64,
+            new_epoch: new_epoch as u64,
+            dead,
+            given,
+        }))
     }
 
     /// Removes a node that owns no slots, bumping the epoch so every node drops it from its map.
@@ -273,11 +300,57 @@ impl Coordinator {
     }
 }
 
+/// Rewrites the slot ranges from `owners`, bumps the epoch from `epoch` and notifies, inside `tx`
+/// (which holds the configuration row's lock). Returns the new epoch.
+async fn write_owners(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    owners: &Owners,
+    epoch: i64,
+) -> Result<i64, sqlx::Error> {
+    let (mut starts, mut ends, mut ids) = (Vec::<i32>::new(), Vec::<i32>::new(), Vec::new());
+    let mut slot = 0usize;
+    while slot < SLOTS {
+        let start = slot;
+        while slot < SLOTS && owners[slot] == owners[start] {
+            slot += 1;
+        }
+        if let Some(id) = &owners[start] {
+            starts.push(start as i32);
+            ends.push(slot as i32 - 1);
+            ids.push(id.clone());
+        }
+    }
+    sqlx::query("DELETE FROM stmd_cluster_slots")
+        .execute(&mut **tx)
+        .await?;
+    sqlx::query(
+        "INSERT INTO stmd_cluster_slots (slot_start, slot_end, node_id) \
+             SELECT * FROM UNNEST($1::INTEGER[], $2::INTEGER[], $3::TEXT[])",
+    )
+    .bind(&starts)
+    .bind(&ends)
+    .bind(&ids)
+    .execute(&mut **tx)
+    .await?;
+    let new_epoch = epoch + 1;
+    sqlx::query("UPDATE stmd_cluster_config SET epoch = $1, updated_at = now() WHERE id = 1")
+        .bind(new_epoch)
+        .execute(&mut **tx)
+        .await?;
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(CHANNEL)
+        .bind(new_epoch.to_string())
+        .execute(&mut **tx)
+        .await?;
+    Ok(new_epoch)
+}
+
 /// Starts this node's membership: registers it, installs the configuration in force, and returns
 /// the task that heartbeats and follows changes until `stop`.
 pub async fn join(
     cluster: Arc<Cluster>,
     url: &str,
+    warm: Warm,
     stop: watch::Receiver<bool>,
 ) -> Result<tokio::task::JoinHandle<()>, String> {
     let coordinator = Coordinator::connect(url).await?;
@@ -297,11 +370,16 @@ pub async fn join(
         "cluster node registered"
     );
     cluster.install(map);
-    Ok(tokio::spawn(follow(cluster, coordinator, stop)))
+    Ok(tokio::spawn(follow(cluster, coordinator, warm, stop)))
 }
 
 /// Heartbeats and follows the configuration: a notification or the poll reloads it.
-async fn follow(cluster: Arc<Cluster>, coordinator: Coordinator, mut stop: watch::Receiver<bool>) {
+async fn follow(
+    cluster: Arc<Cluster>,
+    coordinator: Coordinator,
+    warm: Warm,
+    mut stop: watch::Receiver<bool>,
+) {
     let beat_every = Duration::from_millis((cluster.node_timeout_ms / 3).clamp(100, 1000));
     let mut beat = tokio::time::interval(beat_every);
     let mut poll = tokio::time::interval(POLL_EVERY);
@@ -348,6 +426,20 @@ async fn follow(cluster: Arc<Cluster>, coordinator: Coordinator, mut stop: watch
             Event::Reload => match coordinator.load().await {
                 Ok(map) => {
                     let epoch = map.epoch;
+                    if failed_owner(&map, cluster.node_timeout_ms) {
+                        fail_over(&cluster, &coordinator).await;
+                    }
+                    let gained = super::taken_over(
+                        &cluster.map(),
+                        &map,
+                        &cluster.me.id,
+                        cluster.node_timeout_ms,
+                    );
+                    if map.epoch > cluster.map().epoch && !gained.is_empty() {
+                        // Warm first, then serve: a client sent here by the new map finds the
+                        // summaries already in place.
+                        warm_taken_over(&cluster, &coordinator, &warm, &gained).await;
+                    }
                     if cluster.install(map) {
                         tracing::info!(epoch, "cluster configuration changed");
                     }
@@ -357,6 +449,97 @@ async fn follow(cluster: Arc<Cluster>, coordinator: Coordinator, mut stop: watch
         }
     }
     coordinator.close().await;
+}
+
+/// What a node needs to warm the slots a failover gives it: its keyspace and its configuration
+/// (the summaries' TTL in force at the takeover).
+pub struct Warm {
+    pub shared: Arc<crate::server::Shared>,
+}
+
+/// Whether some node that owns slots has been silent for longer than the node timeout.
+fn failed_owner(map: &SlotMap, timeout_ms: u64) -> bool {
+    map.assigned_ranges()
+        .iter()
+        .any(|(_, _, node)| node.heartbeat_age_ms > timeout_ms)
+}
+
+/// Tries the failover transaction; every live node does when it sees a failed owner, and the
+/// configuration row's lock lets exactly one of them change the map.
+async fn fail_over(cluster: &Cluster, coordinator: &Coordinator) {
+    match coordinator
+        .fail_over(&cluster.me.id, cluster.node_timeout_ms)
+        .await
+    {
+        Ok(Some(done)) => {
+            cluster
+                .stats
+                .failovers
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            tracing::warn!(
+                dead = ?done.dead,
+                given = ?done.given,
+                epoch = done.new_epoch,
+                "failover: the slots of failed nodes were reassigned to the live nodes"
+            );
+        }
+        Ok(None) => {}
+        Err(err) => tracing::warn!(%err, "failover transaction failed; retrying at the next poll"),
+    }
+}
+
+/// Warms the slots a failover gave this node from the scope rows, as the start-up warm does, and
+/// counts them. Bounded by half the node timeout, so the heartbeat is never held up long enough
+/// for this node to be declared failed itself; on a timeout the slots are served anyway.
+async fn warm_taken_over(
+    cluster: &Cluster,
+    coordinator: &Coordinator,
+    warm: &Warm,
+    gained: &[u16],
+) {
+    use std::sync::atomic::Ordering::Relaxed;
+    cluster
+        .stats
+        .slots_taken_over
+        .fetch_add(gained.len() as u64, Relaxed);
+    let db = crate::persist::db::Database::Postgres(coordinator.pool().clone());
+    let summary_ttl_secs = warm.shared.config.read().stm_summary_ttl;
+    let limit = Duration::from_millis((cluster.node_timeout_ms / 2).max(500));
+    let rows = match tokio::time::timeout(limit, db.load_recent(summary_ttl_secs)).await {
+        Ok(Ok(rows)) => rows,
+        Ok(Err(err)) => {
+            tracing::error!(%err, slots = gained.len(), "failover: cannot read the scope rows of the slots taken over; their summaries stay in the database only");
+            Vec::new()
+        }
+        Err(_) => {
+            tracing::error!(slots = gained.len(), "failover: reading the scope rows of the slots taken over timed out; their summaries stay in the database only");
+            Vec::new()
+        }
+    };
+    let mut mine = vec![false; super::SLOTS];
+    for &slot in gained {
+        mine[slot as usize] = true;
+    }
+    let (dropped, warmed) = crate::persist::restore::take_over_slots(
+        &warm.shared.store,
+        &rows,
+        |key| mine[super::key_slot(key) as usize],
+        summary_ttl_secs.saturating_mul(1000),
+    );
+    cluster
+        .stats
+        .takeover_rows_warmed
+        .fetch_add(warmed, Relaxed);
+    cluster
+        .stats
+        .takeover_stale_keys_dropped
+        .fetch_add(dropped, Relaxed);
+    tracing::warn!(
+        slots = gained.len(),
+        warmed,
+        stale_keys_dropped = dropped,
+        "failover: took over slots of a failed node (its plain keys are lost; STM summaries warmed from the rows)"
+    );
 }
 
 /// What woke the follower.

@@ -220,6 +220,55 @@ pub fn even_ranges(count: usize) -> Vec<(u16, u16)> {
     out
 }
 
+/// Failover's reassignment: the slots owned by `dead` nodes go to the `live` ones, evenly and in
+/// contiguous runs (the first `n % live` nodes get one more), in `live`'s order. Returns how many
+/// slots each live node received (nodes receiving none are left out); empty when no dead node
+/// owns a slot or no node is live.
+pub fn take_over(
+    owners: &mut [Option<String>],
+    dead: &[String],
+    live: &[String],
+) -> Vec<(String, usize)> {
+    let orphans: Vec<usize> = owners
+        .iter()
+        .enumerate()
+        .filter(|(_, owner)| owner.as_ref().is_some_and(|id| dead.contains(id)))
+        .map(|(slot, _)| slot)
+        .collect();
+    if orphans.is_empty() || live.is_empty() {
+        return Vec::new();
+    }
+    let (each, extra) = (orphans.len() / live.len(), orphans.len() % live.len());
+    let mut given = Vec::new();
+    let mut next = orphans.iter();
+    for (i, id) in live.iter().enumerate() {
+        let count = each + usize::from(i < extra);
+        for &slot in next.by_ref().take(count) {
+            owners[slot] = Some(id.clone());
+        }
+        if count > 0 {
+            given.push((id.clone(), count));
+        }
+    }
+    given
+}
+
+/// The slots this node gains from `old` to `new` whose previous owner has failed in `new` (its
+/// heartbeat is older than `timeout_ms`, or it is gone): those a failover gave it.
+pub fn taken_over(old: &SlotMap, new: &SlotMap, me: &str, timeout_ms: u64) -> Vec<u16> {
+    (0..SLOTS as u16)
+        .filter(|&slot| {
+            new.owner(slot).is_some_and(|n| n.id == me)
+                && old.owner(slot).is_some_and(|previous| {
+                    previous.id != me
+                        && new
+                            .node(&previous.id)
+                            .is_none_or(|n| n.heartbeat_age_ms > timeout_ms)
+                })
+        })
+        .collect()
+}
+
 /// The node-id file in `--dir`.
 pub const NODE_ID_FILE: &str = "stmd-node-id";
 
@@ -258,6 +307,14 @@ pub struct ClusterStats {
     pub moved: std::sync::atomic::AtomicU64,
     /// Configurations loaded from Postgres with a new epoch.
     pub epochs_followed: std::sync::atomic::AtomicU64,
+    /// Slots this node received from failed nodes (their plain keys were lost).
+    pub slots_taken_over: std::sync::atomic::AtomicU64,
+    /// Failover transactions this node committed.
+    pub failovers: std::sync::atomic::AtomicU64,
+    /// STM entries warmed from the scope rows of slots taken over.
+    pub takeover_rows_warmed: std::sync::atomic::AtomicU64,
+    /// Stale local keys dropped from slots taken over (copies this node held while not owning).
+    pub takeover_stale_keys_dropped: std::sync::atomic::AtomicU64,
 }
 
 /// This node in cluster mode: who it is and the configuration it follows.
@@ -471,6 +528,67 @@ mod tests {
             "an older epoch is not installed"
         );
         assert_eq!(cluster.map().epoch, 3);
+    }
+
+    #[test]
+    fn failover_spreads_a_dead_nodes_slots_evenly_over_the_live() {
+        let (a, b, c) = ("a".repeat(40), "b".repeat(40), "c".repeat(40));
+        let mut owners: Vec<Option<String>> = vec![None; SLOTS];
+        for (i, (first, last)) in even_ranges(3).into_iter().enumerate() {
+            let id = [&a, &b, &c][i];
+            for slot in first..=last {
+                owners[slot as usize] = Some(id.clone());
+            }
+        }
+        let given = take_over(
+            &mut owners,
+            std::slice::from_ref(&b),
+            &[a.clone(), c.clone()],
+        );
+        assert_eq!(given, [(a.clone(), 2731), (c.clone(), 2731)]);
+        assert!(owners.iter().all(|o| o.as_ref() != Some(&b)));
+        assert!(owners.iter().all(Option::is_some), "every slot still owned");
+        assert_eq!(owners[5461].as_deref(), Some(a.as_str()));
+        assert_eq!(owners[10922].as_deref(), Some(c.as_str()));
+        assert_eq!(
+            owners[0].as_deref(),
+            Some(a.as_str()),
+            "live nodes keep theirs"
+        );
+        // Again: nothing left on a dead node, nothing to do (the second racer's view).
+        assert!(take_over(
+            &mut owners,
+            std::slice::from_ref(&b),
+            &[a.clone(), c.clone()]
+        )
+        .is_empty());
+        // No live node: nothing is reassigned.
+        assert!(take_over(&mut owners, std::slice::from_ref(&a), &[]).is_empty());
+    }
+
+    #[test]
+    fn gains_from_a_failed_node_are_told_from_moves() {
+        let (mut a, b) = (node("a", 7001), node("b", 7002));
+        let old = SlotMap::new(
+            1,
+            vec![a.clone(), b.clone()],
+            &[(0, 9, a.id.clone()), (10, 19, b.id.clone())],
+        );
+        let ranges = [(0, 19, a.id.clone())];
+        let moved = SlotMap::new(2, vec![a.clone(), b.clone()], &ranges);
+        assert!(
+            taken_over(&old, &moved, &a.id, 1000).is_empty(),
+            "b is alive"
+        );
+        let mut dead_b = b.clone();
+        dead_b.heartbeat_age_ms = 5000;
+        let failed = SlotMap::new(2, vec![a.clone(), dead_b], &ranges);
+        assert_eq!(
+            taken_over(&old, &failed, &a.id, 1000),
+            (10..20).collect::<Vec<u16>>()
+        );
+        a.heartbeat_age_ms = 0;
+        assert!(taken_over(&old, &failed, &b.id, 1000).is_empty());
     }
 
     #[test]

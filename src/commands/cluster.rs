@@ -288,6 +288,20 @@ pub fn info_lines(ctx: &Ctx, line: &mut dyn FnMut(&str, String)) {
         "cluster_moved_redirections",
         cluster.stats.moved.load(Ordering::Relaxed).to_string(),
     );
+    for (name, counter) in [
+        ("cluster_slots_taken_over", &cluster.stats.slots_taken_over),
+        ("cluster_failovers_performed", &cluster.stats.failovers),
+        (
+            "cluster_takeover_summaries_warmed",
+            &cluster.stats.takeover_rows_warmed,
+        ),
+        (
+            "cluster_takeover_stale_keys_dropped",
+            &cluster.stats.takeover_stale_keys_dropped,
+        ),
+    ] {
+        line(name, counter.load(Ordering::Relaxed).to_string());
+    }
     line(
         "cluster_epochs_followed",
         cluster

@@ -71,3 +71,43 @@ pub fn merge_row(store: &Store, row: &WarmRow, summary_ttl_ms: u64) -> Merge {
     locked.set(&key, Value::Stm(Box::new(entry)), expire_at);
     Merge::Created
 }
+
+/// Failover's warm-up of the slots a node was just given (`in_slots` tells a key's slot): first
+/// drops every key this node holds in them (copies it held while not owning them, such as the
+/// start-up warm's restored entries of other nodes' slots, or keys left by an ownership-only
+/// `move-slots`: none of them is newer than the rows), then brings in the `rows` of scopes in
+/// those slots exactly as the start-up warm does ([`merge_row`]). Returns (keys dropped, rows
+/// warmed).
+pub fn take_over_slots(
+    store: &Store,
+    rows: &[WarmRow],
+    in_slots: impl Fn(&[u8]) -> bool,
+    summary_ttl_ms: u64,
+) -> (u64, u64) {
+    let mut dropped = 0u64;
+    if store.existing(0).is_some() {
+        for shard in 0..store.shard_count() {
+            let mut locked = store.lock_shard(0, shard);
+            let mut stale = Vec::new();
+            locked.for_each(|key, _| {
+                if in_slots(key) {
+                    stale.push(key.clone());
+                }
+            });
+            for key in stale {
+                if locked.remove(&key).is_some() {
+                    dropped += 1;
+                }
+            }
+        }
+    }
+    let mut warmed = 0u64;
+    for row in rows.iter().filter(|row| in_slots(&row.scope.key())) {
+        if merge_row(store, row, summary_ttl_ms) != Merge::Kept {
+            warmed += 1;
+        }
+    }
+    // No command made these changes: their notes must not be published with the next command.
+    crate::store::changes::take();
+    (dropped, warmed)
+}
