@@ -44,9 +44,12 @@ pub struct Thresholds {
 #[derive(Debug)]
 pub struct Limits {
     hash_entries: AtomicU64,
+    hash_value: AtomicU64,
     set_intset_entries: AtomicU64,
     set_listpack_entries: AtomicU64,
+    set_listpack_value: AtomicU64,
     zset_entries: AtomicU64,
+    zset_value: AtomicU64,
     list_size: AtomicI64,
 }
 
@@ -54,9 +57,12 @@ impl Default for Limits {
     fn default() -> Self {
         let limits = Limits {
             hash_entries: AtomicU64::new(0),
+            hash_value: AtomicU64::new(0),
             set_intset_entries: AtomicU64::new(0),
             set_listpack_entries: AtomicU64::new(0),
+            set_listpack_value: AtomicU64::new(0),
             zset_entries: AtomicU64::new(0),
+            zset_value: AtomicU64::new(0),
             list_size: AtomicI64::new(0),
         };
         limits.configure(&DEFAULTS);
@@ -64,16 +70,65 @@ impl Default for Limits {
     }
 }
 
+/// How large a collection's packed form may grow: most elements, longest element.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CompactLimit {
+    pub entries: usize,
+    pub value: usize,
+}
+
+/// How large a set's packed form may grow: as a listpack, or (integers only) as an intset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SetLimit {
+    pub listpack: CompactLimit,
+    pub intset_entries: usize,
+}
+
+fn get(limit: &AtomicU64) -> usize {
+    usize::try_from(limit.load(Relaxed)).unwrap_or(usize::MAX)
+}
+
 impl Limits {
+    /// A hash's packed form: `hash-max-listpack-entries|value`.
+    pub fn hash(&self) -> CompactLimit {
+        CompactLimit {
+            entries: get(&self.hash_entries),
+            value: get(&self.hash_value),
+        }
+    }
+
+    /// A sorted set's small form: `zset-max-listpack-entries|value`.
+    pub fn zset(&self) -> CompactLimit {
+        CompactLimit {
+            entries: get(&self.zset_entries),
+            value: get(&self.zset_value),
+        }
+    }
+
+    /// A set's packed form: `set-max-listpack-entries|value`, `set-max-intset-entries`.
+    pub fn set(&self) -> SetLimit {
+        SetLimit {
+            listpack: CompactLimit {
+                entries: get(&self.set_listpack_entries),
+                value: get(&self.set_listpack_value),
+            },
+            intset_entries: get(&self.set_intset_entries),
+        }
+    }
+
     pub fn configure(&self, t: &Thresholds) {
         self.hash_entries
             .store(t.hash_max_listpack_entries, Relaxed);
+        self.hash_value.store(t.hash_max_listpack_value, Relaxed);
         self.set_intset_entries
             .store(t.set_max_intset_entries, Relaxed);
         self.set_listpack_entries
             .store(t.set_max_listpack_entries, Relaxed);
+        self.set_listpack_value
+            .store(t.set_max_listpack_value, Relaxed);
         self.zset_entries
             .store(t.zset_max_listpack_entries, Relaxed);
+        self.zset_value.store(t.zset_max_listpack_value, Relaxed);
         self.list_size.store(t.list_max_listpack_size, Relaxed);
     }
 
@@ -87,11 +142,13 @@ impl Limits {
         match value {
             Value::Hash(h) => over(h.len(), &self.hash_entries),
             Value::Set(s) => {
-                let ints_at_ends = [s.first(), s.last()]
-                    .into_iter()
-                    .all(|m| m.is_some_and(|m| is_int_encodable(m)));
+                let ints_at_ends = || {
+                    [s.iter().next(), s.iter().last()]
+                        .into_iter()
+                        .all(|m| m.is_some_and(is_int_encodable))
+                };
                 over(s.len(), &self.set_intset_entries)
-                    || (over(s.len(), &self.set_listpack_entries) && !ints_at_ends)
+                    || (over(s.len(), &self.set_listpack_entries) && !ints_at_ends())
             }
             Value::ZSet(z) => over(z.len(), &self.zset_entries),
             _ => false,
@@ -248,12 +305,12 @@ mod tests {
     #[test]
     fn outgrown_counts_only() {
         let limits = Limits::default();
-        let mut set = crate::store::value::SetValue::default();
+        let mut set = crate::store::value::Set::default();
         for i in 0..512 {
-            set.insert(Bytes::from(i.to_string()));
+            set.insert(i.to_string().as_bytes(), limits.set());
         }
-        assert!(!limits.outgrown(&Value::Set(Box::new(set.clone()))));
-        set.insert(Bytes::from_static(b"one more"));
-        assert!(limits.outgrown(&Value::Set(Box::new(set))));
+        assert!(!limits.outgrown(&Value::Set(set.clone())));
+        set.insert(b"one more", limits.set());
+        assert!(limits.outgrown(&Value::Set(set)));
     }
 }

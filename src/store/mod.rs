@@ -7,10 +7,14 @@ pub mod encoding;
 pub mod eviction;
 pub mod expiry;
 pub mod geohash;
+pub mod hash;
 pub mod hyperloglog;
+pub mod packed;
 pub mod ranked;
 pub mod scan;
+pub mod set;
 pub mod stream;
+pub mod stream_node;
 pub mod swap;
 pub mod value;
 pub mod zset;
@@ -431,6 +435,11 @@ pub struct Locked<'a> {
 }
 
 impl<'a> Locked<'a> {
+    /// The thresholds of the compact forms, as configured now.
+    pub fn limits(&self) -> &'a encoding::Limits {
+        &self.store.encoding_limits
+    }
+
     fn new(
         store: &'a Store,
         db: usize,
