@@ -775,13 +775,15 @@ impl<'a> Locked<'a> {
         }
     }
 
-    /// Removes every key of the locked shards.
+    /// Removes every key of the locked shards, and gives back their tables' memory as Redis's
+    /// FLUSHALL does (a drained table keeps its capacity otherwise).
     pub fn clear(&mut self) {
         self.store.noting(self.db, b"", Change::Flushed);
         for (_, guard) in self.guards.iter_mut() {
             for (k, v) in guard.drain() {
                 self.space.on_remove(&k, &v.get().value);
             }
+            guard.shrink_to_fit();
         }
     }
 

@@ -186,6 +186,8 @@ impl ZSet {
             let fits = found.is_some() || (v.len() < limit.entries && member.len() <= limit.value);
             if fits {
                 let previous = found.map(|i| v.remove(i));
+                // Exactly one more slot, not a doubling: small sets are many, and stay small.
+                v.reserve_exact(1);
                 let key = (Score(score), member);
                 let at = v.partition_point(|e| *e < key);
                 v.insert(at, key);
