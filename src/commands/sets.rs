@@ -52,7 +52,7 @@ pub fn smismember(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     Ok(Reply::Array(
         args[2..]
             .iter()
-            .map(|m| Reply::Int(i64::from(s.is_some_and(|s| s.contains(*m)))))
+            .map(|m| Reply::Int(i64::from(s.is_some_and(|s| s.contains(m)))))
             .collect(),
     ))
 }

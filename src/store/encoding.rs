@@ -191,7 +191,7 @@ pub fn name(value: &Value, outgrown: bool, t: &Thresholds) -> &'static str {
             }
         }
         Value::Set(s) => {
-            let all_ints = s.iter().all(|m| is_int_encodable(m));
+            let all_ints = s.iter().all(is_int_encodable);
             if !outgrown && all_ints && short(s.len(), t.set_max_intset_entries) {
                 "intset"
             } else if !outgrown

@@ -80,7 +80,7 @@ impl Hash {
                     None => {}
                 }
             }
-            self.to_map();
+            self.convert_to_map();
         }
         match &mut self.0 {
             Form::Map(m) => match m.get_mut(field) {
@@ -141,7 +141,7 @@ impl Hash {
         }
     }
 
-    fn to_map(&mut self) {
+    fn convert_to_map(&mut self) {
         if let Form::Packed(p) = &self.0 {
             let mut map = HashMap::with_capacity_and_hasher(p.len() / 2 + 1, Default::default());
             let mut items = p.iter();

@@ -65,7 +65,7 @@ impl Set {
                 p.flag = int;
                 return true;
             }
-            self.to_map();
+            self.convert_to_map();
         }
         match &mut self.0 {
             Form::Map(m) => !m.contains(member) && m.insert(Bytes::copy_from_slice(member)),
@@ -127,7 +127,7 @@ impl Set {
         }
     }
 
-    fn to_map(&mut self) {
+    fn convert_to_map(&mut self) {
         if let Form::Packed(p) = &self.0 {
             let mut map = SetMap::with_capacity_and_hasher(p.len() + 1, Default::default());
             map.extend(p.iter().map(Bytes::copy_from_slice));
