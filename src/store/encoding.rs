@@ -1,8 +1,9 @@
 //! The encoding names OBJECT ENCODING reports, chosen by Redis 7.2's rules and thresholds
 //! (`hash-max-listpack-entries` and friends, live through CONFIG SET).
 //!
-//! stmd keeps one in-memory form per type, so an encoding here is a report of what Redis would use
-//! for the same value, never a change of layout, and a threshold changes no reply. Redis never
+//! The name is judged from the value and these thresholds, not from stmd's own layout (small
+//! hashes and sets are packed, small sorted sets a vector: see `hash.rs`, `set.rs`, `zset.rs`,
+//! which convert by the same thresholds); a threshold changes no reply. Redis never
 //! turns a hashtable, skiplist or hashtable-set back into a compact form when it shrinks: an
 //! entry remembers that it outgrew its compact form (a bit in its stamp, see
 //! [`super::Entry::outgrown`]), judged by element counts before every write.
