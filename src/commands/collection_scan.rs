@@ -13,7 +13,6 @@ use super::err;
 use crate::glob;
 use crate::protocol::Reply;
 use crate::store::scan::position;
-use bytes::Bytes;
 
 /// Collections up to this size are returned in one call with cursor 0.
 pub const SMALL: usize = 128;
@@ -66,12 +65,12 @@ pub fn parse<'a>(args: &[&'a [u8]]) -> Result<ScanArgs<'a>, Reply> {
 /// The `[cursor, [member, extra?, …]]` reply. `items` yields each member with the replies that
 /// follow it (the field's value for HSCAN, the score for ZSCAN, nothing for SSCAN).
 pub fn scan<'m>(
-    items: impl Iterator<Item = (&'m Bytes, Option<Reply>)>,
+    items: impl Iterator<Item = (&'m [u8], Option<Reply>)>,
     len: usize,
     args: &ScanArgs,
 ) -> Reply {
-    let wanted = |m: &Bytes| args.pattern.is_none_or(|p| glob::matches(p, m, false));
-    let mut picked: Vec<(u64, &Bytes, Option<Reply>)>;
+    let wanted = |m: &[u8]| args.pattern.is_none_or(|p| glob::matches(p, m, false));
+    let mut picked: Vec<(u64, &[u8], Option<Reply>)>;
     let mut next = 0;
     if len <= SMALL {
         picked = items.map(|(m, extra)| (0, m, extra)).collect();
@@ -94,7 +93,7 @@ pub fn scan<'m>(
     let mut flat = Vec::with_capacity(picked.len() * 2);
     for (_, member, extra) in picked {
         if wanted(member) {
-            flat.push(Reply::Bulk(member.clone()));
+            flat.push(Reply::bulk(member));
             flat.extend(extra);
         }
     }

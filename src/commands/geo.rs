@@ -463,9 +463,10 @@ fn search(ctx: &mut Ctx, args: &[&[u8]], form: Form, no_store: bool) -> CmdResul
         locked.remove(dst);
         return Ok(Reply::Int(0));
     }
+    let limit = locked.limits().zset();
     let mut result = ZSet::default();
     for f in found {
-        result.insert(f.member, if storedist { f.dist } else { f.score });
+        result.insert(f.member, if storedist { f.dist } else { f.score }, limit);
     }
     locked.set(dst, Value::ZSet(Box::new(result)), 0);
     locked.notify(

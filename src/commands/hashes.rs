@@ -22,16 +22,12 @@ pub fn hset(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         return Err(Reply::Error(wrong_arity(name).into()));
     }
     let mut locked = ctx.lock(&args[1..2]);
+    let limit = locked.limits().hash();
     let h = hash_or_create(&mut locked, args[1])?;
     let mut added = 0;
     for pair in args[2..].chunks(2) {
-        let value = Bytes::copy_from_slice(pair[1]);
-        match h.get_mut(pair[0]) {
-            Some(slot) => *slot = value,
-            None => {
-                h.insert(Bytes::copy_from_slice(pair[0]), value);
-                added += 1;
-            }
+        if h.insert(pair[0], pair[1], limit) {
+            added += 1;
         }
     }
     Ok(if is(args[0], "hmset") {
@@ -46,19 +42,16 @@ pub fn hsetnx(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     if hash(&mut locked, args[1])?.is_some_and(|h| h.contains_key(args[2])) {
         return Ok(Reply::Int(0));
     }
-    let h = hash_or_create(&mut locked, args[1])?;
-    h.insert(
-        Bytes::copy_from_slice(args[2]),
-        Bytes::copy_from_slice(args[3]),
-    );
+    let limit = locked.limits().hash();
+    hash_or_create(&mut locked, args[1])?.insert(args[2], args[3], limit);
     Ok(Reply::Int(1))
 }
 
 pub fn hget(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut locked = ctx.lock(&args[1..2]);
     Ok(hash(&mut locked, args[1])?
-        .and_then(|h| h.get(args[2]))
-        .map_or(Reply::Nil, |v| Reply::Bulk(v.clone())))
+        .and_then(|h| h.get_bytes(args[2]))
+        .map_or(Reply::Nil, Reply::Bulk))
 }
 
 pub fn hmget(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
@@ -68,8 +61,8 @@ pub fn hmget(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         args[2..]
             .iter()
             .map(|f| {
-                h.and_then(|h| h.get(*f))
-                    .map_or(Reply::Nil, |v| Reply::Bulk(v.clone()))
+                h.and_then(|h| h.get_bytes(f))
+                    .map_or(Reply::Nil, Reply::Bulk)
             })
             .collect(),
     ))
@@ -79,7 +72,7 @@ pub fn hgetall(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut locked = ctx.lock(&args[1..2]);
     let pairs = hash(&mut locked, args[1])?.map_or_else(Vec::new, |h| {
         h.iter()
-            .map(|(k, v)| (Reply::Bulk(k.clone()), Reply::Bulk(v.clone())))
+            .map(|(k, v)| (Reply::bulk(k), Reply::bulk(v)))
             .collect()
     });
     Ok(Reply::Map(pairs))
@@ -91,7 +84,7 @@ pub fn hkeys(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut locked = ctx.lock(&args[1..2]);
     let items = hash(&mut locked, args[1])?.map_or_else(Vec::new, |h| {
         h.iter()
-            .map(|(k, v)| Reply::Bulk(if values { v.clone() } else { k.clone() }))
+            .map(|(k, v)| Reply::bulk(if values { v } else { k }))
             .collect()
     });
     Ok(Reply::Array(items))
@@ -102,10 +95,7 @@ pub fn hdel(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let Some(h) = hash_mut(&mut locked, args[1])? else {
         return Ok(Reply::Int(0));
     };
-    let removed = args[2..]
-        .iter()
-        .filter(|f| h.swap_remove(**f).is_some())
-        .count();
+    let removed = args[2..].iter().filter(|f| h.remove(f)).count();
     if removed == 0 {
         locked.unchanged(args[1]);
     }
@@ -146,8 +136,9 @@ pub fn hincrby(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let new = current
         .checked_add(delta)
         .ok_or_else(|| Reply::error(err::OVERFLOW))?;
-    let text = Bytes::copy_from_slice(itoa::Buffer::new().format(new).as_bytes());
-    hash_or_create(&mut locked, args[1])?.insert(Bytes::copy_from_slice(args[2]), text);
+    let limit = locked.limits().hash();
+    let mut text = itoa::Buffer::new();
+    hash_or_create(&mut locked, args[1])?.insert(args[2], text.format(new).as_bytes(), limit);
     Ok(Reply::Int(new))
 }
 
@@ -166,7 +157,8 @@ pub fn hincrbyfloat(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         return Err(Reply::error("ERR increment would produce NaN or Infinity"));
     }
     let text = Bytes::from(super::strings::human_float(new));
-    hash_or_create(&mut locked, args[1])?.insert(Bytes::copy_from_slice(args[2]), text.clone());
+    let limit = locked.limits().hash();
+    hash_or_create(&mut locked, args[1])?.insert(args[2], &text, limit);
     Ok(Reply::Bulk(text))
 }
 
@@ -217,8 +209,9 @@ pub fn hrandfield(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         return Ok(match h {
             Some(h) if !h.is_empty() => {
                 let i = rand::thread_rng().gen_range(0..h.len());
-                h.get_index(i)
-                    .map_or(Reply::Nil, |(k, _)| Reply::Bulk(k.clone()))
+                h.at_positions(&[i])
+                    .first()
+                    .map_or(Reply::Nil, |(k, _)| Reply::bulk(k))
             }
             _ => Reply::Nil,
         });
@@ -227,20 +220,14 @@ pub fn hrandfield(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         return Ok(Reply::Array(Vec::new()));
     };
     let mut items = Vec::new();
-    for i in random_positions(h.len(), count) {
-        let Some((k, v)) = h.get_index(i) else {
-            continue;
-        };
+    for (k, v) in h.at_positions(&random_positions(h.len(), count)) {
         match (with_values, resp3) {
-            (false, _) => items.push(Reply::Bulk(k.clone())),
+            (false, _) => items.push(Reply::bulk(k)),
             // RESP3 pairs each field with its value, as Redis 7 does.
-            (true, true) => items.push(Reply::Array(vec![
-                Reply::Bulk(k.clone()),
-                Reply::Bulk(v.clone()),
-            ])),
+            (true, true) => items.push(Reply::Array(vec![Reply::bulk(k), Reply::bulk(v)])),
             (true, false) => {
-                items.push(Reply::Bulk(k.clone()));
-                items.push(Reply::Bulk(v.clone()));
+                items.push(Reply::bulk(k));
+                items.push(Reply::bulk(v));
             }
         }
     }
@@ -257,7 +244,7 @@ pub fn hscan(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let scan_args = collection_scan::parse(args)?;
     Ok(match found {
         Some(h) => collection_scan::scan(
-            h.iter().map(|(k, v)| (k, Some(Reply::Bulk(v.clone())))),
+            h.iter().map(|(k, v)| (k, Some(Reply::bulk(v)))),
             h.len(),
             &scan_args,
         ),

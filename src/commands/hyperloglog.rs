@@ -35,11 +35,14 @@ fn read_hll(locked: &mut Locked<'_>, key: &[u8]) -> Result<Option<Bytes>, Reply>
 }
 
 /// Stores `value` at `key`, in place when the key exists (its TTL kept), else as a new key.
+/// Cut to its length first: `Bytes` takes a `Vec` with spare capacity by allocating a shared
+/// header besides it, and keeps the spare bytes too.
 fn write_back(locked: &mut Locked<'_>, key: &[u8], value: Vec<u8>) {
+    let value = Bytes::from(value.into_boxed_slice());
     match locked.get_mut(key) {
-        Some(entry) => entry.value = Value::Str(Bytes::from(value)),
+        Some(entry) => entry.value = Value::Str(value),
         None => {
-            locked.set(key, Value::Str(Bytes::from(value)), 0);
+            locked.set(key, Value::Str(value), 0);
         }
     }
 }

@@ -148,7 +148,7 @@ pub fn keys(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut collect = |locked: &crate::store::Locked| {
         locked.for_each(|k, _| {
             if glob::matches(pattern, k, false) {
-                found.push(Reply::Bulk(k.clone()));
+                found.push(Reply::bulk(k));
             }
         })
     };
@@ -288,7 +288,7 @@ pub fn randomkey(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
         let shard = (start + i) % shards;
         let pick = |locked: &crate::store::Locked| {
             let mut keys = Vec::new();
-            locked.for_each(|k, _| keys.push(k.clone()));
+            locked.for_each(|k, _| keys.push(Bytes::copy_from_slice(k)));
             (!keys.is_empty())
                 .then(|| keys.swap_remove(rand::thread_rng().gen_range(0..keys.len())))
         };

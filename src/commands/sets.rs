@@ -6,18 +6,15 @@ use super::typed::{remove_if_empty, set, set_mut, set_or_create, wrongtype};
 use super::{collection_scan, err, CmdResult, Ctx};
 use crate::events::class;
 use crate::protocol::Reply;
-use crate::store::value::SetValue;
+use crate::store::value::Set;
 use crate::store::{Locked, Value};
-use bytes::Bytes;
 use rand::Rng;
 
 pub fn sadd(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut locked = ctx.lock(&args[1..2]);
+    let limit = locked.limits().set();
     let s = set_or_create(&mut locked, args[1])?;
-    let added = args[2..]
-        .iter()
-        .filter(|m| !s.contains(**m) && s.insert(Bytes::copy_from_slice(m)))
-        .count();
+    let added = args[2..].iter().filter(|m| s.insert(m, limit)).count();
     Ok(Reply::Int(added as i64))
 }
 
@@ -26,7 +23,7 @@ pub fn srem(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let Some(s) = set_mut(&mut locked, args[1])? else {
         return Ok(Reply::Int(0));
     };
-    let removed = args[2..].iter().filter(|m| s.swap_remove(**m)).count();
+    let removed = args[2..].iter().filter(|m| s.remove(m)).count();
     if removed == 0 {
         locked.unchanged(args[1]);
     }
@@ -34,10 +31,8 @@ pub fn srem(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     Ok(Reply::Int(removed as i64))
 }
 
-fn members_reply(s: Option<&SetValue>) -> Reply {
-    Reply::Set(s.map_or_else(Vec::new, |s| {
-        s.iter().map(|m| Reply::Bulk(m.clone())).collect()
-    }))
+fn members_reply(s: Option<&Set>) -> Reply {
+    Reply::Set(s.map_or_else(Vec::new, |s| s.iter().map(Reply::bulk).collect()))
 }
 
 pub fn smembers(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
@@ -57,7 +52,7 @@ pub fn smismember(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     Ok(Reply::Array(
         args[2..]
             .iter()
-            .map(|m| Reply::Int(i64::from(s.is_some_and(|s| s.contains(*m)))))
+            .map(|m| Reply::Int(i64::from(s.is_some_and(|s| s.contains(m)))))
             .collect(),
     ))
 }
@@ -86,7 +81,7 @@ pub fn spop(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut popped = Vec::new();
     for _ in 0..count.unwrap_or(1).min(s.len()) {
         let i = rng.gen_range(0..s.len());
-        if let Some(m) = s.swap_remove_index(i) {
+        if let Some(m) = s.pop_at(i) {
             popped.push(Reply::Bulk(m));
         }
     }
@@ -108,17 +103,16 @@ pub fn srandmember(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let Some(count) = count else {
         return Ok(s.map_or(Reply::Nil, |s| {
             let i = rand::thread_rng().gen_range(0..s.len());
-            s.get_index(i)
-                .map_or(Reply::Nil, |m| Reply::Bulk(m.clone()))
+            s.at_positions(&[i]).first().map_or(Reply::Nil, Reply::bulk)
         }));
     };
     let Some(s) = s else {
         return Ok(Reply::Array(Vec::new()));
     };
     Ok(Reply::Array(
-        random_positions(s.len(), count)
+        s.at_positions(&random_positions(s.len(), count))
             .into_iter()
-            .filter_map(|i| s.get_index(i).map(|m| Reply::Bulk(m.clone())))
+            .map(Reply::bulk)
             .collect(),
     ))
 }
@@ -140,14 +134,15 @@ pub fn smove(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         return Ok(Reply::Int(i64::from(in_src)));
     }
     if let Some(s) = set_mut(&mut locked, src)? {
-        s.swap_remove(member);
+        s.remove(member);
     }
     remove_if_empty(&mut locked, src);
     locked.notify(class::SET, "srem", src);
     if locked.peek(src).is_none() {
         locked.notify(class::GENERIC, "del", src);
     }
-    set_or_create(&mut locked, dst)?.insert(Bytes::copy_from_slice(member));
+    let limit = locked.limits().set();
+    set_or_create(&mut locked, dst)?.insert(member, limit);
     locked.notify(class::SET, "sadd", dst);
     Ok(Reply::Int(1))
 }
@@ -160,10 +155,7 @@ enum Algebra {
 }
 
 /// The sets at `keys` (None for a missing key); WRONGTYPE if any key holds another type.
-fn load<'l>(
-    locked: &'l mut Locked<'_>,
-    keys: &[&[u8]],
-) -> Result<Vec<Option<&'l SetValue>>, Reply> {
+fn load<'l>(locked: &'l mut Locked<'_>, keys: &[&[u8]]) -> Result<Vec<Option<&'l Set>>, Reply> {
     for key in keys {
         set(locked, key)?;
     }
@@ -171,7 +163,7 @@ fn load<'l>(
     let mut sets = Vec::with_capacity(keys.len());
     for key in keys {
         sets.push(match locked.peek(key).map(|e| &e.value) {
-            Some(Value::Set(s)) => Some(&**s),
+            Some(Value::Set(s)) => Some(s),
             _ => None,
         });
     }
@@ -179,20 +171,19 @@ fn load<'l>(
 }
 
 /// SINTER / SUNION / SDIFF of the sets, stopping an intersection early once `limit` is reached.
-fn combine(sets: &[Option<&SetValue>], op: Algebra, limit: usize) -> Vec<Bytes> {
+fn combine<'s>(sets: &[Option<&'s Set>], op: Algebra, limit: usize) -> Vec<&'s [u8]> {
     match op {
         Algebra::Union => {
-            let mut out = SetValue::default();
+            let mut out = indexmap::IndexSet::<&[u8], ahash::RandomState>::default();
             for s in sets.iter().flatten() {
-                out.extend(s.iter().cloned());
+                out.extend(s.iter());
             }
             out.into_iter().collect()
         }
         Algebra::Diff => match sets.first() {
             Some(Some(first)) => first
                 .iter()
-                .filter(|m| !sets[1..].iter().flatten().any(|s| s.contains(*m)))
-                .cloned()
+                .filter(|m| !sets[1..].iter().flatten().any(|s| s.contains(m)))
                 .collect(),
             _ => Vec::new(),
         },
@@ -200,16 +191,15 @@ fn combine(sets: &[Option<&SetValue>], op: Algebra, limit: usize) -> Vec<Bytes> 
             if sets.iter().any(Option::is_none) {
                 return Vec::new();
             }
-            let mut all: Vec<&SetValue> = sets.iter().flatten().copied().collect();
+            let mut all: Vec<&Set> = sets.iter().flatten().copied().collect();
             all.sort_by_key(|s| s.len()); // walk the smallest set
             let Some((smallest, rest)) = all.split_first() else {
                 return Vec::new();
             };
             smallest
                 .iter()
-                .filter(|m| rest.iter().all(|s| s.contains(*m)))
+                .filter(|m| rest.iter().all(|s| s.contains(m)))
                 .take(limit)
-                .cloned()
                 .collect()
         }
     }
@@ -235,7 +225,7 @@ pub fn algebra(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     Ok(Reply::Set(
         combine(&sets, op, usize::MAX)
             .into_iter()
-            .map(Reply::Bulk)
+            .map(Reply::bulk)
             .collect(),
     ))
 }
@@ -245,15 +235,20 @@ pub fn algebra_store(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let op = algebra_of(args[0]);
     let (dst, keys) = (args[1], &args[2..]);
     let mut locked = ctx.lock(&args[1..]);
-    let result: SetValue = {
+    let limit = locked.limits().set();
+    let result = {
         let sets = load(&mut locked, keys)?;
-        combine(&sets, op, usize::MAX).into_iter().collect()
+        let mut result = Set::default();
+        for member in combine(&sets, op, usize::MAX) {
+            result.insert(member, limit);
+        }
+        result
     };
     let len = result.len();
     if result.is_empty() {
         locked.remove(dst);
     } else {
-        locked.set(dst, Value::Set(Box::new(result)), 0);
+        locked.set(dst, Value::Set(result), 0);
     }
     Ok(Reply::Int(len as i64))
 }

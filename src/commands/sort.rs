@@ -35,7 +35,7 @@ fn lookup_by_pattern(locked: &mut Locked<'_>, pattern: &[u8], element: &Bytes) -
     key.extend_from_slice(element);
     key.extend_from_slice(postfix);
     match (&locked.get(&key)?.value, field) {
-        (Value::Hash(h), Some((_, name))) => h.get(name).cloned(),
+        (Value::Hash(h), Some((_, name))) => h.get_bytes(name),
         (Value::Str(s), None) => Some(s.clone()),
         _ => None,
     }
@@ -135,7 +135,7 @@ fn sort_generic(ctx: &mut Ctx, args: &[&[u8]], readonly: bool) -> CmdResult {
     let (kind, mut elements): (Kind, Vec<Bytes>) = match locked.get(args[1]).map(|e| &e.value) {
         None => (Kind::List, Vec::new()),
         Some(Value::List(l)) => (Kind::List, l.iter().cloned().collect()),
-        Some(Value::Set(s)) => (Kind::Set, s.iter().cloned().collect()),
+        Some(Value::Set(s)) => (Kind::Set, s.iter().map(Bytes::copy_from_slice).collect()),
         Some(Value::ZSet(z)) => (Kind::ZSet, z.iter().map(|(m, _)| m.clone()).collect()),
         Some(_) => return Err(Reply::error(err::WRONGTYPE)),
     };

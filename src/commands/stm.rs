@@ -570,7 +570,7 @@ pub fn recent(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         .collect();
     let locked = ctx.lock(&keys);
     let now = locked.now;
-    let mut found: Vec<(&Bytes, &StmEntry, u64)> = Vec::new();
+    let mut found: Vec<(&[u8], &StmEntry, u64)> = Vec::new();
     for (key, entry) in locked.entries_of(&keys) {
         if let Value::Stm(stm) = &entry.value {
             let keep = exclude.is_none_or(|c| stm.channel != c)

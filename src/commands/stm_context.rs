@@ -186,7 +186,7 @@ pub fn context(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         Some(_) => return Err(Reply::error(err::WRONGTYPE)),
         None => None,
     };
-    let mut found: Vec<(&Bytes, &StmEntry)> = locked
+    let mut found: Vec<(&[u8], &StmEntry)> = locked
         .entries_of(&candidates)
         .into_iter()
         .filter_map(|(key, e)| match &e.value {
@@ -208,7 +208,7 @@ pub fn context(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         }
         if let Some(block) = other_channel_block(entry, &style, now) {
             items.push(block);
-            item_keys.push(key.clone());
+            item_keys.push(Bytes::copy_from_slice(key));
         }
     }
     if let Some(block) = live.and_then(|e| live_block(e, &style)) {

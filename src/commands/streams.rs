@@ -8,7 +8,8 @@ use super::{err, BlockRequest, CmdResult, Ctx};
 use crate::events::class;
 use crate::protocol::{parse_i64_strict, Reply};
 use crate::store::stream::{
-    Consumer, Fields, Group, Nack, Stream, StreamId, Trim, INVALID_READ, NODE_MAX_ENTRIES,
+    Consumer, EntryFields, Fields, Group, Nack, Stream, StreamId, Trim, INVALID_READ,
+    NODE_MAX_ENTRIES,
 };
 use crate::store::{now_ms, Locked, Value};
 use bytes::Bytes;
@@ -148,10 +149,10 @@ fn id_reply(id: StreamId) -> Reply {
     Reply::Bulk(Bytes::from(id.to_string()))
 }
 
-fn entry_reply(id: StreamId, fields: &Fields) -> Reply {
+fn entry_reply(id: StreamId, fields: EntryFields<'_>) -> Reply {
     Reply::Array(vec![
         id_reply(id),
-        Reply::Array(fields.iter().map(Reply::bulk).collect()),
+        Reply::Array(fields.map(Reply::bulk).collect()),
     ])
 }
 
@@ -161,17 +162,15 @@ fn range_reply(s: &Stream, start: StreamId, end: StreamId, count: usize, rev: bo
         return Reply::Array(Vec::new());
     }
     let limit = if count == 0 { usize::MAX } else { count };
-    let range = s.entries.range(start..=end);
     let items: Vec<Reply> = if rev {
-        range
-            .rev()
+        s.range_rev(start, end)
             .take(limit)
-            .map(|(id, f)| entry_reply(*id, f))
+            .map(|(id, f)| entry_reply(id, f))
             .collect()
     } else {
-        range
+        s.range(start, end)
             .take(limit)
-            .map(|(id, f)| entry_reply(*id, f))
+            .map(|(id, f)| entry_reply(id, f))
             .collect()
     };
     Reply::Array(items)
@@ -540,16 +539,18 @@ fn deliver_new(
         return Vec::new();
     };
     let limit = if count == 0 { usize::MAX } else { count };
-    let picked: Vec<StreamId> = s
-        .entries
-        .range((Bound::Excluded(start), Bound::Unbounded))
-        .take(limit)
-        .map(|(id, _)| *id)
-        .collect();
+    let picked: Vec<StreamId> = match start.incr() {
+        Some(from) => s
+            .range(from, StreamId::MAX)
+            .take(limit)
+            .map(|(id, _)| id)
+            .collect(),
+        None => Vec::new(),
+    };
     let mut out = Vec::with_capacity(picked.len());
     for id in picked {
         s.advance_group(group_name, id);
-        if let Some(f) = s.entries.get(&id) {
+        if let Some(f) = s.get(id) {
             out.push(entry_reply(id, f));
         }
         let Some(group) = s.groups.get_mut(group_name) else {
@@ -596,7 +597,10 @@ fn deliver_history(
         return Vec::new();
     };
     let limit = if count == 0 { usize::MAX } else { count };
-    let Some(group) = s.groups.get_mut(group_name) else {
+    let Stream {
+        entries, groups, ..
+    } = s;
+    let Some(group) = groups.get_mut(group_name) else {
         return Vec::new();
     };
     let ids: Vec<StreamId> = group
@@ -606,7 +610,7 @@ fn deliver_history(
         .unwrap_or_default();
     let mut out = Vec::with_capacity(ids.len());
     for id in ids {
-        match s.entries.get(&id) {
+        match entries.get(id) {
             Some(f) => {
                 out.push(entry_reply(id, f));
                 if let Some(n) = group.pel.get_mut(&id) {
@@ -1274,7 +1278,7 @@ pub fn xclaim(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     }
     let mut out = Vec::new();
     for id in ids {
-        if !entries.contains_key(&id) {
+        if entries.get(id).is_none() {
             if let Some(nack) = g.pel.remove(&id) {
                 if let Some(c) = g.consumers.get_mut(&nack.consumer) {
                     c.pel.remove(&id);
@@ -1310,7 +1314,7 @@ pub fn xclaim(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         if justid {
             out.push(id_reply(id));
         } else {
-            match entries.get(&id) {
+            match entries.get(id) {
                 Some(f) => out.push(entry_reply(id, f)),
                 None => out.push(Reply::Nil),
             }
@@ -1378,7 +1382,7 @@ pub fn xautoclaim(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             break;
         };
         last_seen = Some(id);
-        if !entries.contains_key(&id) {
+        if entries.get(id).is_none() {
             if let Some(nack) = g.pel.remove(&id) {
                 if let Some(c) = g.consumers.get_mut(&nack.consumer) {
                     c.pel.remove(&id);
@@ -1401,7 +1405,7 @@ pub fn xautoclaim(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         claim_to(g, id, &consumer, now);
         if justid {
             out.push(id_reply(id));
-        } else if let Some(f) = entries.get(&id) {
+        } else if let Some(f) = entries.get(id) {
             out.push(entry_reply(id, f));
         }
         count -= 1;
@@ -1461,12 +1465,13 @@ fn read_progress(s: &Stream, g: &Group) -> [(Reply, Reply); 2] {
 }
 
 fn first_last(s: &Stream, first: bool) -> Reply {
-    let e = if first {
-        s.entries.iter().next()
+    let id = if first {
+        s.first_entry_id()
     } else {
-        s.entries.iter().next_back()
+        s.last_entry_id()
     };
-    e.map_or(Reply::Nil, |(id, f)| entry_reply(*id, f))
+    id.and_then(|id| Some(entry_reply(id, s.get(id)?)))
+        .unwrap_or(Reply::Nil)
 }
 
 /// XINFO STREAM key [FULL [COUNT n]] | GROUPS key | CONSUMERS key group | HELP
@@ -1555,11 +1560,11 @@ pub fn xinfo(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         (Reply::bulk_str("length"), Reply::Int(s.len() as i64)),
         (
             Reply::bulk_str("radix-tree-keys"),
-            Reply::Int(s.nodes.len() as i64),
+            Reply::Int(s.nodes().len() as i64),
         ),
         (
             Reply::bulk_str("radix-tree-nodes"),
-            Reply::Int((s.nodes.len() + 1) as i64),
+            Reply::Int((s.nodes().len() + 1) as i64),
         ),
         (Reply::bulk_str("last-generated-id"), id_reply(s.last_id)),
         (
@@ -1589,10 +1594,9 @@ pub fn xinfo(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     m.push((
         Reply::bulk_str("entries"),
         Reply::Array(
-            s.entries
-                .iter()
+            s.iter()
                 .take(limit)
-                .map(|(id, f)| entry_reply(*id, f))
+                .map(|(id, f)| entry_reply(id, f))
                 .collect(),
         ),
     ));

@@ -4,7 +4,7 @@
 
 use super::err;
 use crate::protocol::Reply;
-use crate::store::value::{HashValue, SetValue};
+use crate::store::value::{Hash, Set};
 use crate::store::zset::ZSet;
 use crate::store::{Locked, Value};
 use bytes::Bytes;
@@ -65,15 +65,8 @@ macro_rules! typed_access {
 }
 
 typed_access!(list, list_mut, list_or_create, List, List, VecDeque::new());
-typed_access!(
-    hash,
-    hash_mut,
-    hash_or_create,
-    Hash,
-    HashValue,
-    Box::default()
-);
-typed_access!(set, set_mut, set_or_create, Set, SetValue, Box::default());
+typed_access!(hash, hash_mut, hash_or_create, Hash, Hash, Hash::default());
+typed_access!(set, set_mut, set_or_create, Set, Set, Set::default());
 typed_access!(zset, zset_mut, zset_or_create, ZSet, ZSet, Box::default());
 
 /// Deletes `key` when it holds an empty collection (after a removal).

@@ -7,7 +7,8 @@ use super::typed::wrongtype;
 use super::zsets::{score_arg, scored_reply};
 use super::{err, CmdResult, Ctx};
 use crate::protocol::Reply;
-use crate::store::value::SetValue;
+use crate::store::encoding::CompactLimit;
+use crate::store::value::Set;
 use crate::store::zset::ZSet;
 use crate::store::{Locked, Value};
 use bytes::Bytes;
@@ -31,7 +32,45 @@ enum Aggregate {
 enum Src<'a> {
     Missing,
     Z(&'a ZSet),
-    S(&'a SetValue),
+    S(&'a Set),
+}
+
+/// A member borrowed from an input: a sorted set's shared `Bytes` (cloned for free into the
+/// result) or a set's bytes (copied). Compared and hashed by its bytes.
+#[derive(Clone, Copy)]
+enum Member<'a> {
+    Shared(&'a Bytes),
+    Plain(&'a [u8]),
+}
+
+impl<'a> Member<'a> {
+    fn bytes(&self) -> &'a [u8] {
+        match *self {
+            Member::Shared(b) => b,
+            Member::Plain(s) => s,
+        }
+    }
+
+    fn to_bytes(self) -> Bytes {
+        match self {
+            Member::Shared(b) => b.clone(),
+            Member::Plain(s) => Bytes::copy_from_slice(s),
+        }
+    }
+}
+
+impl PartialEq for Member<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.bytes() == other.bytes()
+    }
+}
+
+impl Eq for Member<'_> {}
+
+impl std::hash::Hash for Member<'_> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.bytes().hash(state)
+    }
 }
 
 impl<'a> Src<'a> {
@@ -51,11 +90,11 @@ impl<'a> Src<'a> {
         }
     }
 
-    fn for_each(&self, mut f: impl FnMut(&'a Bytes, f64)) {
+    fn for_each(&self, mut f: impl FnMut(Member<'a>, f64)) {
         match self {
             Src::Missing => {}
-            Src::Z(z) => z.iter().for_each(|(m, s)| f(m, s)),
-            Src::S(s) => s.iter().for_each(|m| f(m, 1.0)),
+            Src::Z(z) => z.iter().for_each(|(m, s)| f(Member::Shared(m), s)),
+            Src::S(s) => s.iter().for_each(|m| f(Member::Plain(m), 1.0)),
         }
     }
 }
@@ -126,13 +165,13 @@ fn combine(
     }
     match op {
         Op::Union => {
-            let mut acc: hashbrown::HashMap<&Bytes, f64, ahash::RandomState> =
+            let mut acc: hashbrown::HashMap<Member<'_>, f64, ahash::RandomState> =
                 hashbrown::HashMap::default();
             for &i in &order {
                 let w = weights[i];
                 srcs[i].for_each(|m, s| {
                     let v = weighted(w, s);
-                    match acc.get_mut(m) {
+                    match acc.get_mut(&m) {
                         Some(t) => aggregate(t, v, how),
                         None => {
                             acc.insert(m, v);
@@ -140,7 +179,7 @@ fn combine(
                     }
                 });
             }
-            acc.into_iter().map(|(m, s)| (m.clone(), s)).collect()
+            acc.into_iter().map(|(m, s)| (m.to_bytes(), s)).collect()
         }
         Op::Inter => {
             let mut out = Vec::new();
@@ -156,12 +195,12 @@ fn combine(
                 }
                 let mut score = weighted(weights[first], s);
                 for &j in rest {
-                    match srcs[j].score(m) {
+                    match srcs[j].score(m.bytes()) {
                         Some(other) => aggregate(&mut score, weighted(weights[j], other), how),
                         None => return,
                     }
                 }
-                out.push((m.clone(), score));
+                out.push((m.to_bytes(), score));
             });
             out
         }
@@ -171,8 +210,8 @@ fn combine(
                 return out;
             };
             first.for_each(|m, s| {
-                if rest.iter().all(|r| r.score(m).is_none()) {
-                    out.push((m.clone(), s));
+                if rest.iter().all(|r| r.score(m.bytes()).is_none()) {
+                    out.push((m.to_bytes(), s));
                 }
             });
             out
@@ -180,10 +219,10 @@ fn combine(
     }
 }
 
-fn to_zset(pairs: Vec<(Bytes, f64)>) -> ZSet {
+fn to_zset(pairs: Vec<(Bytes, f64)>, limit: CompactLimit) -> ZSet {
     let mut z = ZSet::default();
     for (m, s) in pairs {
-        z.insert(m, s);
+        z.insert(m, s, limit);
     }
     z
 }
@@ -290,7 +329,10 @@ pub fn zalgebra(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     check_types(&mut locked, keys)?;
     let o = options(args, 2 + setnum, setnum, op, false, false)?;
     let srcs = sources(&locked, keys);
-    let z = to_zset(combine(&srcs, &o.weights, op, o.how, usize::MAX));
+    let z = to_zset(
+        combine(&srcs, &o.weights, op, o.how, usize::MAX),
+        locked.limits().zset(),
+    );
     let pairs: Vec<(Bytes, f64)> = z.iter().map(|(m, s)| (m.clone(), s)).collect();
     Ok(if o.withscores {
         scored_reply(pairs, resp3, false)
@@ -321,7 +363,10 @@ pub fn zalgebra_store(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let o = options(args, 3 + setnum, setnum, op, true, false)?;
     let result = {
         let srcs = sources(&locked, keys);
-        to_zset(combine(&srcs, &o.weights, op, o.how, usize::MAX))
+        to_zset(
+            combine(&srcs, &o.weights, op, o.how, usize::MAX),
+            locked.limits().zset(),
+        )
     };
     store_result(&mut locked, dst, result)
 }

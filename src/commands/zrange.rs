@@ -185,9 +185,10 @@ fn range_generic(ctx: &mut Ctx, args: &[&[u8]], store: bool) -> CmdResult {
     };
     let items = zset(&mut locked, src)?.map_or_else(Vec::new, |z| query.run(z));
     if store {
+        let limit = locked.limits().zset();
         let mut result = ZSet::default();
         for (m, s) in items {
-            result.insert(m, s);
+            result.insert(m, s, limit);
         }
         return super::zalgebra::store_result(&mut locked, args[1], result);
     }

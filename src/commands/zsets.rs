@@ -94,6 +94,7 @@ pub fn zadd(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     if zset(&mut locked, key)?.is_none() && xx {
         return Ok(if incr { Reply::Nil } else { Reply::Int(0) });
     }
+    let limit = locked.limits().zset();
     let z = zset_or_create(&mut locked, key)?;
     let (mut added, mut changed) = (0i64, 0i64);
     let mut incr_result = None;
@@ -114,7 +115,7 @@ pub fn zadd(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
                 }
                 incr_result = Some(new);
                 if new != current {
-                    z.insert(Bytes::copy_from_slice(member), new);
+                    z.insert(Bytes::copy_from_slice(member), new, limit);
                     changed += 1;
                 }
             }
@@ -122,7 +123,7 @@ pub fn zadd(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
                 if xx {
                     continue;
                 }
-                z.insert(Bytes::copy_from_slice(member), score);
+                z.insert(Bytes::copy_from_slice(member), score, limit);
                 incr_result = Some(score);
                 added += 1;
             }
@@ -146,13 +147,14 @@ pub fn zadd(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 pub fn zincrby(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let delta = score_arg(args[2])?;
     let mut locked = ctx.lock(&args[1..2]);
+    let limit = locked.limits().zset();
     let z = zset_or_create(&mut locked, args[1])?;
     let new = z.score(args[3]).unwrap_or(0.0) + delta;
     if new.is_nan() {
         remove_if_empty(&mut locked, args[1]);
         return Err(Reply::error("ERR resulting score is not a number (NaN)"));
     }
-    z.insert(Bytes::copy_from_slice(args[3]), new);
+    z.insert(Bytes::copy_from_slice(args[3]), new, limit);
     locked.keyspace().waiters.signal(args[1]);
     Ok(Reply::Double(new))
 }
@@ -262,7 +264,7 @@ pub fn zscan(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     Ok(match found {
         Some(z) => collection_scan::scan(
             z.iter()
-                .map(|(m, s)| (m, Some(Reply::bulk(format_double(s))))),
+                .map(|(m, s)| (&m[..], Some(Reply::bulk(format_double(s))))),
             z.len(),
             &scan_args,
         ),

@@ -5,7 +5,7 @@
 
 use super::listpack::{read_intset, read_listpack, read_ziplist};
 use super::{lzf, stm, types, RdbError};
-use crate::store::value::{HashValue, SetValue};
+use crate::store::value::{Hash, Set};
 use crate::store::zset::ZSet;
 use crate::store::Value;
 use bytes::Bytes;
@@ -102,16 +102,17 @@ fn list(items: Vec<Bytes>) -> Result<Value, RdbError> {
 }
 
 fn set(members: Vec<Bytes>) -> Result<Value, RdbError> {
-    let mut set = SetValue::with_capacity_and_hasher(members.len(), Default::default());
+    let mut set = Set::default();
+    let limit = crate::store::encoding::Limits::default().set();
     for member in members {
-        if !set.insert(member) {
+        if !set.insert(&member, limit) {
             return Err(RdbError::BadData);
         }
     }
     if set.is_empty() {
         return Err(RdbError::BadData);
     }
-    Ok(Value::Set(Box::new(set)))
+    Ok(Value::Set(set))
 }
 
 /// A hash from alternating fields and values.
@@ -119,14 +120,14 @@ fn hash(flat: Vec<Bytes>) -> Result<Value, RdbError> {
     if flat.is_empty() || flat.len() % 2 != 0 {
         return Err(RdbError::BadData);
     }
-    let mut hash = HashValue::with_capacity_and_hasher(flat.len() / 2, Default::default());
-    let mut items = flat.into_iter();
-    while let (Some(field), Some(value)) = (items.next(), items.next()) {
-        if hash.insert(field, value).is_some() {
+    let mut hash = Hash::default();
+    let limit = crate::store::encoding::Limits::default().hash();
+    for pair in flat.chunks(2) {
+        if !hash.insert(&pair[0], &pair[1], limit) {
             return Err(RdbError::BadData);
         }
     }
-    Ok(Value::Hash(Box::new(hash)))
+    Ok(Value::Hash(hash))
 }
 
 fn zset(pairs: Vec<(Bytes, f64)>) -> Result<Value, RdbError> {
@@ -134,8 +135,9 @@ fn zset(pairs: Vec<(Bytes, f64)>) -> Result<Value, RdbError> {
         return Err(RdbError::BadData);
     }
     let mut zset = ZSet::default();
+    let limit = crate::store::encoding::Limits::default().zset();
     for (member, score) in pairs {
-        if score.is_nan() || zset.insert(member, score).is_some() {
+        if score.is_nan() || zset.insert(member, score, limit).is_some() {
             return Err(RdbError::BadData);
         }
     }

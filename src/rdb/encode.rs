@@ -74,7 +74,7 @@ pub fn encode_value(value: &Value) -> Vec<u8> {
         }
         Value::Set(set) => {
             let ints: Option<Vec<i64>> = (set.len() <= MAX_INTSET_ENTRIES)
-                .then(|| set.iter().map(|m| canonical_int(m)).collect())
+                .then(|| set.iter().map(canonical_int).collect())
                 .flatten();
             match ints {
                 Some(ints) => {

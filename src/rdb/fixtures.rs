@@ -147,25 +147,26 @@ fn corrupt_values_are_refused() {
 fn every_value_round_trips() {
     use crate::store::zset::ZSet;
     let mut zset = ZSet::default();
+    let limit = crate::store::encoding::Limits::default().zset();
     for i in 0..300 {
-        zset.insert(format!("member-{i}").into(), f64::from(i) / 3.0 - 7.0);
+        zset.insert(
+            format!("member-{i}").into(),
+            f64::from(i) / 3.0 - 7.0,
+            limit,
+        );
     }
-    zset.insert("inf".into(), f64::INFINITY);
-    zset.insert("-zero".into(), -0.0);
+    zset.insert("inf".into(), f64::INFINITY, limit);
+    zset.insert("-zero".into(), -0.0, limit);
     let values = vec![
         Value::Str("x".repeat(100_000).into()),
         Value::Str("".into()),
         Value::List((0..20_000).map(|i| i.to_string().into()).collect()),
-        Value::Hash(Box::new(
-            (0..200)
-                .map(|i| (format!("f{i}").into(), "v".repeat(i).into()))
-                .collect(),
-        )),
-        Value::Set(Box::new(
+        Value::Hash((0..200).map(|i| (format!("f{i}"), "v".repeat(i))).collect()),
+        Value::Set(
             (0..600)
-                .map(|i| (i * 1_000_000_007i64).to_string().into())
+                .map(|i| (i * 1_000_000_007i64).to_string())
                 .collect(),
-        )),
+        ),
         Value::ZSet(Box::new(zset)),
         Value::Stm(Box::new(stm::tests::sample_entry())),
     ];
@@ -198,12 +199,8 @@ mod properties {
     fn bodies() -> Vec<Vec<u8>> {
         let values = [
             crate::store::Value::List((0..40).map(|i| format!("e{i}").into()).collect()),
-            crate::store::Value::Set(Box::new((0..20).map(|i| i.to_string().into()).collect())),
-            crate::store::Value::Hash(Box::new(
-                (0..3)
-                    .map(|i| (format!("f{i}").into(), "x".repeat(70).into()))
-                    .collect(),
-            )),
+            crate::store::Value::Set((0..20).map(|i| i.to_string()).collect()),
+            crate::store::Value::Hash((0..3).map(|i| (format!("f{i}"), "x".repeat(70))).collect()),
             crate::store::Value::Stm(Box::new(stm::tests::sample_entry())),
             crate::store::Value::Stream(Box::new(sample_stream())),
         ];

@@ -4,14 +4,14 @@
 //! Layout: the nodes (each its master id as 16 big-endian bytes and a listpack of entries, ids
 //! delta-encoded against the master id, field names omitted when they equal the master entry's),
 //! then length, last id, first id, max deleted id, entries added, and the groups with their
-//! pending entries and consumers. stmd keeps no deleted entries inside its nodes, so a node is
-//! written with its live entries only, the first live entry's fields as the master fields.
+//! pending entries and consumers. A node is written with its live entries only (its deleted
+//! ones, flagged in memory, are left out), the first live entry's fields as the master fields.
 
 use super::decode::RdbReader;
 use super::encode::{put_len, put_string};
 use super::listpack::{read_listpack, ListpackWriter};
 use super::{types, RdbError};
-use crate::store::stream::{Consumer, Fields, Group, Nack, Node, Stream, StreamId};
+use crate::store::stream::{Consumer, EntryFields, Fields, Group, Nack, Node, Stream, StreamId};
 use bytes::Bytes;
 use std::collections::BTreeMap;
 
@@ -39,15 +39,12 @@ fn push_int(lp: &mut ListpackWriter, v: i64) {
 }
 
 /// One node's listpack, as Redis's `streamAppendItem` builds it.
-fn node_listpack(s: &Stream, start: StreamId, end: Option<StreamId>) -> Vec<u8> {
-    let range: Vec<(&StreamId, &Fields)> = match end {
-        Some(end) => s.entries.range(start..end).collect(),
-        None => s.entries.range(start..).collect(),
-    };
+fn node_listpack(start: StreamId, node: &Node) -> Vec<u8> {
+    let range: Vec<(StreamId, EntryFields<'_>)> = node.entries(start).collect();
     let mut lp = ListpackWriter::default();
     let master: Vec<&[u8]> = range
         .first()
-        .map(|(_, f)| f.iter().step_by(2).collect())
+        .map(|(_, f)| f.clone().step_by(2).collect())
         .unwrap_or_default();
     push_int(&mut lp, range.len() as i64);
     push_int(&mut lp, 0);
@@ -57,7 +54,7 @@ fn node_listpack(s: &Stream, start: StreamId, end: Option<StreamId>) -> Vec<u8> 
     }
     push_int(&mut lp, 0);
     for (id, fields) in range {
-        let items: Vec<&[u8]> = fields.iter().collect();
+        let items: Vec<&[u8]> = fields.collect();
         let names: Vec<&[u8]> = items.iter().step_by(2).copied().collect();
         let same = names == master;
         push_int(&mut lp, if same { FLAG_SAMEFIELDS } else { 0 });
@@ -87,11 +84,10 @@ fn put_id(out: &mut Vec<u8>, id: StreamId) {
 /// Writes `s` as `RDB_TYPE_STREAM_LISTPACKS_2` (type byte included).
 pub fn encode(out: &mut Vec<u8>, s: &Stream) {
     out.push(types::STREAM_LISTPACKS_2);
-    put_len(out, s.nodes.len() as u64);
-    let starts: Vec<StreamId> = s.nodes.keys().copied().collect();
-    for (i, start) in starts.iter().enumerate() {
+    put_len(out, s.nodes().len() as u64);
+    for (start, node) in s.nodes() {
         put_string(out, &id_bytes(*start));
-        put_string(out, &node_listpack(s, *start, starts.get(i + 1).copied()));
+        put_string(out, &node_listpack(*start, node));
     }
     put_len(out, s.len() as u64);
     put_id(out, s.last_id);
@@ -128,13 +124,8 @@ fn int_of(item: &[u8]) -> Result<i64, RdbError> {
         .ok_or(RdbError::BadData)
 }
 
-/// Reads one node's entries into `s` (live ones) and returns its bookkeeping.
-fn read_node(
-    s: &mut Stream,
-    master_id: StreamId,
-    lp: &[Bytes],
-    blob_len: usize,
-) -> Result<Node, RdbError> {
+/// Reads one node: its live entries and Redis's bookkeeping.
+fn read_node(master_id: StreamId, lp: &[Bytes], blob_len: usize) -> Result<Node, RdbError> {
     let mut items = lp.iter();
     let mut next = || items.next().ok_or(RdbError::BadData);
     let count = int_of(next()?)?;
@@ -148,6 +139,7 @@ fn read_node(
         return Err(RdbError::BadData);
     }
     let total = count.checked_add(deleted).ok_or(RdbError::BadData)?;
+    let mut node = Node::start(master_id, master.iter().map(|b| &b[..]));
     let mut last = master_id;
     let mut prev: Option<StreamId> = None;
     let mut live = 0u32;
@@ -175,16 +167,13 @@ fn read_node(
         prev = Some(id);
         last = id;
         if flags & FLAG_DELETED == 0 {
-            if s.entries.insert(id, Fields::pack(&fields)).is_some() {
-                return Err(RdbError::BadData);
-            }
+            node.push_loaded(master_id, id, &Fields::pack(&fields));
             live += 1;
         }
     }
     if next().is_ok() {
         return Err(RdbError::BadData);
     }
-    let mut node = Node::start(master_id, master.iter().map(|b| &b[..]));
     node.last = last;
     node.total = u32::try_from(total).map_err(|_| RdbError::BadData)?;
     node.live = live;
@@ -213,9 +202,15 @@ pub fn decode(r: &mut RdbReader<'_>, kind: u8) -> Result<Stream, RdbError> {
         if lp.is_empty() {
             return Err(RdbError::BadData);
         }
-        let node = read_node(&mut s, master_id, &lp, blob.len())?;
+        let node = read_node(master_id, &lp, blob.len())?;
+        if s.nodes()
+            .last_key_value()
+            .is_some_and(|(k, n)| *k >= master_id || n.last >= master_id)
+        {
+            return Err(RdbError::BadData);
+        }
         if node.live > 0 {
-            s.nodes.insert(master_id, node);
+            s.insert_loaded_node(master_id, node);
         }
     }
     let length = r.len()?;
@@ -228,7 +223,7 @@ pub fn decode(r: &mut RdbReader<'_>, kind: u8) -> Result<Stream, RdbError> {
         s.max_deleted = read_id(r)?;
         s.entries_added = r.len()?;
     }
-    if length != s.entries.len() as u64 || s.last_entry_id().is_some_and(|top| top > s.last_id) {
+    if length != s.len() as u64 || s.last_entry_id().is_some_and(|top| top > s.last_id) {
         return Err(RdbError::BadData);
     }
     let groups = r.len()?;
@@ -348,14 +343,13 @@ mod tests {
         let back = decode(&mut RdbReader::new(&out[1..]), out[0]).expect("decodes");
         assert_eq!(back.len(), 149);
         let items = |s: &Stream| -> Vec<(StreamId, Vec<Vec<u8>>)> {
-            s.entries
-                .iter()
-                .map(|(id, f)| (*id, f.iter().map(<[u8]>::to_vec).collect()))
+            s.iter()
+                .map(|(id, f)| (id, f.map(<[u8]>::to_vec).collect()))
                 .collect()
         };
         assert_eq!(items(&back), items(&s));
         let nodes = |s: &Stream| -> Vec<(StreamId, u32)> {
-            s.nodes.iter().map(|(k, n)| (*k, n.live)).collect()
+            s.nodes().iter().map(|(k, n)| (*k, n.live)).collect()
         };
         assert_eq!(nodes(&back), nodes(&s));
         assert_eq!(

@@ -1,8 +1,9 @@
 //! The encoding names OBJECT ENCODING reports, chosen by Redis 7.2's rules and thresholds
 //! (`hash-max-listpack-entries` and friends, live through CONFIG SET).
 //!
-//! stmd keeps one in-memory form per type, so an encoding here is a report of what Redis would use
-//! for the same value, never a change of layout, and a threshold changes no reply. Redis never
+//! The name is judged from the value and these thresholds, not from stmd's own layout (small
+//! hashes and sets are packed, small sorted sets a vector: see `hash.rs`, `set.rs`, `zset.rs`,
+//! which convert by the same thresholds); a threshold changes no reply. Redis never
 //! turns a hashtable, skiplist or hashtable-set back into a compact form when it shrinks: an
 //! entry remembers that it outgrew its compact form (a bit in its stamp, see
 //! [`super::Entry::outgrown`]), judged by element counts before every write.
@@ -44,9 +45,12 @@ pub struct Thresholds {
 #[derive(Debug)]
 pub struct Limits {
     hash_entries: AtomicU64,
+    hash_value: AtomicU64,
     set_intset_entries: AtomicU64,
     set_listpack_entries: AtomicU64,
+    set_listpack_value: AtomicU64,
     zset_entries: AtomicU64,
+    zset_value: AtomicU64,
     list_size: AtomicI64,
 }
 
@@ -54,9 +58,12 @@ impl Default for Limits {
     fn default() -> Self {
         let limits = Limits {
             hash_entries: AtomicU64::new(0),
+            hash_value: AtomicU64::new(0),
             set_intset_entries: AtomicU64::new(0),
             set_listpack_entries: AtomicU64::new(0),
+            set_listpack_value: AtomicU64::new(0),
             zset_entries: AtomicU64::new(0),
+            zset_value: AtomicU64::new(0),
             list_size: AtomicI64::new(0),
         };
         limits.configure(&DEFAULTS);
@@ -64,16 +71,65 @@ impl Default for Limits {
     }
 }
 
+/// How large a collection's packed form may grow: most elements, longest element.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CompactLimit {
+    pub entries: usize,
+    pub value: usize,
+}
+
+/// How large a set's packed form may grow: as a listpack, or (integers only) as an intset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SetLimit {
+    pub listpack: CompactLimit,
+    pub intset_entries: usize,
+}
+
+fn get(limit: &AtomicU64) -> usize {
+    usize::try_from(limit.load(Relaxed)).unwrap_or(usize::MAX)
+}
+
 impl Limits {
+    /// A hash's packed form: `hash-max-listpack-entries|value`.
+    pub fn hash(&self) -> CompactLimit {
+        CompactLimit {
+            entries: get(&self.hash_entries),
+            value: get(&self.hash_value),
+        }
+    }
+
+    /// A sorted set's small form: `zset-max-listpack-entries|value`.
+    pub fn zset(&self) -> CompactLimit {
+        CompactLimit {
+            entries: get(&self.zset_entries),
+            value: get(&self.zset_value),
+        }
+    }
+
+    /// A set's packed form: `set-max-listpack-entries|value`, `set-max-intset-entries`.
+    pub fn set(&self) -> SetLimit {
+        SetLimit {
+            listpack: CompactLimit {
+                entries: get(&self.set_listpack_entries),
+                value: get(&self.set_listpack_value),
+            },
+            intset_entries: get(&self.set_intset_entries),
+        }
+    }
+
     pub fn configure(&self, t: &Thresholds) {
         self.hash_entries
             .store(t.hash_max_listpack_entries, Relaxed);
+        self.hash_value.store(t.hash_max_listpack_value, Relaxed);
         self.set_intset_entries
             .store(t.set_max_intset_entries, Relaxed);
         self.set_listpack_entries
             .store(t.set_max_listpack_entries, Relaxed);
+        self.set_listpack_value
+            .store(t.set_max_listpack_value, Relaxed);
         self.zset_entries
             .store(t.zset_max_listpack_entries, Relaxed);
+        self.zset_value.store(t.zset_max_listpack_value, Relaxed);
         self.list_size.store(t.list_max_listpack_size, Relaxed);
     }
 
@@ -87,11 +143,13 @@ impl Limits {
         match value {
             Value::Hash(h) => over(h.len(), &self.hash_entries),
             Value::Set(s) => {
-                let ints_at_ends = [s.first(), s.last()]
-                    .into_iter()
-                    .all(|m| m.is_some_and(|m| is_int_encodable(m)));
+                let ints_at_ends = || {
+                    [s.iter().next(), s.iter().last()]
+                        .into_iter()
+                        .all(|m| m.is_some_and(is_int_encodable))
+                };
                 over(s.len(), &self.set_intset_entries)
-                    || (over(s.len(), &self.set_listpack_entries) && !ints_at_ends)
+                    || (over(s.len(), &self.set_listpack_entries) && !ints_at_ends())
             }
             Value::ZSet(z) => over(z.len(), &self.zset_entries),
             _ => false,
@@ -134,7 +192,7 @@ pub fn name(value: &Value, outgrown: bool, t: &Thresholds) -> &'static str {
             }
         }
         Value::Set(s) => {
-            let all_ints = s.iter().all(|m| is_int_encodable(m));
+            let all_ints = s.iter().all(is_int_encodable);
             if !outgrown && all_ints && short(s.len(), t.set_max_intset_entries) {
                 "intset"
             } else if !outgrown
@@ -248,12 +306,12 @@ mod tests {
     #[test]
     fn outgrown_counts_only() {
         let limits = Limits::default();
-        let mut set = crate::store::value::SetValue::default();
+        let mut set = crate::store::value::Set::default();
         for i in 0..512 {
-            set.insert(Bytes::from(i.to_string()));
+            set.insert(i.to_string().as_bytes(), limits.set());
         }
-        assert!(!limits.outgrown(&Value::Set(Box::new(set.clone()))));
-        set.insert(Bytes::from_static(b"one more"));
-        assert!(limits.outgrown(&Value::Set(Box::new(set))));
+        assert!(!limits.outgrown(&Value::Set(set.clone())));
+        set.insert(b"one more", limits.set());
+        assert!(limits.outgrown(&Value::Set(set)));
     }
 }

@@ -318,7 +318,7 @@ fn sample(
         .map(|(key, v)| Candidate {
             score: policy.score(v.get(), now),
             db,
-            key: key.clone(),
+            key: Bytes::copy_from_slice(key),
         })
         .collect()
 }
@@ -417,7 +417,7 @@ mod tests {
                 .map(|e| e.get().expire_at)
                 .filter(|&t| t != 0)
                 .min();
-            let picked = guard.get(&key).map(|e| e.get().expire_at);
+            let picked = guard.get(&key[..]).map(|e| e.get().expire_at);
             assert_eq!(picked, soonest, "shard {shard}");
         }
     }
@@ -448,7 +448,7 @@ mod tests {
                 continue;
             };
             let oldest = guard.values().map(|e| e.get().idle_secs(now)).max();
-            let picked = guard.get(&key).map(|e| e.get().idle_secs(now));
+            let picked = guard.get(&key[..]).map(|e| e.get().idle_secs(now));
             assert_eq!(picked, oldest, "shard {shard}");
         }
     }

@@ -7,10 +7,15 @@ pub mod encoding;
 pub mod eviction;
 pub mod expiry;
 pub mod geohash;
+pub mod hash;
 pub mod hyperloglog;
+pub mod key;
+pub mod packed;
 pub mod ranked;
 pub mod scan;
+pub mod set;
 pub mod stream;
+pub mod stream_node;
 pub mod swap;
 pub mod value;
 pub mod zset;
@@ -26,6 +31,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+pub use key::Key;
 pub use value::Value;
 
 /// Number of shards. More shards make SCAN's per-call work smaller and contention rarer; locking all
@@ -33,7 +39,7 @@ pub use value::Value;
 const SHARDS: usize = 256;
 
 type Hasher = ahash::RandomState;
-type Shard = hashbrown::HashMap<Bytes, SharedValue<Entry>, Hasher>;
+type Shard = hashbrown::HashMap<Key, SharedValue<Entry>, Hasher>;
 type ShardGuard<'a> = RwLockWriteGuard<'a, Shard>;
 
 /// One shard's version counter, alone on its cache line.
@@ -138,7 +144,7 @@ pub struct Store {
 
 /// One database: its sharded keys and what must change with them.
 pub struct Keyspace {
-    map: DashMap<Bytes, Entry, Hasher>,
+    map: DashMap<Key, Entry, Hasher>,
     /// Per shard, the last version handed out there. A key always lives in the same shard, so
     /// versions unique per shard are unique per key; and only that shard's lock holder writes its
     /// counter, so two threads writing different shards never share a cache line.
@@ -408,9 +414,9 @@ impl Keyspace {
     }
 
     /// Bookkeeping for a value entering the keyspace.
-    fn on_insert(&self, key: &Bytes, value: &Value) {
+    fn on_insert(&self, key: &[u8], value: &Value) {
         match value {
-            Value::Stm(entry) => self.stm_index.insert(key, entry),
+            Value::Stm(entry) => self.stm_index.insert(&Bytes::copy_from_slice(key), entry),
             // A list, sorted set or stream created by any command (LPUSH, ZADD, XADD, RENAME, MOVE,
             // …) may serve a blocked client; for a stream the first is woken and passes the turn
             // on (see `Waiters::wake_next`).
@@ -433,6 +439,11 @@ pub struct Locked<'a> {
 }
 
 impl<'a> Locked<'a> {
+    /// The thresholds of the compact forms, as configured now.
+    pub fn limits(&self) -> &'a encoding::Limits {
+        &self.store.encoding_limits
+    }
+
     fn new(
         store: &'a Store,
         db: usize,
@@ -658,7 +669,7 @@ impl<'a> Locked<'a> {
                 live.then_some(old)
             }
             RawEntryMut::Vacant(vacant) => {
-                let owned = Bytes::copy_from_slice(key);
+                let owned = Key::new(key);
                 space.on_insert(&owned, &entry.value);
                 store.noting(db, key, Change::Created);
                 vacant.insert_hashed_nocheck(spot.hash, owned, SharedValue::new(entry));
@@ -734,7 +745,7 @@ impl<'a> Locked<'a> {
     }
 
     /// Calls `f` with every live key and entry of the locked shards (expired ones are skipped).
-    pub fn for_each(&self, mut f: impl FnMut(&Bytes, &Entry)) {
+    pub fn for_each(&self, mut f: impl FnMut(&[u8], &Entry)) {
         for (_, guard) in &self.guards {
             for (k, v) in guard.iter() {
                 if !v.get().is_expired(self.now) {
@@ -745,20 +756,20 @@ impl<'a> Locked<'a> {
     }
 
     /// The live entries among `keys`, each with its key as stored.
-    pub fn entries_of<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<(&Bytes, &Entry)> {
+    pub fn entries_of<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<(&[u8], &Entry)> {
         keys.iter()
             .filter_map(|key| {
                 let key = key.as_ref();
                 let shard = self.space.shard_of(key);
                 let (_, guard) = self.guards.iter().find(|(s, _)| *s == shard)?;
                 let (k, v) = guard.get_key_value(key)?;
-                (!v.get().is_expired(self.now)).then(|| (k, v.get()))
+                (!v.get().is_expired(self.now)).then(|| (k.as_bytes(), v.get()))
             })
             .collect()
     }
 
     /// Like [`Locked::for_each`], for one of the locked shards only.
-    pub fn for_each_in_shard(&self, shard: usize, mut f: impl FnMut(&Bytes, &Entry)) {
+    pub fn for_each_in_shard(&self, shard: usize, mut f: impl FnMut(&[u8], &Entry)) {
         for (_, guard) in self.guards.iter().filter(|(s, _)| *s == shard) {
             for (k, v) in guard.iter() {
                 if !v.get().is_expired(self.now) {
@@ -768,13 +779,15 @@ impl<'a> Locked<'a> {
         }
     }
 
-    /// Removes every key of the locked shards.
+    /// Removes every key of the locked shards, and gives back their tables' memory as Redis's
+    /// FLUSHALL does (a drained table keeps its capacity otherwise).
     pub fn clear(&mut self) {
         self.store.noting(self.db, b"", Change::Flushed);
         for (_, guard) in self.guards.iter_mut() {
             for (k, v) in guard.drain() {
                 self.space.on_remove(&k, &v.get().value);
             }
+            guard.shrink_to_fit();
         }
     }
 
@@ -822,6 +835,8 @@ mod tests {
             "{}",
             std::mem::size_of::<Entry>()
         );
+        // The key: 24 bytes, short keys inline (a `Bytes` took 32 and a heap block).
+        assert!(std::mem::size_of::<(Key, SharedValue<Entry>)>() <= 80);
     }
 
     #[test]

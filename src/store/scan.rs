@@ -39,7 +39,7 @@ pub fn scan_shard(locked: &Locked, shard: usize, from: u64, count: usize) -> Sha
     locked.for_each_in_shard(shard, |key, entry| {
         let pos = position(key);
         if pos >= from {
-            candidates.push((pos, key.clone(), entry.value.type_name()));
+            candidates.push((pos, Bytes::copy_from_slice(key), entry.value.type_name()));
         }
     });
     if candidates.len() > count {

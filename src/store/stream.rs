@@ -1,8 +1,9 @@
-//! The stream type: entries ordered by a 128-bit id in a B-tree, each entry's fields packed into
-//! one allocation, plus the consumer groups. Redis keeps entries in listpack nodes of at most
-//! `stream-node-max-entries` (100) entries; we keep a light record of those node boundaries so
-//! that approximate trimming (`~`) removes exactly what Redis would remove.
+//! The stream type: entries ordered by a 128-bit id, plus the consumer groups. As Redis does,
+//! entries live in nodes of at most `stream-node-max-entries` (100) entries, each node one packed
+//! buffer ([`Node`]) in a B-tree keyed by the node's start id. The node boundaries are Redis's
+//! own, so approximate trimming (`~`) removes exactly what Redis would remove.
 
+pub use super::stream_node::{EntryFields, Node};
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -12,7 +13,7 @@ pub const NODE_MAX_ENTRIES: u32 = 100;
 pub const NODE_MAX_BYTES: usize = 4096;
 
 /// The bytes an integer takes as a listpack element (encoding and back length).
-fn lp_int_size(v: i64) -> usize {
+pub(super) fn lp_int_size(v: i64) -> usize {
     match v {
         0..=127 => 2,
         -4096..=4095 => 3,
@@ -25,7 +26,7 @@ fn lp_int_size(v: i64) -> usize {
 
 /// The bytes `element` takes in a listpack, stored as an integer when it spells one, as
 /// Redis's `lpAppend` does.
-fn lp_element_size(element: &[u8]) -> usize {
+pub(super) fn lp_element_size(element: &[u8]) -> usize {
     if !element.is_empty() && element.len() <= 20 {
         if let Some(v) = std::str::from_utf8(element)
             .ok()
@@ -49,18 +50,6 @@ fn lp_element_size(element: &[u8]) -> usize {
             2_097_151..=268_435_454 => 4,
             _ => 5,
         }
-}
-
-/// A hash of an entry's field names, to tell whether they equal a node's master fields.
-fn names_hash<'a>(names: impl Iterator<Item = &'a [u8]>) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for name in names {
-        for b in name.iter().chain(&[0xff, 0xfe]) {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    h
 }
 
 /// A stream entry id, `<ms>-<seq>`.
@@ -110,7 +99,8 @@ impl std::fmt::Display for StreamId {
     }
 }
 
-/// One entry's field/value pairs, packed as `len(varint) bytes` items in one allocation.
+/// One entry's field/value pairs on their way in (XADD, a load), packed as `len(varint) bytes`
+/// items in one allocation.
 #[derive(Clone, Debug)]
 pub struct Fields(Box<[u8]>);
 
@@ -138,10 +128,6 @@ impl Fields {
     pub fn iter(&self) -> FieldsIter<'_> {
         FieldsIter(&self.0)
     }
-
-    pub fn heap_bytes(&self) -> usize {
-        self.0.len()
-    }
 }
 
 #[derive(Clone)]
@@ -165,61 +151,6 @@ impl<'a> Iterator for FieldsIter<'a> {
         let item = self.0.get(at..at + len)?;
         self.0 = &self.0[at + len..];
         Some(item)
-    }
-}
-
-/// A listpack node as Redis would have it: where it starts, its last appended id, how many
-/// entries it holds in all (live and deleted) and how many are live.
-#[derive(Clone, Copy, Debug)]
-pub struct Node {
-    pub last: StreamId,
-    pub total: u32,
-    pub live: u32,
-    /// The size of Redis's listpack for this node (deletions only flag entries: it never shrinks).
-    pub bytes: u32,
-    /// [`names_hash`] of the master entry's fields (those of the node's first entry).
-    pub master: u64,
-}
-
-impl Node {
-    /// A node whose first entry has the field names `names`: its master entry's bytes.
-    pub fn start<'a>(id: StreamId, names: impl Iterator<Item = &'a [u8]> + Clone) -> Node {
-        let count = names.clone().count();
-        let bytes = 7 + lp_int_size(0) * 3 + lp_int_size(count as i64);
-        let bytes = bytes + names.clone().map(lp_element_size).sum::<usize>();
-        Node {
-            last: id,
-            total: 0,
-            live: 0,
-            bytes: bytes.min(u32::MAX as usize) as u32,
-            master: names_hash(names),
-        }
-    }
-
-    /// Accounts for one more entry appended to this node, as `streamAppendItem` encodes it.
-    pub fn add(&mut self, start: StreamId, id: StreamId, fields: &Fields) {
-        let same = names_hash(fields.iter().step_by(2)) == self.master;
-        let pairs = fields.iter().count() / 2;
-        let mut bytes = lp_int_size(if same { 2 } else { 0 })
-            + lp_int_size(id.ms.wrapping_sub(start.ms) as i64)
-            + lp_int_size(id.seq.wrapping_sub(start.seq) as i64);
-        if same {
-            bytes += fields
-                .iter()
-                .skip(1)
-                .step_by(2)
-                .map(lp_element_size)
-                .sum::<usize>();
-            bytes += lp_int_size(pairs as i64 + 3);
-        } else {
-            bytes += lp_int_size(pairs as i64);
-            bytes += fields.iter().map(lp_element_size).sum::<usize>();
-            bytes += lp_int_size(pairs as i64 * 2 + 4);
-        }
-        self.bytes = (self.bytes as usize + bytes).min(u32::MAX as usize) as u32;
-        self.total += 1;
-        self.live += 1;
-        self.last = id;
     }
 }
 
@@ -248,11 +179,19 @@ pub struct Group {
     pub consumers: BTreeMap<Bytes, Consumer>,
 }
 
-#[derive(Clone, Debug, Default)]
+/// The entries: nodes by their start (master) id; a node holds the entries from its start id up
+/// to the next node's.
+#[derive(Clone, Default)]
+pub struct Entries {
+    nodes: BTreeMap<StreamId, Node>,
+    /// Live entries.
+    len: usize,
+}
+
+#[derive(Clone, Default)]
 pub struct Stream {
-    pub entries: BTreeMap<StreamId, Fields>,
-    /// Listpack nodes by their first (master) id.
-    pub nodes: BTreeMap<StreamId, Node>,
+    /// Apart from the groups, so a command can read entries while it changes a group.
+    pub entries: Entries,
     pub last_id: StreamId,
     /// Redis's recorded first id (0-0 when empty).
     pub first_id: StreamId,
@@ -268,13 +207,131 @@ pub enum Trim {
     MinId(StreamId),
 }
 
-impl Stream {
+impl Entries {
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.len == 0
+    }
+
+    /// The nodes by start id (XINFO's radix-tree figures, the RDB form).
+    pub fn nodes(&self) -> &BTreeMap<StreamId, Node> {
+        &self.nodes
+    }
+
+    /// The node that holds `id`, if any: the last one starting at or before it.
+    fn node_of(&self, id: StreamId) -> Option<(&StreamId, &Node)> {
+        self.nodes.range(..=id).next_back()
+    }
+
+    /// The live entry `id`.
+    pub fn get(&self, id: StreamId) -> Option<EntryFields<'_>> {
+        let (start, node) = self.node_of(id)?;
+        node.get(*start, id)
+    }
+
+    /// Live entries with `start <= id <= end`, ascending: O(log n) to the first node.
+    pub fn range(
+        &self,
+        start: StreamId,
+        end: StreamId,
+    ) -> impl Iterator<Item = (StreamId, EntryFields<'_>)> + '_ {
+        let from = self.node_of(start).map_or(start, |(k, _)| *k);
+        self.nodes
+            .range(from..)
+            .take_while(move |(k, _)| **k <= end)
+            .flat_map(|(k, node)| node.entries(*k))
+            .skip_while(move |(id, _)| *id < start)
+            .take_while(move |(id, _)| *id <= end)
+    }
+
+    /// The same entries as [`Stream::range`], descending (each node is read forwards once, at
+    /// most `stream-node-max-entries` entries, then handed out backwards).
+    pub fn range_rev(
+        &self,
+        start: StreamId,
+        end: StreamId,
+    ) -> impl Iterator<Item = (StreamId, EntryFields<'_>)> + '_ {
+        self.nodes
+            .range(..=end)
+            .rev()
+            .take_while(move |(_, node)| node.last >= start)
+            .flat_map(|(k, node)| {
+                let mut all: Vec<_> = node.entries(*k).collect();
+                all.reverse();
+                all
+            })
+            .skip_while(move |(id, _)| *id > end)
+            .take_while(move |(id, _)| *id >= start)
+    }
+
+    /// Every live entry, ascending.
+    pub fn iter(&self) -> impl Iterator<Item = (StreamId, EntryFields<'_>)> + '_ {
+        self.range(StreamId::MIN, StreamId::MAX)
+    }
+
+    /// The first live id, if any.
+    pub fn first_entry_id(&self) -> Option<StreamId> {
+        self.iter().next().map(|(id, _)| id)
+    }
+
+    /// The last live id, if any.
+    pub fn last_entry_id(&self) -> Option<StreamId> {
+        // Only the head node can be empty (exact MINID trimming leaves it, as Redis does).
+        self.nodes
+            .iter()
+            .rev()
+            .find_map(|(start, node)| node.entries(*start).last().map(|(id, _)| id))
+    }
+}
+
+impl Stream {
+    pub fn len(&self) -> usize {
+        self.entries.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.len == 0
+    }
+
+    pub fn nodes(&self) -> &BTreeMap<StreamId, Node> {
+        &self.entries.nodes
+    }
+
+    pub fn get(&self, id: StreamId) -> Option<EntryFields<'_>> {
+        self.entries.get(id)
+    }
+
+    /// See [`Entries::range`].
+    pub fn range(
+        &self,
+        start: StreamId,
+        end: StreamId,
+    ) -> impl Iterator<Item = (StreamId, EntryFields<'_>)> + '_ {
+        self.entries.range(start, end)
+    }
+
+    /// See [`Entries::range_rev`].
+    pub fn range_rev(
+        &self,
+        start: StreamId,
+        end: StreamId,
+    ) -> impl Iterator<Item = (StreamId, EntryFields<'_>)> + '_ {
+        self.entries.range_rev(start, end)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (StreamId, EntryFields<'_>)> + '_ {
+        self.entries.iter()
+    }
+
+    pub fn first_entry_id(&self) -> Option<StreamId> {
+        self.entries.first_entry_id()
+    }
+
+    pub fn last_entry_id(&self) -> Option<StreamId> {
+        self.entries.last_entry_id()
     }
 
     /// Appends an entry with an id greater than `last_id` (checked by the caller).
@@ -282,104 +339,95 @@ impl Stream {
         // Redis 7's rule: a new node when the tail's listpack plus the new strings would reach
         // `stream-node-max-bytes`, or when it holds `stream-node-max-entries` (deleted included).
         let strings: usize = fields.iter().map(<[u8]>::len).sum();
-        let tail = self.nodes.iter_mut().next_back().filter(|(_, node)| {
-            (node.bytes as usize) + strings < NODE_MAX_BYTES && node.total < NODE_MAX_ENTRIES
-        });
+        let tail = self.entries.nodes.iter_mut().next_back();
         match tail {
-            Some((start, node)) => node.add(*start, id, &fields),
-            None => {
+            Some((start, node))
+                if (node.bytes as usize) + strings < NODE_MAX_BYTES
+                    && node.total < NODE_MAX_ENTRIES =>
+            {
+                node.add(*start, id, &fields)
+            }
+            tail => {
+                if let Some((_, old)) = tail {
+                    old.seal();
+                }
                 let mut node = Node::start(id, fields.iter().step_by(2));
                 node.add(id, id, &fields);
-                self.nodes.insert(id, node);
+                self.entries.nodes.insert(id, node);
             }
         }
-        self.entries.insert(id, fields);
+        self.entries.len += 1;
         self.last_id = id;
         self.entries_added += 1;
-        if self.entries.len() == 1 {
+        if self.entries.len == 1 {
             self.first_id = id;
         }
     }
 
+    /// Adds a node read from an RDB file (its live entries already in it, `live` of them).
+    pub fn insert_loaded_node(&mut self, start: StreamId, node: Node) {
+        self.entries.len += node.live as usize;
+        self.entries.nodes.insert(start, node);
+    }
+
     /// Deletes one entry (XDEL): true when it existed. A node left with no live entry goes.
     pub fn delete(&mut self, id: StreamId) -> bool {
-        if self.entries.remove(&id).is_none() {
+        let Some((&start, node)) = self.entries.nodes.range_mut(..=id).next_back() else {
+            return false;
+        };
+        if !node.delete(start, id) {
             return false;
         }
-        if let Some((&start, node)) = self.nodes.range_mut(..=id).next_back() {
-            node.live = node.live.saturating_sub(1);
-            if node.live == 0 {
-                self.nodes.remove(&start);
-            }
+        if node.live == 0 {
+            self.entries.nodes.remove(&start);
         }
+        self.entries.len -= 1;
         true
-    }
-
-    /// The first live id, if any.
-    pub fn first_entry_id(&self) -> Option<StreamId> {
-        self.entries.keys().next().copied()
-    }
-
-    /// The last live id, if any.
-    pub fn last_entry_id(&self) -> Option<StreamId> {
-        self.entries.keys().next_back().copied()
     }
 
     /// Redis's `streamTrim`: removes whole nodes from the head while allowed, then (exact only)
     /// entries inside the next node. `limit` 0 means no limit. Returns the number removed.
     pub fn trim(&mut self, trim: Trim, approx: bool, limit: u64) -> u64 {
         if let Trim::MaxLen(max) = trim {
-            if self.entries.len() as u64 <= max {
+            if self.entries.len as u64 <= max {
                 return 0;
             }
         }
         let mut deleted = 0u64;
-        while let Some((&start, &node)) = self.nodes.iter().next() {
+        while let Some((&start, node)) = self.entries.nodes.iter().next() {
             let live = u64::from(node.live);
             if limit != 0 && deleted + live > limit {
                 break;
             }
             let remove_node = match trim {
-                Trim::MaxLen(max) => self.entries.len() as u64 - live >= max,
+                Trim::MaxLen(max) => self.entries.len as u64 - live >= max,
                 Trim::MinId(min) => node.last < min,
             };
-            let end = self
-                .nodes
-                .range((std::ops::Bound::Excluded(start), std::ops::Bound::Unbounded))
-                .next()
-                .map(|(k, _)| *k);
             if remove_node {
-                self.nodes.remove(&start);
-                let ids: Vec<StreamId> = match end {
-                    Some(end) => self.entries.range(start..end).map(|(k, _)| *k).collect(),
-                    None => self.entries.range(start..).map(|(k, _)| *k).collect(),
-                };
-                for id in &ids {
-                    self.entries.remove(id);
-                }
-                deleted += ids.len() as u64;
+                self.entries.nodes.remove(&start);
+                self.entries.len -= live as usize;
+                deleted += live;
                 continue;
             }
             if approx {
                 break;
             }
-            let ids: Vec<StreamId> = match end {
-                Some(end) => self.entries.range(start..end).map(|(k, _)| *k).collect(),
-                None => self.entries.range(start..).map(|(k, _)| *k).collect(),
-            };
+            let ids: Vec<StreamId> = node.entries(start).map(|(id, _)| id).collect();
             for id in ids {
                 let stop = match trim {
-                    Trim::MaxLen(max) => self.entries.len() as u64 <= max,
+                    Trim::MaxLen(max) => self.entries.len as u64 <= max,
                     Trim::MinId(min) => id >= min,
                 };
                 if stop {
                     break;
                 }
-                self.entries.remove(&id);
-                if let Some(n) = self.nodes.get_mut(&start) {
-                    n.live = n.live.saturating_sub(1);
+                // Never the node's last live entry: a node that would empty was removed above.
+                if let Some(n) = self.entries.nodes.get_mut(&start) {
+                    if n.delete(start, id) {
+                        self.entries.len -= 1;
+                        deleted += 1;
+                    }
                 }
-                deleted += 1;
             }
             break;
         }
@@ -391,19 +439,17 @@ impl Stream {
 
     /// Approximate heap bytes (MEMORY USAGE).
     pub fn memory(&self) -> usize {
-        let entries: usize = self
-            .entries
+        let nodes: usize = self
+            .nodes()
             .values()
-            // The packed fields in their allocator size class, plus the B-tree slot and node
-            // share (about 64 bytes an entry measured with 100,000 one-field entries).
-            .map(|f| f.heap_bytes().div_ceil(16) * 16 + 64)
-            .sum::<usize>();
+            .map(|n| n.heap_bytes() + std::mem::size_of::<Node>() + 16)
+            .sum();
         let groups: usize = self
             .groups
             .values()
             .map(|g| 64 + g.pel.len() * 80 + g.consumers.len() * 64)
             .sum();
-        std::mem::size_of::<Stream>() + entries + self.nodes.len() * 48 + groups
+        std::mem::size_of::<Stream>() + nodes + groups
     }
 
     /// XINFO's `lag` of a group (Redis's `streamReplyWithCGLag`); `None` when unknowable.
@@ -424,7 +470,7 @@ impl Stream {
             return 0;
         }
         let added = self.entries_added as i64;
-        if self.entries.is_empty() && id <= self.last_id {
+        if self.is_empty() && id <= self.last_id {
             return added;
         }
         if id == self.last_id {
@@ -434,9 +480,9 @@ impl Stream {
         }
         if self.max_deleted.is_zero() || self.max_deleted < self.first_id {
             if id < self.first_id {
-                return added - self.entries.len() as i64;
+                return added - self.entries.len as i64;
             } else if id == self.first_id {
-                return added - self.entries.len() as i64 + 1;
+                return added - self.entries.len as i64 + 1;
             }
         }
         INVALID_READ
@@ -444,7 +490,7 @@ impl Stream {
 
     /// Redis's `streamRangeHasTombstones` (`end` `None` = to the end).
     pub fn range_has_tombstones(&self, start: StreamId, end: Option<StreamId>) -> bool {
-        if self.entries.is_empty() || self.max_deleted.is_zero() {
+        if self.is_empty() || self.max_deleted.is_zero() {
             return false;
         }
         if self.first_id > self.max_deleted {
@@ -474,6 +520,24 @@ impl Stream {
 /// A group's read counter when unknown (Redis's `SCG_INVALID_ENTRIES_READ`).
 pub const INVALID_READ: i64 = -1;
 
+/// The live entries and the bookkeeping, not the nodes' bytes: a stream and its RDB round trip
+/// (which drops deleted entries from the buffers) look the same.
+impl std::fmt::Debug for Stream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let entries: Vec<(StreamId, Vec<&[u8]>)> =
+            self.iter().map(|(id, e)| (id, e.collect())).collect();
+        f.debug_struct("Stream")
+            .field("entries", &entries)
+            .field("nodes", self.nodes())
+            .field("last_id", &self.last_id)
+            .field("first_id", &self.first_id)
+            .field("max_deleted", &self.max_deleted)
+            .field("entries_added", &self.entries_added)
+            .field("groups", &self.groups)
+            .finish()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -486,13 +550,101 @@ mod tests {
         assert_eq!(items, vec![&b"a"[..], b"", &long[..]]);
     }
 
+    /// Random appends (shared and own field names, long values), deletions and trims against a
+    /// `BTreeMap` model: the same entries by id, range in both directions, first and last.
+    #[test]
+    fn packed_nodes_match_the_btree_model() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(14);
+        for round in 0..60 {
+            let mut s = Stream::default();
+            let mut model: BTreeMap<StreamId, Vec<Vec<u8>>> = BTreeMap::new();
+            let mut next = StreamId::new(rng.gen_range(0..1u64 << 50), 0);
+            for step in 0..rng.gen_range(1..700) {
+                match rng.gen_range(0..20) {
+                    0..=14 => {
+                        next = if rng.gen_bool(0.5) {
+                            StreamId::new(next.ms, next.seq + rng.gen_range(1..1000))
+                        } else {
+                            StreamId::new(next.ms + rng.gen_range(1..100_000), rng.gen_range(0..3))
+                        };
+                        let pairs = rng.gen_range(1..4);
+                        let items: Vec<Vec<u8>> = (0..pairs * 2)
+                            .map(|i| match (i % 2, rng.gen_range(0..4)) {
+                                (0, 0) => format!("name{}", rng.gen_range(0..3)).into_bytes(),
+                                (0, _) => format!("f{}", i / 2).into_bytes(),
+                                (_, 0) => vec![b'x'; rng.gen_range(0..600)],
+                                _ => rng.gen_range(0..100_000).to_string().into_bytes(),
+                            })
+                            .collect();
+                        s.append(next, Fields::pack(&items));
+                        model.insert(next, items);
+                    }
+                    15..=17 => {
+                        let id = match model.keys().nth(rng.gen_range(0..model.len().max(1))) {
+                            Some(id) if rng.gen_bool(0.8) => *id,
+                            _ => StreamId::new(rng.gen_range(0..1u64 << 51), 0),
+                        };
+                        assert_eq!(s.delete(id), model.remove(&id).is_some(), "round {round}");
+                    }
+                    _ => {
+                        let trim = if rng.gen_bool(0.5) {
+                            Trim::MaxLen(rng.gen_range(0..model.len() as u64 + 10))
+                        } else {
+                            let ids: Vec<_> = model.keys().copied().collect();
+                            Trim::MinId(
+                                ids.get(rng.gen_range(0..ids.len() + 1))
+                                    .copied()
+                                    .unwrap_or(next),
+                            )
+                        };
+                        let removed = s.trim(trim, rng.gen_bool(0.5), rng.gen_range(0..3) * 50);
+                        // Trimming takes from the head.
+                        for _ in 0..removed {
+                            model.pop_first();
+                        }
+                    }
+                }
+                let as_vec = |it: &mut dyn Iterator<Item = (StreamId, EntryFields<'_>)>| {
+                    it.map(|(id, f)| (id, f.map(<[u8]>::to_vec).collect::<Vec<_>>()))
+                        .collect::<Vec<_>>()
+                };
+                let theirs: Vec<_> = model.iter().map(|(k, v)| (*k, v.clone())).collect();
+                assert_eq!(as_vec(&mut s.iter()), theirs, "round {round} step {step}");
+                assert_eq!(s.len(), model.len());
+                assert_eq!(s.first_entry_id(), model.keys().next().copied());
+                assert_eq!(s.last_entry_id(), model.keys().next_back().copied());
+                if let (Some(a), Some(b)) = (model.keys().next(), model.keys().next_back()) {
+                    let lo = StreamId::new(rng.gen_range(a.ms..=b.ms), rng.gen_range(0..2000));
+                    let hi = StreamId::new(rng.gen_range(lo.ms..=b.ms + 1), rng.gen_range(0..2000));
+                    let want: Vec<_> = model
+                        .range(lo..=hi.max(lo))
+                        .map(|(k, v)| (*k, v.clone()))
+                        .collect();
+                    assert_eq!(as_vec(&mut s.range(lo, hi.max(lo))), want);
+                    let mut rev = want.clone();
+                    rev.reverse();
+                    assert_eq!(as_vec(&mut s.range_rev(lo, hi.max(lo))), rev);
+                    let probe = theirs[rng.gen_range(0..theirs.len())].0;
+                    assert_eq!(
+                        s.get(probe)
+                            .map(|f| f.map(<[u8]>::to_vec).collect::<Vec<_>>()),
+                        model.get(&probe).cloned()
+                    );
+                }
+                assert!(s.nodes().values().skip(1).all(|n| n.live > 0));
+                assert!(s.nodes().values().all(|n| n.total <= NODE_MAX_ENTRIES));
+            }
+        }
+    }
+
     #[test]
     fn approximate_trim_removes_whole_nodes() {
         let mut s = Stream::default();
         for i in 1..=250 {
             s.append(StreamId::new(i, 0), Fields::pack(&[b"f", b"v"]));
         }
-        assert_eq!(s.nodes.len(), 3);
+        assert_eq!(s.nodes().len(), 3);
         assert_eq!(s.trim(Trim::MaxLen(120), true, 0), 100);
         assert_eq!(s.len(), 150);
         assert_eq!(s.trim(Trim::MaxLen(120), false, 0), 30);

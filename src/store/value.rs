@@ -6,10 +6,8 @@ use crate::stm::StmEntry;
 use bytes::Bytes;
 use std::collections::VecDeque;
 
-/// Hashes and sets are index maps: O(1) lookups like a hash map, plus O(1) access by position, which
-/// makes HRANDFIELD, SRANDMEMBER and SPOP pick uniformly at random in O(1).
-pub type HashValue = indexmap::IndexMap<Bytes, Bytes, ahash::RandomState>;
-pub type SetValue = indexmap::IndexSet<Bytes, ahash::RandomState>;
+pub use super::hash::Hash;
+pub use super::set::Set;
 
 /// One key's value. Strings and collection members are `Bytes` copied out of the read buffer, so a
 /// stored value never keeps a whole request buffer alive.
@@ -17,10 +15,11 @@ pub type SetValue = indexmap::IndexSet<Bytes, ahash::RandomState>;
 pub enum Value {
     Str(Bytes),
     List(VecDeque<Bytes>),
+    // Not boxed: a hash or set is one buffer and a count while small (its map form is boxed inside).
+    Hash(Hash),
+    Set(Set),
     // Boxed, like ZSet and Stm, so that every slot of the keyspace stays small: a slot holds the
     // largest variant, and an unboxed index map would make every string key pay for it.
-    Hash(Box<HashValue>),
-    Set(Box<SetValue>),
     ZSet(Box<ZSet>),
     Stm(Box<StmEntry>),
     Stream(Box<Stream>),

@@ -1,10 +1,12 @@
 //! The sorted set: members ordered by (score, member), as Redis orders them.
 //!
-//! A hash map gives O(1) member → score lookups (ZSCORE, ZADD's "already there?"), and a
-//! [`Ranked`] set of (score, member) gives O(log n) ranks (ZRANK, ZRANGE by index, ZRANDMEMBER) and
-//! ordered walks from any rank or score, as Redis's skip list with spans does. Members are `Bytes`,
-//! so both structures share each member's bytes.
+//! Small sets are one sorted vector, as Redis keeps them in one listpack. Large ones: a hash map
+//! gives O(1) member → score lookups (ZSCORE, ZADD's "already there?"), and a [`Ranked`] set of
+//! (score, member) gives O(log n) ranks (ZRANK, ZRANGE by index, ZRANDMEMBER) and ordered walks
+//! from any rank or score, as Redis's skip list with spans does. Members are `Bytes`, so both
+//! structures share each member's bytes.
 
+use super::encoding::CompactLimit;
 use super::ranked::Ranked;
 use bytes::Bytes;
 use std::cmp::Ordering;
@@ -92,78 +94,205 @@ impl LexBound {
 
 type ScoreMap = hashbrown::HashMap<Bytes, f64, ahash::RandomState>;
 
+/// A sorted set: while small (`zset-max-listpack-entries|value`), one vector of (score, member)
+/// in order, searched by walking and bisecting as Redis walks its listpack; past that, for good,
+/// a hash map for scores plus a [`Ranked`] order.
 #[derive(Debug, Default, Clone)]
-pub struct ZSet {
+pub struct ZSet(Form);
+
+#[derive(Debug, Clone)]
+enum Form {
+    Small(Vec<(Score, Bytes)>),
+    Large(Box<Large>),
+}
+
+impl Default for Form {
+    fn default() -> Self {
+        Form::Small(Vec::new())
+    }
+}
+
+#[derive(Debug, Default, Clone)]
+struct Large {
     scores: ScoreMap,
     order: Ranked<(Score, Bytes)>,
 }
 
+/// One of two iterators (the small or the large form's).
+enum Either<A, B> {
+    Small(A),
+    Large(B),
+}
+
+impl<T, A: Iterator<Item = T>, B: Iterator<Item = T>> Iterator for Either<A, B> {
+    type Item = T;
+    fn next(&mut self) -> Option<T> {
+        match self {
+            Either::Small(a) => a.next(),
+            Either::Large(b) => b.next(),
+        }
+    }
+}
+
+impl<T, A: DoubleEndedIterator<Item = T>, B: DoubleEndedIterator<Item = T>> DoubleEndedIterator
+    for Either<A, B>
+{
+    fn next_back(&mut self) -> Option<T> {
+        match self {
+            Either::Small(a) => a.next_back(),
+            Either::Large(b) => b.next_back(),
+        }
+    }
+}
+
+fn pair(p: &(Score, Bytes)) -> (&Bytes, f64) {
+    (&p.1, p.0 .0)
+}
+
 impl ZSet {
     pub fn len(&self) -> usize {
-        self.scores.len()
+        match &self.0 {
+            Form::Small(v) => v.len(),
+            Form::Large(l) => l.scores.len(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.scores.is_empty()
+        self.len() == 0
+    }
+
+    /// Whether the set is in its small form (for tests).
+    pub fn is_small(&self) -> bool {
+        matches!(self.0, Form::Small(_))
+    }
+
+    fn position(v: &[(Score, Bytes)], member: &[u8]) -> Option<usize> {
+        v.iter().position(|(_, m)| &m[..] == member)
     }
 
     pub fn score(&self, member: &[u8]) -> Option<f64> {
-        self.scores.get(member).copied()
+        match &self.0 {
+            Form::Small(v) => Self::position(v, member).map(|i| v[i].0 .0),
+            Form::Large(l) => l.scores.get(member).copied(),
+        }
     }
 
-    /// Sets `member`'s score; returns the previous score, if any.
-    pub fn insert(&mut self, member: Bytes, score: f64) -> Option<f64> {
+    /// Sets `member`'s score; returns the previous score, if any. Past `limit` the set turns
+    /// into its large form.
+    pub fn insert(&mut self, member: Bytes, score: f64, limit: CompactLimit) -> Option<f64> {
         debug_assert!(!score.is_nan());
-        match self.scores.get_mut(&member) {
+        if let Form::Small(v) = &mut self.0 {
+            let found = Self::position(v, &member);
+            let fits = found.is_some() || (v.len() < limit.entries && member.len() <= limit.value);
+            if fits {
+                let previous = found.map(|i| v.remove(i));
+                // Exactly one more slot, not a doubling: small sets are many, and stay small.
+                v.reserve_exact(1);
+                let key = (Score(score), member);
+                let at = v.partition_point(|e| *e < key);
+                v.insert(at, key);
+                return previous.map(|(s, _)| s.0);
+            }
+            self.grow();
+        }
+        let Form::Large(l) = &mut self.0 else {
+            unreachable!("grown above")
+        };
+        match l.scores.get_mut(&member) {
             Some(old) => {
                 let previous = *old;
                 if previous.to_bits() != score.to_bits() {
                     *old = score;
-                    self.order.remove(&(Score(previous), member.clone()));
-                    self.order.insert((Score(score), member));
+                    l.order.remove(&(Score(previous), member.clone()));
+                    l.order.insert((Score(score), member));
                 }
                 Some(previous)
             }
             None => {
-                self.scores.insert(member.clone(), score);
-                self.order.insert((Score(score), member));
+                l.scores.insert(member.clone(), score);
+                l.order.insert((Score(score), member));
                 None
             }
         }
     }
 
+    /// Turns the small form into the large one.
+    fn grow(&mut self) {
+        if let Form::Small(v) = &mut self.0 {
+            let mut large = Large::default();
+            for (score, member) in v.drain(..) {
+                large.scores.insert(member.clone(), score.0);
+                large.order.insert((score, member));
+            }
+            self.0 = Form::Large(Box::new(large));
+        }
+    }
+
     /// Removes `member`; returns its score when it was there.
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
-        let (owned, score) = self.scores.remove_entry(member)?;
-        self.order.remove(&(Score(score), owned));
-        Some(score)
+        match &mut self.0 {
+            Form::Small(v) => {
+                let i = Self::position(v, member)?;
+                Some(v.remove(i).0 .0)
+            }
+            Form::Large(l) => {
+                let (owned, score) = l.scores.remove_entry(member)?;
+                l.order.remove(&(Score(score), owned));
+                Some(score)
+            }
+        }
     }
 
     /// 0-based rank in ascending order: O(log n).
     pub fn rank(&self, member: &[u8]) -> Option<usize> {
-        let score = self.score(member)?;
-        self.order
-            .rank(&(Score(score), Bytes::copy_from_slice(member)))
+        match &self.0 {
+            Form::Small(v) => Self::position(v, member),
+            Form::Large(l) => {
+                let score = *l.scores.get(member)?;
+                l.order
+                    .rank(&(Score(score), Bytes::copy_from_slice(member)))
+            }
+        }
     }
 
     /// The member at 0-based ascending rank `i`: O(log n).
     pub fn select(&self, i: usize) -> Option<(&Bytes, f64)> {
-        self.order.select(i).map(|(s, m)| (m, s.0))
+        match &self.0 {
+            Form::Small(v) => v.get(i).map(pair),
+            Form::Large(l) => l.order.select(i).map(pair),
+        }
+    }
+
+    /// The rank of the first (score, member) at or after `key`.
+    fn lower_bound(&self, key: &(Score, Bytes)) -> usize {
+        match &self.0 {
+            Form::Small(v) => v.partition_point(|e| e < key),
+            Form::Large(l) => l.order.lower_bound(key),
+        }
     }
 
     /// Members in ascending order from rank `from`: O(log n) to start.
     pub fn iter_from(&self, from: usize) -> impl Iterator<Item = (&Bytes, f64)> + '_ {
-        self.order.iter_from(from).map(|(s, m)| (m, s.0))
+        match &self.0 {
+            Form::Small(v) => Either::Small(v.get(from..).unwrap_or_default().iter().map(pair)),
+            Form::Large(l) => Either::Large(l.order.iter_from(from).map(pair)),
+        }
     }
 
     /// Members in descending order from rank `end - 1`: O(log n) to start.
     pub fn iter_before(&self, end: usize) -> impl Iterator<Item = (&Bytes, f64)> + '_ {
-        self.order.iter_before(end).map(|(s, m)| (m, s.0))
+        match &self.0 {
+            Form::Small(v) => Either::Small(v[..end.min(v.len())].iter().rev().map(pair)),
+            Form::Large(l) => Either::Large(l.order.iter_before(end).map(pair)),
+        }
     }
 
     /// Members with scores in ascending order.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&Bytes, f64)> + '_ {
-        self.order.iter().map(|(s, m)| (m, s.0))
+        match &self.0 {
+            Form::Small(v) => Either::Small(v.iter().map(pair)),
+            Form::Large(l) => Either::Large(l.order.iter().map(pair)),
+        }
     }
 
     /// Members with `min <= score <= max` (per the bounds' exclusivity), ascending: O(log n + k).
@@ -172,7 +301,7 @@ impl ZSet {
         min: ScoreBound,
         max: ScoreBound,
     ) -> impl Iterator<Item = (&Bytes, f64)> + '_ {
-        let from = self.order.lower_bound(&(Score(min.value), Bytes::new()));
+        let from = self.lower_bound(&(Score(min.value), Bytes::new()));
         self.iter_from(from)
             .skip_while(move |(_, s)| !min.below(*s))
             .take_while(move |(_, s)| max.above(*s))
@@ -186,7 +315,7 @@ impl ZSet {
         min: ScoreBound,
         max: ScoreBound,
     ) -> impl Iterator<Item = (&Bytes, f64)> + '_ {
-        let pivot = self.order.lower_bound(&(Score(max.value), Bytes::new()));
+        let pivot = self.lower_bound(&(Score(max.value), Bytes::new()));
         let mut at_max: Vec<(&Bytes, f64)> = self
             .iter_from(pivot)
             .take_while(move |(_, s)| *s == max.value)
@@ -211,15 +340,32 @@ impl ZSet {
     }
 
     pub fn pop_min(&mut self) -> Option<(Bytes, f64)> {
-        let (score, member) = self.order.pop_first()?;
-        self.scores.remove(&member);
-        Some((member, score.0))
+        match &mut self.0 {
+            Form::Small(v) if v.is_empty() => None,
+            Form::Small(v) => {
+                let (score, member) = v.remove(0);
+                Some((member, score.0))
+            }
+            Form::Large(l) => {
+                let (score, member) = l.order.pop_first()?;
+                l.scores.remove(&member);
+                Some((member, score.0))
+            }
+        }
     }
 
     pub fn pop_max(&mut self) -> Option<(Bytes, f64)> {
-        let (score, member) = self.order.pop_last()?;
-        self.scores.remove(&member);
-        Some((member, score.0))
+        match &mut self.0 {
+            Form::Small(v) => {
+                let (score, member) = v.pop()?;
+                Some((member, score.0))
+            }
+            Form::Large(l) => {
+                let (score, member) = l.order.pop_last()?;
+                l.scores.remove(&member);
+                Some((member, score.0))
+            }
+        }
     }
 }
 
@@ -231,13 +377,118 @@ mod tests {
         Bytes::copy_from_slice(s.as_bytes())
     }
 
+    const LIMIT: CompactLimit = CompactLimit {
+        entries: 128,
+        value: 64,
+    };
+
+    /// Random ZADD/ZREM/pops against a `BTreeSet` of (score, member) plus a score map, across the
+    /// small form and the conversion: same order, ranks, scores, score ranges both ways.
+    #[test]
+    fn both_forms_match_the_btree_model() {
+        use rand::{Rng, SeedableRng};
+        use std::collections::{BTreeSet, HashMap};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(14);
+        for round in 0..200 {
+            let limit = CompactLimit {
+                entries: rng.gen_range(0..40),
+                value: rng.gen_range(0..12),
+            };
+            let mut z = ZSet::default();
+            let mut order: BTreeSet<(Score, Bytes)> = BTreeSet::new();
+            let mut scores: HashMap<Bytes, f64> = HashMap::new();
+            for _ in 0..rng.gen_range(0..150) {
+                let member = b(&"m"
+                    .repeat(rng.gen_range(1..4))
+                    .replace('m', &rng.gen_range(0..9).to_string()));
+                match rng.gen_range(0..10) {
+                    0..=5 => {
+                        let score = [0.0, -0.0, 1.5, f64::INFINITY][rng.gen_range(0..4)]
+                            + f64::from(rng.gen_range(-3..3));
+                        let previous = scores.insert(member.clone(), score);
+                        if let Some(p) = previous {
+                            order.remove(&(Score(p), member.clone()));
+                        }
+                        order.insert((Score(score), member.clone()));
+                        let got = z.insert(member, score, limit);
+                        assert_eq!(
+                            got.map(f64::to_bits),
+                            previous.map(f64::to_bits),
+                            "round {round}"
+                        );
+                    }
+                    6..=7 => {
+                        let previous = scores.remove(&member);
+                        if let Some(p) = previous {
+                            order.remove(&(Score(p), member.clone()));
+                        }
+                        assert_eq!(z.remove(&member), previous);
+                    }
+                    8 => {
+                        let want = order.pop_first().map(|(s, m)| {
+                            scores.remove(&m);
+                            (m, s.0)
+                        });
+                        assert_eq!(z.pop_min(), want);
+                    }
+                    _ => {
+                        let want = order.pop_last().map(|(s, m)| {
+                            scores.remove(&m);
+                            (m, s.0)
+                        });
+                        assert_eq!(z.pop_max(), want);
+                    }
+                }
+                let ours: Vec<_> = z.iter().map(|(m, s)| (m.clone(), s.to_bits())).collect();
+                let theirs: Vec<_> = order
+                    .iter()
+                    .map(|(s, m)| (m.clone(), s.0.to_bits()))
+                    .collect();
+                assert_eq!(ours, theirs, "round {round}");
+                assert_eq!(z.len(), order.len());
+                if z.is_small() {
+                    assert!(z.len() <= limit.entries);
+                }
+                for (i, (s, m)) in order.iter().enumerate() {
+                    assert_eq!(z.rank(m), Some(i));
+                    assert_eq!(z.score(m), Some(s.0));
+                    assert_eq!(z.select(i).map(|(m, _)| m.clone()), Some(m.clone()));
+                }
+                let lo = ScoreBound {
+                    value: f64::from(rng.gen_range(-4..4)),
+                    exclusive: rng.gen_bool(0.5),
+                };
+                let hi = ScoreBound {
+                    value: f64::from(rng.gen_range(-4..4)),
+                    exclusive: rng.gen_bool(0.5),
+                };
+                let want: Vec<_> = order
+                    .iter()
+                    .filter(|(s, _)| lo.below(s.0) && hi.above(s.0))
+                    .map(|(_, m)| m.clone())
+                    .collect();
+                let got: Vec<_> = z.range_by_score(lo, hi).map(|(m, _)| m.clone()).collect();
+                assert_eq!(got, want);
+                let mut got: Vec<_> = z
+                    .rev_range_by_score(lo, hi)
+                    .map(|(m, _)| m.clone())
+                    .collect();
+                got.reverse();
+                assert_eq!(got, want);
+                let from = rng.gen_range(0..z.len() + 2);
+                assert_eq!(z.iter_from(from).count(), z.len().saturating_sub(from));
+                assert_eq!(z.iter_before(from).count(), from.min(z.len()));
+            }
+        }
+    }
+
     #[test]
     fn orders_by_score_then_member_and_updates_in_place() {
         let mut z = ZSet::default();
-        z.insert(b("b"), 1.0);
-        z.insert(b("a"), 1.0);
-        z.insert(b("c"), 0.5);
-        assert_eq!(z.insert(b("c"), 2.0), Some(0.5));
+        z.insert(b("b"), 1.0, LIMIT);
+        z.insert(b("a"), 1.0, LIMIT);
+        z.insert(b("c"), 0.5, LIMIT);
+        assert_eq!(z.insert(b("c"), 2.0, LIMIT), Some(0.5));
         let order: Vec<_> = z.iter().map(|(m, s)| (m.clone(), s)).collect();
         assert_eq!(order, vec![(b("a"), 1.0), (b("b"), 1.0), (b("c"), 2.0)]);
         assert_eq!(z.rank(b"c"), Some(2));
@@ -249,13 +500,13 @@ mod tests {
     #[test]
     fn negative_zero_equals_zero_and_infinities_sort_at_the_ends() {
         let mut z = ZSet::default();
-        z.insert(b("x"), f64::INFINITY);
-        z.insert(b("y"), -0.0);
-        z.insert(b("w"), 0.0);
-        z.insert(b("v"), f64::NEG_INFINITY);
+        z.insert(b("x"), f64::INFINITY, LIMIT);
+        z.insert(b("y"), -0.0, LIMIT);
+        z.insert(b("w"), 0.0, LIMIT);
+        z.insert(b("v"), f64::NEG_INFINITY, LIMIT);
         let names: Vec<_> = z.iter().map(|(m, _)| m.clone()).collect();
         assert_eq!(names, vec![b("v"), b("w"), b("y"), b("x")]);
-        assert_eq!(z.insert(b("y"), 0.0), Some(-0.0));
+        assert_eq!(z.insert(b("y"), 0.0, LIMIT), Some(-0.0));
         assert_eq!(z.len(), 4);
         assert_eq!(z.pop_max(), Some((b("x"), f64::INFINITY)));
     }
@@ -264,7 +515,7 @@ mod tests {
     fn score_ranges_respect_exclusive_bounds() {
         let mut z = ZSet::default();
         for (i, m) in ["a", "b", "c", "d"].iter().enumerate() {
-            z.insert(b(m), i as f64);
+            z.insert(b(m), i as f64, LIMIT);
         }
         let incl = |v| ScoreBound {
             value: v,
