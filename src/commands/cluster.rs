@@ -70,7 +70,7 @@ pub fn cluster(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         let mut keys = Vec::new();
         if max > 0 {
             scan_slot(ctx, slot, |key| {
-                keys.push(Reply::Bulk(key.clone()));
+                keys.push(Reply::Bulk(bytes::Bytes::copy_from_slice(key)));
                 keys.len() < max
             });
         }
@@ -82,7 +82,7 @@ pub fn cluster(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 
 /// Calls `found` with each live key of `slot` in database 0 (the only one in cluster mode), one
 /// shard locked at a time, until it returns false.
-fn scan_slot(ctx: &Ctx, slot: u16, mut found: impl FnMut(&bytes::Bytes) -> bool) {
+fn scan_slot(ctx: &Ctx, slot: u16, mut found: impl FnMut(&[u8]) -> bool) {
     let store = &ctx.shared.store;
     if store.existing(0).is_none() {
         return;

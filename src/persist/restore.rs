@@ -91,7 +91,7 @@ pub fn take_over_slots(
             let mut stale = Vec::new();
             locked.for_each(|key, _| {
                 if in_slots(key) {
-                    stale.push(key.clone());
+                    stale.push(key.to_vec());
                 }
             });
             for key in stale {
