@@ -5,135 +5,14 @@
 
 mod common;
 
+use common::cluster::{eventually, free_port, redis_cli_available, Node};
 use common::postgres::PgCluster;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 use stmd::cluster::key_slot;
 
 /// `--cluster-node-timeout` of these nodes, in ms: short, so a failover takes seconds.
 const NODE_TIMEOUT_MS: u64 = 2000;
-
-fn redis_cli_available() -> bool {
-    Command::new("redis-cli")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-/// One stmd cluster node, killed when dropped.
-struct Node {
-    ip: &'static str,
-    port: u16,
-    dir: tempfile::TempDir,
-    url: String,
-    child: Option<Child>,
-}
-
-impl Node {
-    fn start(ip: &'static str, port: u16, url: &str) -> Node {
-        let mut node = Node {
-            ip,
-            port,
-            dir: tempfile::tempdir().expect("tempdir"),
-            url: url.to_string(),
-            child: None,
-        };
-        node.spawn();
-        node
-    }
-
-    fn spawn(&mut self) {
-        let child = Command::new(env!("CARGO_BIN_EXE_stmd"))
-            .args(["--bind", self.ip, "--port", &self.port.to_string()])
-            .args(["--cluster-enabled", "yes", "--database-url", &self.url])
-            .args(["--cluster-node-timeout", &NODE_TIMEOUT_MS.to_string()])
-            .args(["--log-level", "warn"])
-            .arg("--dir")
-            .arg(self.dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start stmd");
-        self.child = Some(child);
-        let started = Instant::now();
-        while self.cli(&["PING"]) != "PONG" {
-            assert!(
-                started.elapsed() < Duration::from_secs(15),
-                "node {} did not start",
-                self.addr()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// `kill -9 <pid>`: no shutdown, no drain of queued rows.
-    fn kill_9(&mut self) {
-        let mut child = self.child.take().expect("running");
-        let status = Command::new("kill")
-            .args(["-9", &child.id().to_string()])
-            .status()
-            .expect("run kill");
-        assert!(status.success());
-        let _ = child.wait();
-    }
-
-    fn addr(&self) -> String {
-        format!("{}:{}", self.ip, self.port)
-    }
-
-    fn cli(&self, args: &[&str]) -> String {
-        self.cli_with(&[], args)
-    }
-
-    /// redis-cli -c: follows MOVED redirections as a cluster client.
-    fn cli_c(&self, args: &[&str]) -> String {
-        self.cli_with(&["-c"], args)
-    }
-
-    fn cli_with(&self, flags: &[&str], args: &[&str]) -> String {
-        let output = Command::new("redis-cli")
-            .args(["-h", self.ip, "-p", &self.port.to_string()])
-            .args(flags)
-            .args(args)
-            .output()
-            .expect("run redis-cli");
-        String::from_utf8_lossy(&output.stdout).trim().to_string()
-    }
-
-    fn info_field(&self, field: &str) -> String {
-        let section = field.split('_').next().unwrap_or_default();
-        let text = self.cli(&["INFO", section]);
-        text.lines()
-            .find_map(|l| l.strip_prefix(&format!("{field}:")))
-            .unwrap_or_default()
-            .trim()
-            .to_string()
-    }
-
-    fn info_count(&self, field: &str) -> u64 {
-        self.info_field(field)
-            .parse()
-            .unwrap_or_else(|_| panic!("{field} on {}", self.addr()))
-    }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-fn eventually(what: &str, limit: Duration, mut check: impl FnMut() -> bool) -> Duration {
-    let started = Instant::now();
-    while !check() {
-        assert!(started.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    started.elapsed()
-}
 
 /// `count` channel names whose slots lie in `range`.
 fn channels_in(range: std::ops::RangeInclusive<u16>, prefix: &str, count: usize) -> Vec<String> {
@@ -182,9 +61,9 @@ fn a_killed_nodes_slots_are_taken_over_and_its_summaries_come_back() {
     };
     let url = pg.url();
     let mut nodes = vec![
-        Node::start("127.0.0.2", 7510, &url),
-        Node::start("127.0.0.3", 7510, &url),
-        Node::start("127.0.0.4", 7510, &url),
+        Node::start("127.0.0.2", free_port("127.0.0.2"), &url, NODE_TIMEOUT_MS),
+        Node::start("127.0.0.3", free_port("127.0.0.3"), &url, NODE_TIMEOUT_MS),
+        Node::start("127.0.0.4", free_port("127.0.0.4"), &url, NODE_TIMEOUT_MS),
     ];
     let names = nodes.iter().map(Node::addr).collect::<Vec<_>>().join(",");
     let created = Command::new(env!("CARGO_BIN_EXE_stmd"))
@@ -261,7 +140,12 @@ fn a_killed_nodes_slots_are_taken_over_and_its_summaries_come_back() {
     // A fourth node, owning nothing, starts now: its start-up warm restores every row, the
     // victim's drafts included, as copies it cannot serve. Then the summaries change: a takeover
     // must serve the rows' newer state, not those copies.
-    nodes.push(Node::start("127.0.0.2", 7511, &url));
+    nodes.push(Node::start(
+        "127.0.0.2",
+        free_port("127.0.0.2"),
+        &url,
+        NODE_TIMEOUT_MS,
+    ));
     eventually(
         "the fourth node's warm start",
         Duration::from_secs(10),

@@ -5,147 +5,11 @@
 
 mod common;
 
+use common::cluster::{admin, eventually, free_port, redis_cli_available, text, Node};
 use common::postgres::PgCluster;
-use std::net::TcpListener;
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 use stmd::cluster::key_slot;
-
-fn redis_cli_available() -> bool {
-    Command::new("redis-cli")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-fn free_port(ip: &str) -> u16 {
-    TcpListener::bind((ip, 0))
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port()
-}
-
-/// One stmd cluster node, killed when dropped.
-struct Node {
-    ip: &'static str,
-    port: u16,
-    dir: tempfile::TempDir,
-    url: String,
-    child: Option<Child>,
-}
-
-impl Node {
-    fn start(ip: &'static str, url: &str) -> Node {
-        let mut node = Node {
-            ip,
-            port: free_port(ip),
-            dir: tempfile::tempdir().expect("tempdir"),
-            url: url.to_string(),
-            child: None,
-        };
-        node.spawn();
-        node
-    }
-
-    fn spawn(&mut self) {
-        let child = Command::new(env!("CARGO_BIN_EXE_stmd"))
-            .args(["--bind", self.ip, "--port", &self.port.to_string()])
-            .args(["--cluster-enabled", "yes", "--database-url", &self.url])
-            .args(["--cluster-node-timeout", "3000", "--log-level", "warn"])
-            .arg("--dir")
-            .arg(self.dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start stmd");
-        self.child = Some(child);
-        let started = Instant::now();
-        while self.cli(&["PING"]) != "PONG" {
-            assert!(
-                started.elapsed() < Duration::from_secs(15),
-                "node {} did not start",
-                self.addr()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
-    fn addr(&self) -> String {
-        format!("{}:{}", self.ip, self.port)
-    }
-
-    /// redis-cli's output, trimmed (errors print as their text when stdout is not a terminal).
-    fn cli(&self, args: &[&str]) -> String {
-        self.cli_with(&[], args)
-    }
-
-    /// redis-cli -c: follows MOVED redirections as a cluster client.
-    fn cli_c(&self, args: &[&str]) -> String {
-        self.cli_with(&["-c"], args)
-    }
-
-    fn cli_with(&self, flags: &[&str], args: &[&str]) -> String {
-        let output = Command::new("redis-cli")
-            .args(["-h", self.ip, "-p", &self.port.to_string()])
-            .args(flags)
-            .args(args)
-            .output()
-            .expect("run redis-cli");
-        String::from_utf8_lossy(&output.stdout).trim().to_string()
-    }
-
-    fn info_field(&self, section: &str, field: &str) -> String {
-        let text = self.cli(&["INFO", section]);
-        text.lines()
-            .find_map(|l| l.strip_prefix(&format!("{field}:")))
-            .unwrap_or_default()
-            .trim()
-            .to_string()
-    }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-fn admin(url: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_stmd"))
-        .arg("cluster")
-        .args(args)
-        .args(["--database-url", url])
-        .output()
-        .expect("run stmd cluster")
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
-/// Waits until `check` holds, for up to 10 s (stmd nodes follow within a second: notifications
-/// are immediate, the poll is 1 s; a redis-server cluster converges in a few seconds).
-fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let started = Instant::now();
-    while !check() {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "timed out waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 /// A key with the given slot owner range, other than `not`.
 fn key_in(range: std::ops::RangeInclusive<u16>, prefix: &str, not: Option<u16>) -> String {
@@ -188,9 +52,9 @@ fn three_nodes_serve_route_and_follow_the_configuration() {
     };
     let url = pg.url();
     let mut nodes = [
-        Node::start("127.0.0.2", &url),
-        Node::start("127.0.0.3", &url),
-        Node::start("127.0.0.4", &url),
+        Node::start("127.0.0.2", free_port("127.0.0.2"), &url, 3000),
+        Node::start("127.0.0.3", free_port("127.0.0.3"), &url, 3000),
+        Node::start("127.0.0.4", free_port("127.0.0.4"), &url, 3000),
     ];
 
     // Before a configuration gives it slots, a node serves no key.
@@ -206,7 +70,7 @@ fn three_nodes_serve_route_and_follow_the_configuration() {
         "PONG",
         "keyless commands still run"
     );
-    assert_eq!(nodes[0].info_field("cluster", "cluster_enabled"), "1");
+    assert_eq!(nodes[0].info_field("cluster_enabled"), "1");
 
     // Bad requests change nothing and say why.
     let bad = admin(&url, &["create", "--nodes", "127.0.0.9:1"]);
@@ -227,9 +91,11 @@ fn three_nodes_serve_route_and_follow_the_configuration() {
     );
     assert!(text(&created).contains("slots 10923-16383 (5461)"));
     for node in &nodes {
-        eventually("every node to follow epoch 1", || {
-            node.cli(&["CLUSTER", "INFO"]).contains("cluster_state:ok")
-        });
+        eventually(
+            "every node to follow epoch 1",
+            Duration::from_secs(10),
+            || node.cli(&["CLUSTER", "INFO"]).contains("cluster_state:ok"),
+        );
     }
     let again = admin(&url, &["create"]);
     assert!(!again.status.success());
@@ -273,10 +139,7 @@ fn three_nodes_serve_route_and_follow_the_configuration() {
         nodes[0].cli(&["GET", "foo"]),
         format!("MOVED 12182 {}", nodes[2].addr())
     );
-    assert_ne!(
-        nodes[0].info_field("cluster", "cluster_moved_redirections"),
-        "0"
-    );
+    assert_ne!(nodes[0].info_field("cluster_moved_redirections"), "0");
     assert_eq!(
         nodes[0].cli(&["MSET", "a", "1", "b", "2"]),
         "CROSSSLOT Keys in request don't hash to the same slot"
@@ -412,7 +275,7 @@ fn three_nodes_serve_route_and_follow_the_configuration() {
     );
     assert!(moved.status.success(), "{}", text(&moved));
     assert!(text(&moved).contains("epoch 1 -> 2"), "{}", text(&moved));
-    eventually("the old owner to redirect", || {
+    eventually("the old owner to redirect", Duration::from_secs(10), || {
         nodes[2].cli(&["GET", "foo"]) == format!("MOVED 12182 {}", nodes[0].addr())
     });
     assert_eq!(nodes[2].cli_c(&["SET", "foo", "moved"]), "OK");
@@ -442,7 +305,7 @@ fn three_nodes_serve_route_and_follow_the_configuration() {
     let cc = key_in(5461..=10922, "cc", Some(key_slot(ca.as_bytes())));
     for (channel, node) in [(&ca, &nodes[1]), (&cb, &nodes[2])] {
         let written = |node: &Node| -> u64 {
-            let count = node.info_field("stm", "stm_persist_written");
+            let count = node.info_field("stm_persist_written");
             count.parse().expect("a count")
         };
         // Rows written before: the wait below is for this summary's own row.
@@ -463,8 +326,8 @@ fn three_nodes_serve_route_and_follow_the_configuration() {
             nodes[0].cli_c(&args),
             format!("shortterm:user:u3:{{{channel}}}")
         );
-        eventually("the summary's row", || {
-            written(node) > before && node.info_field("stm", "stm_persist_queue_depth") == "0"
+        eventually("the summary's row", Duration::from_secs(10), || {
+            written(node) > before && node.info_field("stm_persist_queue_depth") == "0"
         });
     }
 
@@ -473,9 +336,9 @@ fn three_nodes_serve_route_and_follow_the_configuration() {
     nodes[1].stop();
     nodes[1].spawn();
     assert_eq!(nodes[1].cli(&["CLUSTER", "MYID"]), id);
-    assert_eq!(nodes[1].info_field("cluster", "cluster_my_slots"), "5462");
+    assert_eq!(nodes[1].info_field("cluster_my_slots"), "5462");
     let restored: u64 = nodes[1]
-        .info_field("stm", "stm_persist_restored")
+        .info_field("stm_persist_restored")
         .parse()
         .expect("a count");
     assert!(
@@ -579,7 +442,7 @@ impl RedisCluster {
             cluster.ports.push(port);
             cluster.bus_ports.push(bus);
         }
-        eventually("redis-server to start", || {
+        eventually("redis-server to start", Duration::from_secs(10), || {
             cluster.ports.iter().all(|p| {
                 Command::new("redis-cli")
                     .args(["-p", &p.to_string(), "PING"])
@@ -619,14 +482,20 @@ impl RedisCluster {
                 &["CLUSTER", "MEET", "127.0.0.1", &port, &bus],
             );
         }
-        eventually("the redis cluster to converge", || {
-            cluster.ports.iter().all(|p| {
-                Command::new("redis-cli")
-                    .args(["-p", &p.to_string(), "CLUSTER", "INFO"])
-                    .output()
-                    .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("cluster_state:ok"))
-            })
-        });
+        eventually(
+            "the redis cluster to converge",
+            Duration::from_secs(10),
+            || {
+                cluster.ports.iter().all(|p| {
+                    Command::new("redis-cli")
+                        .args(["-p", &p.to_string(), "CLUSTER", "INFO"])
+                        .output()
+                        .is_ok_and(|o| {
+                            String::from_utf8_lossy(&o.stdout).contains("cluster_state:ok")
+                        })
+                })
+            },
+        );
         cluster
     }
 

@@ -220,27 +220,19 @@ impl RunState {
 
     /// Waits without blocking a thread until no script call is in progress or the running one
     /// passes `threshold_ms` (then the command is dispatched again and answers BUSY).
+    pub async fn wait(&self, threshold_ms: u64) {
+        self.wait_for_end(Some(Duration::from_millis(threshold_ms)))
+            .await;
+    }
+
     /// Waits, without blocking a thread, until no script call is in progress, however long it
     /// runs: a blocked client (BLPOP…) woken by a script's write is served after the script, as
     /// Redis serves blocked clients after the command that fed them, never answered BUSY.
     pub async fn until_idle(&self) {
-        loop {
-            let ended = self.ended.notified();
-            tokio::pin!(ended);
-            ended.as_mut().enable();
-            if !self.is_active() {
-                return;
-            }
-            // The bounded sleep is only a safety net: every end notifies.
-            tokio::select! {
-                _ = ended => {}
-                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
-            }
-        }
+        self.wait_for_end(None).await;
     }
 
-    pub async fn wait(&self, threshold_ms: u64) {
-        let threshold = Duration::from_millis(threshold_ms);
+    async fn wait_for_end(&self, threshold: Option<Duration>) {
         loop {
             let ended = self.ended.notified();
             tokio::pin!(ended);
@@ -248,11 +240,13 @@ impl RunState {
             if !self.is_active() {
                 return;
             }
-            // A script still waiting for its locks has no start yet: look again shortly.
-            let left = match self.running_for() {
-                Some(ran) if ran >= threshold => return,
-                Some(ran) => threshold - ran,
-                None => Duration::from_millis(5),
+            let left = match (threshold, self.running_for()) {
+                (Some(threshold), Some(ran)) if ran >= threshold => return,
+                (Some(threshold), Some(ran)) => threshold - ran,
+                // A script still waiting for its locks has no start yet: look again shortly.
+                (Some(_), None) => Duration::from_millis(5),
+                // No threshold: the bounded sleep is only a safety net (every end notifies).
+                (None, _) => Duration::from_millis(100),
             };
             tokio::select! {
                 _ = ended => {}

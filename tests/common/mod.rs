@@ -1,6 +1,7 @@
 //! Test harness: a real stmd server in-process on 127.0.0.1:0, reached over real TCP.
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod postgres;
 pub mod real_redis;
 pub mod rows;
