@@ -78,6 +78,7 @@ pub struct Config {
     #[arg(
         long,
         env = "STMD_REQUIREPASS",
+        hide_env_values = true,
         default_value = "",
         help_heading = "Security"
     )]
@@ -231,7 +232,12 @@ pub struct Config {
 
     /// Database for the scope rows: a `postgres://` URL, or a `sqlite:` URL; default: the embedded
     /// SQLite file `stmd.db` in --dir.
-    #[arg(long, env = "STMD_DATABASE_URL", help_heading = "Storage")]
+    #[arg(
+        long,
+        env = "STMD_DATABASE_URL",
+        hide_env_values = true,
+        help_heading = "Storage"
+    )]
     pub database_url: Option<String>,
     /// Keep no scope rows at all (summaries will not survive a restart).
     #[arg(long, env = "STMD_NO_DATABASE", help_heading = "Storage")]

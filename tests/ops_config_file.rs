@@ -190,3 +190,23 @@ async fn without_a_file_rewrite_is_refused_and_redis_options_are_listed() {
         .expect("accepted");
     assert_eq!(config_get(&mut con, "appendonly").await, "no");
 }
+
+/// `stmd --help` lists the environment variables each flag reads, but never their values: the
+/// database URL and the password carry secrets.
+#[test]
+fn help_does_not_print_secret_environment_values() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_stmd"))
+        .arg("--help")
+        .env(
+            "STMD_DATABASE_URL",
+            "postgres://bot:s3cret-url@db.example/stm",
+        )
+        .env("STMD_REQUIREPASS", "s3cret-pass")
+        .output()
+        .expect("run stmd --help");
+    assert!(output.status.success());
+    let help = String::from_utf8_lossy(&output.stdout);
+    assert!(help.contains("STMD_DATABASE_URL"), "{help}");
+    assert!(help.contains("STMD_REQUIREPASS"), "{help}");
+    assert!(!help.contains("s3cret"), "{help}");
+}
