@@ -63,8 +63,8 @@ impl Follower {
             }
             match command.query_async::<redis::Value>(con).await {
                 Err(err) if err.code() == Some("MOVED") => {
-                    let (host, port) = err.redirect_node().expect("a MOVED names a node");
-                    addr = format!("{host}:{port}");
+                    let (node, _slot) = err.redirect_node().expect("a MOVED names a node");
+                    addr = node.to_string();
                 }
                 other => return other,
             }
@@ -153,6 +153,19 @@ fn slots_move_with_their_keys_under_write_load() {
         "noted",
     ];
     assert!(source.cli(&capture).contains(&channel));
+    let summary = [
+        "STM.SUMMARY",
+        "USER",
+        "u9",
+        "CHANNEL",
+        &channel,
+        "SERVER",
+        "DM",
+        "TEXT",
+        "summary of the moved channel",
+    ];
+    let said = source.cli(&summary);
+    assert!(!said.starts_with("ERR"), "{said}");
     let user_key = format!("shortterm:user:u9:{{{channel}}}");
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -236,12 +249,11 @@ fn slots_move_with_their_keys_under_write_load() {
 
     // Every acknowledged write is on its slot's owner; the moved ones on the new owner itself.
     for (key, value) in acked.iter().flatten() {
-        let owner = if MOVED.contains(&key_slot(key.as_bytes())) {
-            target
-        } else {
-            source
+        let read = match MOVED.contains(&key_slot(key.as_bytes())) {
+            true => target.cli(&["GET", key]),
+            false => source.cli_c(&["GET", key]),
         };
-        assert_eq!(owner.cli(&["GET", key]), value.to_string(), "{key}");
+        assert_eq!(read, value.to_string(), "{key}");
     }
     for (i, key) in still.iter().enumerate() {
         assert_eq!(target.cli(&["GET", key]), format!("v{i}"), "{key}");
@@ -268,16 +280,30 @@ fn slots_move_with_their_keys_under_write_load() {
     assert!(target
         .cli(&["STM.GET", &user_key])
         .contains("remember the moved slot"));
-    let context = target.cli(&[
-        "STM.CONTEXT",
-        "USER",
-        "u9",
-        "CHANNEL",
-        &channel,
-        "SERVER",
-        "DM",
-    ]);
-    assert!(context.contains("remember the moved slot"), "{context}");
+    // Another channel of the user reads it through the owner index: on the new owner (a channel
+    // in the moved slots), no more on the old one (a channel it still owns).
+    let others = |node: &Node, range: std::ops::RangeInclusive<u16>| {
+        let other = keys_in(range, "other", 1).remove(0);
+        node.cli(&[
+            "STM.CONTEXT",
+            "USER",
+            "u9",
+            "CHANNEL",
+            &other,
+            "SERVER",
+            "DM",
+        ])
+    };
+    let context = others(target, MOVED);
+    assert!(
+        context.contains("summary of the moved channel"),
+        "{context}"
+    );
+    let context = others(source, 1000..=8000);
+    assert!(
+        !context.contains("summary of the moved channel"),
+        "{context}"
+    );
     // The blocked client was redirected, as Redis does.
     let answer = runtime
         .block_on(async { tokio::time::timeout(Duration::from_secs(20), blocked).await })
@@ -285,7 +311,12 @@ fn slots_move_with_their_keys_under_write_load() {
         .expect("task");
     let err = answer.expect_err("a MOVED error");
     assert_eq!(err.code(), Some("MOVED"), "{err}");
-    assert_eq!(err.redirect_node(), Some((target.ip, target.port)), "{err}");
+    let target_addr = target.addr();
+    assert_eq!(
+        err.redirect_node(),
+        Some((target_addr.as_str(), key_slot(list.as_bytes()))),
+        "{err}"
+    );
     // INFO shows the pause; the source counted what it handed over.
     assert!(source.info_count("cluster_keys_migrated_out") >= 400);
     assert_eq!(source.info_count("cluster_slots_migrated_out"), 300);
