@@ -134,6 +134,21 @@ impl Waiters {
         }
     }
 
+    /// Wakes every client blocked on a key `moved` matches (the keys of slots handed to another
+    /// node): each runs its command again and is redirected.
+    pub fn wake_all_where(&self, moved: impl Fn(&[u8]) -> bool) {
+        if self.keys_waited.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        for (key, queue) in self.queues.lock().iter() {
+            if moved(key) {
+                for waiter in queue {
+                    waiter.notify.notify_one();
+                }
+            }
+        }
+    }
+
     /// The keys some client is blocked on (SWAPDB wakes those that now hold a list).
     pub fn waited_keys(&self) -> Vec<Bytes> {
         if self.keys_waited.load(Ordering::Acquire) == 0 {

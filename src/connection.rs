@@ -473,7 +473,11 @@ async fn wait_blocked(
         let waiter = conn.wait.as_ref().map(|g| g.waiter().clone());
         let woken = async {
             if postponed {
-                shared.store.pause.changed().await;
+                match shared.cluster.as_deref() {
+                    // Postponed by a slot migration's pause (or by CLIENT PAUSE, rechecked after).
+                    Some(cluster) if cluster.gate.pausing() => cluster.gate.resumed().await,
+                    _ => shared.store.pause.changed().await,
+                }
             } else {
                 match &waiter {
                     Some(w) => w.woken().await,

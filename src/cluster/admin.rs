@@ -7,6 +7,7 @@ use super::{even_ranges, parse_slot_ranges, NodeInfo, SlotMap, SLOTS};
 use clap::{Parser, Subcommand};
 use std::ffi::OsString;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 /// Administers a cluster of stmd nodes whose configuration lives in Postgres.
 #[derive(Parser, Debug)]
@@ -30,7 +31,8 @@ enum Action {
     },
     /// Prints the configuration: epoch, nodes, their heartbeats and slots.
     Status,
-    /// Gives slots to a node (phase 1: ownership only; keys are not migrated).
+    /// Gives slots to a node with their keys: each current owner streams the keys to it and
+    /// flips the slots' owner, in short per-batch pauses; waits for the end and prints what moved.
     MoveSlots {
         /// Slots and inclusive ranges, comma-separated: 0-99,200.
         #[arg(long)]
@@ -38,6 +40,9 @@ enum Action {
         /// The new owner: a node id, a unique prefix of one, or ip:port.
         #[arg(long)]
         to: String,
+        /// How long to wait for the source nodes to finish, in seconds.
+        #[arg(long, default_value_t = 120)]
+        timeout: u64,
     },
     /// Removes a node that owns no slots.
     RemoveNode {
@@ -83,7 +88,9 @@ async fn run(cli: ClusterCli) -> Result<String, String> {
             .await
             .map(|map| status(&map))
             .map_err(|e| format!("Postgres: {e}")),
-        Action::MoveSlots { slots, to } => move_slots(&coordinator, &slots, &to).await,
+        Action::MoveSlots { slots, to, timeout } => {
+            move_slots(&coordinator, &slots, &to, Duration::from_secs(timeout)).await
+        }
         Action::RemoveNode { node } => remove_node(&coordinator, &node).await,
     };
     coordinator.close().await;
@@ -118,7 +125,7 @@ fn slot_count(ranges: &[(u16, u16)]) -> usize {
     ranges.iter().map(|(a, b)| usize::from(b - a) + 1).sum()
 }
 
-fn render_ranges(ranges: &[(u16, u16)]) -> String {
+pub(super) fn render_ranges(ranges: &[(u16, u16)]) -> String {
     if ranges.is_empty() {
         return "-".into();
     }
@@ -182,31 +189,114 @@ async fn create(coordinator: &Coordinator, named: &[String]) -> Result<String, S
     ))
 }
 
-async fn move_slots(coordinator: &Coordinator, slots: &str, to: &str) -> Result<String, String> {
+/// `move-slots`: one migration request per current owner of the slots (carried out by that
+/// node, see [`super::migrate`]); unassigned slots are given at once (they hold no keys).
+async fn move_slots(
+    coordinator: &Coordinator,
+    slots: &str,
+    to: &str,
+    timeout: Duration,
+) -> Result<String, String> {
     let ranges = parse_slot_ranges(slots)?;
-    let (old, new, said) = coordinator
-        .change(|nodes, owners| {
-            let target = resolve(nodes, to)?;
-            let mut moved = 0usize;
-            for &(first, last) in &ranges {
-                for owner in &mut owners[first as usize..=last as usize] {
-                    if owner.as_deref() != Some(target.id.as_str()) {
-                        moved += 1;
+    let map = coordinator
+        .load()
+        .await
+        .map_err(|e| format!("Postgres: {e}"))?;
+    let target = resolve(&map.nodes, to)?.clone();
+    let mut by_source: Vec<(String, Vec<u16>)> = Vec::new();
+    let mut unassigned = Vec::new();
+    let mut already = 0usize;
+    for &(first, last) in &ranges {
+        for slot in first..=last {
+            match map.owner(slot) {
+                Some(owner) if owner.id == target.id => already += 1,
+                Some(owner) => match by_source.iter_mut().find(|(id, _)| *id == owner.id) {
+                    Some((_, list)) => list.push(slot),
+                    None => by_source.push((owner.id.clone(), vec![slot])),
+                },
+                None => unassigned.push(slot),
+            }
+        }
+    }
+    let mut lines = Vec::new();
+    if already > 0 {
+        lines.push(format!("{already} slots already belong to {}", target.id));
+    }
+    if !unassigned.is_empty() {
+        let (old, new, said) = coordinator
+            .change(|_, owners| {
+                let mut given = 0usize;
+                for &slot in &unassigned {
+                    let owner = &mut owners[usize::from(slot)];
+                    if owner.is_none() {
                         *owner = Some(target.id.clone());
+                        given += 1;
                     }
                 }
+                Ok(format!(
+                    "{given} unassigned slots (no keys) now belong to {} {}",
+                    target.id,
+                    target.addr()
+                ))
+            })
+            .await?;
+        lines.push(format!("{said}; epoch {old} -> {new}"));
+    }
+    let mut requests = Vec::new();
+    for (source, mut list) in by_source {
+        list.sort_unstable();
+        list.dedup();
+        let text = render_ranges(&to_ranges(&list));
+        let id = coordinator
+            .request_migration(&source, &target.id, &text)
+            .await?;
+        requests.push((id, source));
+    }
+    let deadline = Instant::now() + timeout;
+    let mut failed = false;
+    for (id, source) in requests {
+        let (state, result) = loop {
+            let (state, result) = coordinator.migration_state(id).await?;
+            if state == "done" || state == "failed" {
+                break (state, result);
             }
-            Ok(format!(
-                "{moved} slots ({}) now belong to {} {}",
-                render_ranges(&ranges),
-                target.id,
-                target.addr()
-            ))
-        })
-        .await?;
-    Ok(format!(
-        "{said}; epoch {old} -> {new}.\nPhase 1 moves ownership only: keys already stored in these slots stay on their old node (key migration is phase 2)."
-    ))
+            if Instant::now() > deadline {
+                let why = format!(
+                    "the source node {source} did not take the request within {} s (is it running?); nothing was moved",
+                    timeout.as_secs()
+                );
+                if coordinator.withdraw_migration(id, &why).await? {
+                    break ("failed".to_string(), why);
+                }
+                break (
+                    "failed".to_string(),
+                    format!("still running on the source node {source} after {} s; see `stmd cluster status` and its log", timeout.as_secs()),
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        failed |= state != "done";
+        lines.push(format!("from {source}: {result}"));
+    }
+    if lines.is_empty() {
+        lines.push("nothing to move".into());
+    }
+    match failed {
+        false => Ok(lines.join("\n")),
+        true => Err(lines.join("\n")),
+    }
+}
+
+/// Ascending slots as inclusive ranges.
+pub(super) fn to_ranges(slots: &[u16]) -> Vec<(u16, u16)> {
+    let mut out: Vec<(u16, u16)> = Vec::new();
+    for &slot in slots {
+        match out.last_mut() {
+            Some((_, last)) if *last + 1 == slot => *last = slot,
+            _ => out.push((slot, slot)),
+        }
+    }
+    out
 }
 
 async fn remove_node(coordinator: &Coordinator, name: &str) -> Result<String, String> {
@@ -278,5 +368,6 @@ mod tests {
         assert!(resolve(&nodes, "ab").is_err(), "too short a prefix");
         assert!(resolve(&nodes, "127.0.0.4:1").is_err());
         assert_eq!(render_ranges(&[(0, 99), (200, 200)]), "0-99,200");
+        assert_eq!(to_ranges(&[0, 1, 2, 5, 7, 8]), [(0, 2), (5, 5), (7, 8)]);
     }
 }

@@ -98,33 +98,7 @@ impl Coordinator {
             .await?
             .map(|row| row.get(0))
             .unwrap_or(0);
-        let nodes = sqlx::query(
-            "SELECT node_id, ip, port, \
-             GREATEST(0, (EXTRACT(EPOCH FROM (now() - last_heartbeat)) * 1000))::BIGINT \
-             FROM stmd_cluster_nodes ORDER BY ip, port, node_id",
-        )
-        .fetch_all(&mut *tx)
-        .await?
-        .into_iter()
-        .map(|row| NodeInfo {
-            id: row.get(0),
-            ip: row.get(1),
-            port: u16::try_from(row.get::<i32, _>(2)).unwrap_or(0),
-            heartbeat_age_ms: u64::try_from(row.get::<i64, _>(3)).unwrap_or(0),
-        })
-        .collect();
-        let ranges: Vec<(u16, u16, String)> = sqlx::query(
-            "SELECT slot_start, slot_end, node_id FROM stmd_cluster_slots ORDER BY slot_start",
-        )
-        .fetch_all(&mut *tx)
-        .await?
-        .into_iter()
-        .filter_map(|row| {
-            let first = u16::try_from(row.get::<i32, _>(0)).ok()?;
-            let last = u16::try_from(row.get::<i32, _>(1)).ok()?;
-            Some((first, last, row.get::<String, _>(2)))
-        })
-        .collect();
+        let (nodes, ranges) = read_nodes_and_ranges(&mut *tx).await?;
         tx.commit().await?;
         Ok(SlotMap::new(
             u64::try_from(epoch).unwrap_or(0),
@@ -159,35 +133,12 @@ impl Coordinator {
         Ok((epoch as u64, new_epoch as u64, said))
     }
 
-    /// The nodes and ranges as seen inside an open transaction.
+    /// The nodes and ranges as seen inside an open transaction (epoch 0: the caller holds it).
     async fn load_in(
         &self,
         tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
     ) -> Result<SlotMap, sqlx::Error> {
-        let nodes = sqlx::query(
-            "SELECT node_id, ip, port FROM stmd_cluster_nodes ORDER BY ip, port, node_id",
-        )
-        .fetch_all(&mut **tx)
-        .await?
-        .into_iter()
-        .map(|row| NodeInfo {
-            id: row.get(0),
-            ip: row.get(1),
-            port: u16::try_from(row.get::<i32, _>(2)).unwrap_or(0),
-            heartbeat_age_ms: 0,
-        })
-        .collect();
-        let ranges: Vec<(u16, u16, String)> =
-            sqlx::query("SELECT slot_start, slot_end, node_id FROM stmd_cluster_slots")
-                .fetch_all(&mut **tx)
-                .await?
-                .into_iter()
-                .filter_map(|row| {
-                    let first = u16::try_from(row.get::<i32, _>(0)).ok()?;
-                    let last = u16::try_from(row.get::<i32, _>(1)).ok()?;
-                    Some((first, last, row.get::<String, _>(2)))
-                })
-                .collect();
+        let (nodes, ranges) = read_nodes_and_ranges(&mut **tx).await?;
         Ok(SlotMap::new(0, nodes, &ranges))
     }
 
@@ -291,13 +242,148 @@ impl Coordinator {
         Ok((epoch as u64, new_epoch as u64))
     }
 
+    /// Records a request to move `slots` (as `0-99,200`) from `source` to `target` and wakes the
+    /// nodes; the source node carries it out ([`super::migrate`]). Returns the request's id.
+    pub async fn request_migration(
+        &self,
+        source: &str,
+        target: &str,
+        slots: &str,
+    ) -> Result<i64, String> {
+        let db = |e: sqlx::Error| format!("Postgres: {e}");
+        let id: i64 = sqlx::query(
+            "INSERT INTO stmd_cluster_migrations (source_id, target_id, slots) VALUES ($1, $2, $3) RETURNING id",
+        )
+        .bind(source)
+        .bind(target)
+        .bind(slots)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db)?
+        .get(0);
+        sqlx::query("SELECT pg_notify($1, 'migration')")
+            .bind(CHANNEL)
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+        Ok(id)
+    }
+
+    /// A request's state (`pending`, `running`, `done`, `failed`) and result line.
+    pub async fn migration_state(&self, id: i64) -> Result<(String, String), String> {
+        let row = sqlx::query("SELECT state, result FROM stmd_cluster_migrations WHERE id = $1")
+            .bind(id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| format!("Postgres: {e}"))?;
+        Ok((row.get(0), row.get(1)))
+    }
+
+    /// Gives up a request no node has claimed yet; false when the source claimed it meanwhile.
+    pub async fn withdraw_migration(&self, id: i64, why: &str) -> Result<bool, String> {
+        let done = sqlx::query(
+            "UPDATE stmd_cluster_migrations SET state = 'failed', result = $2, updated_at = now() \
+             WHERE id = $1 AND state = 'pending'",
+        )
+        .bind(id)
+        .bind(why)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| format!("Postgres: {e}"))?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Claims the oldest pending request whose source is `me`: (id, target id, slots).
+    pub async fn claim_migration(
+        &self,
+        me: &str,
+    ) -> Result<Option<(i64, String, String)>, sqlx::Error> {
+        let row = sqlx::query(
+            "UPDATE stmd_cluster_migrations SET state = 'running', updated_at = now() \
+             WHERE id = (SELECT id FROM stmd_cluster_migrations WHERE source_id = $1 AND state = 'pending' \
+                         ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) \
+             RETURNING id, target_id, slots",
+        )
+        .bind(me)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map(|row| (row.get(0), row.get(1), row.get(2))))
+    }
+
+    /// Ends a running request with its outcome.
+    pub async fn finish_migration(
+        &self,
+        id: i64,
+        ok: bool,
+        result: &str,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(
+            "UPDATE stmd_cluster_migrations SET state = $2, result = $3, updated_at = now() WHERE id = $1",
+        )
+        .bind(id)
+        .bind(if ok { "done" } else { "failed" })
+        .bind(result)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// At start-up: the requests this node was running when it stopped have failed (the slots of
+    /// the batches not yet flipped are still its own).
+    pub async fn fail_interrupted_migrations(&self, me: &str) -> Result<(), sqlx::Error> {
+        sqlx::query(
+            "UPDATE stmd_cluster_migrations SET state = 'failed', \
+             result = 'the source node restarted during the move; the batches not flipped before stayed with it', updated_at = now() \
+             WHERE source_id = $1 AND state = 'running'",
+        )
+        .bind(me)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
     pub async fn close(&self) {
         self.pool.close().await;
     }
 
-    fn pool(&self) -> &PgPool {
+    pub(super) fn pool(&self) -> &PgPool {
         &self.pool
     }
+}
+
+/// The registered nodes (with their heartbeat age by the database's clock) and the slot ranges,
+/// read with `executor` (a pool connection or an open transaction).
+async fn read_nodes_and_ranges(
+    executor: &mut sqlx::PgConnection,
+) -> Result<(Vec<NodeInfo>, Vec<(u16, u16, String)>), sqlx::Error> {
+    let nodes = sqlx::query(
+        "SELECT node_id, ip, port, \
+         GREATEST(0, (EXTRACT(EPOCH FROM (now() - last_heartbeat)) * 1000))::BIGINT \
+         FROM stmd_cluster_nodes ORDER BY ip, port, node_id",
+    )
+    .fetch_all(&mut *executor)
+    .await?
+    .into_iter()
+    .map(|row| NodeInfo {
+        id: row.get(0),
+        ip: row.get(1),
+        port: u16::try_from(row.get::<i32, _>(2)).unwrap_or(0),
+        heartbeat_age_ms: u64::try_from(row.get::<i64, _>(3)).unwrap_or(0),
+    })
+    .collect();
+    let ranges = sqlx::query(
+        "SELECT slot_start, slot_end, node_id FROM stmd_cluster_slots ORDER BY slot_start",
+    )
+    .fetch_all(&mut *executor)
+    .await?
+    .into_iter()
+    .filter_map(|row| {
+        let first = u16::try_from(row.get::<i32, _>(0)).ok()?;
+        let last = u16::try_from(row.get::<i32, _>(1)).ok()?;
+        Some((first, last, row.get::<String, _>(2)))
+    })
+    .collect();
+    Ok((nodes, ranges))
 }
 
 /// Rewrites the slot ranges from `owners`, bumps the epoch from `epoch` and notifies, inside `tx`
@@ -358,6 +444,10 @@ pub async fn join(
         .register(&cluster.me)
         .await
         .map_err(|e| format!("cannot register this node in Postgres: {e}"))?;
+    coordinator
+        .fail_interrupted_migrations(&cluster.me.id)
+        .await
+        .map_err(|e| format!("cannot read the slot migration requests: {e}"))?;
     let map = coordinator
         .load()
         .await
@@ -443,6 +533,7 @@ async fn follow(
                     if cluster.install(map) {
                         tracing::info!(epoch, "cluster configuration changed");
                     }
+                    super::migrate::take_request(&cluster, &warm.shared, &coordinator).await;
                 }
                 Err(err) => tracing::warn!(%err, "cannot read the cluster configuration"),
             },

@@ -12,6 +12,7 @@
 
 pub mod admin;
 pub mod coordinator;
+pub mod migrate;
 pub mod routing;
 
 use parking_lot::RwLock;
@@ -315,6 +316,15 @@ pub struct ClusterStats {
     pub takeover_rows_warmed: std::sync::atomic::AtomicU64,
     /// Stale local keys dropped from slots taken over (copies this node held while not owning).
     pub takeover_stale_keys_dropped: std::sync::atomic::AtomicU64,
+    /// Slot migrations this node carried out as the source, and those that failed.
+    pub migrations_done: std::sync::atomic::AtomicU64,
+    pub migrations_failed: std::sync::atomic::AtomicU64,
+    /// Slots and keys this node handed to other nodes.
+    pub slots_migrated_out: std::sync::atomic::AtomicU64,
+    pub keys_migrated_out: std::sync::atomic::AtomicU64,
+    /// The pause of the last migration batch, and the longest one, in microseconds.
+    pub migration_pause_last_us: std::sync::atomic::AtomicU64,
+    pub migration_pause_max_us: std::sync::atomic::AtomicU64,
 }
 
 /// This node in cluster mode: who it is and the configuration it follows.
@@ -324,6 +334,8 @@ pub struct Cluster {
     pub node_timeout_ms: u64,
     map: RwLock<Arc<SlotMap>>,
     pub stats: ClusterStats,
+    /// Pauses the slots being handed over ([`migrate`]).
+    pub gate: migrate::SlotGate,
 }
 
 impl Cluster {
@@ -333,6 +345,7 @@ impl Cluster {
             node_timeout_ms,
             map: RwLock::new(Arc::new(SlotMap::default())),
             stats: ClusterStats::default(),
+            gate: migrate::SlotGate::default(),
         }
     }
 

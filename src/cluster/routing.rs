@@ -1,32 +1,76 @@
 //! The one cluster check dispatch makes (as Redis's `getNodeByQuery`): the slots of a request's
 //! keys, found by the command table's key specs, must be one slot, and this node must own it.
 //! EXEC checks every queued command together, so a transaction stays within one slot. Commands
-//! without keys run on any node.
+//! without keys run on any node. A command on a slot a migration has paused waits
+//! ([`super::migrate::SlotGate`]).
 //!
 //! STM commands need nothing special here: their key specs name the CHANNEL argument (or the KEY),
 //! and in cluster mode the channel is the hash tag of every key they touch
 //! ([`crate::stm::ScopeKey::key`]), so the argument hashes to the keys' slot. That is also what
 //! COMMAND GETKEYS answers, so cluster clients route STM commands by themselves.
 
+use super::migrate::Inside;
 use super::{key_slot, Cluster, CROSSSLOT};
 use crate::commands::keyspec;
 use crate::commands::table::Command;
 use crate::commands::Ctx;
 
-/// Ok when this node serves the request; otherwise Redis's error text (MOVED, CROSSSLOT,
-/// CLUSTERDOWN).
-pub fn check(
-    ctx: &Ctx<'_, '_>,
-    cluster: &Cluster,
+/// What dispatch does with a request in cluster mode.
+pub enum Admission<'c> {
+    /// Run it, inside the slot gate when it has a slot (held until it has run).
+    Run(Option<Inside<'c>>),
+    /// Its slot is paused by a migration: wait for the pause to end, then dispatch it again.
+    Wait,
+    /// Redis's error text (MOVED, CROSSSLOT, CLUSTERDOWN).
+    Refuse(String),
+}
+
+/// Whether this node serves the request now. The gate is entered before the owner is checked,
+/// so a migration either waits for this command or this command sees its pause (and, after
+/// it, the new owner). Commands inside EXEC or a script were admitted with their EXEC or script.
+/// After ASKING, RESTORE and DEL may touch a slot this node does not own: that is how a
+/// migration's source copies keys here before the slot's ownership flips.
+pub fn admit<'c>(
+    ctx: &mut Ctx<'_, '_>,
+    cluster: &'c Cluster,
     cmd: &'static Command,
     effective: &'static Command,
     args: &[&[u8]],
-) -> Result<(), String> {
+) -> Admission<'c> {
+    let asking = std::mem::take(&mut ctx.conn.asking);
+    let slot = match check(ctx, cmd, effective, args) {
+        Ok(Some(slot)) => slot,
+        Ok(None) => return Admission::Run(None),
+        Err(error) => return Admission::Refuse(error),
+    };
+    if asking && matches!(effective.name, "restore" | "del") {
+        return Admission::Run(None);
+    }
+    let inside = match ctx.in_exec() {
+        true => None,
+        false => match cluster.gate.enter(slot) {
+            Some(inside) => Some(inside),
+            None => return Admission::Wait,
+        },
+    };
+    match cluster.serves(slot) {
+        Ok(()) => Admission::Run(inside),
+        Err(error) => Admission::Refuse(error),
+    }
+}
+
+/// The one slot of a request's keys (EXEC: of every queued command), or CROSSSLOT.
+fn check(
+    ctx: &Ctx<'_, '_>,
+    cmd: &'static Command,
+    effective: &'static Command,
+    args: &[&[u8]],
+) -> Result<Option<u16>, String> {
     let mut slot = None;
     if cmd.name == "exec" {
         // EXEC outside MULTI only answers its own error.
         let Some(queue) = ctx.conn.multi.as_ref() else {
-            return Ok(());
+            return Ok(None);
         };
         for queued in queue {
             let queued: Vec<&[u8]> = queued.iter().map(|a| &a[..]).collect();
@@ -38,10 +82,7 @@ pub fn check(
     } else {
         slot = slot_of(effective, args)?;
     }
-    match slot {
-        Some(slot) => cluster.serves(slot),
-        None => Ok(()),
-    }
+    Ok(slot)
 }
 
 /// The one slot of a request's keys; None when it has none (or its arguments do not parse: the

@@ -4,8 +4,8 @@
 //!
 //! COUNTKEYSINSLOT and GETKEYSINSLOT scan the keyspace one shard at a time instead of keeping a
 //! per-slot index: an index would cost every write of every node (and single-node mode) to serve
-//! two admin commands. Phase 2's slot migration, which walks a slot's keys in bulk, is the one to
-//! add such an index if its measurements ask for it.
+//! two admin commands. The slot migration (`crate::cluster::migrate`) scans the same way, once per
+//! batch of slots, inside the batch's pause: an index is for when its pauses ask for one.
 
 use super::args::{int, is};
 use super::connection::help_reply;
@@ -21,10 +21,14 @@ fn cluster_of<'a>(ctx: &'a Ctx) -> Result<&'a Cluster, Reply> {
         .ok_or_else(|| Reply::error(DISABLED))
 }
 
-/// READONLY, READWRITE, ASKING: accepted in cluster mode (there are no replicas to read from and
-/// no migrations to ask about yet, so they change nothing).
-pub fn accept(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
+/// READONLY, READWRITE, ASKING: accepted in cluster mode. READONLY and READWRITE change nothing
+/// (there are no replicas to read from); ASKING lets the next command, when it is RESTORE or DEL,
+/// touch a slot this node does not own yet (a slot migration's copy, see `crate::cluster::migrate`).
+pub fn accept(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     cluster_of(ctx)?;
+    if is(args[0], "ASKING") {
+        ctx.conn.asking = true;
+    }
     Ok(Reply::OK)
 }
 
@@ -299,8 +303,34 @@ pub fn info_lines(ctx: &Ctx, line: &mut dyn FnMut(&str, String)) {
             "cluster_takeover_stale_keys_dropped",
             &cluster.stats.takeover_stale_keys_dropped,
         ),
+        ("cluster_migrations_done", &cluster.stats.migrations_done),
+        (
+            "cluster_migrations_failed",
+            &cluster.stats.migrations_failed,
+        ),
+        (
+            "cluster_slots_migrated_out",
+            &cluster.stats.slots_migrated_out,
+        ),
+        (
+            "cluster_keys_migrated_out",
+            &cluster.stats.keys_migrated_out,
+        ),
     ] {
         line(name, counter.load(Ordering::Relaxed).to_string());
+    }
+    for (name, counter) in [
+        (
+            "cluster_migration_pause_last_ms",
+            &cluster.stats.migration_pause_last_us,
+        ),
+        (
+            "cluster_migration_pause_max_ms",
+            &cluster.stats.migration_pause_max_us,
+        ),
+    ] {
+        let us = counter.load(Ordering::Relaxed);
+        line(name, format!("{}.{:03}", us / 1000, us % 1000));
     }
     line(
         "cluster_epochs_followed",

@@ -120,6 +120,9 @@ pub struct ConnState {
     pub postponed: bool,
     /// A blocked XREAD/XREADGROUP's ids as resolved at its first attempt (`$`).
     pub blocked_read: Option<streams::BlockedRead>,
+    /// Set by ASKING (cluster mode): the next command may RESTORE or DEL a key of a slot this
+    /// node does not own (a slot migration's copy).
+    pub asking: bool,
 }
 
 /// What a blocking command asks of the connection loop when it has to wait.
@@ -156,6 +159,7 @@ impl ConnState {
             replies: Default::default(),
             postponed: false,
             blocked_read: None,
+            asking: false,
         }
     }
 }
@@ -304,9 +308,18 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
     }
     // Cluster mode: the keys' slot must be this node's (MOVED, CROSSSLOT, CLUSTERDOWN otherwise).
     let shared = ctx.shared;
+    // Held until the command has run, so a slot migration's pause waits for it.
+    let mut _inside_gate = None;
     if let Some(cluster) = &shared.cluster {
-        if let Err(error) = crate::cluster::routing::check(ctx, cluster, cmd, effective, args) {
-            if cmd.name == "exec" {
+        use crate::cluster::routing::{admit, Admission};
+        match admit(ctx, cluster, cmd, effective, args) {
+            Admission::Run(inside) => _inside_gate = inside,
+            // The slot is being handed over: the connection waits, then dispatches it again.
+            Admission::Wait => {
+                ctx.conn.postponed = true;
+                return Reply::Nil;
+            }
+            Admission::Refuse(error) if cmd.name == "exec" => {
                 // As Redis: a redirected EXEC discards the transaction and answers the redirection
                 // itself (not EXECABORT), so the client can retry it on the right node.
                 ctx.conn.multi = None;
@@ -315,7 +328,7 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
                 count_rejection(ctx, Some(cmd), args, &error);
                 return Reply::Error(error.into());
             }
-            return reject(ctx, Some(cmd), args, error);
+            Admission::Refuse(error) => return reject(ctx, Some(cmd), args, error),
         }
     }
     if !effective.has(table::ALLOW_BUSY) && ctx.shared.scripting.run.is_active() {
