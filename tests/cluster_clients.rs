@@ -180,14 +180,12 @@ fn the_redis_rs_cluster_client_runs_standard_and_stm_workloads() {
             .expect("MULTI/EXEC within {rs}");
         assert_eq!((set.as_str(), incr, get.as_str()), ("OK", 1, "1"));
         // EVAL within one slot.
-        let script = redis::Script::new(
-            "redis.call('set', KEYS[1], ARGV[1]); return redis.call('incrby', KEYS[2], ARGV[1])",
-        );
-        let sum: i64 = script
-            .key("{rs}x")
-            .key("{rs}y")
+        let sum: i64 = redis::cmd("EVAL")
+            .arg("redis.call('set', KEYS[1], ARGV[1]); return redis.call('incrby', KEYS[2], ARGV[1])")
+            .arg(2)
+            .arg(&["{rs}x", "{rs}y"])
             .arg(5)
-            .invoke_async(&mut con)
+            .query_async(&mut con)
             .await
             .expect("EVAL within {rs}");
         assert_eq!(sum, 5);
@@ -207,14 +205,14 @@ fn the_redis_rs_cluster_client_runs_standard_and_stm_workloads() {
                 .expect("STM.CAPTURE");
             assert_eq!(keys, [user_key.clone(), server_key.clone()]);
             let entry: String = redis::cmd("STM.GET")
-                .arg(&user_key)
+                .arg(user_key.as_str())
                 .arg(&["FORMAT", "JSON"])
                 .query_async(&mut con)
                 .await
                 .expect("STM.GET");
             assert!(entry.contains("hello"), "{entry}");
             let turns: i64 = redis::cmd("STM.TICK")
-                .arg(&server_key)
+                .arg(server_key.as_str())
                 .arg(&["BY", "2"])
                 .query_async(&mut con)
                 .await
@@ -242,7 +240,7 @@ fn the_redis_rs_cluster_client_runs_standard_and_stm_workloads() {
                 .expect("STM.FORGET CHANNEL");
             assert_eq!(forgotten, 2);
             let gone: Option<String> = redis::cmd("STM.GET")
-                .arg(&user_key)
+                .arg(user_key.as_str())
                 .query_async(&mut con)
                 .await
                 .expect("STM.GET");

@@ -57,7 +57,7 @@ def main():
         assert f"summary {channel}" in context, context
     # Forget half the channels (their rows too); the rest stay for the restart checks.
     for channel in range(15):
-        assert rc.execute_command("STM.FORGET", "CHANNEL", f"c{channel}") == 2
+        assert rc.execute_command("STM.FORGET", "CHANNEL", f"c{channel}") >= 2
         assert rc.execute_command("STM.GET", f"shortterm:user:u1:{{c{channel}}}:3") is None
     moved = moved_total(rc) - before
     assert moved == 0, f"{moved} MOVED redirections for STM calls after warm-up"
