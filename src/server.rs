@@ -249,6 +249,18 @@ pub async fn run(
         true => Some(crate::cluster::prepare(&config, local_addr).map_err(Error::Config)?),
         false => None,
     };
+    // A cluster node joins before the warm start, which restores only the slots it owns then.
+    let coordinator = match &cluster {
+        Some(cluster) => Some(
+            crate::cluster::coordinator::join(
+                cluster,
+                config.database_url.as_deref().unwrap_or_default(),
+            )
+            .await
+            .map_err(Error::Config)?,
+        ),
+        None => None,
+    };
     let store = Arc::new(Store::with_databases(config.databases as usize));
     // The writer stops only after the connections have drained, so their last operations land.
     let (writer_stop_tx, writer_stop_rx) = watch::channel(false);
@@ -256,9 +268,9 @@ pub async fn run(
         handle: persist,
         writer,
         restored,
-    } = persist::start(&config, store.clone(), writer_stop_rx).map_err(Error::Config)?;
+    } = persist::start(&config, store.clone(), writer_stop_rx, cluster.clone())
+        .map_err(Error::Config)?;
     let restore_timeout = Duration::from_secs(config.stm_restore_timeout);
-    let cluster_url = config.database_url.clone().unwrap_or_default();
     let mut shared = Shared::new(config, local_addr, store, persist)?;
     shared.cluster = cluster.clone();
     let shared = Arc::new(shared);
@@ -275,20 +287,18 @@ pub async fn run(
     );
 
     let (stop_tx, stop_rx) = watch::channel(false);
-    let cluster_task = match &cluster {
-        Some(cluster) => Some(
-            crate::cluster::coordinator::join(
+    let cluster_task = match (&cluster, coordinator) {
+        (Some(cluster), Some(coordinator)) => {
+            Some(tokio::spawn(crate::cluster::coordinator::follow(
                 cluster.clone(),
-                &cluster_url,
+                coordinator,
                 crate::cluster::coordinator::Warm {
                     shared: shared.clone(),
                 },
                 stop_rx.clone(),
-            )
-            .await
-            .map_err(Error::Config)?,
-        ),
-        None => None,
+            )))
+        }
+        _ => None,
     };
     // Every connection holds a clone; when all are dropped, the drain is complete.
     let (done_tx, mut done_rx) = mpsc::channel::<()>(1);

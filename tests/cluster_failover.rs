@@ -137,9 +137,8 @@ fn a_killed_nodes_slots_are_taken_over_and_its_summaries_come_back() {
     // An empty queue can still mean a batch in flight: give its commit a moment.
     std::thread::sleep(Duration::from_millis(300));
 
-    // A fourth node, owning nothing, starts now: its start-up warm restores every row, the
-    // victim's drafts included, as copies it cannot serve. Then the summaries change: a takeover
-    // must serve the rows' newer state, not those copies.
+    // A fourth node, owning nothing, starts now: its start-up warm restores only the rows of its
+    // own slots, so none. Then the summaries change: a takeover must serve the rows' newer state.
     nodes.push(Node::start(
         "127.0.0.2",
         free_port("127.0.0.2"),
@@ -151,7 +150,7 @@ fn a_killed_nodes_slots_are_taken_over_and_its_summaries_come_back() {
         Duration::from_secs(10),
         || nodes[3].info_field("stm_persist_restore_done") == "1",
     );
-    assert!(nodes[3].info_count("stm_persist_restored") >= all.len() as u64);
+    assert_eq!(nodes[3].info_count("stm_persist_restored"), 0);
     assert_eq!(nodes[3].info_field("cluster_my_slots"), "0");
     let written = nodes[1].info_count("stm_persist_written");
     for (_, channel) in &all {
@@ -197,10 +196,6 @@ fn a_killed_nodes_slots_are_taken_over_and_its_summaries_come_back() {
     // Exactly one node changed the map (the configuration row's lock), once.
     assert_eq!(sum("cluster_failovers_performed"), 1);
     assert_eq!(sum("cluster_slots_taken_over"), 5462);
-    assert!(
-        nodes[3].info_count("cluster_takeover_stale_keys_dropped") >= 1,
-        "the fourth node held restored drafts in slots it was given"
-    );
     let epoch = nodes[0].info_field("cluster_current_epoch");
     assert_eq!(epoch, "2");
     assert_eq!(nodes[2].info_field("cluster_current_epoch"), epoch);
@@ -257,5 +252,88 @@ fn a_killed_nodes_slots_are_taken_over_and_its_summaries_come_back() {
     assert_eq!(mine(&nodes[1]), 0);
     let (ok, text) = cluster_check(&nodes[1]);
     assert!(ok, "{text}");
+    drop(pg);
+}
+
+/// The cause of a skipped warm: a dead node restarted right after the failover heartbeats again,
+/// so a new owner that reads the new map only then would judge the takeover a plain move by that
+/// heartbeat. The failover's record tells it apart. Driven through the coordinator itself against
+/// a real Postgres, so the order of the steps is exact.
+#[test]
+fn a_takeover_is_told_from_a_move_even_when_the_dead_node_is_back() {
+    use stmd::cluster::coordinator::Coordinator;
+    use stmd::cluster::{taken_over, NodeInfo};
+    let Some(pg) = PgCluster::start() else {
+        return;
+    };
+    let url = pg.url();
+    const TIMEOUT_MS: u64 = 300;
+    let node = |ip: &str, id: char| NodeInfo {
+        id: id.to_string().repeat(40),
+        ip: ip.to_string(),
+        port: 7000,
+        heartbeat_age_ms: 0,
+    };
+    let (a, b, c) = (
+        node("127.0.0.2", 'a'),
+        node("127.0.0.3", 'b'),
+        node("127.0.0.4", 'c'),
+    );
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        let coordinator = Coordinator::connect(&url).await.expect("connect");
+        for n in [&a, &b, &c] {
+            coordinator.register(n).await.expect("register");
+        }
+        let created = common::cluster::admin(&url, &["create"]);
+        assert!(created.status.success(), "{created:?}");
+        let before = coordinator.load().await.expect("load");
+        // c stops heartbeating; a and b go on until c is older than the timeout.
+        let started = Instant::now();
+        loop {
+            for n in [&a, &b] {
+                assert!(coordinator.heartbeat(&n.id).await.expect("heartbeat"));
+            }
+            let map = coordinator.load().await.expect("load");
+            if map
+                .node(&c.id)
+                .is_some_and(|n| n.heartbeat_age_ms > TIMEOUT_MS)
+            {
+                break;
+            }
+            assert!(started.elapsed() < Duration::from_secs(30), "c never aged");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let done = coordinator
+            .fail_over(&a.id, TIMEOUT_MS)
+            .await
+            .expect("failover")
+            .expect("c's slots were reassigned");
+        assert_eq!(done.dead, [c.id.clone()]);
+        // c restarts before b reads the new map: it registers, with a fresh heartbeat.
+        coordinator.register(&c).await.expect("c is back");
+        let after = coordinator.load().await.expect("load");
+        let record = coordinator
+            .failed_between(before.epoch, after.epoch)
+            .await
+            .expect("the failover record");
+        assert_eq!(record, [c.id.clone()]);
+        let gained_by_b = taken_over(&before, &after, &b.id, TIMEOUT_MS, &record);
+        assert!(!gained_by_b.is_empty(), "b was given some of c's slots");
+        assert!(gained_by_b
+            .iter()
+            .all(|&slot| before.owner(slot).is_some_and(|n| n.id == c.id)));
+        assert!(
+            taken_over(&before, &after, &b.id, TIMEOUT_MS, &[]).is_empty(),
+            "judged by heartbeats alone, c's return hides the takeover"
+        );
+        // A later plain move is not a takeover.
+        assert!(coordinator
+            .failed_between(after.epoch, after.epoch + 1)
+            .await
+            .expect("no record")
+            .is_empty());
+        coordinator.close().await;
+    });
     drop(pg);
 }

@@ -49,6 +49,16 @@ def main():
         ) is not None
         entry = rc.execute_command("STM.GET", f"shortterm:user:u1:{{c{channel}}}:3", "FORMAT", "JSON")
         assert f"summary {channel}" in entry, entry
+        assert rc.execute_command("STM.TICK", f"shortterm:server:s1:{{c{channel}}}:3") == 1
+        context = rc.execute_command(
+            "STM.CONTEXT", "USER", "u1", "CHANNEL", f"c{channel}", "SERVER", "s1",
+            "PERSONA", "3", "FORMAT", "JSON",
+        )
+        assert f"summary {channel}" in context, context
+    # Forget half the channels (their rows too); the rest stay for the restart checks.
+    for channel in range(15):
+        assert rc.execute_command("STM.FORGET", "CHANNEL", f"c{channel}") >= 2
+        assert rc.execute_command("STM.GET", f"shortterm:user:u1:{{c{channel}}}:3") is None
     moved = moved_total(rc) - before
     assert moved == 0, f"{moved} MOVED redirections for STM calls after warm-up"
     print("redis-py RedisCluster: plain and STM commands routed without MOVED")

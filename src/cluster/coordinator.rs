@@ -187,6 +187,15 @@ impl Coordinator {
             return Ok(None);
         }
         let new_epoch = write_owners(&mut tx, &owners, epoch).await.map_err(db)?;
+        sqlx::query(
+            "INSERT INTO stmd_cluster_failovers (epoch, node_id) SELECT $1, unnest($2::TEXT[]) \
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(new_epoch)
+        .bind(&dead)
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
         tx.commit().await.map_err(db)?;
         Ok(Some(Takeover {
             old_epoch: epoch as u64,
@@ -194,6 +203,21 @@ impl Coordinator {
             dead,
             given,
         }))
+    }
+
+    /// The nodes that failovers declared dead in the epochs after `old` up to `new`.
+    pub async fn failed_between(&self, old: u64, new: u64) -> Result<Vec<String>, sqlx::Error> {
+        let epoch = |e: u64| i64::try_from(e).unwrap_or(i64::MAX);
+        Ok(sqlx::query(
+            "SELECT DISTINCT node_id FROM stmd_cluster_failovers WHERE epoch > $1 AND epoch <= $2",
+        )
+        .bind(epoch(old))
+        .bind(epoch(new))
+        .fetch_all(&self.pool)
+        .await?
+        .into_iter()
+        .map(|row| row.get(0))
+        .collect())
     }
 
     /// Removes a node that owns no slots, bumping the epoch so every node drops it from its map.
@@ -431,14 +455,10 @@ async fn write_owners(
     Ok(new_epoch)
 }
 
-/// Starts this node's membership: registers it, installs the configuration in force, and returns
-/// the task that heartbeats and follows changes until `stop`.
-pub async fn join(
-    cluster: Arc<Cluster>,
-    url: &str,
-    warm: Warm,
-    stop: watch::Receiver<bool>,
-) -> Result<tokio::task::JoinHandle<()>, String> {
+/// Starts this node's membership: registers it and installs the configuration in force, before
+/// the start-up warm runs (which restores only the slots this configuration gives the node).
+/// [`follow`] then heartbeats and follows changes.
+pub async fn join(cluster: &Cluster, url: &str) -> Result<Coordinator, String> {
     let coordinator = Coordinator::connect(url).await?;
     coordinator
         .register(&cluster.me)
@@ -460,11 +480,14 @@ pub async fn join(
         "cluster node registered"
     );
     cluster.install(map);
-    Ok(tokio::spawn(follow(cluster, coordinator, warm, stop)))
+    Ok(coordinator)
 }
 
-/// Heartbeats and follows the configuration: a notification or the poll reloads it.
-async fn follow(
+/// Heartbeats and follows the configuration until `stop`: a notification or the poll reloads it.
+/// Warming the slots a failover gave this node runs in its own task, so heartbeats go on
+/// meanwhile; the new map is installed (and those slots served) once the warm is done, and no
+/// other map is installed before that.
+pub async fn follow(
     cluster: Arc<Cluster>,
     coordinator: Coordinator,
     warm: Warm,
@@ -475,6 +498,8 @@ async fn follow(
     let mut poll = tokio::time::interval(POLL_EVERY);
     let mut listener: Option<PgListener> = None;
     let mut removed_logged = false;
+    // The warm in progress, and the map to install when it is done.
+    let mut warming: Option<(tokio::task::JoinHandle<()>, SlotMap)> = None;
     loop {
         if listener.is_none() {
             listener = listen(&coordinator).await;
@@ -486,10 +511,19 @@ async fn follow(
                     None => std::future::pending().await,
                 }
             };
+            let warmed = async {
+                match warming.as_mut() {
+                    Some((task, _)) => {
+                        let _ = task.await;
+                    }
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 _ = stop.changed() => Event::Stop,
                 _ = beat.tick() => Event::Beat,
                 _ = poll.tick() => Event::Reload,
+                () = warmed => Event::Warmed,
                 result = notified => match result {
                     Ok(()) => Event::Reload,
                     Err(err) => Event::Lost(err),
@@ -513,24 +547,55 @@ async fn follow(
                 // No reconnection storm: the poll keeps the node current meanwhile.
                 tokio::time::sleep(POLL_EVERY).await;
             }
+            Event::Warmed => {
+                if let Some((_, map)) = warming.take() {
+                    let epoch = map.epoch;
+                    if cluster.install(map) {
+                        tracing::info!(epoch, "cluster configuration changed");
+                    }
+                }
+                // A newer map may have come meanwhile.
+                poll.reset_immediately();
+            }
+            // While a warm runs, the map it is for waits; the poll after it reads the latest.
+            Event::Reload if warming.is_some() => {}
             Event::Reload => match coordinator.load().await {
                 Ok(map) => {
                     let epoch = map.epoch;
                     if failed_owner(&map, cluster.node_timeout_ms) {
                         fail_over(&cluster, &coordinator).await;
                     }
-                    let gained = super::taken_over(
-                        &cluster.map(),
-                        &map,
-                        &cluster.me.id,
-                        cluster.node_timeout_ms,
-                    );
-                    if map.epoch > cluster.map().epoch && !gained.is_empty() {
+                    let current = cluster.map();
+                    let gained = match map.epoch > current.epoch
+                        && super::gains_from_others(&current, &map, &cluster.me.id)
+                    {
+                        true => match coordinator.failed_between(current.epoch, map.epoch).await {
+                            Ok(failed) => super::taken_over(
+                                &current,
+                                &map,
+                                &cluster.me.id,
+                                cluster.node_timeout_ms,
+                                &failed,
+                            ),
+                            Err(err) => {
+                                // Without the record, a restarted dead node looks alive: retry.
+                                tracing::warn!(%err, "cannot read the failover record; retrying at the next poll");
+                                continue;
+                            }
+                        },
+                        false => Vec::new(),
+                    };
+                    if !gained.is_empty() {
                         // Warm first, then serve: a client sent here by the new map finds the
                         // summaries already in place.
-                        warm_taken_over(&cluster, &coordinator, &warm, &gained).await;
-                    }
-                    if cluster.install(map) {
+                        let task = tokio::spawn(warm_taken_over(
+                            cluster.clone(),
+                            coordinator.clone(),
+                            warm.clone(),
+                            gained,
+                        ));
+                        warming = Some((task, map));
+                    } else if cluster.install(map) {
                         tracing::info!(epoch, "cluster configuration changed");
                     }
                     super::migrate::take_request(&cluster, &warm.shared, &coordinator).await;
@@ -539,11 +604,15 @@ async fn follow(
             },
         }
     }
+    if let Some((task, _)) = warming {
+        task.abort();
+    }
     coordinator.close().await;
 }
 
 /// What a node needs to warm the slots a failover gives it: its keyspace and its configuration
 /// (the summaries' TTL in force at the takeover).
+#[derive(Clone)]
 pub struct Warm {
     pub shared: Arc<crate::server::Shared>,
 }
@@ -580,13 +649,14 @@ async fn fail_over(cluster: &Cluster, coordinator: &Coordinator) {
 }
 
 /// Warms the slots a failover gave this node from the scope rows, as the start-up warm does, and
-/// counts them. Bounded by half the node timeout, so the heartbeat is never held up long enough
-/// for this node to be declared failed itself; on a timeout the slots are served anyway.
+/// counts them. It runs beside the heartbeat (see [`follow`]); reading the rows is bounded by the
+/// node timeout (at least 1 s), after which the slots are served without their summaries (they
+/// stay in the database, and the error is logged).
 async fn warm_taken_over(
-    cluster: &Cluster,
-    coordinator: &Coordinator,
-    warm: &Warm,
-    gained: &[u16],
+    cluster: Arc<Cluster>,
+    coordinator: Coordinator,
+    warm: Warm,
+    gained: Vec<u16>,
 ) {
     use std::sync::atomic::Ordering::Relaxed;
     cluster
@@ -595,7 +665,7 @@ async fn warm_taken_over(
         .fetch_add(gained.len() as u64, Relaxed);
     let db = crate::persist::db::Database::Postgres(coordinator.pool().clone());
     let summary_ttl_secs = warm.shared.config.read().stm_summary_ttl;
-    let limit = Duration::from_millis((cluster.node_timeout_ms / 2).max(500));
+    let limit = Duration::from_millis(cluster.node_timeout_ms.max(1000));
     let rows = match tokio::time::timeout(limit, db.load_recent(summary_ttl_secs)).await {
         Ok(Ok(rows)) => rows,
         Ok(Err(err)) => {
@@ -608,15 +678,24 @@ async fn warm_taken_over(
         }
     };
     let mut mine = vec![false; super::SLOTS];
-    for &slot in gained {
+    for &slot in &gained {
         mine[slot as usize] = true;
     }
-    let (dropped, warmed) = crate::persist::restore::take_over_slots(
-        &warm.shared.store,
-        &rows,
-        |key| mine[super::key_slot(key) as usize],
-        summary_ttl_secs.saturating_mul(1000),
-    );
+    let store = warm.shared.store.clone();
+    // The merge locks the keyspace's shards: off the async workers.
+    let merged = tokio::task::spawn_blocking(move || {
+        crate::persist::restore::take_over_slots(
+            &store,
+            &rows,
+            |key| mine[super::key_slot(key) as usize],
+            summary_ttl_secs.saturating_mul(1000),
+        )
+    })
+    .await;
+    let Ok((dropped, warmed)) = merged else {
+        tracing::error!("failover: the warm of the slots taken over failed");
+        return;
+    };
     cluster
         .stats
         .takeover_rows_warmed
@@ -638,6 +717,7 @@ enum Event {
     Stop,
     Beat,
     Reload,
+    Warmed,
     Lost(sqlx::Error),
 }
 

@@ -254,20 +254,38 @@ pub fn take_over(
     given
 }
 
-/// The slots this node gains from `old` to `new` whose previous owner has failed in `new` (its
-/// heartbeat is older than `timeout_ms`, or it is gone): those a failover gave it.
-pub fn taken_over(old: &SlotMap, new: &SlotMap, me: &str, timeout_ms: u64) -> Vec<u16> {
+/// The slots this node gains from `old` to `new` whose previous owner failed: a failover between
+/// the two epochs declared it dead (`failed`, as recorded by the failover transaction), or it is
+/// dead or gone in `new` (heartbeat older than `timeout_ms`). The record matters when a dead node
+/// restarts before this node reads the new map: its fresh heartbeat would make the takeover look
+/// like a plain move, and the summaries of its slots would not be warmed.
+pub fn taken_over(
+    old: &SlotMap,
+    new: &SlotMap,
+    me: &str,
+    timeout_ms: u64,
+    failed: &[String],
+) -> Vec<u16> {
     (0..SLOTS as u16)
         .filter(|&slot| {
             new.owner(slot).is_some_and(|n| n.id == me)
                 && old.owner(slot).is_some_and(|previous| {
                     previous.id != me
-                        && new
-                            .node(&previous.id)
-                            .is_none_or(|n| n.heartbeat_age_ms > timeout_ms)
+                        && (failed.contains(&previous.id)
+                            || new
+                                .node(&previous.id)
+                                .is_none_or(|n| n.heartbeat_age_ms > timeout_ms))
                 })
         })
         .collect()
+}
+
+/// Whether `new` gives this node a slot that another node owned in `old`.
+pub fn gains_from_others(old: &SlotMap, new: &SlotMap, me: &str) -> bool {
+    (0..SLOTS as u16).any(|slot| {
+        new.owner(slot).is_some_and(|n| n.id == me)
+            && old.owner(slot).is_some_and(|previous| previous.id != me)
+    })
 }
 
 /// The node-id file in `--dir`.
@@ -590,18 +608,25 @@ mod tests {
         let ranges = [(0, 19, a.id.clone())];
         let moved = SlotMap::new(2, vec![a.clone(), b.clone()], &ranges);
         assert!(
-            taken_over(&old, &moved, &a.id, 1000).is_empty(),
+            taken_over(&old, &moved, &a.id, 1000, &[]).is_empty(),
             "b is alive"
+        );
+        assert!(gains_from_others(&old, &moved, &a.id));
+        assert!(!gains_from_others(&old, &moved, &b.id));
+        // b restarted (a fresh heartbeat) after a failover declared it dead: still a takeover.
+        assert_eq!(
+            taken_over(&old, &moved, &a.id, 1000, std::slice::from_ref(&b.id)),
+            (10..20).collect::<Vec<u16>>()
         );
         let mut dead_b = b.clone();
         dead_b.heartbeat_age_ms = 5000;
         let failed = SlotMap::new(2, vec![a.clone(), dead_b], &ranges);
         assert_eq!(
-            taken_over(&old, &failed, &a.id, 1000),
+            taken_over(&old, &failed, &a.id, 1000, &[]),
             (10..20).collect::<Vec<u16>>()
         );
         a.heartbeat_age_ms = 0;
-        assert!(taken_over(&old, &failed, &b.id, 1000).is_empty());
+        assert!(taken_over(&old, &failed, &b.id, 1000, &[]).is_empty());
     }
 
     #[test]

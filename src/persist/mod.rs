@@ -141,6 +141,7 @@ pub fn start(
     config: &Config,
     store: Arc<Store>,
     stop: watch::Receiver<bool>,
+    cluster: Option<Arc<crate::cluster::Cluster>>,
 ) -> Result<Started, String> {
     if config.no_database {
         tracing::warn!(
@@ -173,6 +174,7 @@ pub fn start(
         summary_ttl_secs: config.stm_summary_ttl,
         stop,
         restored: restored_tx,
+        cluster,
         retention: retention::Retention {
             days: config.stm_row_retention_days,
             period: std::time::Duration::from_millis(config.stm_retention_sweep_ms),

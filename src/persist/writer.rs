@@ -38,6 +38,9 @@ pub struct Writer {
     /// Set to true once the warm start is done: the server answers no command before that (or
     /// before `stm-restore-timeout`).
     pub restored: watch::Sender<bool>,
+    /// In cluster mode, the warm start restores only the slots this node owns under the map it
+    /// loaded at start; slots it takes over later are warmed by the failover.
+    pub cluster: Option<Arc<crate::cluster::Cluster>>,
     pub retention: Retention,
 }
 
@@ -256,8 +259,13 @@ impl Writer {
             .collect();
         let ttl_ms = self.summary_ttl_secs.saturating_mul(1000);
         let (mut created, mut filled_in) = (0u64, 0u64);
+        let owned = |key: &[u8]| {
+            self.cluster
+                .as_ref()
+                .is_none_or(|c| c.owns(crate::cluster::key_slot(key)))
+        };
         for row in &rows {
-            if forgets.iter().any(|op| op.forgets(&row.scope)) {
+            if forgets.iter().any(|op| op.forgets(&row.scope)) || !owned(&row.scope.key()) {
                 continue;
             }
             match merge_row(&self.store, row, ttl_ms) {
