@@ -71,7 +71,7 @@ pub fn restore(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     // Decoded before the key's shard is locked (a large payload takes a while), but its errors
     // come in Redis's order: after BUSYKEY and the TTL's.
     let ttl = int(args[2]);
-    let decoded = rdb::restore(args[3]);
+    let decoded = rdb::restore(args[3], &ctx.shared.store.encoding_limits);
     let mut locked = ctx.lock(&args[1..2]);
     if !options.replace && locked.contains(key) {
         return Err(Reply::error("BUSYKEY Target key name already exists."));

@@ -408,7 +408,7 @@ fn search(ctx: &mut Ctx, args: &[&[u8]], form: Form, no_store: bool) -> CmdResul
             };
             if let Some(dist) = shape.distance_if_within(plon, plat) {
                 found.push(Found {
-                    member: member.clone(),
+                    member: Bytes::copy_from_slice(member),
                     score,
                     lon: plon,
                     lat: plat,
@@ -468,7 +468,7 @@ fn search(ctx: &mut Ctx, args: &[&[u8]], form: Form, no_store: bool) -> CmdResul
     for f in found {
         result.insert(f.member, if storedist { f.dist } else { f.score }, limit);
     }
-    locked.set(dst, Value::ZSet(Box::new(result)), 0);
+    locked.set(dst, Value::ZSet(result), 0);
     locked.notify(
         class::ZSET,
         if geosearch {

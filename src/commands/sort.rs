@@ -136,7 +136,10 @@ fn sort_generic(ctx: &mut Ctx, args: &[&[u8]], readonly: bool) -> CmdResult {
         None => (Kind::List, Vec::new()),
         Some(Value::List(l)) => (Kind::List, l.iter().cloned().collect()),
         Some(Value::Set(s)) => (Kind::Set, s.iter().map(Bytes::copy_from_slice).collect()),
-        Some(Value::ZSet(z)) => (Kind::ZSet, z.iter().map(|(m, _)| m.clone()).collect()),
+        Some(Value::ZSet(z)) => (
+            Kind::ZSet,
+            z.iter().map(|(m, _)| Bytes::copy_from_slice(m)).collect(),
+        ),
         Some(_) => return Err(Reply::error(err::WRONGTYPE)),
     };
     // A set has no order of its own: when stored, it is sorted anyway (as Redis does, so that

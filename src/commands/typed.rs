@@ -67,7 +67,14 @@ macro_rules! typed_access {
 typed_access!(list, list_mut, list_or_create, List, List, VecDeque::new());
 typed_access!(hash, hash_mut, hash_or_create, Hash, Hash, Hash::default());
 typed_access!(set, set_mut, set_or_create, Set, Set, Set::default());
-typed_access!(zset, zset_mut, zset_or_create, ZSet, ZSet, Box::default());
+typed_access!(
+    zset,
+    zset_mut,
+    zset_or_create,
+    ZSet,
+    ZSet,
+    Default::default()
+);
 
 /// Deletes `key` when it holds an empty collection (after a removal).
 pub fn remove_if_empty(locked: &mut Locked<'_>, key: &[u8]) {

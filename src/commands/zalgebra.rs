@@ -35,27 +35,18 @@ enum Src<'a> {
     S(&'a Set),
 }
 
-/// A member borrowed from an input: a sorted set's shared `Bytes` (cloned for free into the
-/// result) or a set's bytes (copied). Compared and hashed by its bytes.
+/// A member borrowed from an input (a sorted set's or a set's bytes, copied into a result).
+/// Compared and hashed by its bytes.
 #[derive(Clone, Copy)]
-enum Member<'a> {
-    Shared(&'a Bytes),
-    Plain(&'a [u8]),
-}
+struct Member<'a>(&'a [u8]);
 
 impl<'a> Member<'a> {
     fn bytes(&self) -> &'a [u8] {
-        match *self {
-            Member::Shared(b) => b,
-            Member::Plain(s) => s,
-        }
+        self.0
     }
 
     fn to_bytes(self) -> Bytes {
-        match self {
-            Member::Shared(b) => b.clone(),
-            Member::Plain(s) => Bytes::copy_from_slice(s),
-        }
+        Bytes::copy_from_slice(self.0)
     }
 }
 
@@ -93,8 +84,8 @@ impl<'a> Src<'a> {
     fn for_each(&self, mut f: impl FnMut(Member<'a>, f64)) {
         match self {
             Src::Missing => {}
-            Src::Z(z) => z.iter().for_each(|(m, s)| f(Member::Shared(m), s)),
-            Src::S(s) => s.iter().for_each(|m| f(Member::Plain(m), 1.0)),
+            Src::Z(z) => z.iter().for_each(|(m, s)| f(Member(m), s)),
+            Src::S(s) => s.iter().for_each(|m| f(Member(m), 1.0)),
         }
     }
 }
@@ -333,7 +324,10 @@ pub fn zalgebra(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         combine(&srcs, &o.weights, op, o.how, usize::MAX),
         locked.limits().zset(),
     );
-    let pairs: Vec<(Bytes, f64)> = z.iter().map(|(m, s)| (m.clone(), s)).collect();
+    let pairs: Vec<(Bytes, f64)> = z
+        .iter()
+        .map(|(m, s)| (Bytes::copy_from_slice(m), s))
+        .collect();
     Ok(if o.withscores {
         scored_reply(pairs, resp3, false)
     } else {
@@ -347,7 +341,7 @@ pub fn store_result(locked: &mut Locked<'_>, dst: &[u8], result: ZSet) -> CmdRes
     if result.is_empty() {
         locked.remove(dst);
     } else {
-        locked.set(dst, Value::ZSet(Box::new(result)), 0);
+        locked.set(dst, Value::ZSet(result), 0);
     }
     Ok(Reply::Int(len as i64))
 }
@@ -408,7 +402,7 @@ pub fn zrandmember(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             Some(z) if !z.is_empty() => {
                 let i = random_positions(z.len(), 1)[0];
                 z.select(i)
-                    .map_or(Reply::Nil, |(m, _)| Reply::Bulk(m.clone()))
+                    .map_or(Reply::Nil, |(m, _)| Reply::Bulk(Bytes::copy_from_slice(m)))
             }
             _ => Reply::Nil,
         });
@@ -416,10 +410,10 @@ pub fn zrandmember(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let Some(z) = z.filter(|z| !z.is_empty()) else {
         return Ok(Reply::Array(Vec::new()));
     };
-    let all: Vec<(&Bytes, f64)> = z.iter().collect();
+    let all: Vec<(&[u8], f64)> = z.iter().collect();
     let pairs: Vec<(Bytes, f64)> = random_positions(all.len(), count)
         .into_iter()
-        .filter_map(|i| all.get(i).map(|(m, s)| ((*m).clone(), *s)))
+        .filter_map(|i| all.get(i).map(|(m, s)| (Bytes::copy_from_slice(m), *s)))
         .collect();
     Ok(if withscores {
         scored_reply(pairs, resp3, false)

@@ -69,7 +69,7 @@ impl RangeQuery {
             ),
             None => (0, usize::MAX),
         };
-        let owned = |(m, s): (&Bytes, f64)| (m.clone(), s);
+        let owned = |(m, s): (&[u8], f64)| (Bytes::copy_from_slice(m), s);
         match &self.select {
             Select::Rank(start, stop) => {
                 let len = z.len();

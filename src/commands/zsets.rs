@@ -264,7 +264,7 @@ pub fn zscan(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     Ok(match found {
         Some(z) => collection_scan::scan(
             z.iter()
-                .map(|(m, s)| (&m[..], Some(Reply::bulk(format_double(s))))),
+                .map(|(m, s)| (m, Some(Reply::bulk(format_double(s))))),
             z.len(),
             &scan_args,
         ),

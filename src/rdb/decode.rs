@@ -5,14 +5,17 @@
 
 use super::listpack::{read_intset, read_listpack, read_ziplist};
 use super::{lzf, stm, types, RdbError};
+use crate::store::encoding::Limits;
 use crate::store::value::{Hash, Set};
 use crate::store::zset::ZSet;
 use crate::store::Value;
 use bytes::Bytes;
 use std::collections::VecDeque;
 
-/// Reads the value of a payload body (type byte and value, footer already removed).
-pub fn decode_value(body: &[u8]) -> Result<Value, RdbError> {
+/// Reads the value of a payload body (type byte and value, footer already removed). Hashes, sets
+/// and sorted sets take their compact form within `limits` (the configured thresholds), as they
+/// would have had they been written by commands.
+pub fn decode_value(body: &[u8], limits: &Limits) -> Result<Value, RdbError> {
     let mut r = RdbReader::new(body);
     let kind = r.byte()?;
     let value = match kind {
@@ -35,15 +38,18 @@ pub fn decode_value(body: &[u8]) -> Result<Value, RdbError> {
             }
             list(items)?
         }
-        types::SET => set(r.strings()?)?,
+        types::SET => set(r.strings()?, limits)?,
         types::SET_INTSET => {
             let members = read_intset(&r.string()?)?;
-            set(members
-                .into_iter()
-                .map(|v| Bytes::copy_from_slice(itoa::Buffer::new().format(v).as_bytes()))
-                .collect())?
+            set(
+                members
+                    .into_iter()
+                    .map(|v| Bytes::copy_from_slice(itoa::Buffer::new().format(v).as_bytes()))
+                    .collect(),
+                limits,
+            )?
         }
-        types::SET_LISTPACK => set(read_listpack(&r.string()?)?)?,
+        types::SET_LISTPACK => set(read_listpack(&r.string()?)?, limits)?,
         types::HASH => {
             let count = r.len()?;
             let mut flat = Vec::with_capacity(r.bounded(count.saturating_mul(2)));
@@ -51,10 +57,10 @@ pub fn decode_value(body: &[u8]) -> Result<Value, RdbError> {
                 flat.push(r.string()?);
                 flat.push(r.string()?);
             }
-            hash(flat)?
+            hash(flat, limits)?
         }
-        types::HASH_ZIPLIST => hash(read_ziplist(&r.string()?)?)?,
-        types::HASH_LISTPACK => hash(read_listpack(&r.string()?)?)?,
+        types::HASH_ZIPLIST => hash(read_ziplist(&r.string()?)?, limits)?,
+        types::HASH_LISTPACK => hash(read_listpack(&r.string()?)?, limits)?,
         types::ZSET | types::ZSET_2 => {
             let count = r.len()?;
             let mut pairs = Vec::with_capacity(r.bounded(count));
@@ -67,7 +73,7 @@ pub fn decode_value(body: &[u8]) -> Result<Value, RdbError> {
                 };
                 pairs.push((member, score));
             }
-            zset(pairs)?
+            zset(pairs, limits)?
         }
         types::ZSET_ZIPLIST | types::ZSET_LISTPACK => {
             let blob = r.string()?;
@@ -83,7 +89,7 @@ pub fn decode_value(body: &[u8]) -> Result<Value, RdbError> {
                 .chunks(2)
                 .map(|pair| Ok((pair[0].clone(), parse_score(&pair[1])?)))
                 .collect::<Result<Vec<_>, RdbError>>()?;
-            zset(pairs)?
+            zset(pairs, limits)?
         }
         types::STREAM_LISTPACKS | types::STREAM_LISTPACKS_2 | types::STREAM_LISTPACKS_3 => {
             Value::Stream(Box::new(super::stream::decode(&mut r, kind)?))
@@ -101,9 +107,9 @@ fn list(items: Vec<Bytes>) -> Result<Value, RdbError> {
     Ok(Value::List(VecDeque::from(items)))
 }
 
-fn set(members: Vec<Bytes>) -> Result<Value, RdbError> {
+fn set(members: Vec<Bytes>, limits: &Limits) -> Result<Value, RdbError> {
     let mut set = Set::default();
-    let limit = crate::store::encoding::Limits::default().set();
+    let limit = limits.set();
     for member in members {
         if !set.insert(&member, limit) {
             return Err(RdbError::BadData);
@@ -116,12 +122,12 @@ fn set(members: Vec<Bytes>) -> Result<Value, RdbError> {
 }
 
 /// A hash from alternating fields and values.
-fn hash(flat: Vec<Bytes>) -> Result<Value, RdbError> {
+fn hash(flat: Vec<Bytes>, limits: &Limits) -> Result<Value, RdbError> {
     if flat.is_empty() || flat.len() % 2 != 0 {
         return Err(RdbError::BadData);
     }
     let mut hash = Hash::default();
-    let limit = crate::store::encoding::Limits::default().hash();
+    let limit = limits.hash();
     for pair in flat.chunks(2) {
         if !hash.insert(&pair[0], &pair[1], limit) {
             return Err(RdbError::BadData);
@@ -130,18 +136,18 @@ fn hash(flat: Vec<Bytes>) -> Result<Value, RdbError> {
     Ok(Value::Hash(hash))
 }
 
-fn zset(pairs: Vec<(Bytes, f64)>) -> Result<Value, RdbError> {
+fn zset(pairs: Vec<(Bytes, f64)>, limits: &Limits) -> Result<Value, RdbError> {
     if pairs.is_empty() {
         return Err(RdbError::BadData);
     }
     let mut zset = ZSet::default();
-    let limit = crate::store::encoding::Limits::default().zset();
+    let limit = limits.zset();
     for (member, score) in pairs {
         if score.is_nan() || zset.insert(member, score, limit).is_some() {
             return Err(RdbError::BadData);
         }
     }
-    Ok(Value::ZSet(Box::new(zset)))
+    Ok(Value::ZSet(zset))
 }
 
 /// A score written as text (listpack and ziplist sorted sets): what `strtod` reads, no NaN.

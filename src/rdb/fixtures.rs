@@ -4,10 +4,11 @@
 //! `conformance/corpus/dump.txt` holds the same ones and compares them live).
 
 use super::*;
+use crate::store::encoding::Limits;
 use crate::store::Value;
 
 fn decoded(payload: &[u8]) -> Value {
-    restore(payload).unwrap_or_else(|e| panic!("{e}: {payload:?}"))
+    restore(payload, &Limits::default()).unwrap_or_else(|e| panic!("{e}: {payload:?}"))
 }
 
 fn text(items: impl IntoIterator<Item = impl AsRef<[u8]>>) -> Vec<String> {
@@ -131,7 +132,7 @@ fn corrupt_values_are_refused() {
         b"\xc8\x01\x00\x0a\x007\xa3\xed\xc0c\x60\xd9\x25",
     ] {
         assert_eq!(
-            restore(payload).err(),
+            restore(payload, &Limits::default()).err(),
             Some(RdbError::BadData),
             "{payload:?}"
         );
@@ -139,7 +140,10 @@ fn corrupt_values_are_refused() {
     // Every cut of a valid payload's body is refused, never a panic.
     let body = unseal(b"\x11\xc3\x292\x132\x00\x00\x00\x08\x00\x81c\x02\xdf\xfd\x02\x81d\x02\x930.10\xe0\x05\x00\x0f1\x14\x81a\x02\x01\x01\x81b\x02\x832.5\x04\xff\x0a\x00\x23\x82C\xd2\x17\x25\xe8\x90").expect("valid");
     for cut in 0..body.len() {
-        assert!(decode_value(&body[..cut]).is_err(), "cut at {cut}");
+        assert!(
+            decode_value(&body[..cut], &Limits::default()).is_err(),
+            "cut at {cut}"
+        );
     }
 }
 
@@ -167,14 +171,55 @@ fn every_value_round_trips() {
                 .map(|i| (i * 1_000_000_007i64).to_string())
                 .collect(),
         ),
-        Value::ZSet(Box::new(zset)),
+        Value::ZSet(zset),
         Value::Stm(Box::new(stm::tests::sample_entry())),
     ];
     for value in values {
         let payload = dump(&value);
-        let back = restore(&payload).expect("round trip");
+        let back = restore(&payload, &Limits::default()).expect("round trip");
         assert_eq!(describe(&back), describe(&value));
         assert_eq!(dump(&back), payload);
+    }
+}
+
+/// RESTORE builds the compact forms within the configured thresholds, not Redis's defaults: a
+/// payload of 5 members stays compact under the defaults and is converted under a limit of 4.
+#[test]
+fn restore_uses_the_configured_thresholds() {
+    use crate::store::encoding::{Thresholds, DEFAULTS};
+    let limits = Limits::default();
+    let mut zset = crate::store::zset::ZSet::default();
+    let mut hash = crate::store::value::Hash::default();
+    let mut set = crate::store::value::Set::default();
+    for i in 0..5 {
+        zset.insert(format!("m{i}").into(), f64::from(i), limits.zset());
+        hash.insert(format!("f{i}").as_bytes(), b"v", limits.hash());
+        set.insert(format!("s{i}").as_bytes(), limits.set());
+    }
+    let payloads = [
+        dump(&Value::ZSet(zset)),
+        dump(&Value::Hash(hash)),
+        dump(&Value::Set(set)),
+    ];
+    let compact = |value: &Value| match value {
+        Value::ZSet(z) => z.is_small(),
+        Value::Hash(h) => h.is_packed(),
+        Value::Set(s) => s.is_packed(),
+        _ => unreachable!("only collections here"),
+    };
+    for payload in &payloads {
+        assert!(compact(&restore(payload, &limits).expect("valid")));
+    }
+    limits.configure(&Thresholds {
+        hash_max_listpack_entries: 4,
+        set_max_listpack_entries: 4,
+        zset_max_listpack_entries: 4,
+        ..DEFAULTS
+    });
+    for payload in &payloads {
+        let back = restore(payload, &limits).expect("valid");
+        assert!(!compact(&back), "{back:?}");
+        assert_eq!(&dump(&back), payload, "the same contents either way");
     }
 }
 
@@ -245,7 +290,7 @@ mod properties {
 
         #[test]
         fn arbitrary_bodies_never_panic(body in prop::collection::vec(any::<u8>(), 0..256)) {
-            let _ = decode_value(&body);
+            let _ = decode_value(&body, &crate::store::encoding::Limits::default());
         }
 
         #[test]
@@ -261,7 +306,7 @@ mod properties {
             }
             let len = body.len();
             body.truncate(cut % (len + 1));
-            let _ = decode_value(&body);
+            let _ = decode_value(&body, &crate::store::encoding::Limits::default());
         }
 
         #[test]

@@ -99,9 +99,12 @@ pub fn dump(value: &crate::store::Value) -> Vec<u8> {
     seal(encode_value(value))
 }
 
-/// Reads a complete DUMP payload back into a value.
-pub fn restore(payload: &[u8]) -> Result<crate::store::Value, RdbError> {
-    decode_value(unseal(payload)?)
+/// Reads a complete DUMP payload back into a value, compact within `limits`.
+pub fn restore(
+    payload: &[u8],
+    limits: &crate::store::encoding::Limits,
+) -> Result<crate::store::Value, RdbError> {
+    decode_value(unseal(payload)?, limits)
 }
 
 #[cfg(test)]

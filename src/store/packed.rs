@@ -168,7 +168,7 @@ impl Packed {
 /// Up to two elements read together (a field and its value, or a lone member).
 pub type Group<'a> = [&'a [u8]; 2];
 
-fn header_len(len: usize) -> usize {
+pub(super) fn header_len(len: usize) -> usize {
     if len < LONG as usize {
         1
     } else {
@@ -176,7 +176,7 @@ fn header_len(len: usize) -> usize {
     }
 }
 
-fn write_header(buf: &mut Vec<u8>, len: usize) {
+pub(super) fn write_header(buf: &mut Vec<u8>, len: usize) {
     if len < LONG as usize {
         buf.push(len as u8);
     } else {
@@ -187,7 +187,7 @@ fn write_header(buf: &mut Vec<u8>, len: usize) {
 
 /// The element at `at` and the offset after it. The buffer is only ever written by this module,
 /// so a header always announces bytes that are there.
-fn read(buf: &[u8], at: usize) -> (&[u8], usize) {
+pub(super) fn read(buf: &[u8], at: usize) -> (&[u8], usize) {
     let (len, start) = if buf[at] == LONG {
         let mut word = [0u8; 4];
         word.copy_from_slice(&buf[at + 1..at + 5]);

@@ -15,12 +15,13 @@ pub use super::set::Set;
 pub enum Value {
     Str(Bytes),
     List(VecDeque<Bytes>),
-    // Not boxed: a hash or set is one buffer and a count while small (its map form is boxed inside).
+    // Not boxed: a hash, set or sorted set is one buffer and a count while small (its large form
+    // is boxed inside), no larger than a string's `Bytes`.
     Hash(Hash),
     Set(Set),
-    // Boxed, like ZSet and Stm, so that every slot of the keyspace stays small: a slot holds the
-    // largest variant, and an unboxed index map would make every string key pay for it.
-    ZSet(Box<ZSet>),
+    ZSet(ZSet),
+    // Boxed, so that every slot of the keyspace stays small: a slot holds the largest variant,
+    // and an unboxed STM entry or stream would make every string key pay for it.
     Stm(Box<StmEntry>),
     Stream(Box<Stream>),
 }

@@ -7,6 +7,7 @@
 //! structures share each member's bytes.
 
 use super::encoding::CompactLimit;
+use super::packed::{header_len, read, write_header};
 use super::ranked::Ranked;
 use bytes::Bytes;
 use std::cmp::Ordering;
@@ -94,21 +95,21 @@ impl LexBound {
 
 type ScoreMap = hashbrown::HashMap<Bytes, f64, ahash::RandomState>;
 
-/// A sorted set: while small (`zset-max-listpack-entries|value`), one vector of (score, member)
-/// in order, searched by walking and bisecting as Redis walks its listpack; past that, for good,
-/// a hash map for scores plus a [`Ranked`] order.
+/// A sorted set: while small (`zset-max-listpack-entries|value`), one buffer of (score, member)
+/// entries in order, walked as Redis walks its listpack; past that, for good, a hash map for
+/// scores plus a [`Ranked`] order.
 #[derive(Debug, Default, Clone)]
 pub struct ZSet(Form);
 
 #[derive(Debug, Clone)]
 enum Form {
-    Small(Vec<(Score, Bytes)>),
+    Small(Small),
     Large(Box<Large>),
 }
 
 impl Default for Form {
     fn default() -> Self {
-        Form::Small(Vec::new())
+        Form::Small(Small::default())
     }
 }
 
@@ -116,6 +117,113 @@ impl Default for Form {
 struct Large {
     scores: ScoreMap,
     order: Ranked<(Score, Bytes)>,
+}
+
+/// The small form: one exact-size buffer of entries in (score, member) order, each the score's
+/// 8 bytes (little-endian `f64`) then the member as [`super::packed`] writes an element (a length
+/// header and the bytes). One allocation per set, where a vector of (score, `Bytes`) pairs spent
+/// 40 bytes and a heap block on every member.
+#[derive(Debug, Default, Clone)]
+struct Small {
+    buf: Vec<u8>,
+    count: u32,
+}
+
+/// One entry of a [`Small`]: its member, score, and the offsets where it starts and ends.
+struct At<'a> {
+    member: &'a [u8],
+    score: f64,
+    start: usize,
+    end: usize,
+}
+
+/// The entries of a [`Small`] from a byte offset on.
+struct Walk<'a> {
+    buf: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Iterator for Walk<'a> {
+    type Item = At<'a>;
+
+    fn next(&mut self) -> Option<At<'a>> {
+        if self.at >= self.buf.len() {
+            return None;
+        }
+        let start = self.at;
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&self.buf[start..start + 8]);
+        let (member, end) = read(self.buf, start + 8);
+        self.at = end;
+        Some(At {
+            member,
+            score: f64::from_le_bytes(word),
+            start,
+            end,
+        })
+    }
+}
+
+impl Small {
+    fn walk(&self) -> Walk<'_> {
+        Walk {
+            buf: &self.buf,
+            at: 0,
+        }
+    }
+
+    fn find(&self, member: &[u8]) -> Option<(usize, At<'_>)> {
+        self.walk().enumerate().find(|(_, e)| e.member == member)
+    }
+
+    /// Every entry, for walks backwards (a small set holds at most a few hundred).
+    fn all(&self) -> Vec<(&[u8], f64)> {
+        let mut out = Vec::with_capacity(self.count as usize);
+        out.extend(self.walk().map(|e| (e.member, e.score)));
+        out
+    }
+
+    /// How many entries sort before `(score, member)`, and the byte offset where it would go.
+    fn partition(&self, score: f64, member: &[u8]) -> (usize, usize) {
+        let key = (Score(score), member);
+        self.walk()
+            .enumerate()
+            .find(|(_, e)| (Score(e.score), e.member) >= key)
+            .map_or((self.count as usize, self.buf.len()), |(rank, e)| {
+                (rank, e.start)
+            })
+    }
+
+    fn remove_bytes(&mut self, start: usize, end: usize) {
+        self.buf.drain(start..end);
+        self.buf.shrink_to_fit();
+        self.count -= 1;
+    }
+
+    /// Inserts a member known to be absent at its place, growing the buffer by exactly its size.
+    fn insert(&mut self, member: &[u8], score: f64) {
+        let (_, at) = self.partition(score, member);
+        let mut entry = Vec::with_capacity(8 + header_len(member.len()) + member.len());
+        entry.extend_from_slice(&score.to_le_bytes());
+        write_header(&mut entry, member.len());
+        entry.extend_from_slice(member);
+        self.buf.reserve_exact(entry.len());
+        self.buf.splice(at..at, entry);
+        self.count += 1;
+    }
+
+    /// Removes and returns the first (`last` false) or last entry.
+    fn pop(&mut self, last: bool) -> Option<(Bytes, f64)> {
+        let e = if last {
+            self.walk().last()?
+        } else {
+            self.walk().next()?
+        };
+        let popped = (Bytes::copy_from_slice(e.member), e.score);
+        let (start, end) = (e.start, e.end);
+        self.remove_bytes(start, end);
+        Some(popped)
+    }
 }
 
 /// One of two iterators (the small or the large form's).
@@ -145,14 +253,14 @@ impl<T, A: DoubleEndedIterator<Item = T>, B: DoubleEndedIterator<Item = T>> Doub
     }
 }
 
-fn pair(p: &(Score, Bytes)) -> (&Bytes, f64) {
+fn pair(p: &(Score, Bytes)) -> (&[u8], f64) {
     (&p.1, p.0 .0)
 }
 
 impl ZSet {
     pub fn len(&self) -> usize {
         match &self.0 {
-            Form::Small(v) => v.len(),
+            Form::Small(v) => v.count as usize,
             Form::Large(l) => l.scores.len(),
         }
     }
@@ -166,13 +274,9 @@ impl ZSet {
         matches!(self.0, Form::Small(_))
     }
 
-    fn position(v: &[(Score, Bytes)], member: &[u8]) -> Option<usize> {
-        v.iter().position(|(_, m)| &m[..] == member)
-    }
-
     pub fn score(&self, member: &[u8]) -> Option<f64> {
         match &self.0 {
-            Form::Small(v) => Self::position(v, member).map(|i| v[i].0 .0),
+            Form::Small(v) => v.find(member).map(|(_, e)| e.score),
             Form::Large(l) => l.scores.get(member).copied(),
         }
     }
@@ -182,16 +286,15 @@ impl ZSet {
     pub fn insert(&mut self, member: Bytes, score: f64, limit: CompactLimit) -> Option<f64> {
         debug_assert!(!score.is_nan());
         if let Form::Small(v) = &mut self.0 {
-            let found = Self::position(v, &member);
-            let fits = found.is_some() || (v.len() < limit.entries && member.len() <= limit.value);
+            let found = v.find(&member).map(|(_, e)| (e.score, e.start, e.end));
+            let fits = found.is_some()
+                || ((v.count as usize) < limit.entries && member.len() <= limit.value);
             if fits {
-                let previous = found.map(|i| v.remove(i));
-                // Exactly one more slot, not a doubling: small sets are many, and stay small.
-                v.reserve_exact(1);
-                let key = (Score(score), member);
-                let at = v.partition_point(|e| *e < key);
-                v.insert(at, key);
-                return previous.map(|(s, _)| s.0);
+                if let Some((_, start, end)) = found {
+                    v.remove_bytes(start, end);
+                }
+                v.insert(&member, score);
+                return found.map(|(s, _, _)| s);
             }
             self.grow();
         }
@@ -218,11 +321,12 @@ impl ZSet {
 
     /// Turns the small form into the large one.
     fn grow(&mut self) {
-        if let Form::Small(v) = &mut self.0 {
+        if let Form::Small(v) = &self.0 {
             let mut large = Large::default();
-            for (score, member) in v.drain(..) {
-                large.scores.insert(member.clone(), score.0);
-                large.order.insert((score, member));
+            for e in v.walk() {
+                let member = Bytes::copy_from_slice(e.member);
+                large.scores.insert(member.clone(), e.score);
+                large.order.insert((Score(e.score), member));
             }
             self.0 = Form::Large(Box::new(large));
         }
@@ -232,8 +336,9 @@ impl ZSet {
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
         match &mut self.0 {
             Form::Small(v) => {
-                let i = Self::position(v, member)?;
-                Some(v.remove(i).0 .0)
+                let (score, start, end) = v.find(member).map(|(_, e)| (e.score, e.start, e.end))?;
+                v.remove_bytes(start, end);
+                Some(score)
             }
             Form::Large(l) => {
                 let (owned, score) = l.scores.remove_entry(member)?;
@@ -246,7 +351,7 @@ impl ZSet {
     /// 0-based rank in ascending order: O(log n).
     pub fn rank(&self, member: &[u8]) -> Option<usize> {
         match &self.0 {
-            Form::Small(v) => Self::position(v, member),
+            Form::Small(v) => v.find(member).map(|(i, _)| i),
             Form::Large(l) => {
                 let score = *l.scores.get(member)?;
                 l.order
@@ -256,41 +361,45 @@ impl ZSet {
     }
 
     /// The member at 0-based ascending rank `i`: O(log n).
-    pub fn select(&self, i: usize) -> Option<(&Bytes, f64)> {
+    pub fn select(&self, i: usize) -> Option<(&[u8], f64)> {
         match &self.0 {
-            Form::Small(v) => v.get(i).map(pair),
+            Form::Small(v) => v.walk().nth(i).map(|e| (e.member, e.score)),
             Form::Large(l) => l.order.select(i).map(pair),
         }
     }
 
-    /// The rank of the first (score, member) at or after `key`.
-    fn lower_bound(&self, key: &(Score, Bytes)) -> usize {
+    /// The rank of the first (score, member) at or after `(score, "")`.
+    fn lower_bound(&self, score: f64) -> usize {
         match &self.0 {
-            Form::Small(v) => v.partition_point(|e| e < key),
-            Form::Large(l) => l.order.lower_bound(key),
+            Form::Small(v) => v.partition(score, b"").0,
+            Form::Large(l) => l.order.lower_bound(&(Score(score), Bytes::new())),
         }
     }
 
     /// Members in ascending order from rank `from`: O(log n) to start.
-    pub fn iter_from(&self, from: usize) -> impl Iterator<Item = (&Bytes, f64)> + '_ {
+    pub fn iter_from(&self, from: usize) -> impl Iterator<Item = (&[u8], f64)> + '_ {
         match &self.0 {
-            Form::Small(v) => Either::Small(v.get(from..).unwrap_or_default().iter().map(pair)),
+            Form::Small(v) => Either::Small(v.walk().skip(from).map(|e| (e.member, e.score))),
             Form::Large(l) => Either::Large(l.order.iter_from(from).map(pair)),
         }
     }
 
     /// Members in descending order from rank `end - 1`: O(log n) to start.
-    pub fn iter_before(&self, end: usize) -> impl Iterator<Item = (&Bytes, f64)> + '_ {
+    pub fn iter_before(&self, end: usize) -> impl Iterator<Item = (&[u8], f64)> + '_ {
         match &self.0 {
-            Form::Small(v) => Either::Small(v[..end.min(v.len())].iter().rev().map(pair)),
+            Form::Small(v) => {
+                let mut all = v.all();
+                all.truncate(end);
+                Either::Small(all.into_iter().rev())
+            }
             Form::Large(l) => Either::Large(l.order.iter_before(end).map(pair)),
         }
     }
 
     /// Members with scores in ascending order.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&Bytes, f64)> + '_ {
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&[u8], f64)> + '_ {
         match &self.0 {
-            Form::Small(v) => Either::Small(v.iter().map(pair)),
+            Form::Small(v) => Either::Small(v.all().into_iter()),
             Form::Large(l) => Either::Large(l.order.iter().map(pair)),
         }
     }
@@ -300,8 +409,8 @@ impl ZSet {
         &self,
         min: ScoreBound,
         max: ScoreBound,
-    ) -> impl Iterator<Item = (&Bytes, f64)> + '_ {
-        let from = self.lower_bound(&(Score(min.value), Bytes::new()));
+    ) -> impl Iterator<Item = (&[u8], f64)> + '_ {
+        let from = self.lower_bound(min.value);
         self.iter_from(from)
             .skip_while(move |(_, s)| !min.below(*s))
             .take_while(move |(_, s)| max.above(*s))
@@ -314,9 +423,9 @@ impl ZSet {
         &self,
         min: ScoreBound,
         max: ScoreBound,
-    ) -> impl Iterator<Item = (&Bytes, f64)> + '_ {
-        let pivot = self.lower_bound(&(Score(max.value), Bytes::new()));
-        let mut at_max: Vec<(&Bytes, f64)> = self
+    ) -> impl Iterator<Item = (&[u8], f64)> + '_ {
+        let pivot = self.lower_bound(max.value);
+        let mut at_max: Vec<(&[u8], f64)> = self
             .iter_from(pivot)
             .take_while(move |(_, s)| *s == max.value)
             .collect();
@@ -333,19 +442,15 @@ impl ZSet {
         &'a self,
         min: &'a LexBound,
         max: &'a LexBound,
-    ) -> impl Iterator<Item = (&'a Bytes, f64)> + 'a {
-        self.iter()
+    ) -> impl Iterator<Item = (&'a [u8], f64)> + 'a {
+        self.iter_from(0)
             .skip_while(move |(m, _)| !min.below(m))
             .take_while(move |(m, _)| max.above(m))
     }
 
     pub fn pop_min(&mut self) -> Option<(Bytes, f64)> {
         match &mut self.0 {
-            Form::Small(v) if v.is_empty() => None,
-            Form::Small(v) => {
-                let (score, member) = v.remove(0);
-                Some((member, score.0))
-            }
+            Form::Small(v) => v.pop(false),
             Form::Large(l) => {
                 let (score, member) = l.order.pop_first()?;
                 l.scores.remove(&member);
@@ -356,10 +461,7 @@ impl ZSet {
 
     pub fn pop_max(&mut self) -> Option<(Bytes, f64)> {
         match &mut self.0 {
-            Form::Small(v) => {
-                let (score, member) = v.pop()?;
-                Some((member, score.0))
-            }
+            Form::Small(v) => v.pop(true),
             Form::Large(l) => {
                 let (score, member) = l.order.pop_last()?;
                 l.scores.remove(&member);
@@ -439,7 +541,10 @@ mod tests {
                         assert_eq!(z.pop_max(), want);
                     }
                 }
-                let ours: Vec<_> = z.iter().map(|(m, s)| (m.clone(), s.to_bits())).collect();
+                let ours: Vec<_> = z
+                    .iter()
+                    .map(|(m, s)| (Bytes::copy_from_slice(m), s.to_bits()))
+                    .collect();
                 let theirs: Vec<_> = order
                     .iter()
                     .map(|(s, m)| (m.clone(), s.0.to_bits()))
@@ -452,7 +557,10 @@ mod tests {
                 for (i, (s, m)) in order.iter().enumerate() {
                     assert_eq!(z.rank(m), Some(i));
                     assert_eq!(z.score(m), Some(s.0));
-                    assert_eq!(z.select(i).map(|(m, _)| m.clone()), Some(m.clone()));
+                    assert_eq!(
+                        z.select(i).map(|(m, _)| Bytes::copy_from_slice(m)),
+                        Some(m.clone())
+                    );
                 }
                 let lo = ScoreBound {
                     value: f64::from(rng.gen_range(-4..4)),
@@ -467,11 +575,14 @@ mod tests {
                     .filter(|(s, _)| lo.below(s.0) && hi.above(s.0))
                     .map(|(_, m)| m.clone())
                     .collect();
-                let got: Vec<_> = z.range_by_score(lo, hi).map(|(m, _)| m.clone()).collect();
+                let got: Vec<_> = z
+                    .range_by_score(lo, hi)
+                    .map(|(m, _)| Bytes::copy_from_slice(m))
+                    .collect();
                 assert_eq!(got, want);
                 let mut got: Vec<_> = z
                     .rev_range_by_score(lo, hi)
-                    .map(|(m, _)| m.clone())
+                    .map(|(m, _)| Bytes::copy_from_slice(m))
                     .collect();
                 got.reverse();
                 assert_eq!(got, want);
@@ -483,13 +594,44 @@ mod tests {
     }
 
     #[test]
+    fn long_members_stay_in_the_small_form() {
+        let limit = CompactLimit {
+            entries: 8,
+            value: 1000,
+        };
+        let mut z = ZSet::default();
+        let long = |c: &str| b(&c.repeat(300));
+        z.insert(long("b"), 2.0, limit);
+        z.insert(b("a"), 2.0, limit);
+        z.insert(long("c"), -1.0, limit);
+        assert!(z.is_small());
+        let order: Vec<_> = z
+            .iter()
+            .map(|(m, s)| (Bytes::copy_from_slice(m), s))
+            .collect();
+        assert_eq!(
+            order,
+            vec![(long("c"), -1.0), (b("a"), 2.0), (long("b"), 2.0)]
+        );
+        assert_eq!(z.insert(long("c"), 3.0, limit), Some(-1.0));
+        assert_eq!(z.rank(&long("c")), Some(2));
+        assert_eq!(z.pop_max(), Some((long("c"), 3.0)));
+        assert_eq!(z.pop_min(), Some((b("a"), 2.0)));
+        assert_eq!(z.score(&long("b")), Some(2.0));
+        assert_eq!(z.len(), 1);
+    }
+
+    #[test]
     fn orders_by_score_then_member_and_updates_in_place() {
         let mut z = ZSet::default();
         z.insert(b("b"), 1.0, LIMIT);
         z.insert(b("a"), 1.0, LIMIT);
         z.insert(b("c"), 0.5, LIMIT);
         assert_eq!(z.insert(b("c"), 2.0, LIMIT), Some(0.5));
-        let order: Vec<_> = z.iter().map(|(m, s)| (m.clone(), s)).collect();
+        let order: Vec<_> = z
+            .iter()
+            .map(|(m, s)| (Bytes::copy_from_slice(m), s))
+            .collect();
         assert_eq!(order, vec![(b("a"), 1.0), (b("b"), 1.0), (b("c"), 2.0)]);
         assert_eq!(z.rank(b"c"), Some(2));
         assert_eq!(z.remove(b"a"), Some(1.0));
@@ -504,7 +646,7 @@ mod tests {
         z.insert(b("y"), -0.0, LIMIT);
         z.insert(b("w"), 0.0, LIMIT);
         z.insert(b("v"), f64::NEG_INFINITY, LIMIT);
-        let names: Vec<_> = z.iter().map(|(m, _)| m.clone()).collect();
+        let names: Vec<_> = z.iter().map(|(m, _)| Bytes::copy_from_slice(m)).collect();
         assert_eq!(names, vec![b("v"), b("w"), b("y"), b("x")]);
         assert_eq!(z.insert(b("y"), 0.0, LIMIT), Some(-0.0));
         assert_eq!(z.len(), 4);
@@ -527,12 +669,12 @@ mod tests {
         };
         let got: Vec<_> = z
             .range_by_score(excl(1.0), incl(3.0))
-            .map(|(m, _)| m.clone())
+            .map(|(m, _)| Bytes::copy_from_slice(m))
             .collect();
         assert_eq!(got, vec![b("c"), b("d")]);
         let got: Vec<_> = z
             .range_by_score(incl(1.0), excl(3.0))
-            .map(|(m, _)| m.clone())
+            .map(|(m, _)| Bytes::copy_from_slice(m))
             .collect();
         assert_eq!(got, vec![b("b"), b("c")]);
         assert_eq!(z.range_by_score(incl(5.0), incl(1.0)).count(), 0);
