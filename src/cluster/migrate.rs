@@ -618,7 +618,7 @@ mod tests {
     #[test]
     fn batches_hold_few_slots_and_about_so_many_keys() {
         let mut counts = vec![0usize; SLOTS];
-        counts[3] = BATCH_KEYS; // a full slot is a batch of its own
+        counts[3] = BATCH_KEYS + 1; // a slot fuller than a batch is a batch of its own
         counts[4] = 1;
         let slots: Vec<u16> = (0..200).collect();
         let cut = batches(&slots, &counts);
