@@ -309,7 +309,7 @@ fn a_takeover_is_told_from_a_move_even_when_the_dead_node_is_back() {
             .await
             .expect("failover")
             .expect("c's slots were reassigned");
-        assert_eq!(done.dead, [c.id.clone()]);
+        assert_eq!(done.dead, std::slice::from_ref(&c.id));
         // c restarts before b reads the new map: it registers, with a fresh heartbeat.
         coordinator.register(&c).await.expect("c is back");
         let after = coordinator.load().await.expect("load");
@@ -317,7 +317,7 @@ fn a_takeover_is_told_from_a_move_even_when_the_dead_node_is_back() {
             .failed_between(before.epoch, after.epoch)
             .await
             .expect("the failover record");
-        assert_eq!(record, [c.id.clone()]);
+        assert_eq!(record, std::slice::from_ref(&c.id));
         let gained_by_b = taken_over(&before, &after, &b.id, TIMEOUT_MS, &record);
         assert!(!gained_by_b.is_empty(), "b was given some of c's slots");
         assert!(gained_by_b
