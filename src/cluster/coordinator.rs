@@ -98,7 +98,7 @@ impl Coordinator {
             .await?
             .map(|row| row.get(0))
             .unwrap_or(0);
-        let (nodes, ranges) = read_nodes_and_ranges(&mut *tx).await?;
+        let (nodes, ranges) = read_nodes_and_ranges(&mut tx).await?;
         tx.commit().await?;
         Ok(SlotMap::new(
             u64::try_from(epoch).unwrap_or(0),
@@ -138,7 +138,7 @@ impl Coordinator {
         &self,
         tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
     ) -> Result<SlotMap, sqlx::Error> {
-        let (nodes, ranges) = read_nodes_and_ranges(&mut **tx).await?;
+        let (nodes, ranges) = read_nodes_and_ranges(tx).await?;
         Ok(SlotMap::new(0, nodes, &ranges))
     }
 

@@ -251,7 +251,7 @@ async fn carry_out(
     let mut slots = Vec::new();
     for (first, last) in super::parse_slot_ranges(slots_text)? {
         for slot in first..=last {
-            if !map.owner(slot).is_some_and(|n| n.id == me) {
+            if map.owner(slot).is_none_or(|n| n.id != me) {
                 return Err(format!(
                     "slot {slot} is not owned by the source node {me} (epoch {})",
                     map.epoch
