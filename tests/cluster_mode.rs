@@ -252,9 +252,12 @@ fn three_nodes_serve_route_and_follow_the_configuration() {
         braced, "ERR invalid user id",
         "a brace would move the hash tag"
     );
-    assert!(nodes[0]
-        .cli(&["STM.RECENT", "USER", "u1"])
-        .contains("not available in cluster mode yet"));
+    assert!(
+        nodes[0]
+            .cli(&["STM.RECENT", "USER", "u1"])
+            .contains("hi there"),
+        "owner-wide: answered from every node (tests/cluster_fanout.rs)"
+    );
 
     // move-slots: ownership flips, every node follows, clients follow MOVED to the new owner.
     let bad = admin(

@@ -101,6 +101,14 @@ def main():
         # "a" is slot 15495 (the third primary's); "bar" 5061 and "hello" 866 (the first's).
         compare("MOVED", [b"GET", b"a"], lambda r: bool(MOVED.match(r.raw)))
         compare("keyless PING", [b"PING"], lambda r: r.raw)
+        # Pub/Sub: sharded commands are routed by the shard channel; PUBLISH by no key.
+        compare("SPUBLISH MOVED", [b"SPUBLISH", b"a", b"x"], lambda r: bool(MOVED.match(r.raw)))
+        compare("SSUBSCRIBE MOVED", [b"SSUBSCRIBE", b"a"], lambda r: bool(MOVED.match(r.raw)))
+        compare("SSUBSCRIBE CROSSSLOT", [b"SSUBSCRIBE", b"a", b"b"], lambda r: r.raw)
+        compare("SPUBLISH local", [b"SPUBLISH", b"bar", b"x"], lambda r: r.raw)
+        compare("PUBSUB SHARDNUMSUB", [b"PUBSUB", b"SHARDNUMSUB", b"bar"], lambda r: r.raw)
+        compare("PUBSUB SHARDCHANNELS", [b"PUBSUB", b"SHARDCHANNELS"], lambda r: r.raw)
+        compare("PUBLISH", [b"PUBLISH", b"a", b"x"], lambda r: r.raw)
 
         # CLUSTER INFO: stmd's fields are Redis's (Redis adds per-message-type bus counters).
         info = lambda c: [l.split(b":")[0] for l in verbatim(c.call([b"CLUSTER", b"INFO"])).splitlines() if l]

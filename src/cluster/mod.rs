@@ -13,6 +13,7 @@
 pub mod admin;
 pub mod coordinator;
 pub mod migrate;
+pub mod peers;
 pub mod routing;
 
 use parking_lot::RwLock;
@@ -354,6 +355,8 @@ pub struct Cluster {
     pub stats: ClusterStats,
     /// Pauses the slots being handed over ([`migrate`]).
     pub gate: migrate::SlotGate,
+    /// Connections to the other nodes (owner-wide STM, PUBLISH forwarding).
+    pub peers: peers::Peers,
 }
 
 impl Cluster {
@@ -364,6 +367,7 @@ impl Cluster {
             map: RwLock::new(Arc::new(SlotMap::default())),
             stats: ClusterStats::default(),
             gate: migrate::SlotGate::default(),
+            peers: peers::Peers::default(),
         }
     }
 
@@ -459,13 +463,6 @@ pub fn prepare(
         },
         config.cluster_node_timeout,
     )))
-}
-
-/// The error of an owner-wide STM command in cluster mode: its entries are spread over every
-/// node, and gathering them is phase 2 of issue #17. Refused rather than answered from one node,
-/// which would be a silently partial answer.
-pub fn owner_wide(command: &str) -> String {
-    format!("ERR {command} is not available in cluster mode yet: it spans every node's entries")
 }
 
 /// Redis's texts.

@@ -92,7 +92,7 @@ pub fn slot_of(cmd: &Command, args: &[&[u8]]) -> Result<Option<u16>, String> {
         return Ok(None);
     }
     let mut slot = None;
-    for (at, _) in keyspec::keys_with_flags(cmd, args).unwrap_or_default() {
+    for (at, _) in keyspec::keys_for_routing(cmd, args).unwrap_or_default() {
         if let Some(key) = args.get(at) {
             merge(&mut slot, Some(key_slot(key)))?;
         }
@@ -137,5 +137,10 @@ mod tests {
         );
         assert_eq!(slot("stm.forget CHANNEL c1"), Ok(Some(key_slot(b"c1"))));
         assert_eq!(slot("stm.recent USER u1"), Ok(None));
+        // Shard channels belong to their slot, though their specs say `not_key`.
+        assert_eq!(slot("spublish foo hi"), Ok(Some(12182)));
+        assert_eq!(slot("ssubscribe {u}a {u}b"), Ok(Some(key_slot(b"u"))));
+        assert_eq!(slot("ssubscribe a b"), Err(CROSSSLOT.to_string()));
+        assert_eq!(slot("publish foo hi"), Ok(None));
     }
 }

@@ -33,8 +33,11 @@ pub fn accept(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 pub fn cluster(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let cluster = cluster_of(ctx)?;
     let sub = args[1];
+    if is(sub, "PEER") {
+        return peer(ctx, args);
+    }
+    let cluster = cluster_of(ctx)?;
     let map = cluster.map();
     if is(sub, "HELP") {
         Ok(help())
@@ -81,6 +84,35 @@ pub fn cluster(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         Ok(Reply::Array(keys))
     } else {
         Err(super::unknown_subcommand(sub, "CLUSTER"))
+    }
+}
+
+/// `CLUSTER PEER <node-id> <request …>`: stmd's node-to-node form (not a Redis command), sent by
+/// [`crate::cluster::peers`]. It must name the node it is sent to, so a client cannot use it by
+/// mistake for the owner-wide command. It answers from this node only and never asks further
+/// (no forwarding loops):
+/// - `STM.RECENT <2|3> <STM.RECENT's arguments>`: this node's entries (see `stm::recent_peer`);
+/// - `STM.FORGET USER <user>`: deletes this node's entries of the user, answers the count;
+/// - `PUBLISH <channel> <message>`: delivers to this node's subscribers, answers their count.
+fn peer(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let addressed = cluster_of(ctx)?.me.id.as_bytes() == args[2];
+    if !addressed {
+        return Err(Reply::error(
+            "ERR CLUSTER PEER is stmd's node-to-node form and must name the node it is sent to",
+        ));
+    }
+    let request = &args[3..];
+    let op = request[0];
+    if is(op, "STM.RECENT") && request.len() >= 2 {
+        super::stm::recent_peer(ctx, request)
+    } else if is(op, "STM.FORGET") && request.len() == 3 && is(request[1], "USER") {
+        super::stm::forget_local(ctx, request)
+    } else if is(op, "PUBLISH") && request.len() == 3 {
+        Ok(Reply::Int(
+            ctx.shared.pubsub.publish(request[1], request[2]) as i64,
+        ))
+    } else {
+        Err(Reply::error(super::err::SYNTAX))
     }
 }
 

@@ -317,6 +317,16 @@ pub type KeyList = smallvec::SmallVec<[(usize, KeyFlags); 4]>;
 /// `not_key` are skipped.
 /// On the stack for up to 4 keys: the ACL check runs this for every command of a restricted user.
 pub fn keys_with_flags(cmd: &Command, args: &[&[u8]]) -> Option<KeyList> {
+    find_keys(cmd, args, false)
+}
+
+/// What cluster routing hashes: the keys, and also the arguments specs flag `not_key` that still
+/// belong to a slot (SSUBSCRIBE's and SPUBLISH's shard channels).
+pub fn keys_for_routing(cmd: &Command, args: &[&[u8]]) -> Option<KeyList> {
+    find_keys(cmd, args, true)
+}
+
+fn find_keys(cmd: &Command, args: &[&[u8]], with_not_keys: bool) -> Option<KeyList> {
     // Redis's own key finders for the commands whose specs cannot say (`sortGetKeys`).
     if cmd.name.starts_with("sort") {
         match cmd.name {
@@ -328,7 +338,7 @@ pub fn keys_with_flags(cmd: &Command, args: &[&[u8]]) -> Option<KeyList> {
     let argc = args.len() as i64;
     let mut keys = KeyList::new();
     for spec in cmd.keys {
-        if spec.flags & NOT_KEY != 0 {
+        if spec.flags & NOT_KEY != 0 && !with_not_keys {
             continue;
         }
         let first = match spec.begin {

@@ -171,9 +171,16 @@ pub fn reset(ctx: &mut Ctx) {
 }
 
 pub fn publish(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    Ok(Reply::Int(
-        ctx.shared.pubsub.publish(args[1], args[2]) as i64
-    ))
+    let received = ctx.shared.pubsub.publish(args[1], args[2]) as i64;
+    if let Some(cluster) = &ctx.shared.cluster {
+        // Every other node delivers it to its own subscribers; as in Redis Cluster, the reply
+        // counts this node's receivers only.
+        let password = ctx.shared.config.read().requirepass.clone();
+        cluster
+            .peers
+            .forward(cluster, &password, &[b"PUBLISH", args[1], args[2]]);
+    }
+    Ok(Reply::Int(received))
 }
 
 /// SPUBLISH shardchannel message: shard-channel subscribers only.

@@ -528,10 +528,123 @@ pub fn categories(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     )
 }
 
-pub fn recent(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    if ctx.shared.cluster.is_some() {
-        return Err(Reply::error(crate::cluster::owner_wide("STM.RECENT")));
+/// In cluster mode, the keys of slots this node owns: the warm start may have restored copies of
+/// other nodes' slots, which their owners answer for.
+pub fn owned(ctx: &Ctx, mut keys: Vec<Bytes>) -> Vec<Bytes> {
+    if let Some(cluster) = &ctx.shared.cluster {
+        keys.retain(|key| cluster.owns(crate::cluster::key_slot(key)));
     }
+    keys
+}
+
+/// One STM.RECENT entry: its order (`last_updated`, then the node's write sequence; newest
+/// first) and its rendered form (a RESP reply, or its JSON text as a bulk string).
+type RecentItem = ((u64, u64), Reply);
+
+pub fn recent(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let (mut found, limit, json) = recent_local(ctx, args)?;
+    if let Some(cluster) = ctx.shared.cluster.clone() {
+        // Owner-wide: every other primary answers from its own owner index (`recent_peer`),
+        // encoded in this client's protocol; the newest `limit` of all win.
+        let protocol: &[u8] = if ctx.conn.resp3 { b"3" } else { b"2" };
+        let mut request: Vec<&[u8]> = vec![b"STM.RECENT", protocol];
+        request.extend_from_slice(&args[1..]);
+        for frame in ask_peers(ctx, &cluster, &request)? {
+            found.extend(peer_items(frame, json)?);
+        }
+        found.sort_by_key(|(order, _)| std::cmp::Reverse(*order));
+        found.truncate(limit);
+    }
+    let items = found.into_iter().map(|(_, item)| item);
+    if json {
+        let texts: Vec<String> = items
+            .map(|item| match item {
+                Reply::Bulk(text) => String::from_utf8_lossy(&text).into_owned(),
+                _ => String::new(),
+            })
+            .collect();
+        return Ok(Reply::Bulk(format!("[{}]", texts.join(",")).into()));
+    }
+    Ok(Reply::Array(items.collect()))
+}
+
+/// Asks every other primary (see [`crate::cluster::peers`]), off the tokio worker.
+fn ask_peers(
+    ctx: &Ctx,
+    cluster: &crate::cluster::Cluster,
+    request: &[&[u8]],
+) -> Result<Vec<redis_protocol::resp2::types::OwnedFrame>, Reply> {
+    let password = ctx.shared.config.read().requirepass.clone();
+    crate::scripting::off_worker(|| cluster.peers.ask_all(cluster, &password, request))
+        .map_err(Reply::error)
+}
+
+/// A peer's `recent_peer` answer as items.
+fn peer_items(
+    frame: redis_protocol::resp2::types::OwnedFrame,
+    json: bool,
+) -> Result<Vec<RecentItem>, Reply> {
+    use redis_protocol::resp2::types::OwnedFrame as F;
+    let bad = || error("ERR a cluster node answered STM.RECENT in an unexpected form");
+    let F::Array(items) = frame else {
+        return Err(bad());
+    };
+    items
+        .into_iter()
+        .map(|item| match item {
+            F::Array(parts) => match <[F; 3]>::try_from(parts) {
+                Ok([F::Integer(updated), F::Integer(seq), F::BulkString(body)]) => {
+                    let body = Bytes::from(body);
+                    let item = if json {
+                        Reply::Bulk(body)
+                    } else {
+                        Reply::Raw(body)
+                    };
+                    Ok(((updated as u64, seq as u64), item))
+                }
+                _ => Err(bad()),
+            },
+            _ => Err(bad()),
+        })
+        .collect()
+}
+
+/// `CLUSTER PEER <me> STM.RECENT <2|3> <STM.RECENT's arguments>`: this node's entries only, each
+/// as `[last_updated, write_seq, rendered]`, rendered in the asking client's protocol.
+pub fn recent_peer(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let resp3 = match args.get(1).copied() {
+        Some(b"2") => false,
+        Some(b"3") => true,
+        _ => return Err(Reply::error(err::SYNTAX)),
+    };
+    let mut local: Vec<&[u8]> = vec![args[0]];
+    local.extend_from_slice(&args[2..]);
+    let (found, _, _) = recent_local(ctx, &local)?;
+    Ok(Reply::Array(
+        found
+            .into_iter()
+            .map(|((updated, seq), item)| {
+                let body = match item {
+                    Reply::Bulk(text) => text,
+                    resp => {
+                        let mut out = bytes::BytesMut::new();
+                        resp.encode(resp3, &mut out);
+                        out.freeze()
+                    }
+                };
+                Reply::Array(vec![
+                    Reply::Int(updated as i64),
+                    Reply::Int(seq as i64),
+                    Reply::Bulk(body),
+                ])
+            })
+            .collect(),
+    ))
+}
+
+/// STM.RECENT from this node's owner index: the newest `limit` items, the limit, and whether
+/// the client asked for JSON.
+fn recent_local(ctx: &mut Ctx, args: &[&[u8]]) -> Result<(Vec<RecentItem>, usize, bool), Reply> {
     let (mut owner, mut exclude, mut lineage_filter, mut limit, mut json) =
         (None, None, None, None, None);
     let mut c = Cursor::new(args, 1);
@@ -564,7 +677,7 @@ pub fn recent(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         Scope::Server => index.server_keys(owner),
     };
     // ACL: the entries of keys the user may not read are left out (filtered, not refused).
-    let keys: Vec<Bytes> = keys
+    let keys: Vec<Bytes> = owned(ctx, keys)
         .into_iter()
         .filter(|k| super::acl_key_allowed(ctx, k, crate::acl::rules::READ))
         .collect();
@@ -582,21 +695,18 @@ pub fn recent(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     }
     found.sort_by_key(|(_, e, _)| std::cmp::Reverse((e.last_updated, e.write_seq)));
     found.truncate(limit);
-    if json {
-        let items: Vec<serde_json::Value> = found
-            .iter()
-            .map(|(k, e, at)| render::to_json(k, e, *at, now))
-            .collect();
-        return Ok(Reply::Bulk(
-            serde_json::Value::Array(items).to_string().into(),
-        ));
-    }
-    Ok(Reply::Array(
-        found
-            .iter()
-            .map(|(k, e, at)| render::to_reply(k, e, *at, now))
-            .collect(),
-    ))
+    let items = found
+        .iter()
+        .map(|(k, e, at)| {
+            let item = if json {
+                Reply::Bulk(render::to_json(k, e, *at, now).to_string().into())
+            } else {
+                render::to_reply(k, e, *at, now)
+            };
+            ((e.last_updated, e.write_seq), item)
+        })
+        .collect();
+    Ok((items, limit, json))
 }
 
 /// The keys STM.FORGET would remove, from the STM index, for the ACL check: a user whose key
@@ -620,12 +730,9 @@ fn forget_plan(ctx: &Ctx, args: &[&[u8]]) -> Result<(Vec<Bytes>, Option<PersistO
             }),
         )
     } else if is(kind, "USER") {
-        if ctx.shared.cluster.is_some() {
-            return Err(Reply::error(crate::cluster::owner_wide("STM.FORGET USER")));
-        }
         let user = id(value, "user")?;
         (
-            index.user_keys(user),
+            owned(ctx, index.user_keys(user)),
             Some(PersistOp::ForgetUser {
                 user: Bytes::copy_from_slice(user),
             }),
@@ -639,6 +746,31 @@ fn forget_plan(ctx: &Ctx, args: &[&[u8]]) -> Result<(Vec<Bytes>, Option<PersistO
 }
 
 pub fn forget(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let local = forget_local(ctx, args)?;
+    let Some(cluster) = ctx.shared.cluster.clone().filter(|_| is(args[1], "USER")) else {
+        return Ok(local);
+    };
+    // Owner-wide: the user's entries on every other primary too (`CLUSTER PEER … STM.FORGET`
+    // runs `forget_local` there); the counts add up.
+    let mut deleted = match local {
+        Reply::Int(n) => n,
+        _ => 0,
+    };
+    for frame in ask_peers(ctx, &cluster, &[b"STM.FORGET", b"USER", args[2]])? {
+        match frame {
+            redis_protocol::resp2::types::OwnedFrame::Integer(n) => deleted += n,
+            _ => {
+                return Err(error(
+                    "ERR a cluster node answered STM.FORGET in an unexpected form",
+                ))
+            }
+        }
+    }
+    Ok(Reply::Int(deleted))
+}
+
+/// STM.FORGET on this node's entries only.
+pub fn forget_local(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     // The ACL check (dispatch) ran over the same keys: `forget_keys`.
     let (keys, op) = forget_plan(ctx, args)?;
     let shared = ctx.shared;

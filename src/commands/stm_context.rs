@@ -150,12 +150,9 @@ fn candidates(ctx: &Ctx, req: &ContextRequest) -> Vec<Bytes> {
     if req.server.is_some() && req.cross_server {
         candidates.extend(index.user_keys(req.user));
     }
-    // Cluster mode: only the entries of slots this node owns (the warm start may have restored
-    // copies of other nodes' slots; gathering their entries is phase 2 of issue #17).
-    if let Some(cluster) = &ctx.shared.cluster {
-        candidates.retain(|key| cluster.owns(crate::cluster::key_slot(key)));
-    }
-    candidates
+    // Cluster mode: only the entries of slots this node owns (gathering the other nodes' entries
+    // is not done yet: README, Cluster).
+    super::stm::owned(ctx, candidates)
 }
 
 /// The keys STM.CONTEXT would read (the candidates and the live key), for the ACL check.

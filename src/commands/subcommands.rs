@@ -105,6 +105,8 @@ pub const CLUSTER_SUBCOMMANDS: &[Command] = commands![
         complexity: "O(N), N the slot ranges of the cluster.", tips: &["nondeterministic_output"];
     "cluster|help", 2, LOADING | STALE, (0, 0, 0), "cluster", "5.0.0", super::cluster::cluster, "", "Returns helpful text about the different subcommands.",
         complexity: "O(1)";
+    "cluster|peer", -4, ADMIN | NOSCRIPT | STALE, (0, 0, 0), "cluster", "0.1.0", super::cluster::cluster, "node-id <STM.RECENT <2 | 3> arguments | STM.FORGET USER user-id | PUBLISH channel message>", "stmd's node-to-node form of the owner-wide STM commands and PUBLISH forwarding (internal).",
+        complexity: "O(N), N the entries read or the subscribers reached, on this node only.";
 ];
 
 /// CONFIG's subcommands.

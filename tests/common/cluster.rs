@@ -87,6 +87,11 @@ impl Node {
         let _ = child.wait();
     }
 
+    /// The running process's id (for `kill -STOP`/`-CONT` by PID).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
     pub fn addr(&self) -> String {
         format!("{}:{}", self.ip, self.port)
     }
