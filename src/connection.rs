@@ -283,7 +283,9 @@ fn take_delivery(conn: &mut ConnState, delivery: Option<Delivery>, out: &mut Byt
             if let Some(mailbox) = &conn.subs.mailbox {
                 mailbox.taken(&delivery);
             }
-            delivery.to_reply().encode(conn.resp3, out);
+            if let Some(frame) = conn.subs.frame(&delivery) {
+                frame.encode(conn.resp3, out);
+            }
         }
         None => conn.subs.inbox = None,
     }

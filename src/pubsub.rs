@@ -40,6 +40,9 @@ pub enum Delivery {
     /// Any other out-of-band frame (tracking's `invalidate` pushes); `size` is its approximate
     /// byte count for the mailbox limits.
     Frame { reply: Reply, size: usize },
+    /// Cluster mode: this shard channel's slot left the node ([`PubSub::drop_shard_channels`]).
+    /// The connection drops it from its own set and is told with `sunsubscribe`, as Redis does.
+    ShardChannelGone(Bytes),
 }
 
 impl Delivery {
@@ -53,35 +56,18 @@ impl Delivery {
             } => channel.len() + payload.len() + pattern.as_ref().map_or(0, |p| p.len()),
             Delivery::Monitor(line) => line.len(),
             Delivery::Frame { size, .. } => *size,
+            Delivery::ShardChannelGone(channel) => channel.len(),
         }
     }
+}
 
-    /// The `message` / `pmessage` / `smessage` frame (a push in RESP3, an array in RESP2), or the
-    /// monitor line.
-    pub fn to_reply(&self) -> Reply {
-        let (pattern, channel, payload, sharded) = match self {
-            Delivery::Message {
-                pattern,
-                channel,
-                payload,
-                sharded,
-            } => (pattern, channel, payload, *sharded),
-            Delivery::Monitor(line) => return Reply::Raw(line.clone()),
-            Delivery::Frame { reply, .. } => return reply.clone(),
-        };
-        let mut items = Vec::with_capacity(4);
-        match pattern {
-            Some(pattern) => {
-                items.push(Reply::bulk_str("pmessage"));
-                items.push(Reply::Bulk(pattern.clone()));
-            }
-            None if sharded => items.push(Reply::bulk_str("smessage")),
-            None => items.push(Reply::bulk_str("message")),
-        }
-        items.push(Reply::Bulk(channel.clone()));
-        items.push(Reply::Bulk(payload.clone()));
-        Reply::Push(items)
-    }
+/// A `[kind, name, count]` (un)subscribe confirmation: a push in RESP3, an array in RESP2.
+pub fn confirmation(kind: &'static str, name: Option<&Bytes>, count: usize) -> Reply {
+    Reply::Push(vec![
+        Reply::bulk_str(kind),
+        name.map_or(Reply::Nil, |n| Reply::Bulk(n.clone())),
+        Reply::Int(count as i64),
+    ])
 }
 
 /// The sending side of a subscriber's mailbox, shared by every channel it is subscribed to.
@@ -179,6 +165,39 @@ impl Subscriptions {
         self.count() + self.shard_channels.len() > 0
     }
 
+    /// What a delivery taken from the mailbox writes: the `message` / `pmessage` / `smessage`
+    /// frame (a push in RESP3, an array in RESP2), the monitor line, or the `sunsubscribe` of a
+    /// shard channel whose slot left the node (None when the connection had already left it).
+    pub fn frame(&mut self, delivery: &Delivery) -> Option<Reply> {
+        let (pattern, channel, payload, sharded) = match delivery {
+            Delivery::Message {
+                pattern,
+                channel,
+                payload,
+                sharded,
+            } => (pattern, channel, payload, *sharded),
+            Delivery::Monitor(line) => return Some(Reply::Raw(line.clone())),
+            Delivery::Frame { reply, .. } => return Some(reply.clone()),
+            Delivery::ShardChannelGone(channel) => {
+                return self.shard_channels.remove(channel).then(|| {
+                    confirmation("sunsubscribe", Some(channel), self.shard_channels.len())
+                });
+            }
+        };
+        let mut items = Vec::with_capacity(4);
+        match pattern {
+            Some(pattern) => {
+                items.push(Reply::bulk_str("pmessage"));
+                items.push(Reply::Bulk(pattern.clone()));
+            }
+            None if sharded => items.push(Reply::bulk_str("smessage")),
+            None => items.push(Reply::bulk_str("message")),
+        }
+        items.push(Reply::Bulk(channel.clone()));
+        items.push(Reply::Bulk(payload.clone()));
+        Some(Reply::Push(items))
+    }
+
     /// This connection's mailbox, created on first use with `class`'s output-buffer `limit`.
     pub fn mailbox(
         &mut self,
@@ -268,6 +287,28 @@ impl PubSub {
         for channel in &subs.shard_channels {
             self.sunsubscribe(channel, client);
         }
+    }
+
+    /// Cluster mode, after a new slot map: removes the shard channels `kept` refuses (their slot
+    /// left this node) and tells each of their subscribers' connections
+    /// ([`Delivery::ShardChannelGone`]). Returns how many subscriptions were dropped.
+    pub fn drop_shard_channels(&self, kept: impl Fn(&[u8]) -> bool) -> usize {
+        let gone: Vec<(Bytes, HashMap<u64, Arc<Mailbox>>)> = {
+            let mut map = self.shard_channels.write();
+            let names: Vec<Bytes> = map.keys().filter(|c| !kept(&c[..])).cloned().collect();
+            names
+                .into_iter()
+                .filter_map(|name| map.remove_entry(&name))
+                .collect()
+        };
+        let mut dropped = 0;
+        for (channel, subs) in gone {
+            for mailbox in subs.values() {
+                mailbox.deliver(Delivery::ShardChannelGone(channel.clone()));
+                dropped += 1;
+            }
+        }
+        dropped
     }
 
     /// SPUBLISH: delivers to the shard channel's subscribers only (no patterns); returns how many

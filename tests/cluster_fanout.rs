@@ -105,13 +105,21 @@ fn comparable(json: &str) -> serde_json::Value {
     value
 }
 
-/// The values following each `field` line of redis-cli's raw output (a map per entry).
+/// The values of `field` in each map of redis-cli's raw output: in RESP2 a map is a flat array,
+/// its value on the line after the field's; in RESP3 redis-cli prints a map's pair on one line,
+/// `field value` (its `cliFormatReplyRaw`).
 fn fields(output: &str, field: &str) -> Vec<String> {
     let lines: Vec<&str> = output.lines().collect();
+    let pair = format!("{field} ");
     lines
-        .windows(2)
-        .filter(|w| w[0] == field)
-        .map(|w| w[1].replace(['{', '}'], ""))
+        .iter()
+        .enumerate()
+        .filter_map(|(at, line)| match line.strip_prefix(&pair) {
+            Some(value) => Some(value),
+            None if *line == field => lines.get(at + 1).copied(),
+            None => None,
+        })
+        .map(|value| value.replace(['{', '}'], ""))
         .collect()
 }
 
@@ -323,30 +331,158 @@ fn publish_reaches_every_node_and_sharded_pubsub_stays_on_the_owner() {
         format!("{}\n0", on_1[0])
     );
     // A shard subscriber on the owner gets SPUBLISH's message.
-    let mut shard_sub =
-        std::net::TcpStream::connect(nodes[1].addr()).expect("connect to the owner");
-    shard_sub
-        .set_read_timeout(Some(Duration::from_secs(15)))
-        .expect("timeout");
-    let mut seen = String::new();
-    let mut read_until = |stream: &mut std::net::TcpStream, wanted: &str| {
-        let mut buf = [0u8; 4096];
-        while !seen.contains(wanted) {
-            let n = stream.read(&mut buf).expect("read");
-            assert!(n > 0, "closed; read so far: {seen}");
-            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
-        }
-    };
-    shard_sub
-        .write_all(format!("SSUBSCRIBE {}\r\n", on_1[0]).as_bytes())
-        .expect("write");
-    read_until(&mut shard_sub, "ssubscribe");
-    read_until(&mut shard_sub, ":1\r\n");
+    let mut shard_sub = Wire::connect(&nodes[1].addr());
+    shard_sub.send(&format!("SSUBSCRIBE {}\r\n", on_1[0]));
+    shard_sub.read_until(&format!(
+        "ssubscribe\r\n${}\r\n{}\r\n:1\r\n",
+        on_1[0].len(),
+        on_1[0]
+    ));
+    shard_sub.send(&format!("SSUBSCRIBE {}\r\n", on_1[1]));
+    shard_sub.read_until(&format!("{}\r\n:2\r\n", on_1[1]));
     assert_eq!(nodes[1].cli(&["SPUBLISH", on_1[0].as_str(), "hello"]), "1");
-    read_until(&mut shard_sub, "hello");
-    assert!(seen.contains("smessage"), "{seen}");
+    shard_sub.read_until(&format!(
+        "smessage\r\n${}\r\n{}\r\n$5\r\nhello\r\n",
+        on_1[0].len(),
+        on_1[0]
+    ));
     assert_eq!(
         nodes[1].cli(&["PUBSUB", "SHARDNUMSUB", on_1[0].as_str()]),
         format!("{}\n1", on_1[0])
+    );
+
+    // The slot leaves the node: its shard-channel subscribers there are unsubscribed with a
+    // `sunsubscribe` push (the count is what the connection keeps), as Redis does; the
+    // subscription of the slot that stayed goes on.
+    let (slot_0, slot_1) = (key_slot(on_1[0].as_bytes()), key_slot(on_1[1].as_bytes()));
+    assert_ne!(slot_0, slot_1, "two slots");
+    let moved = admin(
+        &url,
+        &[
+            "move-slots",
+            "--slots",
+            &slot_0.to_string(),
+            "--to",
+            &nodes[0].addr(),
+        ],
+    );
+    assert!(moved.status.success(), "{}", text(&moved));
+    shard_sub.read_until(&format!(
+        "sunsubscribe\r\n${}\r\n{}\r\n:1\r\n",
+        on_1[0].len(),
+        on_1[0]
+    ));
+    assert_eq!(
+        nodes[1].cli(&["PUBSUB", "SHARDNUMSUB", on_1[0].as_str(), on_1[1].as_str()]),
+        format!("{}\n0\n{}\n1", on_1[0], on_1[1])
+    );
+    assert_eq!(
+        nodes[1].cli(&["SSUBSCRIBE", on_1[0].as_str()]),
+        format!("MOVED {slot_0} {}", nodes[0].addr())
+    );
+    assert_eq!(nodes[0].cli(&["SPUBLISH", on_1[0].as_str(), "lost"]), "0");
+    assert_eq!(nodes[1].cli(&["SPUBLISH", on_1[1].as_str(), "kept"]), "1");
+    shard_sub.read_until("$4\r\nkept\r\n");
+    assert!(!shard_sub.seen.contains("lost"), "{}", shard_sub.seen);
+    // Its last shard channel gone, a RESP2 connection leaves subscriber mode.
+    let moved = admin(
+        &url,
+        &[
+            "move-slots",
+            "--slots",
+            &slot_1.to_string(),
+            "--to",
+            &nodes[0].addr(),
+        ],
+    );
+    assert!(moved.status.success(), "{}", text(&moved));
+    shard_sub.read_until(&format!(
+        "sunsubscribe\r\n${}\r\n{}\r\n:0\r\n",
+        on_1[1].len(),
+        on_1[1]
+    ));
+    shard_sub.send("PING\r\n");
+    shard_sub.read_until("+PONG\r\n");
+}
+
+/// A raw RESP2 connection that keeps what it has read.
+struct Wire {
+    stream: std::net::TcpStream,
+    seen: String,
+}
+
+impl Wire {
+    fn connect(addr: &str) -> Wire {
+        let stream = std::net::TcpStream::connect(addr).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .expect("timeout");
+        Wire {
+            stream,
+            seen: String::new(),
+        }
+    }
+
+    fn send(&mut self, request: &str) {
+        self.stream.write_all(request.as_bytes()).expect("write");
+    }
+
+    /// Reads until `wanted` has arrived (since the connection opened).
+    fn read_until(&mut self, wanted: &str) {
+        let mut buf = [0u8; 4096];
+        while !self.seen.contains(wanted) {
+            let n = self.stream.read(&mut buf).unwrap_or_else(|e| {
+                panic!("{e} waiting for {wanted:?}; read so far: {:?}", self.seen)
+            });
+            assert!(n > 0, "closed; read so far: {:?}", self.seen);
+            self.seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    }
+}
+
+/// The cost of an owner-wide STM.RECENT on three nodes against one node holding the same
+/// entries. A figure, not a check (noisy on a shared machine):
+/// `cargo test --release --test cluster_fanout -- --ignored --nocapture owner_wide_recent_cost`.
+#[test]
+#[ignore]
+fn owner_wide_recent_cost() {
+    let Some(pg) = PgCluster::start() else {
+        return;
+    };
+    let url = pg.url();
+    let nodes = start_cluster(&url);
+    let single = Binary::start(&[]);
+    eventually("the single node to start", Duration::from_secs(15), || {
+        single_cli(&single, &[], &["PING"]) == "PONG"
+    });
+    let channels: Vec<String> = (0..3).flat_map(|n| channels_on(n, 4)).collect();
+    for (n, channel) in channels.iter().enumerate() {
+        let request = capture("u", channel, n);
+        let request: Vec<&str> = request.iter().map(String::as_str).collect();
+        assert!(nodes[n % 3].cli_c(&request).contains("shortterm:user"));
+        assert!(single_cli(&single, &[], &request).contains("shortterm:user"));
+    }
+    let per_call = |addr: String| {
+        let client = redis::Client::open(format!("redis://{addr}/")).expect("client");
+        let mut con = client.get_connection().expect("connect");
+        let mut query = redis::cmd("STM.RECENT");
+        query.arg("USER").arg("u").arg("LIMIT").arg("10");
+        let mut run = |times: u32| {
+            let started = Instant::now();
+            for _ in 0..times {
+                let answer: Vec<redis::Value> = query.query(&mut con).expect("STM.RECENT");
+                assert_eq!(answer.len(), 10);
+            }
+            started.elapsed() / times
+        };
+        run(200); // warm-up: pooled peer connections
+        run(3000)
+    };
+    let one = per_call(format!("127.0.0.1:{}", single.port));
+    let three = per_call(nodes[0].addr());
+    eprintln!(
+        "STM.RECENT USER u LIMIT 10 ({} entries), one client, sequential: 1 node {one:?}/call, 3 nodes {three:?}/call ({:.1}x)",
+        channels.len(),
+        three.as_secs_f64() / one.as_secs_f64()
     );
 }

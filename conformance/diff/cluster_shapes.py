@@ -101,6 +101,15 @@ def main():
         # "a" is slot 15495 (the third primary's); "bar" 5061 and "hello" 866 (the first's).
         compare("MOVED", [b"GET", b"a"], lambda r: bool(MOVED.match(r.raw)))
         compare("keyless PING", [b"PING"], lambda r: r.raw)
+        # ASKING only admits the next command to a slot this node is importing: none is here, so a
+        # key of another node is still MOVED, and a key of this node is served as usual.
+        for name, args, view in (
+            ("ASKING then MOVED", [b"GET", b"a"], lambda r: bool(MOVED.match(r.raw))),
+            ("ASKING then local", [b"GET", b"bar"], lambda r: r.kind),
+        ):
+            assert a.call([b"ASKING"]).raw == b"+OK\r\n" and b.call([b"ASKING"]).raw == b"+OK\r\n"
+            compare(name, args, view)
+        compare("ASKING is for one command", [b"GET", b"a"], lambda r: bool(MOVED.match(r.raw)))
         # Pub/Sub: sharded commands are routed by the shard channel; PUBLISH by no key.
         compare("SPUBLISH MOVED", [b"SPUBLISH", b"a", b"x"], lambda r: bool(MOVED.match(r.raw)))
         compare("SSUBSCRIBE MOVED", [b"SSUBSCRIBE", b"a"], lambda r: bool(MOVED.match(r.raw)))

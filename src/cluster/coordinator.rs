@@ -550,7 +550,7 @@ pub async fn follow(
             Event::Warmed => {
                 if let Some((_, map)) = warming.take() {
                     let epoch = map.epoch;
-                    if cluster.install(map) {
+                    if cluster.follow(map, &warm.shared.pubsub) {
                         tracing::info!(epoch, "cluster configuration changed");
                     }
                 }
@@ -595,7 +595,7 @@ pub async fn follow(
                             gained,
                         ));
                         warming = Some((task, map));
-                    } else if cluster.install(map) {
+                    } else if cluster.follow(map, &warm.shared.pubsub) {
                         tracing::info!(epoch, "cluster configuration changed");
                     }
                     super::migrate::take_request(&cluster, &warm.shared, &coordinator).await;

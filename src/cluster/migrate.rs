@@ -25,15 +25,13 @@
 //! deleted from the target when it still answers. Batches flipped before stay moved.
 
 use super::coordinator::Coordinator;
+use super::peers::encode as request;
 use super::{key_slot, Cluster, NodeInfo, SLOTS};
 use crate::server::Shared;
-use bytes::{Buf, BytesMut};
 use redis_protocol::resp2::types::OwnedFrame;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
 /// At most this many slots are paused together.
@@ -417,11 +415,11 @@ async fn move_batch(
             for &slot in batch {
                 next.owners[usize::from(slot)] = index as u16;
             }
-            cluster.install(next);
+            cluster.follow(next, &shared.pubsub);
         }
         None => {
             if let Ok(map) = coordinator.load().await {
-                cluster.install(map);
+                cluster.follow(map, &shared.pubsub);
             }
         }
     }
@@ -468,67 +466,30 @@ fn record_pause(cluster: &Cluster, pause_us: u64) {
         .fetch_max(pause_us, Relaxed);
 }
 
-/// The RESP connection to the target node.
-struct Link {
-    stream: TcpStream,
-    input: BytesMut,
-}
-
-/// Appends one request in RESP.
-fn request(out: &mut Vec<u8>, args: &[&[u8]]) {
-    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
-    for arg in args {
-        out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
-        out.extend_from_slice(arg);
-        out.extend_from_slice(b"\r\n");
-    }
-}
+/// The connection to the target node, each step bounded by [`IO_LIMIT`].
+struct Link(super::peers::Link);
 
 impl Link {
     async fn connect(addr: &str, password: &str) -> Result<Link, String> {
-        let stream = tokio::time::timeout(IO_LIMIT, TcpStream::connect(addr))
+        tokio::time::timeout(IO_LIMIT, super::peers::Link::connect(addr, password))
             .await
             .map_err(|_| format!("connecting to the target {addr} timed out"))?
-            .map_err(|e| format!("cannot connect to the target {addr}: {e}"))?;
-        let _ = stream.set_nodelay(true);
-        let mut link = Link {
-            stream,
-            input: BytesMut::with_capacity(16 * 1024),
-        };
-        if !password.is_empty() {
-            let mut out = Vec::new();
-            request(&mut out, &[b"AUTH", password.as_bytes()]);
-            link.send(&out).await?;
-            link.expect_ok("AUTH").await?;
-        }
-        Ok(link)
+            .map(Link)
+            .map_err(|e| format!("cannot connect to the target {addr}: {e}"))
     }
 
     async fn send(&mut self, bytes: &[u8]) -> Result<(), String> {
-        tokio::time::timeout(IO_LIMIT, self.stream.write_all(bytes))
+        tokio::time::timeout(IO_LIMIT, self.0.send(bytes))
             .await
             .map_err(|_| "writing to the target timed out".to_string())?
             .map_err(|e| format!("writing to the target failed: {e}"))
     }
 
     async fn reply(&mut self) -> Result<OwnedFrame, String> {
-        loop {
-            match redis_protocol::resp2::decode::decode(&self.input) {
-                Ok(Some((frame, used))) => {
-                    self.input.advance(used);
-                    return Ok(frame);
-                }
-                Ok(None) => {}
-                Err(e) => return Err(format!("the target's reply does not parse: {e:?}")),
-            }
-            let read = tokio::time::timeout(IO_LIMIT, self.stream.read_buf(&mut self.input))
-                .await
-                .map_err(|_| "the target did not answer in time".to_string())?
-                .map_err(|e| format!("reading from the target failed: {e}"))?;
-            if read == 0 {
-                return Err("the target closed the connection".into());
-            }
-        }
+        tokio::time::timeout(IO_LIMIT, self.0.reply())
+            .await
+            .map_err(|_| "the target did not answer in time".to_string())?
+            .map_err(|e| format!("reading from the target failed: {e}"))
     }
 
     async fn expect_ok(&mut self, what: &str) -> Result<(), String> {

@@ -393,6 +393,17 @@ impl Cluster {
         newer
     }
 
+    /// Installs a configuration ([`Cluster::install`]) and lets go of what this node no longer
+    /// serves: the subscribers of shard channels whose slot left it are unsubscribed (they get
+    /// `sunsubscribe`), as Redis does when a slot is deleted from a node.
+    pub fn follow(&self, map: SlotMap, pubsub: &crate::pubsub::PubSub) -> bool {
+        let newer = self.install(map);
+        if newer {
+            pubsub.drop_shard_channels(|channel| self.owns(key_slot(channel)));
+        }
+        newer
+    }
+
     /// Whether this node owns `slot` in the configuration in force.
     pub fn owns(&self, slot: u16) -> bool {
         self.map

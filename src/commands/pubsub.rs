@@ -43,12 +43,7 @@ fn confirmation(
     name: Option<&Bytes>,
     count: usize,
 ) {
-    Reply::Push(vec![
-        Reply::bulk_str(kind),
-        name.map_or(Reply::Nil, |n| Reply::Bulk(n.clone())),
-        Reply::Int(count as i64),
-    ])
-    .encode(resp3, out);
+    crate::pubsub::confirmation(kind, name, count).encode(resp3, out);
 }
 
 /// The three kinds of subscription, each with its own set on the connection and in the registry.
@@ -176,9 +171,7 @@ pub fn publish(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         // Every other node delivers it to its own subscribers; as in Redis Cluster, the reply
         // counts this node's receivers only.
         let password = ctx.shared.config.read().requirepass.clone();
-        cluster
-            .peers
-            .forward(cluster, &password, &[b"PUBLISH", args[1], args[2]]);
+        crate::cluster::peers::forward(cluster, &password, &[b"PUBLISH", args[1], args[2]]);
     }
     Ok(Reply::Int(received))
 }

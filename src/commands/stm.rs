@@ -571,12 +571,11 @@ pub fn recent(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 /// Asks every other primary (see [`crate::cluster::peers`]), off the tokio worker.
 fn ask_peers(
     ctx: &Ctx,
-    cluster: &crate::cluster::Cluster,
+    cluster: &std::sync::Arc<crate::cluster::Cluster>,
     request: &[&[u8]],
 ) -> Result<Vec<redis_protocol::resp2::types::OwnedFrame>, Reply> {
     let password = ctx.shared.config.read().requirepass.clone();
-    crate::scripting::off_worker(|| cluster.peers.ask_all(cluster, &password, request))
-        .map_err(Reply::error)
+    crate::cluster::peers::ask_all(cluster, &password, request).map_err(Reply::error)
 }
 
 /// A peer's `recent_peer` answer as items.
