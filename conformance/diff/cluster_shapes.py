@@ -7,7 +7,7 @@ formats) and the exact error texts with the slot and address masked.
     python3 conformance/diff/cluster_shapes.py --stmd 127.0.0.2:7000 --redis 127.0.0.1:7001
 
 Both clusters must have all 16384 slots over three primaries, with the node given owning slot 0
-(as `stmd cluster create` / `redis-cli --cluster create` lay them out). tests/cluster_mode.rs runs
+(as `stmd cluster create` / `redis-cli --cluster create` lay them out). tests/integration/cluster_mode.rs runs
 it. Exits non-zero listing every difference.
 """
 
@@ -93,7 +93,7 @@ def main():
         compare("EVAL", [b"EVAL", b"return redis.call('get', KEYS[1])", b"1", b"bar"], lambda r: r.kind)
         compare("EVAL non local", [b"EVAL", b"return redis.call('get', 'a')", b"0"], lambda r: r.raw)
         # (An undeclared key of another slot of this node: Redis 7.2 refuses it, the 7.0 reference
-        # does not check; tests/cluster_mode.rs checks stmd's refusal.)
+        # does not check; tests/integration/cluster_mode.rs checks stmd's refusal.)
         compare("EVAL no-cluster", [b"EVAL", b"#!lua flags=no-cluster\nreturn 1", b"0"], lambda r: r.raw)
         compare("EVAL cross-slot allowed", [b"EVAL", b"#!lua flags=allow-cross-slot-keys\nreturn redis.call('get', 'hello')", b"1", b"bar"], lambda r: r.kind)
         compare("CROSSSLOT", [b"MSET", b"a", b"1", b"b", b"2"], lambda r: r.raw)

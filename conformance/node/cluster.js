@@ -5,7 +5,7 @@
 //
 //   node cluster.js 127.0.0.2:7000
 //
-// Run by tests/cluster_clients.rs. Exits non-zero with the failed check on stderr.
+// Run by tests/integration/cluster_clients.rs. Exits non-zero with the failed check on stderr.
 'use strict';
 
 const assert = require('node:assert/strict');

@@ -3,7 +3,7 @@ client itself (STM commands through COMMAND GETKEYS), and no MOVED once the slot
 
     python cluster_client.py 127.0.0.2:7000
 
-Run by tests/cluster_mode.rs with a Python that has redis-py (conformance/.venv, or the one named
+Run by tests/integration/cluster_mode.rs with a Python that has redis-py (conformance/.venv, or the one named
 by STMD_CLUSTER_PYTHON). Exits non-zero with the failed check on stderr.
 """
 

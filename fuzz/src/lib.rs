@@ -1,7 +1,7 @@
 //! Shared by the fuzz targets: the checks of the property tests (one file, included from the main
 //! crate's tests) and the input format of the argument-vector targets.
 
-#[path = "../../tests/fuzz_support/mod.rs"]
+#[path = "../../tests/integration/fuzz_support/mod.rs"]
 pub mod support;
 
 /// An argument vector from fuzzer bytes: one argument per line (`\n`), so seeds stay readable and

@@ -1,0 +1,57 @@
+//! The integration tests, built as one test binary: each module is one area's tests (the file
+//! names say which). One binary links once; forty-four of them cost CI ~12 minutes of linking on
+//! two cores. The tests that read this process's own memory figures (RSS, `used_memory`) stay in
+//! binaries of their own (`tests/core_protocol.rs`, `ops_info.rs`, `security_output_limits.rs`,
+//! `server_limits.rs`), so that other tests' servers in the same process cannot move them.
+//!
+//! Run one area with `cargo test --release --test integration <module>::`.
+
+#[path = "../common/mod.rs"]
+mod common;
+mod fuzz_support;
+mod types_support;
+
+mod cluster_clients;
+mod cluster_failover;
+mod cluster_migration;
+mod cluster_mode;
+mod core_client_admin;
+mod core_clients;
+mod core_databases;
+mod core_expiry;
+mod core_redis_cli;
+mod core_replies;
+mod core_scan;
+mod events_keyspace;
+mod events_tracking;
+mod fuzz_props;
+mod keys_dump;
+mod ops_config_file;
+mod ops_docker;
+mod ops_introspection;
+mod ops_logs;
+mod ops_metrics;
+mod ops_monitor;
+mod ops_slowlog;
+mod persist_rows;
+mod scripting_busy;
+mod scripting_concurrency;
+mod scripting_engine;
+mod scripting_libs;
+mod security_acl;
+mod security_maxmemory;
+mod security_tls;
+mod stm_capture;
+mod stm_commands;
+mod stm_context;
+mod stm_context_errors;
+mod stm_restart;
+mod types_blocking;
+mod types_client;
+mod types_encodings;
+mod types_geo_sort;
+mod types_hyperloglog;
+mod types_pubsub;
+mod types_redis_tables;
+mod types_streams;
+mod types_zset_blocking;
