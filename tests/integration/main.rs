@@ -13,6 +13,7 @@ mod types_support;
 
 mod cluster_clients;
 mod cluster_failover;
+mod cluster_fanout;
 mod cluster_migration;
 mod cluster_mode;
 mod core_client_admin;

@@ -3,7 +3,7 @@
 //! Three real `stmd` processes on 127.0.0.2/3/4, a throwaway Postgres, redis-cli and the `redis`
 //! crate. Skipped, loudly, without PostgreSQL or redis-cli (unless STMD_REQUIRE_POSTGRES=1).
 
-mod common;
+use crate::common;
 
 use common::cluster::{admin, eventually, free_port, redis_cli_available, text, Node};
 use common::postgres::PgCluster;
