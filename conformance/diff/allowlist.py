@@ -83,7 +83,9 @@ def scan_plain(a, b, args):
 # CLUSTER MYSHARDID is 7.2 (the reference is 7.0). Cluster mode phase 1 (README: Cluster) has no
 # slot administration by command (`stmd cluster …` changes the configuration in Postgres), no
 # replicas and no bus: those CLUSTER subcommands are not served.
-NEWER_SUBCOMMANDS = {b"client|setinfo", b"client|no-touch", b"cluster|myshardid"}
+# CLUSTER PEER is stmd's own node-to-node form (README: Cluster, "STM in cluster mode"):
+# a node asks another for its local STM.RECENT / STM.FORGET USER answer, or forwards a PUBLISH.
+NEWER_SUBCOMMANDS = {b"client|setinfo", b"client|no-touch", b"cluster|myshardid", b"cluster|peer"}
 UNSERVED_SUBCOMMANDS: set[bytes] = {
     b"cluster|" + name
     for name in (
