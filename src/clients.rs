@@ -24,7 +24,7 @@ pub struct ClientInfo {
     pub lib_ver: Mutex<Option<Bytes>>,
     /// The ACL user the connection acts as (CLIENT LIST's `user=`, CLIENT KILL USER).
     pub user: Mutex<String>,
-    /// ms since `connected_at` of the last command.
+    /// When the last command ran, in [`crate::clock::monotonic_ms`].
     pub last_active_ms: AtomicU64,
     /// The connection's state as CLIENT LIST shows it, published by its own task.
     pub published: Published,
@@ -40,7 +40,7 @@ pub struct ClientInfo {
 
 impl ClientInfo {
     pub fn idle_secs(&self) -> u64 {
-        let now = self.connected_at.elapsed().as_millis() as u64;
+        let now = crate::clock::monotonic_ms();
         now.saturating_sub(self.last_active_ms.load(Ordering::Relaxed)) / 1000
     }
 
@@ -395,7 +395,7 @@ impl ClientRegistry {
             lib_name: Mutex::new(None),
             lib_ver: Mutex::new(None),
             user: Mutex::new("default".into()),
-            last_active_ms: AtomicU64::new(0),
+            last_active_ms: AtomicU64::new(crate::clock::monotonic_ms()),
             published: Published {
                 multi: AtomicI64::new(-1),
                 redir: AtomicI64::new(-1),

@@ -131,7 +131,10 @@ async fn serve_loop(
         // A client that stops reading must not pin its task in a write forever: the soft output
         // limit, CLIENT KILL (and a Pub/Sub subscriber whose mailbox overflowed) end the write.
         peak.observe(info, &out);
+        // `biased`: polled in this order, without the random start (and its RNG) of a fair
+        // select. The write, which usually completes at once, comes first.
         tokio::select! {
+            biased;
             written = flush(stream, shared, info, &mut out, limit) => if !written? {
                 info.close_for_output_limit(class(conn), "soft");
                 return Ok(());
@@ -175,7 +178,11 @@ async fn serve_loop(
         } else {
             shared.config.read().timeout
         };
+        // `biased`: an ended client is noticed first, even under a stream of requests; then its
+        // requests, then its Pub/Sub messages.
         tokio::select! {
+            biased;
+            _ = info.ended() => return Ok(()),
             read = stream.read_buf(&mut inbuf) => {
                 let read = read?;
                 Stats::add(&shared.stats.total_reads_processed, 1);
@@ -188,7 +195,6 @@ async fn serve_loop(
                 take_delivery(conn, delivery, &mut out);
                 drain_inbox(conn, &mut out);
             }
-            _ = info.ended() => return Ok(()),
             _ = idle_timeout(idle_limit) => {
                 tracing::debug!(client = info.id, "closing idle client");
                 return Ok(());
@@ -236,21 +242,14 @@ async fn flush(
 }
 
 /// How long CLIENT LIST's `rbp` (the reply buffer's peak use) remembers a peak, as Redis's.
-const PEAK_WINDOW: std::time::Duration = std::time::Duration::from_secs(5);
+const PEAK_WINDOW_NS: u64 = 5_000_000_000;
 
-/// The reply buffer's peak use over the last [`PEAK_WINDOW`], published as `rbp`.
+/// The reply buffer's peak use over the last [`PEAK_WINDOW_NS`], published as `rbp`.
+#[derive(Default)]
 struct ReplyPeak {
     peak: usize,
-    since: std::time::Instant,
-}
-
-impl Default for ReplyPeak {
-    fn default() -> Self {
-        ReplyPeak {
-            peak: 0,
-            since: std::time::Instant::now(),
-        }
-    }
+    /// When the peak was set ([`crate::clock::monotonic_ns`]).
+    since: u64,
 }
 
 impl ReplyPeak {
@@ -261,9 +260,10 @@ impl ReplyPeak {
             return;
         }
         let len = out.len();
-        if len > self.peak || self.since.elapsed() > PEAK_WINDOW {
+        let now = crate::clock::monotonic_ns();
+        if len > self.peak || now.saturating_sub(self.since) > PEAK_WINDOW_NS {
             self.peak = len;
-            self.since = std::time::Instant::now();
+            self.since = now;
             info.published.rbp.store(len as u64, Ordering::Relaxed);
         }
     }
@@ -412,10 +412,8 @@ fn run_buffered(
     inbuf.advance(pos);
     if commands > 0 {
         Stats::add(&shared.stats.total_commands_processed, commands);
-        info.last_active_ms.store(
-            info.connected_at.elapsed().as_millis() as u64,
-            Ordering::Relaxed,
-        );
+        info.last_active_ms
+            .store(crate::clock::monotonic_ms(), Ordering::Relaxed);
     }
     publish_batch(conn, info, inbuf, &batch);
     batch

@@ -4,6 +4,7 @@
 pub mod acl;
 pub mod blocking;
 pub mod clients;
+pub mod clock;
 pub mod cluster;
 pub mod command_stats;
 pub mod commands;

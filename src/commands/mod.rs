@@ -505,7 +505,7 @@ pub fn run(ctx: &mut Ctx<'_, '_>, cmd: &'static Command, args: &[&[u8]]) -> Repl
     if ctx.conn.tracking.mode.is_some() {
         crate::events::tracking::before_command(ctx, effective, args);
     }
-    let started = std::time::Instant::now();
+    let started = crate::clock::monotonic_ns();
     // Checked when the command runs, not when MULTI queues it: a SELECT earlier in the same
     // transaction changes the database the command runs in.
     let outcome = if ctx.conn.db != 0 && cmd.has(table::DB_ZERO_ONLY) {
@@ -528,7 +528,7 @@ pub fn run(ctx: &mut Ctx<'_, '_>, cmd: &'static Command, args: &[&[u8]]) -> Repl
     if ctx.conn.tracking.caching {
         crate::events::tracking::after_command(ctx, cmd);
     }
-    let nanos = started.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
+    let nanos = crate::clock::monotonic_ns().saturating_sub(started);
     let micros = nanos / 1000;
     let shared = ctx.shared;
     // Per-thread counters: no cache line shared with other cores is written here.

@@ -1,0 +1,44 @@
+//! The monotonic clock as a plain count of nanoseconds, for what runs on every request: timing a
+//! command (commandstats, SLOWLOG, latency) and a connection's last-active time and reply peak.
+//! `Instant::elapsed` reads the same clock but spends several times more instructions in its
+//! checked `Timespec` arithmetic; in the per-request profile the three readings of a GET cost
+//! ~300 instructions, about a third of what stmd spent over Redis per request.
+
+/// Nanoseconds on the monotonic clock (an arbitrary start, never going back).
+#[inline]
+pub fn monotonic_ns() -> u64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `clock_gettime` writes only the `timespec` it is given, which is a valid, exclusive
+    // local. CLOCK_MONOTONIC exists on every Linux, so it cannot fail (it would leave `now` at 0).
+    // (glibc's call, through the vDSO: the `rustix` crate's own vDSO lookup crashes under valgrind.)
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    (now.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(now.tv_nsec as u64)
+}
+
+/// Milliseconds on the same clock.
+#[inline]
+pub fn monotonic_ms() -> u64 {
+    monotonic_ns() / 1_000_000
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_clock_moves_forward_with_std_instant() {
+        let (ours, std) = (monotonic_ns(), std::time::Instant::now());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let (ours_later, std_later) = (monotonic_ns(), std::time::Instant::now());
+        let ours_elapsed = ours_later - ours;
+        let std_elapsed = (std_later - std).as_nanos() as u64;
+        assert!(ours_elapsed >= 20_000_000, "{ours_elapsed}");
+        // Both read CLOCK_MONOTONIC: the two intervals differ only by the reads' own time.
+        assert!(ours_elapsed.abs_diff(std_elapsed) < 5_000_000);
+    }
+}
