@@ -1,5 +1,5 @@
-//! Node-to-node requests: the few commands that span every node (STM.RECENT, STM.FORGET USER)
-//! and PUBLISH forwarding. There is still no gossip bus: a node talks to the others only over
+//! Node-to-node requests: the few commands that span every node (STM.RECENT, STM.FORGET USER,
+//! and STM.CONTEXT's other-channel blocks) and PUBLISH forwarding. There is still no gossip bus: a node talks to the others only over
 //! their client port, with stmd's internal `CLUSTER PEER <node-id> …` form (see
 //! [`crate::commands::cluster`]), which names the node it is sent to so a client cannot mistake it
 //! for the public command.
