@@ -254,12 +254,12 @@ pub fn context(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         .into_iter()
         .map(|(_, key, block)| (block, key))
         .unzip();
-    if let Some((Some(block), _)) = &live {
-        items.push(block.clone());
-        item_keys.push(live_key);
-    }
     let turns = live.as_ref().map_or(0, |(_, turns)| *turns);
     let nudge = live.is_some() && turns >= req.cadence;
+    if let Some((Some(block), _)) = live {
+        items.push(block);
+        item_keys.push(live_key);
+    }
     Ok(if req.json {
         let keys: Vec<String> = item_keys
             .iter()
