@@ -1,8 +1,8 @@
-//! Node-to-node requests: the few commands that span every node (STM.RECENT, STM.FORGET USER)
-//! and PUBLISH forwarding. There is still no gossip bus: a node talks to the others only over
-//! their client port, with stmd's internal `CLUSTER PEER <node-id> …` form (see
-//! [`crate::commands::cluster`]), which names the node it is sent to so a client cannot mistake it
-//! for the public command.
+//! Node-to-node requests: the few commands that span every node (STM.RECENT, STM.FORGET USER,
+//! and STM.CONTEXT's other-channel blocks) and PUBLISH forwarding. There is still no gossip bus: a
+//! node talks to the others only over their client port, with stmd's internal
+//! `CLUSTER PEER <node-id> …` form (see [`crate::commands::cluster`]), which names the node it is
+//! sent to so a client cannot mistake it for the public command.
 //!
 //! - Questions ([`ask_all`]) go to every other primary of the slot map in parallel, one tokio task
 //!   each on a pooled connection per peer, and must all be answered within [`answer_timeout`];

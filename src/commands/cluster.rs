@@ -92,6 +92,8 @@ pub fn cluster(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 /// mistake for the owner-wide command. It answers from this node only and never asks further
 /// (no forwarding loops):
 /// - `STM.RECENT <2|3> <STM.RECENT's arguments>`: this node's entries (see `stm::recent_peer`);
+/// - `STM.CONTEXT <STM.CONTEXT's arguments>`: this node's other-channel blocks (see
+///   `stm_context::context_peer`);
 /// - `STM.FORGET USER <user>`: deletes this node's entries of the user, answers the count;
 /// - `PUBLISH <channel> <message>`: delivers to this node's subscribers, answers their count.
 fn peer(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
@@ -105,6 +107,8 @@ fn peer(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let op = request[0];
     if is(op, "STM.RECENT") && request.len() >= 2 {
         super::stm::recent_peer(ctx, request)
+    } else if is(op, "STM.CONTEXT") {
+        super::stm_context::context_peer(ctx, request)
     } else if is(op, "STM.FORGET") && request.len() == 3 && is(request[1], "USER") {
         super::stm::forget_local(ctx, request)
     } else if is(op, "PUBLISH") && request.len() == 3 {

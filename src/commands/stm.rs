@@ -569,7 +569,7 @@ pub fn recent(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 /// Asks every other primary (see [`crate::cluster::peers`]), off the tokio worker.
-fn ask_peers(
+pub(super) fn ask_peers(
     ctx: &Ctx,
     cluster: &std::sync::Arc<crate::cluster::Cluster>,
     request: &[&[u8]],
@@ -578,34 +578,70 @@ fn ask_peers(
     crate::cluster::peers::ask_all(cluster, &password, request).map_err(Reply::error)
 }
 
+/// One row of a peer's answer to an owner-wide read (STM.RECENT, STM.CONTEXT):
+/// `[last_updated, write_seq, bulk…]`, the order the asking node merges by.
+pub(super) fn peer_row<const N: usize>(order: (u64, u64), bulks: [Bytes; N]) -> Reply {
+    let mut row = vec![Reply::Int(order.0 as i64), Reply::Int(order.1 as i64)];
+    row.extend(bulks.into_iter().map(Reply::Bulk));
+    Reply::Array(row)
+}
+
+/// A decoded [`peer_row`]: its order and its `N` bulk strings.
+pub(super) type PeerRow<const N: usize> = ((u64, u64), [Bytes; N]);
+
+/// A peer's answer of [`peer_row`]s, each with `N` bulk strings; anything else is an error naming
+/// `command`.
+pub(super) fn peer_rows<const N: usize>(
+    frame: redis_protocol::resp2::types::OwnedFrame,
+    command: &str,
+) -> Result<Vec<PeerRow<N>>, Reply> {
+    use redis_protocol::resp2::types::OwnedFrame as F;
+    let bad = || {
+        Reply::error(format!(
+            "ERR a cluster node answered {command} in an unexpected form"
+        ))
+    };
+    let F::Array(rows) = frame else {
+        return Err(bad());
+    };
+    rows.into_iter()
+        .map(|row| {
+            let F::Array(parts) = row else {
+                return Err(bad());
+            };
+            let mut parts = parts.into_iter();
+            let (Some(F::Integer(updated)), Some(F::Integer(seq))) = (parts.next(), parts.next())
+            else {
+                return Err(bad());
+            };
+            let bulks: Vec<Bytes> = parts
+                .map(|part| match part {
+                    F::BulkString(body) => Ok(Bytes::from(body)),
+                    _ => Err(bad()),
+                })
+                .collect::<Result<_, _>>()?;
+            let bulks = <[Bytes; N]>::try_from(bulks).map_err(|_| bad())?;
+            Ok(((updated as u64, seq as u64), bulks))
+        })
+        .collect()
+}
+
 /// A peer's `recent_peer` answer as items.
 fn peer_items(
     frame: redis_protocol::resp2::types::OwnedFrame,
     json: bool,
 ) -> Result<Vec<RecentItem>, Reply> {
-    use redis_protocol::resp2::types::OwnedFrame as F;
-    let bad = || error("ERR a cluster node answered STM.RECENT in an unexpected form");
-    let F::Array(items) = frame else {
-        return Err(bad());
-    };
-    items
+    Ok(peer_rows::<1>(frame, "STM.RECENT")?
         .into_iter()
-        .map(|item| match item {
-            F::Array(parts) => match <[F; 3]>::try_from(parts) {
-                Ok([F::Integer(updated), F::Integer(seq), F::BulkString(body)]) => {
-                    let body = Bytes::from(body);
-                    let item = if json {
-                        Reply::Bulk(body)
-                    } else {
-                        Reply::Raw(body)
-                    };
-                    Ok(((updated as u64, seq as u64), item))
-                }
-                _ => Err(bad()),
-            },
-            _ => Err(bad()),
+        .map(|(order, [body])| {
+            let item = if json {
+                Reply::Bulk(body)
+            } else {
+                Reply::Raw(body)
+            };
+            (order, item)
         })
-        .collect()
+        .collect())
 }
 
 /// `CLUSTER PEER <me> STM.RECENT <2|3> <STM.RECENT's arguments>`: this node's entries only, each
@@ -622,7 +658,7 @@ pub fn recent_peer(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     Ok(Reply::Array(
         found
             .into_iter()
-            .map(|((updated, seq), item)| {
+            .map(|(order, item)| {
                 let body = match item {
                     Reply::Bulk(text) => text,
                     resp => {
@@ -631,11 +667,7 @@ pub fn recent_peer(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
                         out.freeze()
                     }
                 };
-                Reply::Array(vec![
-                    Reply::Int(updated as i64),
-                    Reply::Int(seq as i64),
-                    Reply::Bulk(body),
-                ])
+                peer_row(order, [body])
             })
             .collect(),
     ))

@@ -122,6 +122,15 @@ impl ContextRequest<'_> {
         scopes.last().map(ScopeKey::key).unwrap_or_default()
     }
 
+    /// How the blocks are worded (BOT, CRUDE, MODE).
+    fn style(&self) -> Style<'_> {
+        Style {
+            bot: &self.bot,
+            crude: self.crude,
+            mode: self.mode,
+        }
+    }
+
     /// Whether an entry of the candidate lists belongs among the other-channel memories: not this
     /// channel, the asked lineage, and for a user-scope entry seen from a server, another server
     /// (a DM never shows in a server channel).
@@ -140,7 +149,8 @@ impl ContextRequest<'_> {
 }
 
 /// Candidates from the owner index: this server's server scopes, or the user's user scopes in a
-/// DM, plus the user's user scopes of other servers with CROSS-SERVER.
+/// DM, plus the user's user scopes of other servers with CROSS-SERVER. In cluster mode, only the
+/// keys of slots this node owns: the other nodes answer for theirs (`context_peer`).
 fn candidates(ctx: &Ctx, req: &ContextRequest) -> Vec<Bytes> {
     let index = &ctx.shared.store.db(ctx.conn.db).stm_index;
     let mut candidates = match req.server {
@@ -150,8 +160,6 @@ fn candidates(ctx: &Ctx, req: &ContextRequest) -> Vec<Bytes> {
     if req.server.is_some() && req.cross_server {
         candidates.extend(index.user_keys(req.user));
     }
-    // Cluster mode: only the entries of slots this node owns (gathering the other nodes' entries
-    // is not done yet: README, Cluster).
     super::stm::owned(ctx, candidates)
 }
 
@@ -166,25 +174,20 @@ pub fn context_keys(ctx: &Ctx, args: &[&[u8]]) -> Vec<Bytes> {
         .unwrap_or_default()
 }
 
-pub fn context(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let req = parse(args)?;
-    let candidates = candidates(ctx, &req);
-    let live_key = req.live_key();
-    let mut keys = candidates.clone();
-    keys.push(live_key.clone());
-    let locked = ctx.lock(&keys);
-    let now = req.now.unwrap_or(locked.now);
-    let live = match locked
-        .entries_of(&[&live_key])
-        .first()
-        .map(|(_, e)| &e.value)
-    {
-        Some(Value::Stm(entry)) => Some(entry.as_ref()),
-        Some(_) => return Err(Reply::error(err::WRONGTYPE)),
-        None => None,
-    };
+/// One other-channel block: its order (`last_updated`, then the node's write sequence; newest
+/// first), the entry's key and the rendered text.
+type Block = ((u64, u64), Bytes, String);
+
+/// This node's other-channel blocks among `candidates`, newest first, at most OTHERS (an entry with
+/// nothing to show gives no block and does not count).
+fn other_blocks(
+    locked: &crate::store::Locked,
+    req: &ContextRequest,
+    candidates: &[Bytes],
+    now: u64,
+) -> Vec<Block> {
     let mut found: Vec<(&[u8], &StmEntry)> = locked
-        .entries_of(&candidates)
+        .entries_of(candidates)
         .into_iter()
         .filter_map(|(key, e)| match &e.value {
             Value::Stm(stm) if req.shows_elsewhere(stm) => Some((key, stm.as_ref())),
@@ -192,28 +195,71 @@ pub fn context(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         })
         .collect();
     found.sort_by_key(|(_, e)| std::cmp::Reverse((e.last_updated, e.write_seq)));
-    let style = Style {
-        bot: &req.bot,
-        crude: req.crude,
-        mode: req.mode,
+    let style = req.style();
+    found
+        .into_iter()
+        .filter_map(|(key, entry)| {
+            other_channel_block(entry, &style, now).map(|block| {
+                let order = (entry.last_updated, entry.write_seq);
+                (order, Bytes::copy_from_slice(key), block)
+            })
+        })
+        .take(req.others)
+        .collect()
+}
+
+pub fn context(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let req = parse(args)?;
+    let live_key = req.live_key();
+    let (mut blocks, live, now) = {
+        let candidates = candidates(ctx, &req);
+        let mut keys = candidates.clone();
+        keys.push(live_key.clone());
+        let locked = ctx.lock(&keys);
+        let now = req.now.unwrap_or(locked.now);
+        // The live block (None without a summary or categories) and the live turn count.
+        let live = match locked
+            .entries_of(&[&live_key])
+            .first()
+            .map(|(_, e)| &e.value)
+        {
+            Some(Value::Stm(entry)) => {
+                Some((live_block(entry, &req.style()), entry.turns_since_refresh))
+            }
+            Some(_) => return Err(Reply::error(err::WRONGTYPE)),
+            None => None,
+        };
+        (other_blocks(&locked, &req, &candidates, now), live, now)
     };
-    let mut items: Vec<String> = Vec::new();
-    let mut item_keys: Vec<Bytes> = Vec::new();
-    for (key, entry) in found {
-        if items.len() >= req.others {
-            break;
+    if let Some(cluster) = ctx.shared.cluster.clone() {
+        // Owner-wide: the other channels' entries live on the nodes owning their channels' slots.
+        // Every other primary answers its own blocks (`context_peer`) for this node's NOW, so the
+        // relative times agree; the newest OTHERS of all win. The live entry is this node's: the
+        // command is routed by its channel.
+        let now_arg = now.to_string();
+        let mut request: Vec<&[u8]> = args.to_vec();
+        if req.now.is_none() {
+            request.extend_from_slice(&[b"NOW", now_arg.as_bytes()]);
         }
-        if let Some(block) = other_channel_block(entry, &style, now) {
-            items.push(block);
-            item_keys.push(Bytes::copy_from_slice(key));
+        for frame in super::stm::ask_peers(ctx, &cluster, &request)? {
+            let rows = super::stm::peer_rows::<2>(frame, "STM.CONTEXT")?;
+            blocks.extend(rows.into_iter().map(|(order, [key, block])| {
+                (order, key, String::from_utf8_lossy(&block).into_owned())
+            }));
         }
+        blocks.sort_by_key(|(order, _, _)| std::cmp::Reverse(*order));
+        blocks.truncate(req.others);
     }
-    if let Some(block) = live.and_then(|e| live_block(e, &style)) {
+    let (mut items, mut item_keys): (Vec<String>, Vec<Bytes>) = blocks
+        .into_iter()
+        .map(|(_, key, block)| (block, key))
+        .unzip();
+    let turns = live.as_ref().map_or(0, |(_, turns)| *turns);
+    let nudge = live.is_some() && turns >= req.cadence;
+    if let Some((Some(block), _)) = live {
         items.push(block);
         item_keys.push(live_key);
     }
-    let turns = live.map_or(0, |e| e.turns_since_refresh);
-    let nudge = live.is_some() && turns >= req.cadence;
     Ok(if req.json {
         let keys: Vec<String> = item_keys
             .iter()
@@ -240,4 +286,21 @@ pub fn context(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             ),
         ])
     })
+}
+
+/// `CLUSTER PEER <me> STM.CONTEXT <STM.CONTEXT's arguments>` (the asking node always passes NOW):
+/// this node's other-channel blocks, newest first, at most OTHERS, each as
+/// `[last_updated, write_seq, key, block]`. No live entry: the asking node owns it.
+pub fn context_peer(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let req = parse(args)?;
+    let candidates = candidates(ctx, &req);
+    let locked = ctx.lock(&candidates);
+    let now = req.now.unwrap_or(locked.now);
+    let blocks = other_blocks(&locked, &req, &candidates, now);
+    Ok(Reply::Array(
+        blocks
+            .into_iter()
+            .map(|(order, key, block)| super::stm::peer_row(order, [key, block.into()]))
+            .collect(),
+    ))
 }

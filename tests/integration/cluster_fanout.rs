@@ -1,5 +1,6 @@
-//! Cluster mode across nodes (issue #17): owner-wide STM.RECENT and STM.FORGET USER gathered from
-//! every node, PUBLISH forwarded node to node, and sharded Pub/Sub kept on the slot's owner.
+//! Cluster mode across nodes (issue #17): owner-wide STM.RECENT, STM.CONTEXT's other-channel blocks
+//! and STM.FORGET USER gathered from every node, PUBLISH forwarded node to node, and sharded
+//! Pub/Sub kept on the slot's owner.
 //! Three real `stmd` processes on 127.0.0.2/3/4, a throwaway Postgres, redis-cli and the `redis`
 //! crate. Skipped, loudly, without PostgreSQL or redis-cli (unless STMD_REQUIRE_POSTGRES=1).
 
@@ -7,7 +8,9 @@ use crate::common;
 
 use common::cluster::{admin, eventually, free_port, redis_cli_available, text, Node};
 use common::postgres::PgCluster;
+use common::stm_context::{context, items, keys, MINUTE};
 use common::Binary;
+use serde_json::Value as Json;
 use std::io::{Read, Write};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -63,6 +66,12 @@ fn single_cli(single: &Binary, flags: &[&str], args: &[&str]) -> String {
 }
 
 fn capture(user: &str, channel: &str, n: usize) -> Vec<String> {
+    capture_in(user, channel, "s1", "-", n)
+}
+
+/// STM.CAPTURE of exchange `n` by `user` in `channel` of `server` (or `DM`), the bot's reply in
+/// `lineage` (`-` for none).
+fn capture_in(user: &str, channel: &str, server: &str, lineage: &str, n: usize) -> Vec<String> {
     let (question, answer) = (format!("question {n}"), format!("answer {n}"));
     [
         "STM.CAPTURE",
@@ -71,20 +80,29 @@ fn capture(user: &str, channel: &str, n: usize) -> Vec<String> {
         "CHANNEL",
         channel,
         "SERVER",
-        "s1",
+        server,
         "MSG",
         "user",
         "-",
         question.as_str(),
         "REPLY",
         "-",
-        "-",
+        lineage,
         "-",
         answer.as_str(),
     ]
     .iter()
     .map(|s| s.to_string())
     .collect()
+}
+
+/// `kill <sig> <pid>` for a node (`-STOP`, `-CONT`).
+fn signal(node: &Node, sig: &str) {
+    let status = Command::new("kill")
+        .args([sig, &node.pid().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success());
 }
 
 /// An STM.RECENT FORMAT JSON answer without what differs between two servers: the clock (times,
@@ -211,18 +229,11 @@ fn owner_wide_stm_spans_every_node_and_a_silent_peer_is_an_error() {
 
     // A stopped peer: an error within the timeout (min(node timeout, 2 s)), not a partial answer.
     let stopped = &nodes[2];
-    let signal = |sig: &str| {
-        let status = Command::new("kill")
-            .args([sig, &stopped.pid().to_string()])
-            .status()
-            .expect("run kill");
-        assert!(status.success());
-    };
-    signal("-STOP");
+    signal(stopped, "-STOP");
     let asked = Instant::now();
     let answer = nodes[0].cli(&["STM.RECENT", "USER", "u", "LIMIT", "50"]);
     let waited = asked.elapsed();
-    signal("-CONT");
+    signal(stopped, "-CONT");
     assert_eq!(
         answer,
         format!(
@@ -262,6 +273,363 @@ fn owner_wide_stm_spans_every_node_and_a_silent_peer_is_an_error() {
         assert_eq!(nodes[0].cli_c(&["EXISTS", &key]), "0", "{key}");
     }
     assert_eq!(nodes[2].cli(&["STM.FORGET", "USER", "u"]), "0");
+}
+
+/// A FORMAT JSON STM.CONTEXT answer with the cluster key format's hash-tag braces taken out of
+/// its keys (the blocks name channels as `<#c>`, the same on both).
+fn unbraced(mut reply: Json) -> Json {
+    for key in reply["keys"].as_array_mut().expect("keys") {
+        *key = key.as_str().expect("key").replace(['{', '}'], "").into();
+    }
+    reply
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as u64
+}
+
+async fn connect(addr: &str, resp3: bool) -> redis::aio::MultiplexedConnection {
+    let protocol = if resp3 { "?protocol=resp3" } else { "" };
+    redis::Client::open(format!("redis://{addr}/{protocol}"))
+        .expect("client")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect")
+}
+
+#[test]
+fn owner_wide_context_equals_one_node_and_a_silent_peer_is_an_error() {
+    if !redis_cli_available() {
+        eprintln!("\n*** SKIPPED: redis-cli is not installed ***\n");
+        return;
+    }
+    let Some(pg) = PgCluster::start() else {
+        return;
+    };
+    let url = pg.url();
+    let nodes = start_cluster(&url);
+    let single = Binary::start(&[]);
+    eventually("the single node to start", Duration::from_secs(15), || {
+        single_cli(&single, &[], &["PING"]) == "PONG"
+    });
+
+    // Per node: two channels of server s1, one of server s2, two DMs and one never written; taken
+    // round-robin over the nodes so that the newest-first order alternates between them.
+    let owned: Vec<Vec<String>> = (0..3).map(|n| channels_on(n, 6)).collect();
+    let pick = |at: usize| (0..3).map(|n| owned[n][at].as_str()).collect::<Vec<_>>();
+    let s1: Vec<&str> = [pick(0), pick(1)].concat();
+    let s2 = pick(2);
+    let dm: Vec<&str> = [pick(3), pick(4)].concat();
+    let quiet = owned[1][5].as_str();
+    let lineages = ["12", "7", "-"];
+    let mut writes: Vec<Vec<String>> = Vec::new();
+    for (i, channel) in s1.iter().enumerate() {
+        writes.push(capture_in("u", channel, "s1", lineages[i % 3], i));
+    }
+    for (i, channel) in s2.iter().enumerate() {
+        writes.push(capture_in("u", channel, "s2", lineages[i % 2], 10 + i));
+    }
+    // Another user's conversation in s2: never among u's memories.
+    writes.push(capture_in("other", s2[1], "s2", "12", 20));
+    for (i, channel) in dm.iter().enumerate() {
+        writes.push(capture_in("u", channel, "DM", lineages[i % 3], 30 + i));
+    }
+    // Distilled memory: a summary (s1[3]) and categories (s1[1]) shown in their blocks, and this
+    // conversation's own summary (s1[0]), the live block.
+    let distilled: [&[&str]; 3] = [
+        &["STM.SUMMARY", "USER", "u", "CHANNEL", s1[3], "SERVER", "s1"],
+        &[
+            "STM.CATEGORIES",
+            "USER",
+            "u",
+            "CHANNEL",
+            s1[1],
+            "SERVER",
+            "s1",
+        ],
+        &["STM.SUMMARY", "USER", "u", "CHANNEL", s1[0], "SERVER", "s1"],
+    ];
+    let tails: [&[&str]; 3] = [
+        &["TEXT", "Alice planned a trip."],
+        &["SET", "travel", "Lisbon in May", "food", "no fish"],
+        &["TEXT", "We talk about the weather."],
+    ];
+    for (head, tail) in distilled.iter().zip(tails) {
+        writes.push(
+            [*head, tail]
+                .concat()
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+        );
+    }
+    let first = now_ms();
+    for write in &writes {
+        let write: Vec<&str> = write.iter().map(String::as_str).collect();
+        let on_cluster = nodes[0].cli_c(&write);
+        assert!(on_cluster.contains("shortterm:"), "{write:?}: {on_cluster}");
+        let on_single = single_cli(&single, &[], &write);
+        assert!(on_single.contains("shortterm:"), "{write:?}: {on_single}");
+        std::thread::sleep(Duration::from_millis(3));
+    }
+    // The live entry's turn count (nudge, turns_since_refresh) is the receiving node's.
+    let live = format!("shortterm:server:s1:{{{}}}", s1[0]);
+    assert_eq!(nodes[0].cli(&["STM.TICK", &live, "BY", "6"]), "6");
+    let live_single = format!("shortterm:server:s1:{}", s1[0]);
+    assert_eq!(
+        single_cli(&single, &[], &["STM.TICK", &live_single, "BY", "6"]),
+        "6"
+    );
+
+    let server_key = |c: &str| format!("shortterm:server:s1:{c}");
+    let now = (first + 2 * MINUTE + 30_000).to_string();
+    let queries: Vec<Vec<&str>> = vec![
+        // OTHERS cut across the nodes.
+        vec!["USER", "u", "CHANNEL", s1[0], "SERVER", "s1", "OTHERS", "0"],
+        vec!["USER", "u", "CHANNEL", s1[0], "SERVER", "s1", "OTHERS", "1"],
+        vec!["USER", "u", "CHANNEL", s1[0], "SERVER", "s1", "OTHERS", "2"],
+        vec!["USER", "u", "CHANNEL", s1[0], "SERVER", "s1"],
+        vec!["USER", "u", "CHANNEL", s1[0], "SERVER", "s1", "OTHERS", "4"],
+        vec![
+            "USER", "u", "CHANNEL", s1[0], "SERVER", "s1", "OTHERS", "50",
+        ],
+        // LINEAGE, received by node 2 and node 1.
+        vec![
+            "USER", "u", "CHANNEL", s1[2], "SERVER", "s1", "LINEAGE", "12",
+        ],
+        vec![
+            "USER", "u", "CHANNEL", s1[4], "SERVER", "s1", "LINEAGE", "-",
+        ],
+        // CROSS-SERVER: the user's entries of s2 too.
+        vec![
+            "USER",
+            "u",
+            "CHANNEL",
+            s1[0],
+            "SERVER",
+            "s1",
+            "CROSS-SERVER",
+            "OTHERS",
+            "50",
+        ],
+        vec![
+            "USER",
+            "u",
+            "CHANNEL",
+            s1[0],
+            "SERVER",
+            "s1",
+            "CROSS-SERVER",
+            "OTHERS",
+            "4",
+        ],
+        vec![
+            "USER",
+            "u",
+            "CHANNEL",
+            s1[5],
+            "SERVER",
+            "s1",
+            "CROSS-SERVER",
+            "LINEAGE",
+            "12",
+            "OTHERS",
+            "50",
+        ],
+        // A DM: the user's entries everywhere.
+        vec![
+            "USER", "u", "CHANNEL", dm[0], "SERVER", "DM", "OTHERS", "50",
+        ],
+        vec![
+            "USER", "u", "CHANNEL", dm[4], "SERVER", "DM", "LINEAGE", "7", "OTHERS", "2",
+        ],
+        // Wording options, and a channel without an entry of its own.
+        vec![
+            "USER",
+            "u",
+            "CHANNEL",
+            s1[5],
+            "SERVER",
+            "s1",
+            "BOT",
+            "Nova",
+            "MODE",
+            "CRUDE_SUMMARY",
+            "CRUDE",
+            "1",
+            "CADENCE",
+            "2",
+        ],
+        vec![
+            "USER", "u", "CHANNEL", quiet, "SERVER", "s1", "OTHERS", "50",
+        ],
+    ];
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let single_addr = format!("127.0.0.1:{}", single.port);
+    let answers: Vec<Json> = rt.block_on(async {
+        let mut answers = Vec::new();
+        for query in &queries {
+            let mut words = query.clone();
+            words.extend_from_slice(&["NOW", now.as_str()]);
+            let channel = query[3];
+            // The node owning the channel: STM.CONTEXT is routed by it.
+            let receiver = nodes[owner_of(channel)].addr();
+            let mut answer = None;
+            for resp3 in [false, true] {
+                // `context` checks the RESP map against the FORMAT JSON reply.
+                let mut on_single = connect(&single_addr, resp3).await;
+                let expected = context(&mut on_single, resp3, &words).await;
+                let mut on_cluster = connect(&receiver, resp3).await;
+                let got = unbraced(context(&mut on_cluster, resp3, &words).await);
+                assert_eq!(got, expected, "{query:?} on {receiver} (RESP3: {resp3})");
+                answer = Some(expected);
+            }
+            answers.push(answer.expect("an answer"));
+        }
+        answers
+    });
+    // What the equal answers hold: blocks from every node, OTHERS cut across them.
+    let others_of = |answer: &Json| keys(answer).len() - 1;
+    let counts: Vec<usize> = answers[..6].iter().map(others_of).collect();
+    assert_eq!(counts, [0, 1, 2, 3, 4, 5]);
+    // Newest first: the categories (s1[1]), the summary (s1[3]), then the captures' order.
+    let newest: Vec<String> = [s1[1], s1[3], s1[5], s1[4], s1[2]]
+        .iter()
+        .map(|c| server_key(c))
+        .collect();
+    assert_eq!(
+        keys(&answers[4]),
+        [&newest[..4], &[server_key(s1[0])]].concat()
+    );
+    assert_eq!(
+        keys(&answers[5]),
+        [&newest[..], &[server_key(s1[0])]].concat()
+    );
+    let blocks = items(&answers[5]);
+    assert!(blocks[0].contains("(2 minutes ago):\nfood: no fish\ntravel: Lisbon in May]"));
+    assert!(blocks[1].contains("Alice planned a trip."));
+    assert!(blocks[5].contains("ongoing conversation:\nWe talk about the weather.]"));
+    assert_eq!(answers[5]["turns_since_refresh"], 6);
+    assert_eq!(answers[5]["nudge"], true);
+    // LINEAGE 12 from s1[2]: s1[0] (its summary is the newest write) and s1[3], both node 0's;
+    // LINEAGE - from s1[4]: s1[5] and s1[2], node 2's. Neither channel has a live block.
+    assert_eq!(keys(&answers[6]), [server_key(s1[0]), server_key(s1[3])]);
+    assert_eq!(keys(&answers[7]), [server_key(s1[5]), server_key(s1[2])]);
+    // CROSS-SERVER adds u's three s2 entries (one per node), newer than nothing else of s1.
+    assert_eq!(others_of(&answers[8]), 8);
+    let s2_keys: Vec<String> = s2.iter().map(|c| format!("shortterm:user:u:{c}")).collect();
+    for key in &s2_keys {
+        assert!(keys(&answers[8]).contains(key), "{key}: {}", answers[8]);
+    }
+    assert_eq!(keys(&answers[9]).len(), 5);
+    // From s1[5] with LINEAGE 12: s1[0], s1[3], and u's s2[0] and s2[2] (nodes 0, 0, 0, 2).
+    assert_eq!(keys(&answers[10]).len(), 4);
+    // A DM: the user's 14 other user-scope entries (6 of s1, 3 of s2, 5 DMs) of every node.
+    assert_eq!(keys(&answers[11]).len(), 14);
+    assert_eq!(keys(&answers[12]).len(), 2);
+    assert!(items(&answers[13])[0].starts_with("[System: Nova remembers"));
+    assert_eq!(answers[14]["turns_since_refresh"], 0);
+    assert_eq!(keys(&answers[14]).len(), 6);
+
+    // The raw RESP2 and RESP3 replies, as redis-cli prints them, equal the single node's.
+    for flags in [&[][..], &["-3"][..]] {
+        let mut query = queries[9].clone();
+        query.insert(0, "STM.CONTEXT");
+        query.extend_from_slice(&["NOW", now.as_str()]);
+        let got = nodes[0].cli_with(flags, &query).replace(['{', '}'], "");
+        assert_eq!(got, single_cli(&single, flags, &query), "{flags:?}");
+    }
+    // Without NOW the receiving node's clock is the peers' too: all "just now" on both while the
+    // entries are under a minute old.
+    let query = [
+        "STM.CONTEXT",
+        "USER",
+        "u",
+        "CHANNEL",
+        s1[0],
+        "SERVER",
+        "s1",
+        "FORMAT",
+        "JSON",
+    ];
+    let parse = |json: String| -> Json {
+        serde_json::from_str(&json).unwrap_or_else(|_| panic!("JSON answer: {json}"))
+    };
+    let got = unbraced(parse(nodes[0].cli(&query)));
+    let expected = parse(single_cli(&single, &[], &query));
+    if now_ms() - first < 50_000 {
+        assert_eq!(got, expected);
+        let just_now = items(&got)
+            .iter()
+            .filter(|i| i.contains("(just now)"))
+            .count();
+        assert_eq!(just_now, 3, "{got}");
+    } else {
+        eprintln!("the writes took over 50 s: the comparison without NOW is skipped");
+    }
+
+    // The peer form: one node's other-channel blocks as [last_updated, write_seq, key, block],
+    // newest first, no live entry.
+    let peer_id = nodes[1].cli(&["CLUSTER", "MYID"]);
+    let peer = nodes[1].cli(&[
+        "CLUSTER",
+        "PEER",
+        &peer_id,
+        "STM.CONTEXT",
+        "USER",
+        "u",
+        "CHANNEL",
+        s1[0],
+        "SERVER",
+        "s1",
+        "OTHERS",
+        "50",
+        "NOW",
+        &now,
+    ]);
+    let lines: Vec<&str> = peer.lines().collect();
+    let at = |key: String| lines.iter().position(|l| *l == key);
+    let (newer, older) = (
+        at(format!("shortterm:server:s1:{{{}}}", s1[1])),
+        at(format!("shortterm:server:s1:{{{}}}", s1[4])),
+    );
+    assert!(
+        newer.is_some() && older.is_some() && newer < older,
+        "{peer}"
+    );
+    assert_eq!(peer.matches("shortterm:").count(), 2, "{peer}");
+    assert!(!peer.contains("ongoing conversation"), "{peer}");
+
+    // A stopped peer: the whole command errors, naming the node, within the timeout.
+    let stopped = &nodes[1];
+    let query = ["STM.CONTEXT", "USER", "u", "CHANNEL", s1[0], "SERVER", "s1"];
+    signal(stopped, "-STOP");
+    let asked = Instant::now();
+    let answer = nodes[0].cli(&query);
+    let waited = asked.elapsed();
+    signal(stopped, "-CONT");
+    assert_eq!(
+        answer,
+        format!(
+            "ERR cluster node {} did not answer STM.CONTEXT within 2000 ms",
+            stopped.addr()
+        )
+    );
+    assert!(
+        waited >= Duration::from_millis(1900) && waited < Duration::from_secs(15),
+        "{waited:?}"
+    );
+    eventually(
+        "the resumed peer to answer again",
+        Duration::from_secs(15),
+        || nodes[0].cli(&query).contains("Lisbon in May"),
+    );
 }
 
 #[test]
@@ -440,12 +808,13 @@ impl Wire {
     }
 }
 
-/// The cost of an owner-wide STM.RECENT on three nodes against one node holding the same
-/// entries. A figure, not a check (noisy on a shared machine):
-/// `cargo test --release --test cluster_fanout -- --ignored --nocapture owner_wide_recent_cost`.
+/// The cost of the owner-wide reads, STM.RECENT and STM.CONTEXT (its other-channel blocks), on
+/// three nodes against one node holding the same entries, measured one after the other in one run.
+/// A figure, not a check (noisy on a shared machine):
+/// `cargo test --release --test integration cluster_fanout:: -- --ignored --nocapture owner_wide_read_cost`.
 #[test]
 #[ignore]
-fn owner_wide_recent_cost() {
+fn owner_wide_read_cost() {
     let Some(pg) = PgCluster::start() else {
         return;
     };
@@ -462,26 +831,48 @@ fn owner_wide_recent_cost() {
         assert!(nodes[n % 3].cli_c(&request).contains("shortterm:user"));
         assert!(single_cli(&single, &[], &request).contains("shortterm:user"));
     }
-    let per_call = |addr: String| {
+    // The time per call of `query`, one client calling in a loop; `check` looks at each answer.
+    let per_call = |addr: String, query: &redis::Cmd, check: &dyn Fn(&[redis::Value])| {
         let client = redis::Client::open(format!("redis://{addr}/")).expect("client");
         let mut con = client.get_connection().expect("connect");
-        let mut query = redis::cmd("STM.RECENT");
-        query.arg("USER").arg("u").arg("LIMIT").arg("10");
         let mut run = |times: u32| {
             let started = Instant::now();
             for _ in 0..times {
-                let answer: Vec<redis::Value> = query.query(&mut con).expect("STM.RECENT");
-                assert_eq!(answer.len(), 10);
+                let answer: Vec<redis::Value> = query.query(&mut con).expect("a reply");
+                check(&answer);
             }
             started.elapsed() / times
         };
         run(200); // warm-up: pooled peer connections
         run(3000)
     };
-    let one = per_call(format!("127.0.0.1:{}", single.port));
-    let three = per_call(nodes[0].addr());
+    let single_addr = format!("127.0.0.1:{}", single.port);
+    // channels[0] is node 0's: STM.CONTEXT is routed by its channel.
+    assert_eq!(owner_of(&channels[0]), 0);
+
+    let mut recent = redis::cmd("STM.RECENT");
+    recent.arg("USER").arg("u").arg("LIMIT").arg("10");
+    let ten_entries = |answer: &[redis::Value]| assert_eq!(answer.len(), 10);
+    let one = per_call(single_addr.clone(), &recent, &ten_entries);
+    let three = per_call(nodes[0].addr(), &recent, &ten_entries);
     eprintln!(
         "STM.RECENT USER u LIMIT 10 ({} entries), one client, sequential: 1 node {one:?}/call, 3 nodes {three:?}/call ({:.1}x)",
+        channels.len(),
+        three.as_secs_f64() / one.as_secs_f64()
+    );
+
+    let mut context = redis::cmd("STM.CONTEXT");
+    context
+        .arg(&["USER", "u", "CHANNEL", channels[0].as_str(), "SERVER", "s1"])
+        .arg(&["OTHERS", "10"]);
+    let ten_blocks = |answer: &[redis::Value]| match answer {
+        [_, redis::Value::Array(items), ..] => assert_eq!(items.len(), 10),
+        other => panic!("STM.CONTEXT answered {other:?}"),
+    };
+    let one = per_call(single_addr, &context, &ten_blocks);
+    let three = per_call(nodes[0].addr(), &context, &ten_blocks);
+    eprintln!(
+        "STM.CONTEXT … SERVER s1 OTHERS 10 ({} entries), one client, sequential: 1 node {one:?}/call, 3 nodes {three:?}/call ({:.1}x)",
         channels.len(),
         three.as_secs_f64() / one.as_secs_f64()
     );
