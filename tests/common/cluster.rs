@@ -12,6 +12,16 @@ pub fn redis_cli_available() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// What every cluster test needs first: redis-cli and a throwaway Postgres. None, with a message,
+/// when either is missing (`PgCluster::start` fails instead when `.ci/run` requires Postgres).
+pub fn cluster_prerequisites() -> Option<super::postgres::PgCluster> {
+    if !redis_cli_available() {
+        eprintln!("\n*** SKIPPED: redis-cli is not installed ***\n");
+        return None;
+    }
+    super::postgres::PgCluster::start()
+}
+
 pub fn free_port(ip: &str) -> u16 {
     TcpListener::bind((ip, 0))
         .and_then(|l| l.local_addr())

@@ -8,7 +8,7 @@
 
 use crate::common;
 
-use common::cluster::{admin, eventually, free_port, redis_cli_available, text, Node};
+use common::cluster::{admin, cluster_prerequisites, eventually, free_port, text, Node};
 use common::postgres::PgCluster;
 use std::path::Path;
 use std::process::Command;
@@ -16,11 +16,7 @@ use std::time::Duration;
 
 /// Starts three nodes and gives them the slots; `None` when the test is skipped.
 fn three_nodes() -> Option<(PgCluster, [Node; 3])> {
-    if !redis_cli_available() {
-        eprintln!("\n*** SKIPPED: redis-cli is not installed ***\n");
-        return None;
-    }
-    let pg = PgCluster::start()?;
+    let pg = cluster_prerequisites()?;
     let url = pg.url();
     let nodes = [
         Node::start("127.0.0.2", free_port("127.0.0.2"), &url, 5000),

@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use common::cluster::{eventually, free_port, redis_cli_available, Node};
+use common::cluster::{cluster_prerequisites, eventually, free_port, Node};
 use common::postgres::PgCluster;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -52,11 +52,7 @@ fn summary_args<'a>(channel: &'a str, text: &'a str) -> [&'a str; 9] {
 
 #[test]
 fn a_killed_nodes_slots_are_taken_over_and_its_summaries_come_back() {
-    if !redis_cli_available() {
-        eprintln!("\n*** SKIPPED: redis-cli is not installed ***\n");
-        return;
-    }
-    let Some(pg) = PgCluster::start() else {
+    let Some(pg) = cluster_prerequisites() else {
         return;
     };
     let url = pg.url();

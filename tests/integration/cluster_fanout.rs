@@ -6,7 +6,7 @@
 
 use crate::common;
 
-use common::cluster::{admin, eventually, free_port, redis_cli_available, text, Node};
+use common::cluster::{admin, cluster_prerequisites, eventually, free_port, text, Node};
 use common::postgres::PgCluster;
 use common::stm_context::{context, items, keys, MINUTE};
 use common::Binary;
@@ -143,11 +143,7 @@ fn fields(output: &str, field: &str) -> Vec<String> {
 
 #[test]
 fn owner_wide_stm_spans_every_node_and_a_silent_peer_is_an_error() {
-    if !redis_cli_available() {
-        eprintln!("\n*** SKIPPED: redis-cli is not installed ***\n");
-        return;
-    }
-    let Some(pg) = PgCluster::start() else {
+    let Some(pg) = cluster_prerequisites() else {
         return;
     };
     let url = pg.url();
@@ -228,32 +224,8 @@ fn owner_wide_stm_spans_every_node_and_a_silent_peer_is_an_error() {
     );
 
     // A stopped peer: an error within the timeout (min(node timeout, 2 s)), not a partial answer.
-    let stopped = &nodes[2];
-    signal(stopped, "-STOP");
-    let asked = Instant::now();
-    let answer = nodes[0].cli(&["STM.RECENT", "USER", "u", "LIMIT", "50"]);
-    let waited = asked.elapsed();
-    signal(stopped, "-CONT");
-    assert_eq!(
-        answer,
-        format!(
-            "ERR cluster node {} did not answer STM.RECENT within 2000 ms",
-            stopped.addr()
-        )
-    );
-    assert!(
-        waited >= Duration::from_millis(1900) && waited < Duration::from_secs(15),
-        "{waited:?}"
-    );
-    eventually(
-        "the resumed peer to answer again",
-        Duration::from_secs(15),
-        || {
-            nodes[0]
-                .cli(&["STM.RECENT", "USER", "u", "LIMIT", "50"])
-                .contains("answer 5")
-        },
-    );
+    let query = ["STM.RECENT", "USER", "u", "LIMIT", "50"];
+    a_stopped_peer_fails_the_command(&nodes[0], &nodes[2], &query, "answer 5");
 
     // STM.FORGET USER removes the user's entries on every node; the counts add up.
     let forgotten = single_cli(&single, &[], &["STM.FORGET", "USER", "u"]);
@@ -302,11 +274,7 @@ async fn connect(addr: &str, resp3: bool) -> redis::aio::MultiplexedConnection {
 
 #[test]
 fn owner_wide_context_equals_one_node_and_a_silent_peer_is_an_error() {
-    if !redis_cli_available() {
-        eprintln!("\n*** SKIPPED: redis-cli is not installed ***\n");
-        return;
-    }
-    let Some(pg) = PgCluster::start() else {
+    let Some(pg) = cluster_prerequisites() else {
         return;
     };
     let url = pg.url();
@@ -607,18 +575,25 @@ fn owner_wide_context_equals_one_node_and_a_silent_peer_is_an_error() {
     assert!(!peer.contains("ongoing conversation"), "{peer}");
 
     // A stopped peer: the whole command errors, naming the node, within the timeout.
-    let stopped = &nodes[1];
     let query = ["STM.CONTEXT", "USER", "u", "CHANNEL", s1[0], "SERVER", "s1"];
-    signal(stopped, "-STOP");
+    a_stopped_peer_fails_the_command(&nodes[0], &nodes[1], &query, "Lisbon in May");
+}
+
+/// Stops `peer` (SIGSTOP) while `asker` runs `query`: the answer is the error naming the peer
+/// after the answer timeout (min(node timeout, 2 s)), never a partial answer; once the peer is
+/// resumed, the query answers again (with `recovered` in it).
+fn a_stopped_peer_fails_the_command(asker: &Node, peer: &Node, query: &[&str], recovered: &str) {
+    signal(peer, "-STOP");
     let asked = Instant::now();
-    let answer = nodes[0].cli(&query);
+    let answer = asker.cli(query);
     let waited = asked.elapsed();
-    signal(stopped, "-CONT");
+    signal(peer, "-CONT");
     assert_eq!(
         answer,
         format!(
-            "ERR cluster node {} did not answer STM.CONTEXT within 2000 ms",
-            stopped.addr()
+            "ERR cluster node {} did not answer {} within 2000 ms",
+            peer.addr(),
+            query[0]
         )
     );
     assert!(
@@ -628,17 +603,13 @@ fn owner_wide_context_equals_one_node_and_a_silent_peer_is_an_error() {
     eventually(
         "the resumed peer to answer again",
         Duration::from_secs(15),
-        || nodes[0].cli(&query).contains("Lisbon in May"),
+        || asker.cli(query).contains(recovered),
     );
 }
 
 #[test]
 fn publish_reaches_every_node_and_sharded_pubsub_stays_on_the_owner() {
-    if !redis_cli_available() {
-        eprintln!("\n*** SKIPPED: redis-cli is not installed ***\n");
-        return;
-    }
-    let Some(pg) = PgCluster::start() else {
+    let Some(pg) = cluster_prerequisites() else {
         return;
     };
     let url = pg.url();

@@ -6,8 +6,7 @@
 
 use crate::common;
 
-use common::cluster::{admin, eventually, free_port, redis_cli_available, text, Node};
-use common::postgres::PgCluster;
+use common::cluster::{admin, cluster_prerequisites, eventually, free_port, text, Node};
 use redis::aio::MultiplexedConnection;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -113,11 +112,7 @@ fn pauses(report: &str) -> (f64, f64) {
 
 #[test]
 fn slots_move_with_their_keys_under_write_load() {
-    if !redis_cli_available() {
-        eprintln!("\n*** SKIPPED: redis-cli is not installed ***\n");
-        return;
-    }
-    let Some(pg) = PgCluster::start() else {
+    let Some(pg) = cluster_prerequisites() else {
         return;
     };
     let url = pg.url();
@@ -325,11 +320,7 @@ fn slots_move_with_their_keys_under_write_load() {
 
 #[test]
 fn a_move_to_a_dead_target_leaves_keys_and_map_on_the_source() {
-    if !redis_cli_available() {
-        eprintln!("\n*** SKIPPED: redis-cli is not installed ***\n");
-        return;
-    }
-    let Some(pg) = PgCluster::start() else {
+    let Some(pg) = cluster_prerequisites() else {
         return;
     };
     let url = pg.url();

@@ -5,8 +5,7 @@
 
 use crate::common;
 
-use common::cluster::{admin, eventually, free_port, redis_cli_available, text, Node};
-use common::postgres::PgCluster;
+use common::cluster::{admin, cluster_prerequisites, eventually, free_port, text, Node};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use stmd::cluster::key_slot;
@@ -43,11 +42,7 @@ fn cluster_enabled_without_postgres_is_a_start_up_error() {
 
 #[test]
 fn three_nodes_serve_route_and_follow_the_configuration() {
-    if !redis_cli_available() {
-        eprintln!("\n*** SKIPPED: redis-cli is not installed ***\n");
-        return;
-    }
-    let Some(pg) = PgCluster::start() else {
+    let Some(pg) = cluster_prerequisites() else {
         return;
     };
     let url = pg.url();
