@@ -21,9 +21,7 @@ pub struct Names {
     map: mlua::String,
     set: mlua::String,
     verbatim_string: mlua::String,
-    format: mlua::String,
     string: mlua::String,
-    txt: mlua::String,
 }
 
 impl Names {
@@ -36,86 +34,19 @@ impl Names {
             map: lua.create_string("map")?,
             set: lua.create_string("set")?,
             verbatim_string: lua.create_string("verbatim_string")?,
-            format: lua.create_string("format")?,
             string: lua.create_string("string")?,
-            txt: lua.create_string("txt")?,
         })
     }
 }
 
-/// A command's reply as the script sees it.
-pub fn reply_to_lua(lua: &Lua, names: &Names, reply: Reply, resp3: bool) -> mlua::Result<Value> {
-    Ok(match reply {
-        Reply::Int(n) => Value::Number(n as f64),
-        Reply::Bulk(bytes) => Value::String(lua.create_string(&bytes)?),
-        Reply::Verbatim(text) if resp3 => {
-            let inner = lua.create_table()?;
-            inner.raw_set(&names.format, &names.txt)?;
-            inner.raw_set(&names.string, lua.create_string(text.as_bytes())?)?;
-            single_field(lua, &names.verbatim_string, Value::Table(inner))?
-        }
-        Reply::Verbatim(text) => Value::String(lua.create_string(text.as_bytes())?),
-        Reply::Status(text) => {
-            single_field(lua, &names.ok, Value::String(lua.create_string(&*text)?))?
-        }
-        Reply::Error(text) => error_table(lua, names, &text)?,
-        Reply::Nil | Reply::NilArray if resp3 => Value::Nil,
-        Reply::Nil | Reply::NilArray | Reply::Raw(_) => Value::Boolean(false),
-        Reply::Array(items) | Reply::Push(items) => sequence(lua, names, items, resp3)?,
-        Reply::Set(items) if resp3 => {
-            let members = lua.create_table()?;
-            for item in items {
-                members.raw_set(reply_to_lua(lua, names, item, resp3)?, true)?;
-            }
-            single_field(lua, &names.set, Value::Table(members))?
-        }
-        Reply::Set(items) => sequence(lua, names, items, resp3)?,
-        Reply::Map(pairs) if resp3 => {
-            let map = lua.create_table()?;
-            for (key, value) in pairs {
-                map.raw_set(
-                    reply_to_lua(lua, names, key, resp3)?,
-                    reply_to_lua(lua, names, value, resp3)?,
-                )?;
-            }
-            single_field(lua, &names.map, Value::Table(map))?
-        }
-        Reply::Map(pairs) => {
-            let flat = lua.create_table()?;
-            for (at, (key, value)) in pairs.into_iter().enumerate() {
-                flat.raw_set(2 * at + 1, reply_to_lua(lua, names, key, resp3)?)?;
-                flat.raw_set(2 * at + 2, reply_to_lua(lua, names, value, resp3)?)?;
-            }
-            Value::Table(flat)
-        }
-        Reply::Double(d) if resp3 => single_field(lua, &names.double, Value::Number(d))?,
-        Reply::Double(d) => Value::String(lua.create_string(format_double(d))?),
-        Reply::Bool(b) if resp3 => Value::Boolean(b),
-        Reply::Bool(b) => Value::Number(if b { 1.0 } else { 0.0 }),
-    })
-}
-
-fn sequence(lua: &Lua, names: &Names, items: Vec<Reply>, resp3: bool) -> mlua::Result<Value> {
-    let table = lua.create_table_with_capacity(items.len(), 0)?;
-    for (at, item) in items.into_iter().enumerate() {
-        table.raw_set(at + 1, reply_to_lua(lua, names, item, resp3)?)?;
-    }
-    Ok(Value::Table(table))
-}
-
-fn single_field(lua: &Lua, name: &mlua::String, value: Value) -> mlua::Result<Value> {
-    let table = lua.create_table()?;
-    table.raw_set(name, value)?;
-    Ok(Value::Table(table))
-}
-
-/// `{err = text}`: how an error reply looks inside a script.
+/// `{err = text}`: how an error reply looks inside a script (`redis.pcall`'s, and a Rust
+/// callback's error once it reaches the script's `pcall` or the error handler).
 pub fn error_table(lua: &Lua, names: &Names, text: &str) -> mlua::Result<Value> {
-    single_field(lua, &names.err, Value::String(lua.create_string(text)?))
+    Ok(Value::Table(lua.create_table_from([(&names.err, text)])?))
 }
 
 /// A double as RESP2 sends it: a bulk string of the shortest exact form.
-fn format_double(d: f64) -> String {
+pub(super) fn format_double(d: f64) -> String {
     if d.is_infinite() {
         return if d > 0.0 { "inf".into() } else { "-inf".into() };
     }

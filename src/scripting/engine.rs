@@ -1,11 +1,12 @@
 //! The one Lua 5.1 state every script runs in, its sandbox, and the script cache.
 
+use super::call::{self, CallState};
 use super::convert;
 use super::functions::{self, Functions, Library, LibraryFunction, RestorePolicy};
 use super::RunState;
 use crate::protocol::Reply;
 use bytes::Bytes;
-use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
+use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value, VmState};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -50,8 +51,6 @@ pub struct Engine {
     env: Table,
     /// Keys made once (see [`convert::Names`]).
     names: convert::Names,
-    keys_name: mlua::String,
-    argv_name: mlua::String,
     /// The command runner of the script call in progress, for `redis.call` and `redis.pcall`.
     runner: Arc<RunnerSlot>,
     /// The running script asked for RESP3 (`redis.setresp(3)`); false at each call's start.
@@ -64,6 +63,9 @@ pub struct Engine {
     /// SHAs added by EVAL, oldest first.
     eval_order: VecDeque<String>,
     body_bytes: usize,
+    /// What `redis.call` and `redis.pcall` point to; declared after `lua`, so it is dropped after
+    /// the state that can call them.
+    _call_state: Box<CallState>,
 }
 
 /// A script or function ready to run.
@@ -113,12 +115,13 @@ impl Engine {
             error_value(lua, &error_names, &error)
         })?;
         let version = crate::commands::connection::REDIS_VERSION;
-        let (env, invoke, protect, redis, load_library): (
+        let (env, invoke, protect, redis, load_library, call_error): (
             Table,
             Function,
             Function,
             Table,
             Function,
+            Table,
         ) = lua
             .load(include_str!("prelude.lua"))
             .set_name("=stmd")
@@ -145,23 +148,14 @@ impl Engine {
             })?,
         )?;
         let runner = Arc::new(RunnerSlot::default());
-        let run_command = command_function(runner.clone(), resp3.clone(), names.clone());
-        let raising = run_command.clone();
-        redis.raw_set(
-            "call",
-            lua.create_function(move |lua, args: MultiValue| match raising(lua, args)? {
-                Ok(value) => Ok(value),
-                Err(text) => Err(raise(text)),
-            })?,
-        )?;
-        let pcall_names = names.clone();
-        redis.raw_set(
-            "pcall",
-            lua.create_function(move |lua, args: MultiValue| match run_command(lua, args)? {
-                Ok(value) => Ok(value),
-                Err(text) => convert::error_table(lua, &pcall_names, &text),
-            })?,
-        )?;
+        let call_state = Box::new(CallState {
+            lua: lua.clone(),
+            runner: runner.clone(),
+            resp3: resp3.clone(),
+        });
+        let (call, pcall) = call::functions(&call_state, &call_error)?;
+        redis.raw_set("call", call)?;
+        redis.raw_set("pcall", pcall)?;
         protect.call::<()>(())?;
         lua.set_hook(
             HookTriggers::new().every_nth_instruction(HOOK_EVERY),
@@ -177,8 +171,6 @@ impl Engine {
             },
         );
         Ok(Engine {
-            keys_name: lua.create_string("KEYS")?,
-            argv_name: lua.create_string("ARGV")?,
             runner,
             lua,
             env,
@@ -190,29 +182,23 @@ impl Engine {
             scripts: HashMap::new(),
             eval_order: VecDeque::new(),
             body_bytes: 0,
+            _call_state: call_state,
         })
     }
 
     /// The cached script with this SHA (either case).
     pub fn lookup(&self, sha: &[u8]) -> Option<Loaded> {
-        if sha.len() != 40 {
-            return None;
-        }
-        let sha = String::from_utf8_lossy(sha).to_ascii_lowercase();
-        let script = self.scripts.get(&sha)?;
+        let (sha, script) = self.scripts.get_key_value(lowercase_sha(sha)?.as_str())?;
         Some(Loaded {
             function: script.function.clone(),
             flags: script.flags,
-            sha,
+            sha: sha.clone(),
             is_function: false,
         })
     }
 
     pub fn exists(&self, sha: &[u8]) -> bool {
-        sha.len() == 40
-            && self
-                .scripts
-                .contains_key(&String::from_utf8_lossy(sha).to_ascii_lowercase())
+        lowercase_sha(sha).is_some_and(|sha| self.scripts.contains_key(sha.as_str()))
     }
 
     /// Compiles `body` unless cached. `from_eval`: added by EVAL, so it may be evicted later;
@@ -413,30 +399,20 @@ impl Engine {
         call: &mut dyn FnMut(&[&[u8]], bool) -> Reply,
     ) -> mlua::Result<Reply> {
         let lua = &self.lua;
-        let globals = lua.globals();
-        let (keys, argv) = (strings(lua, keys)?, strings(lua, argv)?);
-        let parameters = if script.is_function {
-            (Some(keys), Some(argv))
-        } else {
-            globals.raw_set(&self.keys_name, keys)?;
-            globals.raw_set(&self.argv_name, argv)?;
-            (None, None)
-        };
         self.resp3.store(false, Relaxed);
         let _running = self.runner.hold(call);
         lua.set_memory_limit(lua.used_memory().saturating_add(SCRIPT_MEMORY_BUDGET))?;
-        let outcome = self.invoke.call::<(bool, Value)>((
+        let outcome = call::invoke(
+            lua,
+            &self.invoke,
             &script.function,
-            parameters.0.as_ref(),
-            parameters.1.as_ref(),
-        ));
+            keys,
+            argv,
+            script.is_function,
+        );
         lua.set_memory_limit(0)?;
         let (ok, value) = outcome?;
         let (resp3, names) = (self.resp3.load(Relaxed), &self.names);
-        if !script.is_function {
-            globals.raw_set(&self.keys_name, Value::Nil)?;
-            globals.raw_set(&self.argv_name, Value::Nil)?;
-        }
         if ok {
             return Ok(convert::lua_to_reply(lua, names, value, resp3));
         }
@@ -451,7 +427,7 @@ type Runner<'a> = dyn FnMut(&[&[u8]], bool) -> Reply + 'a;
 /// Where `redis.call` and `redis.pcall`, created once with the state, find the runner of the
 /// script call in progress (a scoped Lua function per call cost more than the call itself).
 #[derive(Default)]
-struct RunnerSlot(parking_lot::Mutex<Option<RunnerPtr>>);
+pub(super) struct RunnerSlot(parking_lot::Mutex<Option<RunnerPtr>>);
 
 /// A runner whose borrow [`RunnerSlot::hold`] keeps alive while it is in the slot.
 struct RunnerPtr(std::ptr::NonNull<Runner<'static>>);
@@ -479,7 +455,7 @@ impl RunnerSlot {
     }
 
     /// Runs one command with the runner in the slot; None when no script call holds one.
-    fn run(&self, args: &[&[u8]], resp3: bool) -> Option<Reply> {
+    pub(super) fn run(&self, args: &[&[u8]], resp3: bool) -> Option<Reply> {
         let mut runner = self.0.lock().take()?;
         // SAFETY: see `hold`: the runner's borrow is alive while it is in the slot, and taking
         // it out makes this the only reference to it.
@@ -496,44 +472,6 @@ impl Drop for Holding<'_, '_> {
     fn drop(&mut self) {
         *self.0 .0.lock() = None;
     }
-}
-
-/// What `redis.call` and `redis.pcall` share: the command's converted reply, or its error text.
-type CommandFunction =
-    dyn Fn(&Lua, MultiValue) -> mlua::Result<Result<Value, String>> + Send + Sync;
-
-/// The body of `redis.call` and `redis.pcall`: runs the command and converts its reply, or
-/// gives its error text.
-fn command_function(
-    runner: Arc<RunnerSlot>,
-    resp3: Arc<AtomicBool>,
-    names: convert::Names,
-) -> Arc<CommandFunction> {
-    Arc::new(move |lua: &Lua, args: MultiValue| {
-        // The script's memory budget is for the script: lifted while Rust works, so no API
-        // call below can fail for memory, and mlua need not wrap each one in a protected
-        // call (a Lua pcall each); the script's next allocation is judged again.
-        let limit = lua.set_memory_limit(0)?;
-        let outcome = (|| {
-            let is_resp3 = resp3.load(Relaxed);
-            let args = match command_args(lua, args) {
-                Ok(args) => args,
-                Err(text) => return Ok(Err(text.to_string())),
-            };
-            let bytes: smallvec::SmallVec<[_; 8]> =
-                args.iter().map(mlua::String::as_bytes).collect();
-            let refs: smallvec::SmallVec<[&[u8]; 8]> = bytes.iter().map(|b| &**b).collect();
-            match runner.run(&refs, is_resp3) {
-                None => Ok(Err(
-                    "ERR redis.call is only available to a running script".into()
-                )),
-                Some(Reply::Error(text)) => Ok(Err(text.into_owned())),
-                Some(reply) => Ok(Ok(convert::reply_to_lua(lua, &names, reply, is_resp3)?)),
-            }
-        })();
-        lua.set_memory_limit(limit)?;
-        outcome
-    })
 }
 
 /// An error `redis.call` raises: Redis's error table once it reaches Lua (see [`error_value`]).
@@ -609,42 +547,22 @@ fn lua_error_text(e: &mlua::Error) -> String {
     }
 }
 
-fn strings(lua: &Lua, items: &[&[u8]]) -> mlua::Result<Table> {
-    // Text (nearly every key and argument) goes onto the Lua stack directly, without a handle
-    // per string: about half the cost of the general path below.
-    if let Ok(texts) = items
-        .iter()
-        .map(|item| std::str::from_utf8(item))
-        .collect::<Result<smallvec::SmallVec<[&str; 8]>, _>>()
-    {
-        return lua.create_sequence_from(texts);
-    }
-    let table = lua.create_table_with_capacity(items.len(), 0)?;
-    for (at, item) in items.iter().enumerate() {
-        table.raw_set(at + 1, lua.create_string(item)?)?;
-    }
-    Ok(table)
+/// A SHA as the script cache keys it (lowercase), without allocating: `None` when it cannot be
+/// one (not 40 ASCII characters).
+fn lowercase_sha(sha: &[u8]) -> Option<LowercaseSha> {
+    let bytes: [u8; 40] = sha.try_into().ok()?;
+    bytes
+        .is_ascii()
+        .then(|| LowercaseSha(bytes.map(|b| b.to_ascii_lowercase())))
 }
 
-/// The arguments of `redis.call`: strings and numbers only, as Redis.
-fn command_args(
-    lua: &Lua,
-    args: MultiValue,
-) -> Result<smallvec::SmallVec<[mlua::String; 8]>, &'static str> {
-    if args.is_empty() {
-        return Err("ERR Please specify at least one argument for this redis lib call");
+struct LowercaseSha([u8; 40]);
+
+impl LowercaseSha {
+    fn as_str(&self) -> &str {
+        // Lowercased ASCII is ASCII, which is UTF-8.
+        std::str::from_utf8(&self.0).unwrap_or_default()
     }
-    const NOT_STRING: &str = "ERR Lua redis lib command arguments must be strings or integers";
-    args.into_iter()
-        .map(|value| match value {
-            Value::String(s) => Ok(s),
-            number @ (Value::Integer(_) | Value::Number(_)) => match lua.coerce_string(number) {
-                Ok(Some(s)) => Ok(s),
-                _ => Err(NOT_STRING),
-            },
-            _ => Err(NOT_STRING),
-        })
-        .collect()
 }
 
 /// Splits a `#!lua flags=a,b` first line off a script. The line stays as a comment, so line

@@ -14,6 +14,7 @@
 //! waits for its turn in its connection ([`Scripting::wait_turn`]); scripts in EXEC, or that find
 //! a shard held, lock in the order above off the worker ([`off_worker`]).
 
+mod call;
 pub mod convert;
 pub mod engine;
 pub mod functions;

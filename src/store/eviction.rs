@@ -260,7 +260,7 @@ impl Store {
         for (i, &db) in (0..shards).flat_map(|i| dbs.iter().map(move |db| (i, db))) {
             let locked = self.lock_shard(db, (first + i) % shards);
             let wanted = if random { 1 } else { samples };
-            let sampled = sample(&locked.guards[0].1, db, policy, wanted, locked.now);
+            let sampled = sample(locked.held.get(0), db, policy, wanted, locked.now);
             drop(locked);
             merge(pool, sampled);
             while let Some(best) = pool.pop() {
@@ -406,7 +406,7 @@ mod tests {
             let expire = if i % 2 == 0 { 0 } else { now + 1_000_000 + i };
             l.set(key.as_bytes(), Value::Str(Bytes::from_static(b"v")), expire);
         }
-        for (shard, guard) in &l.guards {
+        for (shard, guard) in l.held.iter() {
             let mut pool = Vec::new();
             merge(&mut pool, sample(guard, 0, Policy::VolatileTtl, 1000, now));
             let Some(key) = pool.pop().map(|c| c.key) else {
@@ -441,7 +441,7 @@ mod tests {
             Some(0),
             "a read touches"
         );
-        for (shard, guard) in &l.guards {
+        for (shard, guard) in l.held.iter() {
             let mut pool = Vec::new();
             merge(&mut pool, sample(guard, 0, Policy::AllKeysLru, 1000, now));
             let Some(key) = pool.pop().map(|c| c.key) else {

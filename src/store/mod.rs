@@ -8,6 +8,7 @@ pub mod eviction;
 pub mod expiry;
 pub mod geohash;
 pub mod hash;
+mod held;
 pub mod hyperloglog;
 pub mod key;
 pub mod packed;
@@ -26,10 +27,10 @@ use bytes::Bytes;
 use changes::Change;
 use dashmap::{DashMap, RwLockWriteGuard, SharedValue};
 use hashbrown::hash_map::RawEntryMut;
+use held::Held;
 use smallvec::SmallVec;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use key::Key;
 pub use value::Value;
@@ -47,7 +48,7 @@ type ShardGuard<'a> = RwLockWriteGuard<'a, Shard>;
 #[repr(align(64))]
 struct ShardVersion(AtomicU64);
 
-/// A key's hash and the index of its shard among a [`Locked`] view's guards.
+/// A key's hash and the index of its shard among the shards a [`Locked`] view holds.
 struct Spot {
     hash: u64,
     slot: usize,
@@ -110,10 +111,7 @@ fn clock(now_ms: u64) -> u64 {
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
+    crate::clock::unix_ms()
 }
 
 /// Every database's keyspace plus the bookkeeping shared by all of them (expiry counters, the
@@ -252,7 +250,7 @@ impl Store {
         let shard = space.shard_of(key);
         let mut guards = SmallVec::new();
         guards.push((shard, space.map.shards()[shard].write()));
-        Locked::new(self, db, space, guards)
+        Locked::new(self, db, space, Held::Few(guards))
     }
 
     /// Locks the shards of all `keys` of database `db`, in ascending shard order.
@@ -266,35 +264,26 @@ impl Store {
             .into_iter()
             .map(|s| (s, space.map.shards()[s].write()))
             .collect();
-        Locked::new(self, db, space, guards)
+        Locked::new(self, db, space, Held::Few(guards))
     }
 
     /// Locks every shard of database `db`, in order: for MULTI/EXEC, FLUSHDB and whole-database
     /// reads.
     pub fn lock_all(&self, db: usize) -> Locked<'_> {
         let space = self.db(db);
-        // Collected in a Vec (exact size) and handed over: pushing 256 guards one at a time into
-        // a SmallVec costs several times more per guard.
-        let guards: Vec<_> = space
-            .map
-            .shards()
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (i, s.write()))
-            .collect();
-        Locked::new(self, db, space, SmallVec::from_vec(guards))
+        Locked::new(self, db, space, Held::all(space.map.shards()))
     }
 
     /// Locks every shard of database `db` if none is held by anyone else, without waiting (a
     /// script run on its tokio worker must not block it; it falls back to [`Store::lock_all`]).
     pub fn try_lock_all(&self, db: usize) -> Option<Locked<'_>> {
         let space = self.db(db);
-        let mut guards = Vec::with_capacity(SHARDS);
-        for (i, shard) in space.map.shards().iter().enumerate() {
-            // Dropping the guards taken so far releases them.
-            guards.push((i, shard.try_write()?));
-        }
-        Some(Locked::new(self, db, space, SmallVec::from_vec(guards)))
+        Some(Locked::new(
+            self,
+            db,
+            space,
+            Held::try_all(space.map.shards())?,
+        ))
     }
 
     /// Locks one shard of database `db` by index if no one holds it, without waiting (the
@@ -304,7 +293,7 @@ impl Store {
         let space = self.db(db);
         let mut guards = SmallVec::new();
         guards.push((shard, space.map.shards()[shard].try_write()?));
-        Some(Locked::new(self, db, space, guards))
+        Some(Locked::new(self, db, space, Held::Few(guards)))
     }
 
     /// Locks one shard of database `db` by index (SCAN, KEYS, the active expiry cycle).
@@ -312,7 +301,7 @@ impl Store {
         let space = self.db(db);
         let mut guards = SmallVec::new();
         guards.push((shard, space.map.shards()[shard].write()));
-        Locked::new(self, db, space, guards)
+        Locked::new(self, db, space, Held::Few(guards))
     }
 
     /// Number of keys in every database, including expired ones not reclaimed yet.
@@ -431,7 +420,7 @@ pub struct Locked<'a> {
     store: &'a Store,
     space: &'a Keyspace,
     db: usize,
-    guards: SmallVec<[(usize, ShardGuard<'a>); 2]>,
+    held: Held<'a>,
     /// The command's clock: one reading per lock, as Redis caches the time per command.
     pub now: u64,
     /// Whether reads refresh a key's access clock: off for a client in CLIENT NO-TOUCH mode.
@@ -444,17 +433,12 @@ impl<'a> Locked<'a> {
         &self.store.encoding_limits
     }
 
-    fn new(
-        store: &'a Store,
-        db: usize,
-        space: &'a Keyspace,
-        guards: SmallVec<[(usize, ShardGuard<'a>); 2]>,
-    ) -> Self {
+    fn new(store: &'a Store, db: usize, space: &'a Keyspace, held: Held<'a>) -> Self {
         Locked {
             store,
             space,
             db,
-            guards,
+            held,
             now: now_ms(),
             touch: true,
         }
@@ -483,15 +467,11 @@ impl<'a> Locked<'a> {
     fn spot(&self, key: &[u8]) -> Spot {
         let hash = self.space.map.hash_usize(&key);
         let shard = self.space.map.determine_shard(hash);
-        let slot = if self.guards.len() == SHARDS {
-            shard
-        } else {
-            // A handler that touches a key it did not lock is a bug in that handler, not bad input.
-            self.guards
-                .iter()
-                .position(|(s, _)| *s == shard)
-                .expect("key's shard was not locked by its command")
-        };
+        // A handler that touches a key it did not lock is a bug in that handler, not bad input.
+        let slot = self
+            .held
+            .slot_of(shard)
+            .expect("key's shard was not locked by its command");
         Spot {
             hash: hash as u64,
             slot,
@@ -514,7 +494,7 @@ impl<'a> Locked<'a> {
     }
 
     fn shard_at(&mut self, spot: &Spot) -> &mut Shard {
-        &mut self.guards[spot.slot].1
+        self.held.get_mut(spot.slot)
     }
 
     /// Removes the key at `spot` if it has expired; true when it did.
@@ -541,7 +521,7 @@ impl<'a> Locked<'a> {
         let now = self.now;
         let spot = self.spot(key);
         self.expire_if_due(&spot, key);
-        let shard = self.guards[spot.slot].0;
+        let shard = self.held.shard_index(spot.slot);
         match self
             .shard_at(&spot)
             .raw_entry_mut()
@@ -595,8 +575,9 @@ impl<'a> Locked<'a> {
     /// command can hold several entries at once (SINTER and friends).
     pub fn peek(&self, key: &[u8]) -> Option<&Entry> {
         let spot = self.spot(key);
-        let found = self.guards[spot.slot]
-            .1
+        let found = self
+            .held
+            .get(spot.slot)
             .raw_entry()
             .from_key_hashed_nocheck(spot.hash, key)
             .map(|(_, e)| e.get())
@@ -640,7 +621,7 @@ impl<'a> Locked<'a> {
             expire_at,
             stamp: 0,
         };
-        entry.set_version(space.bump_version(self.guards[spot.slot].0));
+        entry.set_version(space.bump_version(self.held.shard_index(spot.slot)));
         entry.touch(now);
         match self
             .shard_at(&spot)
@@ -741,13 +722,13 @@ impl<'a> Locked<'a> {
 
     /// Keys held in the locked shards, including expired ones not reclaimed yet (as DBSIZE).
     pub fn stored_keys(&self) -> usize {
-        self.guards.iter().map(|(_, guard)| guard.len()).sum()
+        self.held.iter().map(|(_, shard)| shard.len()).sum()
     }
 
     /// Calls `f` with every live key and entry of the locked shards (expired ones are skipped).
     pub fn for_each(&self, mut f: impl FnMut(&[u8], &Entry)) {
-        for (_, guard) in &self.guards {
-            for (k, v) in guard.iter() {
+        for (_, shard) in self.held.iter() {
+            for (k, v) in shard.iter() {
                 if !v.get().is_expired(self.now) {
                     f(k, v.get());
                 }
@@ -760,9 +741,8 @@ impl<'a> Locked<'a> {
         keys.iter()
             .filter_map(|key| {
                 let key = key.as_ref();
-                let shard = self.space.shard_of(key);
-                let (_, guard) = self.guards.iter().find(|(s, _)| *s == shard)?;
-                let (k, v) = guard.get_key_value(key)?;
+                let slot = self.held.slot_of(self.space.shard_of(key))?;
+                let (k, v) = self.held.get(slot).get_key_value(key)?;
                 (!v.get().is_expired(self.now)).then(|| (k.as_bytes(), v.get()))
             })
             .collect()
@@ -770,8 +750,8 @@ impl<'a> Locked<'a> {
 
     /// Like [`Locked::for_each`], for one of the locked shards only.
     pub fn for_each_in_shard(&self, shard: usize, mut f: impl FnMut(&[u8], &Entry)) {
-        for (_, guard) in self.guards.iter().filter(|(s, _)| *s == shard) {
-            for (k, v) in guard.iter() {
+        if let Some(slot) = self.held.slot_of(shard) {
+            for (k, v) in self.held.get(slot).iter() {
                 if !v.get().is_expired(self.now) {
                     f(k, v.get());
                 }
@@ -783,12 +763,13 @@ impl<'a> Locked<'a> {
     /// FLUSHALL does (a drained table keeps its capacity otherwise).
     pub fn clear(&mut self) {
         self.store.noting(self.db, b"", Change::Flushed);
-        for (_, guard) in self.guards.iter_mut() {
-            for (k, v) in guard.drain() {
-                self.space.on_remove(&k, &v.get().value);
+        let space = self.space;
+        self.held.for_each_mut(|shard| {
+            for (k, v) in shard.drain() {
+                space.on_remove(&k, &v.get().value);
             }
-            guard.shrink_to_fit();
-        }
+            shard.shrink_to_fit();
+        });
     }
 
     /// Removes the expired keys of the locked shards; returns how many.
@@ -798,8 +779,8 @@ impl<'a> Locked<'a> {
             return 0;
         }
         let mut removed = 0;
-        for (_, guard) in self.guards.iter_mut() {
-            guard.retain(|k, v| {
+        self.held.for_each_mut(|shard| {
+            shard.retain(|k, v| {
                 let expired = v.get().is_expired(now);
                 if expired {
                     removed += 1;
@@ -807,7 +788,7 @@ impl<'a> Locked<'a> {
                 }
                 !expired
             });
-        }
+        });
         removed
     }
 }

@@ -13,14 +13,14 @@ pub struct NotFullyLocked;
 /// Versions, the STM index and the keys move together; blocked clients stay with their database
 /// number and are woken where a list now sits at their key, as Redis does.
 pub fn swap_databases(a: &mut Locked<'_>, b: &mut Locked<'_>) -> Result<(), NotFullyLocked> {
-    if a.guards.len() != SHARDS || b.guards.len() != SHARDS {
+    if a.held.len() != SHARDS || b.held.len() != SHARDS {
         return Err(NotFullyLocked);
     }
     if a.db == b.db {
         return Ok(());
     }
-    for ((_, left), (_, right)) in a.guards.iter_mut().zip(b.guards.iter_mut()) {
-        std::mem::swap(&mut **left, &mut **right);
+    for slot in 0..SHARDS {
+        std::mem::swap(a.held.get_mut(slot), b.held.get_mut(slot));
     }
     for (left, right) in a.space.versions.iter().zip(b.space.versions.iter()) {
         // Both shards are locked by us: nobody else bumps these counters meanwhile.
