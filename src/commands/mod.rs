@@ -382,7 +382,11 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
     }
     // A script call while another script holds the engine waits for its turn in its connection,
     // without blocking a thread (EXEC's own scripts take the engine under EXEC's locks instead).
-    if cmd.has(table::RUNS_SCRIPT) && ctx.held.is_none() && ctx.shared.scripting.engine_taken() {
+    if cmd.has(table::RUNS_SCRIPT)
+        && ctx.held.is_none()
+        && ctx.shared.scripting.engine_taken()
+        && !ctx.shared.scripting.run.brief_holder()
+    {
         ctx.conn.script_wait = true;
         ctx.conn.script_turn = true;
         return Reply::Nil;

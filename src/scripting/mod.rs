@@ -184,6 +184,17 @@ impl RunState {
         self.inline.store(inline, Relaxed);
     }
 
+    /// Whether the engine's holder is a script running on its tokio worker that started less than
+    /// [`INLINE_MS`] ago: it ends, or moves off its worker, within about that long, so another
+    /// script may wait for the engine on its own worker instead of parking its connection.
+    pub fn brief_holder(&self) -> bool {
+        self.inline.load(Relaxed)
+            && !self.handed_off.load(Relaxed)
+            && self
+                .running_for()
+                .is_some_and(|ran| ran < Duration::from_millis(INLINE_MS))
+    }
+
     /// A script write happened: SCRIPT KILL must refuse from now on.
     pub fn mark_write(&self) {
         self.wrote.store(true, Relaxed);
@@ -351,9 +362,17 @@ impl Scripting {
         self.engine.try_lock_for(wait).map(|g| self.guard(g))
     }
 
-    /// The engine if it is free now (a script about to run on its tokio worker).
+    /// The engine if it is free now, or frees up within [`INLINE_MS`] while a brief script holds
+    /// it (a script about to run on its tokio worker). Two workers taking turns at the engine
+    /// this way avoid parking a connection and waking it from the other worker at each turn.
     pub fn engine_now(&self) -> Option<EngineGuard<'_>> {
-        self.engine.try_lock().map(|g| self.guard(g))
+        if let Some(engine) = self.engine.try_lock() {
+            return Some(self.guard(engine));
+        }
+        if !self.run.brief_holder() {
+            return None;
+        }
+        self.try_engine(Duration::from_millis(INLINE_MS))
     }
 
     fn guard<'a>(&'a self, guard: MutexGuard<'a, Engine>) -> EngineGuard<'a> {
