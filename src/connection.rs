@@ -115,7 +115,7 @@ async fn serve_loop(
     let mut limit = ClassLimit::default();
     let mut peak = ReplyPeak::default();
     loop {
-        let batch = run_buffered(
+        let (batch, commands) = run_buffered(
             shared,
             conn,
             info,
@@ -130,7 +130,15 @@ async fn serve_loop(
         }
         // A client that stops reading must not pin its task in a write forever: the soft output
         // limit, CLIENT KILL (and a Pub/Sub subscriber whose mailbox overflowed) end the write.
-        peak.observe(info, &out);
+        // One clock reading for the batch: the client's last-active time and the reply's peak.
+        if commands > 0 || !out.is_empty() {
+            let now = crate::clock::monotonic_ns();
+            if commands > 0 {
+                info.last_active_ms
+                    .store(now / 1_000_000, Ordering::Relaxed);
+            }
+            peak.observe(info, &out, now);
+        }
         // `biased`: polled in this order, without the random start (and its RNG) of a fair
         // select. The write, which usually completes at once, comes first.
         tokio::select! {
@@ -255,12 +263,11 @@ struct ReplyPeak {
 impl ReplyPeak {
     /// Called before each write with the bytes about to be written: one comparison when the
     /// peak stands, a clock reading only when the output is not empty.
-    fn observe(&mut self, info: &ClientInfo, out: &BytesMut) {
+    fn observe(&mut self, info: &ClientInfo, out: &BytesMut, now: u64) {
         if out.is_empty() {
             return;
         }
         let len = out.len();
-        let now = crate::clock::monotonic_ns();
         if len > self.peak || now.saturating_sub(self.since) > PEAK_WINDOW_NS {
             self.peak = len;
             self.since = now;
@@ -305,8 +312,9 @@ fn drain_inbox(conn: &mut ConnState, out: &mut BytesMut) {
     }
 }
 
-/// Runs the complete requests at the head of `inbuf`, encoding replies into `out`. Sets `limit`
-/// to the connection's output-buffer limit, read with the other settings once per batch.
+/// Runs the complete requests at the head of `inbuf`, encoding replies into `out`; returns how
+/// the batch ended and how many commands it ran. Sets `limit` to the connection's output-buffer
+/// limit, read with the other settings once per batch.
 fn run_buffered(
     shared: &Shared,
     conn: &mut ConnState,
@@ -315,7 +323,7 @@ fn run_buffered(
     out: &mut BytesMut,
     ranges: &mut Vec<(usize, usize)>,
     limit: &mut ClassLimit,
-) -> Batch {
+) -> (Batch, u64) {
     drain_inbox(conn, out);
     let published = &info.published;
     published.qbuf.store(inbuf.len() as u64, Ordering::Relaxed);
@@ -412,11 +420,9 @@ fn run_buffered(
     inbuf.advance(pos);
     if commands > 0 {
         Stats::add(&shared.stats.total_commands_processed, commands);
-        info.last_active_ms
-            .store(crate::clock::monotonic_ms(), Ordering::Relaxed);
     }
     publish_batch(conn, info, inbuf, &batch);
-    batch
+    (batch, commands)
 }
 
 /// Publishes the connection's state at the end of a read batch, for CLIENT LIST (relaxed stores
