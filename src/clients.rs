@@ -9,7 +9,6 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
-use std::time::Instant;
 
 /// What other connections may read or signal about one client.
 pub struct ClientInfo {
@@ -18,7 +17,8 @@ pub struct ClientInfo {
     pub laddr: SocketAddr,
     /// The socket's file descriptor (-1 where there is none).
     pub fd: i32,
-    pub connected_at: Instant,
+    /// When the client connected, in [`crate::clock::monotonic_ms`].
+    pub connected_at_ms: u64,
     pub name: Mutex<Option<Bytes>>,
     pub lib_name: Mutex<Option<Bytes>>,
     pub lib_ver: Mutex<Option<Bytes>>,
@@ -120,7 +120,7 @@ impl ClientInfo {
 
     /// Seconds since the client connected.
     pub fn age_secs(&self) -> u64 {
-        self.connected_at.elapsed().as_secs()
+        crate::clock::monotonic_ms().saturating_sub(self.connected_at_ms) / 1000
     }
 
     /// The memory the connection holds: its records and buffers (CLIENT LIST's `tot-mem`).
@@ -390,7 +390,7 @@ impl ClientRegistry {
             addr,
             laddr,
             fd,
-            connected_at: Instant::now(),
+            connected_at_ms: crate::clock::monotonic_ms(),
             name: Mutex::new(None),
             lib_name: Mutex::new(None),
             lib_ver: Mutex::new(None),

@@ -116,7 +116,8 @@ impl Mailbox {
         let Some(allowed) = self.limit.soft_deadline(queued) else {
             return false;
         };
-        let now = self.client.connected_at.elapsed().as_millis() as u64 + 1;
+        // Milliseconds since the client connected, plus one: 0 stays "not over the limit".
+        let now = crate::clock::monotonic_ms().saturating_sub(self.client.connected_at_ms) + 1;
         match self
             .soft_since
             .compare_exchange(0, now, Ordering::AcqRel, Ordering::Acquire)
