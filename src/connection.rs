@@ -261,8 +261,8 @@ struct ReplyPeak {
 }
 
 impl ReplyPeak {
-    /// Called before each write with the bytes about to be written: one comparison when the
-    /// peak stands, a clock reading only when the output is not empty.
+    /// Called before each write with the bytes about to be written and the batch's clock
+    /// reading (`now`, [`crate::clock::monotonic_ns`]): one comparison when the peak stands.
     fn observe(&mut self, info: &ClientInfo, out: &BytesMut, now: u64) {
         if out.is_empty() {
             return;

@@ -68,7 +68,7 @@ pub fn run_script(
     // right here on the tokio worker (a thread hand-off costs more than a short script); one
     // that runs long moves off the worker as it goes (`RunState::maybe_hand_off`).
     if ctx.held.is_none() {
-        if let Some(mut engine) = shared.scripting.engine_now() {
+        if let Some(mut engine) = shared.scripting.engine_for_worker() {
             // Announced before the database lock, as below.
             let active = shared.scripting.activate();
             if let Some(mut locks) = HeldLocks::try_acquire(&shared.store, ctx.conn.db) {

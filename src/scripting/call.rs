@@ -259,7 +259,7 @@ unsafe fn push_reply(l: *mut ffi::lua_State, reply: Reply, resp3: bool) {
             ffi::lua_pushnumber(l, d);
             wrap_in_field(l, c"double");
         }
-        Reply::Double(d) => push_bytes(l, super::convert::format_double(d).as_bytes()),
+        Reply::Double(d) => push_bytes(l, crate::protocol::format_double(d).as_bytes()),
         Reply::Bool(b) if resp3 => ffi::lua_pushboolean(l, c_int::from(b)),
         Reply::Bool(b) => ffi::lua_pushnumber(l, if b { 1.0 } else { 0.0 }),
     }

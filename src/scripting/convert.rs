@@ -45,16 +45,6 @@ pub fn error_table(lua: &Lua, names: &Names, text: &str) -> mlua::Result<Value> 
     Ok(Value::Table(lua.create_table_from([(&names.err, text)])?))
 }
 
-/// A double as RESP2 sends it: a bulk string of the shortest exact form.
-pub(super) fn format_double(d: f64) -> String {
-    if d.is_infinite() {
-        return if d > 0.0 { "inf".into() } else { "-inf".into() };
-    }
-    let mut buf = ryu::Buffer::new();
-    let text = buf.format(d);
-    text.strip_suffix(".0").unwrap_or(text).to_string()
-}
-
 /// A script's return value as the reply to its caller. `resp3` is the script's own protocol
 /// (after `redis.setresp`): it decides how booleans come back, as in Redis.
 pub fn lua_to_reply(lua: &Lua, names: &Names, value: Value, resp3: bool) -> Reply {

@@ -8,9 +8,11 @@
 //! [`RunState`]. Other connections never wait for a script on a lock: dispatch sees the script
 //! coming ([`RunState::is_active`]) and parks the command asynchronously ([`RunState::wait`]).
 //!
-//! Where a script runs: on its connection's tokio worker when the engine and its whole database
-//! are free right away (no waiting, so the lock order above cannot be broken); one that runs past
-//! 2 ms moves off the worker ([`RunState::maybe_hand_off`]). A script that finds the engine taken
+//! Where a script runs: on its connection's tokio worker when the engine is free (or held by a
+//! brief inline script, which it waits for on the worker for at most 2 ms, holding nothing:
+//! [`Scripting::engine_for_worker`]) and its whole database is free right away (no waiting with
+//! the engine held, so the lock order above cannot be broken); one that runs past 2 ms moves off
+//! the worker ([`RunState::maybe_hand_off`]). A script that finds the engine taken otherwise
 //! waits for its turn in its connection ([`Scripting::wait_turn`]); scripts in EXEC, or that find
 //! a shard held, lock in the order above off the worker ([`off_worker`]).
 
@@ -365,7 +367,7 @@ impl Scripting {
     /// The engine if it is free now, or frees up within [`INLINE_MS`] while a brief script holds
     /// it (a script about to run on its tokio worker). Two workers taking turns at the engine
     /// this way avoid parking a connection and waking it from the other worker at each turn.
-    pub fn engine_now(&self) -> Option<EngineGuard<'_>> {
+    pub fn engine_for_worker(&self) -> Option<EngineGuard<'_>> {
         if let Some(engine) = self.engine.try_lock() {
             return Some(self.guard(engine));
         }
