@@ -8,6 +8,7 @@
 use super::args::{int, is};
 use super::{err, CmdResult, Ctx};
 use crate::protocol::Reply;
+use crate::scripting::EngineGuard;
 use crate::store::{swap, Keyspace, Locked, Store};
 use bytes::Bytes;
 use smallvec::SmallVec;
@@ -40,17 +41,24 @@ impl Watched {
     }
 }
 
-/// The whole-database locks an EXEC holds, one per database it may touch, in ascending order.
+/// The locks an EXEC holds (each database it may touch, whole, in ascending order) or a script
+/// (its database, shards taken as reached).
 #[derive(Default)]
-pub struct HeldLocks<'s>(SmallVec<[Locked<'s>; 1]>);
+pub struct HeldLocks<'s> {
+    views: SmallVec<[Locked<'s>; 2]>,
+    /// The script engine, taken before the locks by an EXEC whose queue uses it (a script
+    /// holding the engine may wait for any shard, so no one may wait for the engine holding
+    /// shards). Declared after `views`: released last, so the next script finds both free.
+    pub engine: Option<EngineGuard<'s>>,
+}
 
 impl<'s> HeldLocks<'s> {
     pub fn get(&self, db: usize) -> Option<&Locked<'s>> {
-        self.0.iter().find(|l| l.db() == db)
+        self.views.iter().find(|l| l.db() == db)
     }
 
     pub fn get_mut(&mut self, db: usize) -> Option<&mut Locked<'s>> {
-        self.0.iter_mut().find(|l| l.db() == db)
+        self.views.iter_mut().find(|l| l.db() == db)
     }
 
     /// The locks of two different databases at once.
@@ -60,7 +68,7 @@ impl<'s> HeldLocks<'s> {
         b: usize,
     ) -> (Option<&mut Locked<'s>>, Option<&mut Locked<'s>>) {
         let (mut first, mut second) = (None, None);
-        for locked in self.0.iter_mut() {
+        for locked in self.views.iter_mut() {
             if locked.db() == a && first.is_none() {
                 first = Some(locked);
             } else if locked.db() == b && second.is_none() {
@@ -72,19 +80,24 @@ impl<'s> HeldLocks<'s> {
 
     /// Refreshes every held clock (EXEC runs many commands under these locks).
     pub fn refresh_clock(&mut self) {
-        self.0.iter_mut().for_each(Locked::refresh_clock);
+        self.views.iter_mut().for_each(Locked::refresh_clock);
     }
 
     /// Locks every database of `dbs` (sorted, no repeats) whole.
     pub fn acquire(store: &'s Store, dbs: &[usize]) -> Self {
-        HeldLocks(dbs.iter().map(|&db| store.lock_all(db)).collect())
+        HeldLocks {
+            views: store.lock_dbs(dbs),
+            engine: None,
+        }
     }
 
-    /// Locks database `db` whole if no one holds any of it, without waiting.
-    pub fn try_acquire(store: &'s Store, db: usize) -> Option<Self> {
-        let mut held = SmallVec::new();
-        held.push(store.try_lock_all(db)?);
-        Some(HeldLocks(held))
+    /// A script's view of database `db`, holding the shards it reaches (its caller holds the
+    /// engine).
+    pub fn as_needed(store: &'s Store, db: usize) -> Self {
+        HeldLocks {
+            views: smallvec::smallvec![store.lock_as_needed(db)],
+            engine: None,
+        }
     }
 
     /// True when any watched key changed since WATCH.
@@ -263,9 +276,7 @@ pub fn flushall(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     }
     // Every database is locked (in ascending order, as every multi-database lock) before any is
     // emptied, so no client sees database 0 empty while database 1 is still full.
-    let store = &ctx.shared.store;
-    let mut locks: SmallVec<[Locked<'_>; 16]> = dbs.iter().map(|&db| store.lock_all(db)).collect();
-    for locked in locks.iter_mut() {
+    for locked in ctx.shared.store.lock_dbs(&dbs).iter_mut() {
         locked.clear();
     }
     Ok(Reply::OK)

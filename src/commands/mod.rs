@@ -237,31 +237,46 @@ impl<'c, 's> Ctx<'c, 's> {
         lock
     }
 
-    /// Locks `first` and `second` of two different databases at once (MOVE, SWAPDB), taking the
-    /// lower database first, as every multi-database lock does, so two such commands cannot
-    /// deadlock. Inside EXEC the transaction's locks are reused.
+    /// Locks `first` and `second` of two different databases at once (MOVE, SWAPDB), the lower
+    /// database first and backing off, as every multi-database lock does (`store::in_order`).
+    /// Inside EXEC the transaction's locks are reused.
     pub fn lock_two(
         &mut self,
         first: (usize, databases::Span<'_>),
         second: (usize, databases::Span<'_>),
     ) -> (KeyLock<'_, 's>, KeyLock<'_, 's>) {
         let store: &'s crate::store::Store = &self.shared.store;
-        let acquire = |(db, span): (usize, databases::Span<'_>)| match span {
-            databases::Span::Keys(keys) => store.lock(db, keys),
-            databases::Span::All => store.lock_all(db),
+        let acquire = |(db, span): &(usize, databases::Span<'_>)| match span {
+            databases::Span::Keys(keys) => store.lock(*db, keys),
+            databases::Span::All => store.lock_all(*db),
         };
         let touch = !self.conn.no_touch;
         let (mut a, mut b) = if let Some(held) = self.held.as_deref_mut() {
             let (a, b) = held.pair_mut(first.0, second.0);
-            let a = a.map_or_else(|| KeyLock::Own(acquire(first)), KeyLock::Held);
-            let b = b.map_or_else(|| KeyLock::Own(acquire(second)), KeyLock::Held);
+            let a = a.map_or_else(|| KeyLock::Own(acquire(&first)), KeyLock::Held);
+            let b = b.map_or_else(|| KeyLock::Own(acquire(&second)), KeyLock::Held);
             (a, b)
-        } else if first.0 <= second.0 {
-            let a = acquire(first);
-            (KeyLock::Own(a), KeyLock::Own(acquire(second)))
         } else {
-            let b = acquire(second);
-            (KeyLock::Own(acquire(first)), KeyLock::Own(b))
+            let try_acquire = |(db, span): &(usize, databases::Span<'_>)| match span {
+                databases::Span::Keys(keys) => store.try_lock(*db, keys),
+                databases::Span::All => store.try_lock_all(*db),
+            };
+            let swapped = first.0 > second.0;
+            let order = if swapped {
+                [&second, &first]
+            } else {
+                [&first, &second]
+            };
+            let mut both =
+                crate::store::in_order(2, |n| acquire(order[n]), |n| try_acquire(order[n]));
+            if swapped {
+                both.swap(0, 1);
+            }
+            let mut both = both.into_iter().map(KeyLock::Own);
+            match (both.next(), both.next()) {
+                (Some(a), Some(b)) => (a, b),
+                _ => unreachable!("in_order locks both"),
+            }
         };
         a.touch = touch;
         b.touch = touch;

@@ -1,7 +1,7 @@
 //! EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT, and the call path FCALL shares. A script runs
-//! holding its whole database (EXEC's locks, when it is queued in a transaction), so no other
-//! client sees half of it; its `redis.call`s go through the same checks Redis makes for scripts,
-//! then the normal handlers.
+//! holding the shards of its database it reaches (EXEC's whole-database locks, when it is queued
+//! in a transaction) while dispatch parks other commands, so no other client sees half of it; its
+//! `redis.call`s go through the same checks Redis makes for scripts, then the normal handlers.
 
 use super::databases::HeldLocks;
 use super::{table, CmdResult, Ctx};
@@ -64,37 +64,40 @@ pub fn run_script(
         read_only_command,
         out_of_memory,
     };
-    // The common case: no transaction, the engine and the whole database free. The script runs
-    // right here on the tokio worker (a thread hand-off costs more than a short script); one
-    // that runs long moves off the worker as it goes (`RunState::maybe_hand_off`).
+    // The common case: no transaction, the engine free. The script runs right here on the tokio
+    // worker (a thread hand-off costs more than a short script), holding the shards it reaches;
+    // one that runs long moves off the worker as it goes (`RunState::maybe_hand_off`).
     if ctx.held.is_none() {
         if let Some(mut engine) = shared.scripting.engine_for_worker() {
-            // Announced before the database lock, as below.
+            // Announced before any shard is locked, as below.
             let active = shared.scripting.activate();
-            if let Some(mut locks) = HeldLocks::try_acquire(&shared.store, ctx.conn.db) {
-                let reply = execute(ctx, &mut locks, &mut engine, find, &script, true);
-                // The database first: the next script, woken by the engine's release, finds
-                // both free.
-                drop(locks);
-                drop(engine);
-                drop(active);
-                return reply;
-            }
+            let mut locks = HeldLocks::as_needed(&shared.store, ctx.conn.db);
+            let reply = execute(ctx, &mut locks, &mut engine, find, &script, true);
+            // The shards first: the next script, woken by the engine's release, finds both free.
+            drop(locks);
+            drop(engine);
+            drop(active);
+            return reply;
         }
     }
     // Announced before any lock, so other connections wait for it asynchronously (dispatch).
     let _active = shared.scripting.activate();
-    // Locks, engine and the script itself may all take long: none of it blocks a tokio worker.
+    // The engine and the script itself may take long: neither blocks a tokio worker.
     crate::scripting::off_worker(|| match ctx.held.take() {
         Some(held) => {
-            let mut engine = shared.scripting.engine();
+            // EXEC took the engine before its locks (`transactions::exec`).
+            let mut engine = held
+                .engine
+                .take()
+                .unwrap_or_else(|| shared.scripting.engine());
             let reply = execute(ctx, held, &mut engine, find, &script, false);
+            held.engine = Some(engine);
             ctx.held = Some(held);
             reply
         }
         None => {
-            let mut own = HeldLocks::acquire(&shared.store, &[ctx.conn.db]);
             let mut engine = shared.scripting.engine();
+            let mut own = HeldLocks::as_needed(&shared.store, ctx.conn.db);
             let reply = execute(ctx, &mut own, &mut engine, find, &script, false);
             drop(own);
             reply
@@ -111,7 +114,7 @@ struct Script<'a> {
     out_of_memory: bool,
 }
 
-/// Runs a script holding the database (`locks`) and the engine. `inline`: on the tokio worker.
+/// Runs a script holding its locks (`locks`) and the engine. `inline`: on the tokio worker.
 fn execute<'s>(
     ctx: &mut Ctx<'_, 's>,
     locks: &mut HeldLocks<'s>,
@@ -296,19 +299,49 @@ pub fn script(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     }
 }
 
-/// The engine for SCRIPT's other subcommands, which wait for a running script like any
-/// command, or BUSY once it passes the threshold. The wait is off the tokio worker.
-pub fn engine_or_busy<'s>(ctx: &Ctx<'_, 's>) -> Result<EngineGuard<'s>, Reply> {
+/// The engine for SCRIPT's and FUNCTION's other subcommands: EXEC's, when they run in a
+/// transaction (it took the engine before its locks); else taken here, waiting for a running
+/// script like any command, or BUSY once it passes the threshold. The wait is off the tokio
+/// worker.
+pub fn engine_or_busy<'a, 's>(ctx: &'a mut Ctx<'_, 's>) -> Result<EngineRef<'a, 's>, Reply> {
     let shared = ctx.shared;
+    if let Some(engine) = ctx.held.as_deref_mut().and_then(|h| h.engine.as_mut()) {
+        return Ok(EngineRef::Lent(engine));
+    }
     crate::scripting::off_worker(|| loop {
         if let Some(engine) = shared.scripting.try_engine(Duration::from_millis(5)) {
-            return Ok(engine);
+            return Ok(EngineRef::Own(engine));
         }
         let threshold = shared.config.read().busy_reply_threshold;
         if let BusyCheck::Busy(text) = shared.scripting.run.check(threshold) {
             return Err(Reply::error(text));
         }
     })
+}
+
+/// The engine a command took itself, or the one its EXEC holds.
+pub enum EngineRef<'a, 's> {
+    Own(EngineGuard<'s>),
+    Lent(&'a mut EngineGuard<'s>),
+}
+
+impl std::ops::Deref for EngineRef<'_, '_> {
+    type Target = crate::scripting::Engine;
+    fn deref(&self) -> &Self::Target {
+        match self {
+            EngineRef::Own(engine) => engine,
+            EngineRef::Lent(engine) => engine,
+        }
+    }
+}
+
+impl std::ops::DerefMut for EngineRef<'_, '_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        match self {
+            EngineRef::Own(engine) => engine,
+            EngineRef::Lent(engine) => engine,
+        }
+    }
 }
 
 const SCRIPT_HELP: &[&str] = &[

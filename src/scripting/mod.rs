@@ -1,20 +1,24 @@
 //! Lua scripting as Redis 7 runs it: one Lua 5.1 state for the server (Redis embeds one too),
-//! behind the engine lock, sandboxed; scripts run under the whole-keyspace lock, so they are atomic
-//! like EXEC. One state rather than one per thread: scripts serialise on the keyspace lock anyway,
-//! so more states would add no parallelism, only N copies of every compiled script and library.
+//! behind the engine lock, sandboxed. A script holds the shards of its database it reaches (each
+//! locked when first reached, kept to the end: `Store::lock_as_needed`), and dispatch parks
+//! every other command while a script call is in progress, so scripts are atomic like EXEC. One
+//! state rather than one per thread: scripts serialise on that anyway, so more states would add
+//! no parallelism, only N copies of every compiled script and library.
 //!
-//! Lock order: the keyspace locks first, then the engine lock (EXEC already holds its databases
-//! when it runs a queued EVAL). SCRIPT KILL and the BUSY check take neither: they read
-//! [`RunState`]. Other connections never wait for a script on a lock: dispatch sees the script
-//! coming ([`RunState::is_active`]) and parks the command asynchronously ([`RunState::wait`]).
+//! Lock order: the engine lock first, then shards. The engine's holder is the only locker that
+//! takes shards in no particular order; every other multi-shard locker backs off (see
+//! `store::held`), and an EXEC whose queue uses the engine takes it before its databases. SCRIPT
+//! KILL and the BUSY check take neither: they read [`RunState`]. Other connections never wait for
+//! a script on a lock: dispatch sees the script coming ([`RunState::is_active`]) and parks the
+//! command asynchronously ([`RunState::wait`]).
 //!
 //! Where a script runs: on its connection's tokio worker when the engine is free (or held by a
 //! brief inline script, which it waits for on the worker for at most 2 ms, holding nothing:
-//! [`Scripting::engine_for_worker`]) and its whole database is free right away (no waiting with
-//! the engine held, so the lock order above cannot be broken); one that runs past 2 ms moves off
-//! the worker ([`RunState::maybe_hand_off`]). A script that finds the engine taken otherwise
-//! waits for its turn in its connection ([`Scripting::wait_turn`]); scripts in EXEC, or that find
-//! a shard held, lock in the order above off the worker ([`off_worker`]).
+//! [`Scripting::engine_for_worker`]); a shard found held (by a command in flight) is waited for
+//! off the worker, and a script that runs past 2 ms moves off the worker
+//! ([`RunState::maybe_hand_off`]). A script that finds the engine taken otherwise waits for its
+//! turn in its connection ([`Scripting::wait_turn`]); scripts in EXEC run off the worker
+//! ([`off_worker`]).
 
 mod call;
 pub mod convert;
@@ -354,7 +358,7 @@ impl Scripting {
         Active(&self.run)
     }
 
-    /// The engine, locked. Callers that run a script hold the keyspace locks first.
+    /// The engine, locked. Callers hold no shard (see the lock order above).
     pub fn engine(&self) -> EngineGuard<'_> {
         self.guard(self.engine.lock())
     }

@@ -9,6 +9,7 @@ pub mod expiry;
 pub mod geohash;
 pub mod hash;
 mod held;
+pub use held::in_order;
 pub mod hyperloglog;
 pub mod key;
 pub mod packed;
@@ -25,7 +26,7 @@ use crate::blocking::Waiters;
 use crate::stm::index::StmIndex;
 use bytes::Bytes;
 use changes::Change;
-use dashmap::{DashMap, RwLockWriteGuard, SharedValue};
+use dashmap::{DashMap, SharedValue};
 use hashbrown::hash_map::RawEntryMut;
 use held::Held;
 use smallvec::SmallVec;
@@ -41,7 +42,6 @@ const SHARDS: usize = 256;
 
 type Hasher = ahash::RandomState;
 type Shard = hashbrown::HashMap<Key, SharedValue<Entry>, Hasher>;
-type ShardGuard<'a> = RwLockWriteGuard<'a, Shard>;
 
 /// One shard's version counter, alone on its cache line.
 #[derive(Default)]
@@ -247,24 +247,29 @@ impl Store {
     #[inline]
     pub fn lock_one(&self, db: usize, key: &[u8]) -> Locked<'_> {
         let space = self.db(db);
-        let shard = space.shard_of(key);
-        let mut guards = SmallVec::new();
-        guards.push((shard, space.map.shards()[shard].write()));
-        Locked::new(self, db, space, Held::Few(guards))
+        let held = Held::one(space.map.shards(), space.shard_of(key));
+        Locked::new(self, db, space, held)
     }
 
     /// Locks the shards of all `keys` of database `db`, in ascending shard order.
     pub fn lock<K: AsRef<[u8]>>(&self, db: usize, keys: &[K]) -> Locked<'_> {
         let space = self.db(db);
-        let mut shards: SmallVec<[usize; 8]> =
+        let mut shards: SmallVec<[usize; 2]> =
             keys.iter().map(|k| space.shard_of(k.as_ref())).collect();
         shards.sort_unstable();
         shards.dedup();
-        let guards = shards
-            .into_iter()
-            .map(|s| (s, space.map.shards()[s].write()))
-            .collect();
-        Locked::new(self, db, space, Held::Few(guards))
+        Locked::new(self, db, space, Held::few(space.map.shards(), shards))
+    }
+
+    /// Locks the shards of all `keys` of database `db` if none is held by anyone, without waiting.
+    pub fn try_lock<K: AsRef<[u8]>>(&self, db: usize, keys: &[K]) -> Option<Locked<'_>> {
+        let space = self.db(db);
+        let mut shards: SmallVec<[usize; 2]> =
+            keys.iter().map(|k| space.shard_of(k.as_ref())).collect();
+        shards.sort_unstable();
+        shards.dedup();
+        let held = Held::try_few(space.map.shards(), shards)?;
+        Some(Locked::new(self, db, space, held))
     }
 
     /// Locks every shard of database `db`, in order: for MULTI/EXEC, FLUSHDB and whole-database
@@ -274,16 +279,28 @@ impl Store {
         Locked::new(self, db, space, Held::all(space.map.shards()))
     }
 
-    /// Locks every shard of database `db` if none is held by anyone else, without waiting (a
-    /// script run on its tokio worker must not block it; it falls back to [`Store::lock_all`]).
+    /// Locks every shard of database `db` if none is held by anyone else, without waiting.
     pub fn try_lock_all(&self, db: usize) -> Option<Locked<'_>> {
         let space = self.db(db);
-        Some(Locked::new(
-            self,
-            db,
-            space,
-            Held::try_all(space.map.shards())?,
-        ))
+        let held = Held::all_if_free(space.map.shards())?;
+        Some(Locked::new(self, db, space, held))
+    }
+
+    /// Locks each database of `dbs` (ascending, no repeats) whole, backing off as
+    /// [`held::in_order`] says (FLUSHALL, an EXEC over several databases).
+    pub fn lock_dbs(&self, dbs: &[usize]) -> SmallVec<[Locked<'_>; 2]> {
+        held::in_order(
+            dbs.len(),
+            |n| self.lock_all(dbs[n]),
+            |n| self.try_lock_all(dbs[n]),
+        )
+    }
+
+    /// A view of database `db` that locks each shard as it is first reached: only for the
+    /// holder of the script engine (see [`held`]'s documentation).
+    pub fn lock_as_needed(&self, db: usize) -> Locked<'_> {
+        let space = self.db(db);
+        Locked::new(self, db, space, Held::as_needed(space.map.shards()))
     }
 
     /// Locks one shard of database `db` by index if no one holds it, without waiting (the
@@ -291,17 +308,14 @@ impl Store {
     /// EXEC that holds the whole database: it skips the shard until its next pass).
     pub fn try_lock_shard(&self, db: usize, shard: usize) -> Option<Locked<'_>> {
         let space = self.db(db);
-        let mut guards = SmallVec::new();
-        guards.push((shard, space.map.shards()[shard].try_write()?));
-        Some(Locked::new(self, db, space, Held::Few(guards)))
+        let held = Held::try_one(space.map.shards(), shard)?;
+        Some(Locked::new(self, db, space, held))
     }
 
     /// Locks one shard of database `db` by index (SCAN, KEYS, the active expiry cycle).
     pub fn lock_shard(&self, db: usize, shard: usize) -> Locked<'_> {
         let space = self.db(db);
-        let mut guards = SmallVec::new();
-        guards.push((shard, space.map.shards()[shard].write()));
-        Locked::new(self, db, space, Held::Few(guards))
+        Locked::new(self, db, space, Held::one(space.map.shards(), shard))
     }
 
     /// Number of keys in every database, including expired ones not reclaimed yet.
@@ -872,5 +886,111 @@ mod tests {
         }
         drop(l);
         assert_eq!(store.len(), 50);
+    }
+
+    /// Two keys of `store`'s database 0 in different shards, the lower shard's first.
+    fn keys_in_two_shards(store: &Store) -> (Vec<u8>, Vec<u8>) {
+        let space = store.db(0);
+        let first = b"key0".to_vec();
+        let other = (1..)
+            .map(|i| format!("key{i}").into_bytes())
+            .find(|k| space.shard_of(k) != space.shard_of(&first))
+            .expect("256 shards");
+        if space.shard_of(&first) < space.shard_of(&other) {
+            (first, other)
+        } else {
+            (other, first)
+        }
+    }
+
+    /// Aborts the test process if `f` has not returned within 20 s (a deadlock would hang it).
+    fn within_20s(f: impl FnOnce()) {
+        let (done, finished) = std::sync::mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            if finished
+                .recv_timeout(std::time::Duration::from_secs(20))
+                .is_err()
+            {
+                eprintln!("deadlock: the test did not finish in 20 s");
+                std::process::abort();
+            }
+        });
+        f();
+        let _ = done.send(());
+    }
+
+    #[test]
+    fn a_script_view_locks_shards_as_reached_and_releases_them() {
+        let store = Store::new();
+        let (low, high) = keys_in_two_shards(&store);
+        let shards = store.db(0).map.shards();
+        let (lo, hi) = (store.db(0).shard_of(&low), store.db(0).shard_of(&high));
+        let mut view = store.lock_as_needed(0);
+        assert!(!shards[lo].is_locked() && !shards[hi].is_locked());
+        view.set(&high, string("1"), 0);
+        assert!(shards[hi].is_locked() && !shards[lo].is_locked());
+        assert_eq!(
+            view.stored_keys(),
+            1,
+            "a whole-database count takes every shard"
+        );
+        assert!(shards.iter().all(|s| s.is_locked()));
+        drop(view);
+        assert!(shards.iter().all(|s| !s.is_locked()));
+        assert!(store.lock_one(0, &high).peek(&high).is_some());
+    }
+
+    /// A script reaches shards in any order; a multi-key command locking in order must not wait
+    /// holding a shard the script will reach next (it backs off), or the two would deadlock.
+    #[test]
+    fn in_order_lockers_back_off_from_a_script_view() {
+        let store = Store::new();
+        let (low, high) = keys_in_two_shards(&store);
+        within_20s(|| {
+            std::thread::scope(|scope| {
+                let mut script = store.lock_as_needed(0);
+                script.set(&high, string("script"), 0);
+                let command = scope.spawn(|| {
+                    let mut both = store.lock(0, &[&low, &high]);
+                    match both.get(&high).map(|e| &e.value) {
+                        Some(Value::Str(s)) => Some(s.clone()),
+                        _ => None,
+                    }
+                });
+                // Long enough for the command to take `low` and find `high` held.
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                script.set(&low, string("script"), 0);
+                drop(script);
+                let seen = command.join().expect("the command ran");
+                assert_eq!(
+                    seen.as_deref(),
+                    Some(&b"script"[..]),
+                    "it ran after the script"
+                );
+            });
+            within_whole_databases(&store, &low, &high);
+        });
+    }
+
+    /// The same for a whole-database locker (EXEC, FLUSHDB) and a multi-database one.
+    fn within_whole_databases(store: &Store, low: &[u8], high: &[u8]) {
+        for several in [false, true] {
+            std::thread::scope(|scope| {
+                let mut script = store.lock_as_needed(0);
+                script.set(high, string("again"), 0);
+                let command = scope.spawn(move || {
+                    let views = if several {
+                        store.lock_dbs(&[0, 1]).into_iter().next()
+                    } else {
+                        Some(store.lock_all(0))
+                    };
+                    views.map(|v| v.stored_keys())
+                });
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                script.set(low, string("again"), 0);
+                drop(script);
+                assert_eq!(command.join().expect("the command ran"), Some(2));
+            });
+        }
     }
 }

@@ -173,3 +173,84 @@ async fn a_long_script_leaves_a_single_worker_free() {
         .await;
     looping.roundtrip(&resp(&[b"PING"]), b"+PONG\r\n").await;
 }
+
+/// Bumps every key named in ARGV, last first: keys it never declared, reached in no particular
+/// shard order (a script locks each shard as it reaches it).
+const BUMP_ALL: &str = "for i = #ARGV, 1, -1 do redis.call('incr', ARGV[i]) end return #ARGV";
+
+/// Scripts locking shards as they reach them, against every kind of in-order locker (MGET over
+/// many shards, EXEC over the whole database, EXEC with a script and SCRIPT LOAD in it, which
+/// takes the engine before its locks): no deadlock, and every reader sees all keys equal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripts_reaching_undeclared_keys_and_in_order_lockers_stay_atomic() {
+    watchdog();
+    let server = TestServer::start().await;
+    let keys: Vec<String> = (0..24).map(|i| format!("bump:{i}")).collect();
+    let (clients, rounds) = (8, 400);
+    let mut tasks = Vec::new();
+    for c in 0..clients {
+        let mut conn = server.client().await;
+        let keys = keys.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut bumps = 0i64;
+            for i in 0..rounds {
+                match (c + i) % 4 {
+                    0 => {
+                        let n: i64 = redis::cmd("EVAL")
+                            .arg(BUMP_ALL)
+                            .arg(0)
+                            .arg(&keys)
+                            .query_async(&mut conn)
+                            .await
+                            .unwrap();
+                        assert_eq!(n, keys.len() as i64);
+                        bumps += 1;
+                    }
+                    1 => {
+                        let mut pipe = redis::pipe();
+                        pipe.atomic();
+                        for key in &keys {
+                            pipe.cmd("INCR").arg(key).ignore();
+                        }
+                        let () = pipe.query_async(&mut conn).await.unwrap();
+                        bumps += 1;
+                    }
+                    2 => {
+                        let (_, n): (String, i64) = redis::pipe()
+                            .atomic()
+                            .cmd("SCRIPT")
+                            .arg("LOAD")
+                            .arg(BUMP_ALL)
+                            .cmd("EVAL")
+                            .arg(BUMP_ALL)
+                            .arg(0)
+                            .arg(&keys)
+                            .query_async(&mut conn)
+                            .await
+                            .unwrap();
+                        assert_eq!(n, keys.len() as i64);
+                        bumps += 1;
+                    }
+                    _ => {
+                        let values: Vec<Option<i64>> = conn.mget(&keys).await.unwrap();
+                        assert!(
+                            values.windows(2).all(|w| w[0] == w[1]),
+                            "MGET saw a script or EXEC half done: {values:?}"
+                        );
+                    }
+                }
+            }
+            bumps
+        }));
+    }
+    let mut total = 0;
+    for task in tasks {
+        total += tokio::time::timeout(Duration::from_secs(60), task)
+            .await
+            .expect("no deadlock")
+            .unwrap();
+    }
+    let mut admin = server.client().await;
+    let values: Vec<i64> = admin.mget(&keys).await.unwrap();
+    assert!(values.iter().all(|&v| v == total), "{values:?} != {total}");
+}
