@@ -124,7 +124,6 @@ fn execute<'s>(
     inline: bool,
 ) -> CmdResult {
     let shared = ctx.shared;
-    locks.refresh_clock();
     let loaded = match find(engine) {
         Ok(loaded) => loaded,
         Err(e) => {

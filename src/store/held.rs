@@ -193,6 +193,7 @@ impl<'a> Held<'a> {
         }
     }
 
+    #[inline]
     fn is_held(&self, shard: usize) -> bool {
         match &self.set {
             Set::Few(indexes) => indexes.contains(&shard),
@@ -275,11 +276,14 @@ impl Drop for Held<'_> {
                     unsafe { raw(shard).unlock_exclusive() };
                 }
             }
-            Set::AsNeeded(_) => {
-                for (i, shard) in self.shards.iter().enumerate() {
-                    if self.is_held(i) {
+            Set::AsNeeded(taken) => {
+                for (w, word) in taken.iter().enumerate() {
+                    let mut bits = word.load(Relaxed);
+                    while bits != 0 {
+                        let shard = w * 64 + bits.trailing_zeros() as usize;
+                        bits &= bits - 1;
                         // SAFETY: `reach` locked it for this value, recorded in `taken`.
-                        unsafe { raw(shard).unlock_exclusive() };
+                        unsafe { raw(&self.shards[shard]).unlock_exclusive() };
                     }
                 }
             }
