@@ -50,6 +50,10 @@ pub struct HeldLocks<'s> {
     /// holding the engine may wait for any shard, so no one may wait for the engine holding
     /// shards). Declared after `views`: released last, so the next script finds both free.
     pub engine: Option<EngineGuard<'s>>,
+    /// Held by the engine's holder (a script, or an EXEC that took the engine): a database it
+    /// selects gets a view of its own, shards taken as reached, so what it does there is atomic
+    /// too.
+    grows: bool,
 }
 
 impl<'s> HeldLocks<'s> {
@@ -88,6 +92,7 @@ impl<'s> HeldLocks<'s> {
         HeldLocks {
             views: store.lock_dbs(dbs),
             engine: None,
+            grows: false,
         }
     }
 
@@ -97,6 +102,22 @@ impl<'s> HeldLocks<'s> {
         HeldLocks {
             views: smallvec::smallvec![store.lock_as_needed(db)],
             engine: None,
+            grows: true,
+        }
+    }
+
+    /// Hands EXEC's views the script engine, taken before them (its queue uses it): holding it,
+    /// they may also take views of databases the queue did not name, as a script's do.
+    pub fn lend_engine(&mut self, engine: EngineGuard<'s>) {
+        self.engine = Some(engine);
+        self.grows = true;
+    }
+
+    /// Gives a script a view of database `db` if it has none yet (its caller holds the engine,
+    /// the one locker allowed to take shards as it reaches them).
+    pub fn reach(&mut self, store: &'s Store, db: usize) {
+        if self.grows && self.get(db).is_none() {
+            self.views.push(store.lock_as_needed(db));
         }
     }
 

@@ -211,7 +211,7 @@ impl<'c, 's> Ctx<'c, 's> {
     #[inline]
     pub fn lock<K: AsRef<[u8]>>(&mut self, keys: &[K]) -> KeyLock<'_, 's> {
         let (store, db, touch) = (&self.shared.store, self.conn.db, !self.conn.no_touch);
-        let mut lock = match self.held.as_deref_mut().and_then(|held| held.get_mut(db)) {
+        let mut lock = match self.held_view(db) {
             Some(held) => KeyLock::Held(held),
             None if keys.len() == 1 => KeyLock::Own(store.lock_one(db, keys[0].as_ref())),
             None => KeyLock::Own(store.lock(db, keys)),
@@ -229,7 +229,7 @@ impl<'c, 's> Ctx<'c, 's> {
     /// Locks the whole of database `db` (or reuses EXEC's lock of it).
     pub fn lock_all_of(&mut self, db: usize) -> KeyLock<'_, 's> {
         let (store, touch) = (&self.shared.store, !self.conn.no_touch);
-        let mut lock = match self.held.as_deref_mut().and_then(|held| held.get_mut(db)) {
+        let mut lock = match self.held_view(db) {
             Some(held) => KeyLock::Held(held),
             None => KeyLock::Own(store.lock_all(db)),
         };
@@ -252,6 +252,8 @@ impl<'c, 's> Ctx<'c, 's> {
         };
         let touch = !self.conn.no_touch;
         let (mut a, mut b) = if let Some(held) = self.held.as_deref_mut() {
+            held.reach(store, first.0);
+            held.reach(store, second.0);
             let (a, b) = held.pair_mut(first.0, second.0);
             let a = a.map_or_else(|| KeyLock::Own(acquire(&first)), KeyLock::Held);
             let b = b.map_or_else(|| KeyLock::Own(acquire(&second)), KeyLock::Held);
@@ -281,6 +283,15 @@ impl<'c, 's> Ctx<'c, 's> {
         a.touch = touch;
         b.touch = touch;
         (a, b)
+    }
+
+    /// The held view of database `db` (EXEC's or a script's), if this command runs under one;
+    /// a script gets one for a database it selected.
+    fn held_view(&mut self, db: usize) -> Option<&mut Locked<'s>> {
+        let store = &self.shared.store;
+        let held = self.held.as_deref_mut()?;
+        held.reach(store, db);
+        held.get_mut(db)
     }
 
     /// EXEC's lock of database `db`, when this command runs inside an EXEC that holds it.

@@ -70,7 +70,9 @@ pub fn exec(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
         .any(uses_engine)
         .then(|| crate::scripting::off_worker(|| shared.scripting.engine()));
     let mut all = HeldLocks::acquire(&shared.store, &dbs);
-    all.engine = engine;
+    if let Some(engine) = engine {
+        all.lend_engine(engine);
+    }
     if all.any_changed(&watched) {
         return Ok(Reply::NilArray);
     }

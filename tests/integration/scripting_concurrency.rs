@@ -178,6 +178,12 @@ async fn a_long_script_leaves_a_single_worker_free() {
 /// shard order (a script locks each shard as it reaches it).
 const BUMP_ALL: &str = "for i = #ARGV, 1, -1 do redis.call('incr', ARGV[i]) end return #ARGV";
 
+fn bump_all(keys: &[String]) -> redis::Cmd {
+    let mut cmd = redis::cmd("EVAL");
+    cmd.arg(BUMP_ALL).arg(0).arg(keys);
+    cmd
+}
+
 /// Scripts locking shards as they reach them, against every kind of in-order locker (MGET over
 /// many shards, EXEC over the whole database, EXEC with a script and SCRIPT LOAD in it, which
 /// takes the engine before its locks): no deadlock, and every reader sees all keys equal.
@@ -196,13 +202,7 @@ async fn scripts_reaching_undeclared_keys_and_in_order_lockers_stay_atomic() {
             for i in 0..rounds {
                 match (c + i) % 4 {
                     0 => {
-                        let n: i64 = redis::cmd("EVAL")
-                            .arg(BUMP_ALL)
-                            .arg(0)
-                            .arg(&keys)
-                            .query_async(&mut conn)
-                            .await
-                            .unwrap();
+                        let n: i64 = bump_all(&keys).query_async(&mut conn).await.unwrap();
                         assert_eq!(n, keys.len() as i64);
                         bumps += 1;
                     }
@@ -221,10 +221,7 @@ async fn scripts_reaching_undeclared_keys_and_in_order_lockers_stay_atomic() {
                             .cmd("SCRIPT")
                             .arg("LOAD")
                             .arg(BUMP_ALL)
-                            .cmd("EVAL")
-                            .arg(BUMP_ALL)
-                            .arg(0)
-                            .arg(&keys)
+                            .add_command(bump_all(&keys))
                             .query_async(&mut conn)
                             .await
                             .unwrap();
@@ -253,4 +250,70 @@ async fn scripts_reaching_undeclared_keys_and_in_order_lockers_stay_atomic() {
     let mut admin = server.client().await;
     let values: Vec<i64> = admin.mget(&keys).await.unwrap();
     assert!(values.iter().all(|&v| v == total), "{values:?} != {total}");
+}
+
+/// A script that selects another database holds what it reaches there to its end as well: a
+/// transaction reading both databases sees both writes or neither, and scripts writing database
+/// 1 first, then 0, never deadlock against transactions locking 0, then 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_in_two_databases_is_atomic_and_does_not_deadlock() {
+    watchdog();
+    let server = TestServer::start().await;
+    const BOTH: &str = "redis.call('select', 1) redis.call('incr', 'b') \
+         redis.call('select', 0) return redis.call('incr', 'a')";
+    let mut tasks = Vec::new();
+    for c in 0..6 {
+        let mut conn = server.client().await;
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..1000 {
+                if c % 2 == 0 {
+                    let _: i64 = redis::cmd("EVAL")
+                        .arg(BOTH)
+                        .arg(0)
+                        .query_async(&mut conn)
+                        .await
+                        .unwrap();
+                } else {
+                    let (a, b): (Option<i64>, Option<i64>) = redis::pipe()
+                        .atomic()
+                        .cmd("SELECT")
+                        .arg(0)
+                        .ignore()
+                        .cmd("GET")
+                        .arg("a")
+                        .cmd("SELECT")
+                        .arg(1)
+                        .ignore()
+                        .cmd("GET")
+                        .arg("b")
+                        .cmd("SELECT")
+                        .arg(0)
+                        .ignore()
+                        .query_async(&mut conn)
+                        .await
+                        .unwrap();
+                    assert_eq!(a, b, "a transaction saw half of a script");
+                }
+            }
+        }));
+    }
+    for task in tasks {
+        tokio::time::timeout(Duration::from_secs(60), task)
+            .await
+            .expect("no deadlock")
+            .unwrap();
+    }
+    let mut admin = server.client().await;
+    let a: i64 = admin.get("a").await.unwrap();
+    let b: i64 = redis::pipe()
+        .cmd("SELECT")
+        .arg(1)
+        .ignore()
+        .cmd("GET")
+        .arg("b")
+        .query_async::<(i64,)>(&mut admin)
+        .await
+        .unwrap()
+        .0;
+    assert_eq!((a, b), (3000, 3000));
 }
