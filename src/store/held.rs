@@ -162,6 +162,7 @@ impl<'a> Held<'a> {
 
     /// Makes sure `shard` is held (only ever needed for [`Set::AsNeeded`]): tried first, then
     /// waited for off the tokio worker (its holder is a command in flight or an EXEC).
+    #[inline(never)]
     fn reach(&self, shard: usize) {
         let Set::AsNeeded(taken) = &self.set else {
             return;
@@ -216,6 +217,7 @@ impl<'a> Held<'a> {
 
     /// Where `shard` (an index into the database's shards) is among the held ones; a script's
     /// view locks it now if it had not yet.
+    #[inline]
     pub fn slot_of(&self, shard: usize) -> Option<usize> {
         match &self.set {
             Set::Few(indexes) => indexes.iter().position(|&s| s == shard),
@@ -228,6 +230,7 @@ impl<'a> Held<'a> {
     }
 
     /// The shard index of the held shard at `slot`.
+    #[inline]
     pub fn shard_index(&self, slot: usize) -> usize {
         match &self.set {
             Set::Few(indexes) => indexes[slot],
@@ -235,6 +238,7 @@ impl<'a> Held<'a> {
         }
     }
 
+    #[inline]
     pub fn get(&self, slot: usize) -> &Shard {
         let shard = self.shard_index(slot);
         self.check_held(shard);
@@ -244,6 +248,7 @@ impl<'a> Held<'a> {
         unsafe { &*self.shards[shard].data_ptr() }
     }
 
+    #[inline]
     pub fn get_mut(&mut self, slot: usize) -> &mut Shard {
         let shard = self.shard_index(slot);
         self.check_held(shard);
