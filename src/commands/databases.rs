@@ -41,18 +41,18 @@ impl Watched {
     }
 }
 
-/// The locks an EXEC holds (each database it may touch, whole, in ascending order) or a script
-/// (its database, shards taken as reached).
+/// The locks an EXEC or a script holds: a view of each database it touches, shards taken as
+/// reached (the engine's holder may: `store::held`), or EXEC's views when a script runs in one.
 #[derive(Default)]
 pub struct HeldLocks<'s> {
     views: SmallVec<[Locked<'s>; 2]>,
-    /// The script engine, taken before the locks by an EXEC whose queue uses it (a script
-    /// holding the engine may wait for any shard, so no one may wait for the engine holding
-    /// shards). Declared after `views`: released last, so the next script finds both free.
+    /// The script engine, taken by EXEC before its views (the engine's holder may wait for any
+    /// shard, so no one may wait for the engine holding shards) and lent to the scripts and
+    /// SCRIPT/FUNCTION commands of its queue. Declared after `views`: released last, so the
+    /// next script finds both free.
     pub engine: Option<EngineGuard<'s>>,
-    /// Held by the engine's holder (a script, or an EXEC that took the engine): a database it
-    /// selects gets a view of its own, shards taken as reached, so what it does there is atomic
-    /// too.
+    /// A database selected later gets a view of its own, shards taken as reached, so what is
+    /// done there is atomic too.
     grows: bool,
 }
 
@@ -87,12 +87,13 @@ impl<'s> HeldLocks<'s> {
         self.views.iter_mut().for_each(Locked::refresh_clock);
     }
 
-    /// Locks every database of `dbs` (sorted, no repeats) whole.
-    pub fn acquire(store: &'s Store, dbs: &[usize]) -> Self {
+    /// EXEC's views of the databases `dbs` (sorted, no repeats), shards taken as reached, and
+    /// of any other it selects; `engine` (which allows that) is held until they are released.
+    pub fn for_exec(store: &'s Store, dbs: &[usize], engine: EngineGuard<'s>) -> Self {
         HeldLocks {
-            views: store.lock_dbs(dbs),
-            engine: None,
-            grows: false,
+            views: dbs.iter().map(|&db| store.lock_as_needed(db)).collect(),
+            engine: Some(engine),
+            grows: true,
         }
     }
 
@@ -104,13 +105,6 @@ impl<'s> HeldLocks<'s> {
             engine: None,
             grows: true,
         }
-    }
-
-    /// Hands EXEC's views the script engine, taken before them (its queue uses it): holding it,
-    /// they may also take views of databases the queue did not name, as a script's do.
-    pub fn lend_engine(&mut self, engine: EngineGuard<'s>) {
-        self.engine = Some(engine);
-        self.grows = true;
     }
 
     /// Gives a script a view of database `db` if it has none yet (its caller holds the engine,
@@ -129,7 +123,7 @@ impl<'s> HeldLocks<'s> {
     }
 }
 
-/// The databases an EXEC must lock before running `queue`: the selected one, those of watched
+/// The databases EXEC takes a view of before running `queue`: the selected one, those of watched
 /// keys, and those SELECT, MOVE, SWAPDB and FLUSHALL in the queue name (sorted, no repeats).
 pub fn touched_by_exec(
     ctx: &Ctx<'_, '_>,

@@ -1,6 +1,6 @@
-//! MULTI/EXEC/DISCARD/WATCH/UNWATCH. EXEC runs the queue under whole-database locks of every
-//! database it can touch (and the script engine, taken first, when the queue uses it), so it is
-//! atomic against every other client; WATCH compares entry versions taken at WATCH time.
+//! MULTI/EXEC/DISCARD/WATCH/UNWATCH. EXEC takes the script engine, then each shard its queue
+//! reaches, held to its end (two-phase locking: `store::held`), so it is atomic against every
+//! other client; WATCH compares entry versions taken at WATCH time.
 
 use super::databases::{HeldLocks, Watched};
 use super::{CmdResult, Ctx};
@@ -59,20 +59,10 @@ pub fn exec(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
         ));
     }
     let dbs = super::databases::touched_by_exec(ctx, &queue, &watched);
-    // A script holding the engine may wait for any shard, so the engine comes first.
-    let uses_engine = |command: &Vec<Bytes>| {
-        shared.commands.lookup(&command[0]).is_some_and(|cmd| {
-            cmd.has(super::table::RUNS_SCRIPT) || cmd.name == "script" || cmd.name == "function"
-        })
-    };
-    let engine = queue
-        .iter()
-        .any(uses_engine)
-        .then(|| crate::scripting::off_worker(|| shared.scripting.engine()));
-    let mut all = HeldLocks::acquire(&shared.store, &dbs);
-    if let Some(engine) = engine {
-        all.lend_engine(engine);
-    }
+    // Holding the engine, EXEC may take shards as it reaches them (`store::held`): only those
+    // its commands touch, not the 256 of each database.
+    let engine = shared.scripting.engine_for_exec();
+    let mut all = HeldLocks::for_exec(&shared.store, &dbs, engine);
     if all.any_changed(&watched) {
         return Ok(Reply::NilArray);
     }

@@ -5,9 +5,9 @@
 //! state rather than one per thread: scripts serialise on that anyway, so more states would add
 //! no parallelism, only N copies of every compiled script and library.
 //!
-//! Lock order: the engine lock first, then shards. The engine's holder is the only locker that
-//! takes shards in no particular order; every other multi-shard locker backs off (see
-//! `store::held`), and an EXEC whose queue uses the engine takes it before its databases. SCRIPT
+//! Lock order: the engine lock first, then shards. The engine's holder (a script, or an EXEC,
+//! which takes the engine for that alone) is the only locker that takes shards in no particular
+//! order, as it reaches them; every other multi-shard locker backs off (see `store::held`). SCRIPT
 //! KILL and the BUSY check take neither: they read [`RunState`]. Other connections never wait for
 //! a script on a lock: dispatch sees the script coming ([`RunState::is_active`]) and parks the
 //! command asynchronously ([`RunState::wait`]).
@@ -379,6 +379,20 @@ impl Scripting {
             return None;
         }
         self.try_engine(Duration::from_millis(INLINE_MS))
+    }
+
+    /// The engine for an EXEC, which holds it to lock shards as it reaches them (the engine's
+    /// holder is the one locker allowed to: see `store::held`). Another EXEC or a SCRIPT LOAD
+    /// holds it for microseconds, so it is waited for on the worker first; a script past that
+    /// (dispatch parks EXEC while one runs, so only one that started in between) off it.
+    pub fn engine_for_exec(&self) -> EngineGuard<'_> {
+        if let Some(engine) = self.engine.try_lock() {
+            return self.guard(engine);
+        }
+        if let Some(engine) = self.engine.try_lock_for(Duration::from_millis(INLINE_MS)) {
+            return self.guard(engine);
+        }
+        off_worker(|| self.engine())
     }
 
     fn guard<'a>(&'a self, guard: MutexGuard<'a, Engine>) -> EngineGuard<'a> {

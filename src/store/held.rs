@@ -5,12 +5,13 @@
 //! - **In order** (a command's keys, a whole database, several databases): shards (then
 //!   databases) ascending. Only the first is waited for; the others are tried, and when one is
 //!   taken everything is released, that one is waited for, and the round starts again.
-//! - **As needed** (a script, [`Held::as_needed`]): shards in the order the script reaches
-//!   them, each waited for. Only the holder of the script engine locks this way, so there is at
-//!   most one such locker, and every in-order locker waits for it holding nothing.
-//!   Taking only the shards a script touches (most scripts: one or two of 256) instead of the
-//!   whole database saves ~500 atomic operations per script call, the largest cost of a short
-//!   script once Lua ran it.
+//! - **As needed** (a script or an EXEC, [`Held::as_needed`]): shards in the order they are
+//!   reached, each waited for, all kept to the end (two-phase locking, so the whole is atomic).
+//!   Only the holder of the script engine locks this way (EXEC takes the engine for this), so
+//!   there is at most one such locker, and every in-order locker waits for it holding nothing.
+//!   Taking only the shards touched (mostly one to a few of 256) instead of the whole database
+//!   saves ~500 atomic operations per script call or EXEC, the largest cost of a short script
+//!   once Lua ran it, and about half of a short EXEC's.
 
 use super::{Shard, SHARDS};
 use dashmap::RwLock;

@@ -272,8 +272,7 @@ impl Store {
         Some(Locked::new(self, db, space, held))
     }
 
-    /// Locks every shard of database `db`, in order: for MULTI/EXEC, FLUSHDB and whole-database
-    /// reads.
+    /// Locks every shard of database `db`, in order: for FLUSHDB and whole-database reads.
     pub fn lock_all(&self, db: usize) -> Locked<'_> {
         let space = self.db(db);
         Locked::new(self, db, space, Held::all(space.map.shards()))
@@ -296,8 +295,8 @@ impl Store {
         )
     }
 
-    /// A view of database `db` that locks each shard as it is first reached: only for the
-    /// holder of the script engine (see [`held`]'s documentation).
+    /// A view of database `db` that locks each shard as it is first reached and keeps it: only
+    /// for the holder of the script engine, a script or an EXEC (see [`held`]'s documentation).
     pub fn lock_as_needed(&self, db: usize) -> Locked<'_> {
         let space = self.db(db);
         Locked::new(self, db, space, Held::as_needed(space.map.shards()))
