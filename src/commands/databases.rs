@@ -43,7 +43,6 @@ impl Watched {
 
 /// The locks an EXEC or a script holds: a view of each database it touches, shards taken as
 /// reached (the engine's holder may: `store::held`), or EXEC's views when a script runs in one.
-#[derive(Default)]
 pub struct HeldLocks<'s> {
     views: SmallVec<[Locked<'s>; 2]>,
     /// The script engine, taken by EXEC before its views (the engine's holder may wait for any
@@ -107,8 +106,8 @@ impl<'s> HeldLocks<'s> {
         }
     }
 
-    /// Gives a script a view of database `db` if it has none yet (its caller holds the engine,
-    /// the one locker allowed to take shards as it reaches them).
+    /// Gives the engine's holder (a script, an EXEC) a view of database `db` if it has none yet:
+    /// it is the one locker allowed to take shards as it reaches them.
     pub fn reach(&mut self, store: &'s Store, db: usize) {
         if self.grows && self.get(db).is_none() {
             self.views.push(store.lock_as_needed(db));

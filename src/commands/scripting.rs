@@ -1,6 +1,6 @@
 //! EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT, and the call path FCALL shares. A script runs
-//! holding the shards of its database it reaches (EXEC's whole-database locks, when it is queued
-//! in a transaction) while dispatch parks other commands, so no other client sees half of it; its
+//! holding the shards it reaches (under EXEC's views and engine, when it is queued in a
+//! transaction) while dispatch parks other commands, so no other client sees half of it; its
 //! `redis.call`s go through the same checks Redis makes for scripts, then the normal handlers.
 
 use super::databases::HeldLocks;
