@@ -17,6 +17,16 @@ fn watchdog() {
     });
 }
 
+/// Each task's result; a task still running after 60 s fails the test (a deadlock).
+async fn finish_within_60s<T>(tasks: Vec<tokio::task::JoinHandle<T>>) -> Vec<T> {
+    let mut results = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        let finished = tokio::time::timeout(Duration::from_secs(60), task).await;
+        results.push(finished.expect("no deadlock").unwrap());
+    }
+    results
+}
+
 /// A read-modify-write that is only correct if no other command runs between its GET and SET.
 const UNSAFE_INCR: &str = "local n = tonumber(redis.call('get', KEYS[1]) or '0') \
      redis.call('set', KEYS[1], n + 1) return n + 1";
@@ -110,12 +120,7 @@ async fn scripts_inside_exec_and_alone_do_not_deadlock() {
             }
         }));
     }
-    for task in tasks {
-        tokio::time::timeout(Duration::from_secs(60), task)
-            .await
-            .expect("no deadlock")
-            .unwrap();
-    }
+    finish_within_60s(tasks).await;
     let mut admin = server.client().await;
     let total: i64 = admin.get("n").await.unwrap();
     assert_eq!(total, 4 * 60 * 2 + 4 * 60);
@@ -240,13 +245,7 @@ async fn scripts_reaching_undeclared_keys_and_in_order_lockers_stay_atomic() {
             bumps
         }));
     }
-    let mut total = 0;
-    for task in tasks {
-        total += tokio::time::timeout(Duration::from_secs(60), task)
-            .await
-            .expect("no deadlock")
-            .unwrap();
-    }
+    let total: i64 = finish_within_60s(tasks).await.into_iter().sum();
     let mut admin = server.client().await;
     let values: Vec<i64> = admin.mget(&keys).await.unwrap();
     assert!(values.iter().all(|&v| v == total), "{values:?} != {total}");
@@ -297,12 +296,7 @@ async fn a_script_in_two_databases_is_atomic_and_does_not_deadlock() {
             }
         }));
     }
-    for task in tasks {
-        tokio::time::timeout(Duration::from_secs(60), task)
-            .await
-            .expect("no deadlock")
-            .unwrap();
-    }
+    finish_within_60s(tasks).await;
     let mut admin = server.client().await;
     let a: i64 = admin.get("a").await.unwrap();
     let b: i64 = redis::pipe()
