@@ -50,9 +50,6 @@ pub struct HeldLocks<'s> {
     /// SCRIPT/FUNCTION commands of its queue. Declared after `views`: released last, so the
     /// next script finds both free.
     pub engine: Option<EngineGuard<'s>>,
-    /// A database selected later gets a view of its own, shards taken as reached, so what is
-    /// done there is atomic too.
-    grows: bool,
 }
 
 impl<'s> HeldLocks<'s> {
@@ -92,7 +89,6 @@ impl<'s> HeldLocks<'s> {
         HeldLocks {
             views: dbs.iter().map(|&db| store.lock_as_needed(db)).collect(),
             engine: Some(engine),
-            grows: true,
         }
     }
 
@@ -102,14 +98,14 @@ impl<'s> HeldLocks<'s> {
         HeldLocks {
             views: smallvec::smallvec![store.lock_as_needed(db)],
             engine: None,
-            grows: true,
         }
     }
 
-    /// Gives the engine's holder (a script, an EXEC) a view of database `db` if it has none yet:
-    /// it is the one locker allowed to take shards as it reaches them.
+    /// Gives the engine's holder (a script, an EXEC) a view of database `db` if it has none yet
+    /// (a database it selected), so what it does there is atomic too: it is the one locker
+    /// allowed to take shards as it reaches them.
     pub fn reach(&mut self, store: &'s Store, db: usize) {
-        if self.grows && self.get(db).is_none() {
+        if self.get(db).is_none() {
             self.views.push(store.lock_as_needed(db));
         }
     }

@@ -42,15 +42,20 @@ fn raw(shard: &RwLock<Shard>) -> &dashmap::RawRwLock {
     unsafe { shard.raw() }
 }
 
-/// Locks `shards[i]` for each `i` of `indexes` (ascending, no repeats), the first waited for,
-/// the rest tried. `Err(i)`: shard `i` was taken by someone; nothing is held then.
-fn try_round(shards: &[RwLock<Shard>], indexes: &[usize]) -> Result<(), usize> {
-    for (n, &i) in indexes.iter().enumerate() {
+/// Locks `shards[i]` for each `i` of `indexes` (ascending, no repeats): the first waited for
+/// when `wait_first`, every other only tried. `Err(i)`: shard `i` was held by someone; nothing is
+/// held then.
+fn try_round(
+    shards: &[RwLock<Shard>],
+    indexes: impl Iterator<Item = usize> + Clone,
+    wait_first: bool,
+) -> Result<(), usize> {
+    for (n, i) in indexes.clone().enumerate() {
         let lock = raw(&shards[i]);
-        if n == 0 {
+        if n == 0 && wait_first {
             lock.lock_exclusive();
         } else if !lock.try_lock_exclusive() {
-            release(shards, &indexes[..n]);
+            release(shards, indexes.take(n));
             return Err(i);
         }
     }
@@ -58,10 +63,18 @@ fn try_round(shards: &[RwLock<Shard>], indexes: &[usize]) -> Result<(), usize> {
 }
 
 /// Releases the locks of `shards[i]`, `i` in `indexes`, which the caller took.
-fn release(shards: &[RwLock<Shard>], indexes: &[usize]) {
-    for &i in indexes {
+fn release(shards: &[RwLock<Shard>], indexes: impl Iterator<Item = usize>) {
+    for i in indexes {
         // SAFETY: the caller locked each of these exclusively and releases it once, here.
         unsafe { raw(&shards[i]).unlock_exclusive() };
+    }
+}
+
+/// Locks `indexes` of `shards` in order, backing off from a held one (see the module
+/// documentation), however long it takes.
+fn lock_in_order(shards: &[RwLock<Shard>], indexes: impl Iterator<Item = usize> + Clone) {
+    while let Err(taken) = try_round(shards, indexes.clone(), true) {
+        wait_for(&shards[taken]);
     }
 }
 
@@ -76,9 +89,7 @@ fn wait_for(shard: &RwLock<Shard>) {
 impl<'a> Held<'a> {
     /// Locks the shards `indexes` (ascending, no repeats) in order.
     pub fn few(shards: &'a [RwLock<Shard>], indexes: SmallVec<[usize; 2]>) -> Self {
-        while let Err(taken) = try_round(shards, &indexes) {
-            wait_for(&shards[taken]);
-        }
+        lock_in_order(shards, indexes.iter().copied());
         Held {
             shards,
             set: Set::Few(indexes),
@@ -87,12 +98,7 @@ impl<'a> Held<'a> {
 
     /// Locks the shards `indexes` (ascending, no repeats) if none is held, without waiting.
     pub fn try_few(shards: &'a [RwLock<Shard>], indexes: SmallVec<[usize; 2]>) -> Option<Self> {
-        for (n, &i) in indexes.iter().enumerate() {
-            if !raw(&shards[i]).try_lock_exclusive() {
-                release(shards, &indexes[..n]);
-                return None;
-            }
-        }
+        try_round(shards, indexes.iter().copied(), false).ok()?;
         Some(Held {
             shards,
             set: Set::Few(indexes),
@@ -118,41 +124,24 @@ impl<'a> Held<'a> {
 
     /// Locks every shard, in order.
     pub fn all(shards: &'a [RwLock<Shard>]) -> Self {
-        let held = Held::try_all(shards, true);
-        held.expect("a waiting round ends holding everything")
-    }
-
-    /// Locks every shard if none is held by anyone, without waiting (`wait` false); or in
-    /// order, backing off, however long it takes (`wait` true).
-    fn try_all(shards: &'a [RwLock<Shard>], wait: bool) -> Option<Self> {
-        loop {
-            let round = shards
-                .iter()
-                .position(|shard| !raw(shard).try_lock_exclusive());
-            let Some(taken) = round else {
-                return Some(Held {
-                    shards,
-                    set: Set::All,
-                });
-            };
-            for shard in &shards[..taken] {
-                // SAFETY: taken by this round, released once, here.
-                unsafe { raw(shard).unlock_exclusive() };
-            }
-            if !wait {
-                return None;
-            }
-            wait_for(&shards[taken]);
+        lock_in_order(shards, 0..shards.len());
+        Held {
+            shards,
+            set: Set::All,
         }
     }
 
     /// Locks the whole database if no shard of it is held by anyone, without waiting.
     pub fn all_if_free(shards: &'a [RwLock<Shard>]) -> Option<Self> {
-        Held::try_all(shards, false)
+        try_round(shards, 0..shards.len(), false).ok()?;
+        Some(Held {
+            shards,
+            set: Set::All,
+        })
     }
 
-    /// Holds nothing yet; each shard is locked when first reached (a script: see the module
-    /// documentation for why only the engine's holder may lock this way).
+    /// Holds nothing yet; each shard is locked when first reached (a script's or an EXEC's view:
+    /// see the module documentation for why only the engine's holder may lock this way).
     pub fn as_needed(shards: &'a [RwLock<Shard>]) -> Self {
         debug_assert_eq!(shards.len(), SHARDS);
         Held {
@@ -162,7 +151,7 @@ impl<'a> Held<'a> {
     }
 
     /// Makes sure `shard` is held (only ever needed for [`Set::AsNeeded`]): tried first, then
-    /// waited for off the tokio worker (its holder is a command in flight or an EXEC).
+    /// waited for off the tokio worker (its holder is a command in flight).
     #[inline(never)]
     fn reach(&self, shard: usize) {
         let Set::AsNeeded(taken) = &self.set else {
@@ -179,7 +168,7 @@ impl<'a> Held<'a> {
         }
     }
 
-    /// Makes sure every shard is held (a whole-database command inside a script).
+    /// Makes sure every shard is held (a whole-database command in a script or EXEC).
     fn reach_all(&self) {
         if matches!(self.set, Set::AsNeeded(_)) {
             (0..self.shards.len()).for_each(|shard| self.reach(shard));
@@ -190,17 +179,9 @@ impl<'a> Held<'a> {
     /// `AsNeeded` only once reached (every slot handed out by `slot_of` or `len` is).
     #[inline]
     fn check_held(&self, shard: usize) {
-        if matches!(self.set, Set::AsNeeded(_)) {
-            assert!(self.is_held(shard), "shard {shard} used without its lock");
-        }
-    }
-
-    #[inline]
-    fn is_held(&self, shard: usize) -> bool {
-        match &self.set {
-            Set::Few(indexes) => indexes.contains(&shard),
-            Set::All => true,
-            Set::AsNeeded(taken) => taken[shard / 64].load(Relaxed) & (1 << (shard % 64)) != 0,
+        if let Set::AsNeeded(taken) = &self.set {
+            let reached = taken[shard / 64].load(Relaxed) & (1 << (shard % 64)) != 0;
+            assert!(reached, "shard {shard} used without its lock");
         }
     }
 
@@ -274,14 +255,10 @@ impl<'a> Held<'a> {
 impl Drop for Held<'_> {
     fn drop(&mut self) {
         match &self.set {
-            Set::Few(indexes) => release(self.shards, indexes),
-            Set::All => {
-                for shard in self.shards {
-                    // SAFETY: `all`/`all_if_free` locked every shard for this value, released
-                    // once, here; no reference from `get`/`get_mut` outlives the value.
-                    unsafe { raw(shard).unlock_exclusive() };
-                }
-            }
+            // Locked for this value by its constructor; no reference from `get`/`get_mut`
+            // outlives the value.
+            Set::Few(indexes) => release(self.shards, indexes.iter().copied()),
+            Set::All => release(self.shards, 0..self.shards.len()),
             Set::AsNeeded(taken) => {
                 for (w, word) in taken.iter().enumerate() {
                     let mut bits = word.load(Relaxed);
@@ -300,8 +277,8 @@ impl Drop for Held<'_> {
 /// Locks several databases' views in order (ascending database indexes), each with `lock`; a
 /// database after the first is only tried (`try_lock`), and on failure everything is released
 /// and that database is waited for (`lock`, then released) before the next round. For
-/// multi-database commands (FLUSHALL, MOVE, SWAPDB, an EXEC over several databases), which must
-/// not wait holding a database while a script holds part of the next.
+/// multi-database commands (FLUSHALL, MOVE, SWAPDB), which must not wait holding a database
+/// while a script or an EXEC holds part of the next.
 pub fn in_order<T>(
     count: usize,
     mut lock: impl FnMut(usize) -> T,

@@ -286,7 +286,7 @@ impl Store {
     }
 
     /// Locks each database of `dbs` (ascending, no repeats) whole, backing off as
-    /// [`held::in_order`] says (FLUSHALL, an EXEC over several databases).
+    /// [`held::in_order`] says (FLUSHALL).
     pub fn lock_dbs(&self, dbs: &[usize]) -> SmallVec<[Locked<'_>; 2]> {
         held::in_order(
             dbs.len(),
