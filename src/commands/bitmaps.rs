@@ -6,7 +6,6 @@ use super::args::{int, is};
 use super::{err, CmdResult, Ctx};
 use crate::protocol::{parse_i64_strict, Reply};
 use crate::store::{Locked, Value};
-use bytes::{Bytes, BytesMut};
 
 const BAD_OFFSET: &str = "ERR bit offset is not an integer or out of range";
 const BAD_BIT: &str = "ERR bit is not an integer or out of range";
@@ -52,11 +51,12 @@ fn bit_offset(arg: &[u8], hash_bits: Option<u32>, max_len: u64) -> Result<u64, R
     Ok(offset as u64)
 }
 
-/// The string at `key` for reading: None when missing, WRONGTYPE for another type.
-fn read_string(locked: &mut Locked<'_>, key: &[u8]) -> Result<Option<Bytes>, Reply> {
+/// The string at `key` for reading: None when missing, WRONGTYPE for another type. Read in
+/// place, under the key's lock, as Redis reads it on its one thread.
+fn read_string<'l>(locked: &'l mut Locked<'_>, key: &[u8]) -> Result<Option<&'l [u8]>, Reply> {
     match locked.get(key).map(|e| &e.value) {
         None => Ok(None),
-        Some(Value::Str(b)) => Ok(Some(b.clone())),
+        Some(Value::Str(b)) => Ok(Some(b)),
         Some(_) => Err(Reply::error(err::WRONGTYPE)),
     }
 }
@@ -67,22 +67,16 @@ fn write_string<R>(
     locked: &mut Locked<'_>,
     key: &[u8],
     min_len: usize,
-    f: impl FnOnce(&mut BytesMut) -> R,
+    f: impl FnOnce(&mut [u8]) -> R,
 ) -> R {
     if let Some(entry) = locked.get_mut(key) {
         if let Value::Str(b) = &mut entry.value {
-            let mut buf = BytesMut::from(std::mem::take(b));
-            if buf.len() < min_len {
-                buf.resize(min_len, 0);
-            }
-            let out = f(&mut buf);
-            *b = buf.freeze();
-            return out;
+            return f(b.grown_to(min_len));
         }
     }
-    let mut buf = BytesMut::zeroed(min_len);
+    let mut buf = vec![0; min_len];
     let out = f(&mut buf);
-    locked.set(key, Value::Str(buf.freeze()), 0);
+    locked.set(key, Value::Str(buf.into()), 0);
     out
 }
 
@@ -114,12 +108,9 @@ pub fn setbit(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut locked = ctx.lock(&args[1..2]);
     let current = read_string(&mut locked, args[1])?;
     let need = (offset >> 3) as usize + 1;
-    let old = current.as_deref().map_or(0, |b| get_bit(b, offset));
+    let old = current.map_or(0, |b| get_bit(b, offset));
     // Redis skips the write (no event, WATCH untouched) when nothing changes.
-    let unchanged = current.as_ref().is_some_and(|b| b.len() >= need) && (old == 1) == on;
-    // Our handle on the bytes goes first: with none left, the write changes them in place
-    // instead of copying the whole string.
-    drop(current);
+    let unchanged = current.is_some_and(|b| b.len() >= need) && (old == 1) == on;
     if !unchanged {
         write_string(&mut locked, args[1], need, |buf| set_bit(buf, offset, on));
     }
@@ -130,9 +121,7 @@ pub fn getbit(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let offset = bit_offset(args[2], None, max_bulk_len(ctx))?;
     let mut locked = ctx.lock(&args[1..2]);
     let value = read_string(&mut locked, args[1])?;
-    Ok(Reply::Int(
-        value.as_deref().map_or(0, |b| get_bit(b, offset)) as i64,
-    ))
+    Ok(Reply::Int(value.map_or(0, |b| get_bit(b, offset)) as i64))
 }
 
 /// BYTE or BIT (case-insensitive), else a syntax error.
@@ -203,7 +192,6 @@ pub fn bitcount(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let Some(value) = read_string(&mut locked, args[1])? else {
         return Ok(Reply::Int(0));
     };
-    drop(locked);
     let len = value.len() as i64;
     let s = match range {
         None => span(len, 0, -1, false),
@@ -248,7 +236,6 @@ pub fn bitpos(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let Some(value) = read_string(&mut locked, args[1])? else {
         return Ok(Reply::Int(if want { -1 } else { 0 }));
     };
-    drop(locked);
     let len = value.len() as i64;
     let end_given = matches!(range, Some((_, Some(_), _)));
     let s = match range {
@@ -269,7 +256,7 @@ pub fn bitpos(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     // last unmasked bit.
     let lo = ((s.start as u64) << 3) + s.first_mask.leading_ones() as u64;
     let hi = ((s.end as u64) << 3) + 7 - s.last_mask.trailing_ones() as u64;
-    match find_bit(&value, lo, hi, want) {
+    match find_bit(value, lo, hi, want) {
         Some(pos) => Ok(Reply::Int(pos as i64)),
         None if want || end_given => Ok(Reply::Int(-1)),
         // Looking for a clear bit with no end given: the string is zero-padded on the right.
@@ -336,16 +323,23 @@ pub fn bitop(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     }
     let dest = args[2];
     let mut locked = ctx.lock(&args[2..]);
-    let mut sources: Vec<Bytes> = Vec::with_capacity(args.len() - 3);
     for key in &args[3..] {
-        sources.push(read_string(&mut locked, key)?.unwrap_or_default());
+        read_string(&mut locked, key)?;
     }
+    // Every source checked (and an expired one reclaimed): now read side by side in place.
+    let sources: Vec<&[u8]> = args[3..]
+        .iter()
+        .map(|key| match locked.peek(key).map(|e| &e.value) {
+            Some(Value::Str(b)) => &b[..],
+            _ => &[][..],
+        })
+        .collect();
     let max = sources.iter().map(|s| s.len()).max().unwrap_or(0);
     if max == 0 {
         locked.remove(dest);
         return Ok(Reply::Int(0));
     }
-    let mut out = BytesMut::zeroed(max);
+    let mut out = vec![0u8; max];
     match op {
         BitOp::Not => {
             for (o, s) in out.iter_mut().zip(sources[0].iter()) {
@@ -380,7 +374,7 @@ pub fn bitop(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             }
         }
     }
-    locked.set(dest, Value::Str(out.freeze()), 0);
+    locked.set(dest, Value::Str(out.into()), 0);
     Ok(Reply::Int(max as i64))
 }
 
@@ -578,7 +572,7 @@ fn bitfield_generic(ctx: &mut Ctx, args: &[&[u8]], ro: bool) -> CmdResult {
         let value = read_string(&mut locked, key)?.unwrap_or_default();
         let replies = fields
             .iter()
-            .map(|f| Reply::Int(read_field(&value, f)))
+            .map(|f| Reply::Int(read_field(value, f)))
             .collect();
         return Ok(Reply::Array(replies));
     };

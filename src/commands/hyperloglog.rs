@@ -5,8 +5,7 @@ use super::{err, CmdResult, Ctx};
 use crate::events::class;
 use crate::protocol::Reply;
 use crate::store::hyperloglog::{self as hll, HllError, REGISTERS};
-use crate::store::{Locked, Value};
-use bytes::Bytes;
+use crate::store::{CompactBytes, Locked, Value};
 
 const NOT_HLL: &str = "WRONGTYPE Key is not a valid HyperLogLog string value.";
 const CORRUPT: &str = "INVALIDOBJ Corrupted HLL object detected";
@@ -23,22 +22,21 @@ fn sparse_max(ctx: &Ctx) -> usize {
 }
 
 /// The HLL at `key`: None when missing, WRONGTYPE for another type or a string that is no HLL.
-fn read_hll(locked: &mut Locked<'_>, key: &[u8]) -> Result<Option<Bytes>, Reply> {
+fn read_hll<'l>(locked: &'l mut Locked<'_>, key: &[u8]) -> Result<Option<&'l [u8]>, Reply> {
     match locked.get(key).map(|e| &e.value) {
         None => Ok(None),
         Some(Value::Str(b)) => {
             hll::check(b).map_err(error)?;
-            Ok(Some(b.clone()))
+            Ok(Some(b))
         }
         Some(_) => Err(Reply::error(err::WRONGTYPE)),
     }
 }
 
 /// Stores `value` at `key`, in place when the key exists (its TTL kept), else as a new key.
-/// Cut to its length first: `Bytes` takes a `Vec` with spare capacity by allocating a shared
-/// header besides it, and keeps the spare bytes too.
+/// Cut to its length (no spare room kept).
 fn write_back(locked: &mut Locked<'_>, key: &[u8], value: Vec<u8>) {
-    let value = Bytes::from(value.into_boxed_slice());
+    let value = CompactBytes::from_vec(value);
     match locked.get_mut(key) {
         Some(entry) => entry.value = Value::Str(value),
         None => {
@@ -52,7 +50,7 @@ fn write_back(locked: &mut Locked<'_>, key: &[u8], value: Vec<u8>) {
 /// The caller checked the type and dropped its own handle.
 fn take(locked: &mut Locked<'_>, key: &[u8]) -> Vec<u8> {
     match locked.get_mut(key).map(|e| &mut e.value) {
-        Some(Value::Str(b)) => Vec::from(std::mem::take(b)),
+        Some(Value::Str(b)) => std::mem::take(b).into_vec(),
         _ => Vec::new(),
     }
 }
@@ -64,16 +62,15 @@ pub fn pfadd(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let (mut value, mut updated, taken) = match read_hll(&mut locked, key)? {
         None => (hll::new_sparse(), true, false),
         // Most adds to a big HLL raise no register: nothing to write then, so nothing copied.
-        Some(b) if hll::is_dense(&b) => {
-            if !args[2..].iter().any(|e| hll::dense_raises(&b, e)) {
+        Some(b) if hll::is_dense(b) => {
+            if !args[2..].iter().any(|e| hll::dense_raises(b, e)) {
                 return Ok(Reply::Int(0));
             }
-            drop(b);
             (take(&mut locked, key), false, true)
         }
         // Sparse: at most `hll-sparse-max-bytes`, copied so an add that changes nothing writes
         // nothing (WATCH untouched).
-        Some(b) => (Vec::from(b), false, false),
+        Some(b) => (b.to_vec(), false, false),
     };
     for element in &args[2..] {
         match hll::add(&mut value, element, max) {
@@ -104,7 +101,7 @@ pub fn pfcount(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         let mut max = Box::new([0u8; REGISTERS]);
         for key in &args[1..] {
             if let Some(value) = read_hll(&mut locked, key)? {
-                hll::merge_into(&mut max, &value).map_err(error)?;
+                hll::merge_into(&mut max, value).map_err(error)?;
             }
         }
         return Ok(Reply::Int(hll::count_registers(&max) as i64));
@@ -113,11 +110,10 @@ pub fn pfcount(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let Some(value) = read_hll(&mut locked, key)? else {
         return Ok(Reply::Int(0));
     };
-    if let Some(card) = hll::cached(&value) {
+    if let Some(card) = hll::cached(value) {
         return Ok(Reply::Int(card as i64));
     }
-    let card = hll::count(&value).map_err(error)?;
-    drop(value);
+    let card = hll::count(value).map_err(error)?;
     // The cardinality is cached in the value, as Redis does (the bytes then match Redis's).
     let mut value = take(&mut locked, key);
     hll::set_cached(&mut value, card);
@@ -130,14 +126,14 @@ pub fn pfmerge(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut locked = ctx.lock(&args[1..]);
     let mut max = Box::new([0u8; REGISTERS]);
     let mut dense = false;
-    let mut dest: Option<Bytes> = None;
+    let mut dest: Option<Vec<u8>> = None;
     for (i, key) in args[1..].iter().enumerate() {
         match read_hll(&mut locked, key)? {
             Some(value) => {
-                dense |= hll::is_dense(&value);
-                hll::merge_into(&mut max, &value).map_err(error)?;
+                dense |= hll::is_dense(value);
+                hll::merge_into(&mut max, value).map_err(error)?;
                 if i == 0 {
-                    dest = Some(value);
+                    dest = Some(value.to_vec());
                 }
             }
             // Redis reads every key (the destination too) as a read: a missing one is a
@@ -145,10 +141,7 @@ pub fn pfmerge(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             None => locked.notify(class::KEY_MISS, "keymiss", key),
         }
     }
-    let mut value = match dest {
-        Some(b) => Vec::from(b),
-        None => hll::new_sparse(),
-    };
+    let mut value = dest.unwrap_or_else(hll::new_sparse);
     hll::store_registers(&mut value, &max, dense, sparse_max).map_err(error)?;
     write_back(&mut locked, args[1], value);
     locked.notify(class::STRING, "pfadd", args[1]);
@@ -166,15 +159,15 @@ pub fn pfdebug(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let sub = args[1].to_ascii_lowercase();
     match sub.as_slice() {
         b"getreg" | b"todense" => {
-            let converted = !hll::is_dense(&value);
+            let converted = !hll::is_dense(value);
             let registers = if converted {
-                let mut dense = Vec::from(value);
+                let mut dense = value.to_vec();
                 hll::to_dense(&mut dense).map_err(error)?;
                 let registers = hll::dense_registers(&dense);
                 write_back(&mut locked, key, dense);
                 registers
             } else {
-                hll::dense_registers(&value)
+                hll::dense_registers(value)
             };
             if sub == b"todense" {
                 return Ok(Reply::Int(converted as i64));
@@ -187,13 +180,13 @@ pub fn pfdebug(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             ))
         }
         b"decode" => {
-            if hll::is_dense(&value) {
+            if hll::is_dense(value) {
                 return Err(Reply::error("ERR HLL encoding is not sparse"));
             }
-            Ok(Reply::bulk(hll::decode_sparse(&value)))
+            Ok(Reply::bulk(hll::decode_sparse(value)))
         }
         b"encoding" => Ok(Reply::Status(
-            if hll::is_dense(&value) {
+            if hll::is_dense(value) {
                 "dense"
             } else {
                 "sparse"

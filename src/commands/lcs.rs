@@ -21,7 +21,7 @@ pub fn lcs(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         let mut locked = ctx.lock(&args[1..3]);
         let mut string_at = |key: &[u8]| match locked.get(key).map(|e| &e.value) {
             None => Some(Bytes::new()),
-            Some(Value::Str(s)) => Some(s.clone()),
+            Some(Value::Str(s)) => Some(s.to_bytes()),
             Some(_) => None,
         };
         let a = string_at(args[1]);

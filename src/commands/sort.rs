@@ -36,7 +36,7 @@ fn lookup_by_pattern(locked: &mut Locked<'_>, pattern: &[u8], element: &Bytes) -
     key.extend_from_slice(postfix);
     match (&locked.get(&key)?.value, field) {
         (Value::Hash(h), Some((_, name))) => h.get_bytes(name),
-        (Value::Str(s), None) => Some(s.clone()),
+        (Value::Str(s), None) => Some(s.to_bytes()),
         _ => None,
     }
 }
@@ -277,7 +277,7 @@ fn sort_generic(ctx: &mut Ctx, args: &[&[u8]], readonly: bool) -> CmdResult {
     if stored == 0 {
         locked.remove(dst);
     } else {
-        locked.set(dst, Value::List(list), 0);
+        locked.set(dst, Value::List(Box::new(list)), 0);
         locked.notify(class::LIST, "sortstore", dst);
     }
     Ok(Reply::Int(stored as i64))

@@ -5,14 +5,13 @@ use super::{err, CmdResult, Ctx};
 use crate::events::class;
 use crate::metrics::Stats;
 use crate::protocol::{parse_i64_strict, Reply};
-use crate::store::{Entry, Value};
-use bytes::{Bytes, BytesMut};
+use crate::store::{CompactBytes, Entry, Value};
 
 /// Largest string SETRANGE and APPEND may build, as Redis's default proto-max-bulk-len.
 const MAX_STRING: usize = 512 * 1024 * 1024;
 
 /// The string held by an entry, or WRONGTYPE.
-fn string_of(entry: &Entry) -> Result<&Bytes, Reply> {
+fn string_of(entry: &Entry) -> Result<&CompactBytes, Reply> {
     match &entry.value {
         Value::Str(b) => Ok(b),
         _ => Err(Reply::error(err::WRONGTYPE)),
@@ -20,7 +19,7 @@ fn string_of(entry: &Entry) -> Result<&Bytes, Reply> {
 }
 
 fn owned(bytes: &[u8]) -> Value {
-    Value::Str(Bytes::copy_from_slice(bytes))
+    Value::Str(CompactBytes::new(bytes))
 }
 
 fn count_lookup(ctx: &Ctx, hit: bool) {
@@ -39,7 +38,7 @@ pub fn get(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let reply = {
         let mut locked = ctx.lock(&args[1..2]);
         match locked.get(args[1]) {
-            Some(entry) => Reply::Bulk(string_of(entry)?.clone()),
+            Some(entry) => Reply::Bulk(string_of(entry)?.to_bytes()),
             None => Reply::Nil,
         }
     };
@@ -162,7 +161,7 @@ pub fn set(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     };
     let existing = locked.get(key);
     let old = match existing {
-        Some(entry) if get => Some(string_of(entry)?.clone()),
+        Some(entry) if get => Some(string_of(entry)?.to_bytes()),
         _ => None,
     };
     let exists = existing.is_some();
@@ -216,7 +215,7 @@ pub fn setex(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 pub fn getset(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut locked = ctx.lock(&args[1..2]);
     let old = match locked.get(args[1]) {
-        Some(entry) => Reply::Bulk(string_of(entry)?.clone()),
+        Some(entry) => Reply::Bulk(string_of(entry)?.to_bytes()),
         None => Reply::Nil,
     };
     locked.set(args[1], owned(args[2]), 0);
@@ -226,7 +225,7 @@ pub fn getset(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 pub fn getdel(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut locked = ctx.lock(&args[1..2]);
     let old = match locked.get(args[1]) {
-        Some(entry) => Reply::Bulk(string_of(entry)?.clone()),
+        Some(entry) => Reply::Bulk(string_of(entry)?.to_bytes()),
         None => return Ok(Reply::Nil),
     };
     locked.remove(args[1]);
@@ -239,7 +238,7 @@ pub fn getex(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let now = locked.now;
     // As Redis: WRONGTYPE first, then an invalid expire time, then a missing key's nil.
     let value = match locked.get(args[1]) {
-        Some(entry) => Some(string_of(entry)?.clone()),
+        Some(entry) => Some(string_of(entry)?.to_bytes()),
         None => None,
     };
     // None: leave the TTL alone; Some(0): persist; Some(t): expire at t.
@@ -276,7 +275,7 @@ pub fn mget(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let values: Vec<Reply> = keys
         .iter()
         .map(|k| match locked.get(k).map(|e| &e.value) {
-            Some(Value::Str(b)) => Reply::Bulk(b.clone()),
+            Some(Value::Str(b)) => Reply::Bulk(b.to_bytes()),
             _ => Reply::Nil,
         })
         .collect();
@@ -325,7 +324,7 @@ pub fn incr(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let new = current
         .checked_add(delta)
         .ok_or_else(|| Reply::error(err::OVERFLOW))?;
-    let text = Bytes::copy_from_slice(itoa::Buffer::new().format(new).as_bytes());
+    let text = CompactBytes::new(itoa::Buffer::new().format(new).as_bytes());
     match locked.get_mut(args[1]) {
         Some(entry) => entry.value = Value::Str(text),
         None => {
@@ -357,14 +356,15 @@ pub fn incrbyfloat(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     if !new.is_finite() {
         return Err(Reply::error("ERR increment would produce NaN or Infinity"));
     }
-    let text = Bytes::from(human_float(new));
+    let text = human_float(new);
+    let value = CompactBytes::new(text.as_bytes());
     match locked.get_mut(args[1]) {
-        Some(entry) => entry.value = Value::Str(text.clone()),
+        Some(entry) => entry.value = Value::Str(value),
         None => {
-            locked.set(args[1], Value::Str(text.clone()), 0);
+            locked.set(args[1], Value::Str(value), 0);
         }
     }
-    Ok(Reply::Bulk(text))
+    Ok(Reply::Bulk(text.into()))
 }
 
 pub fn append(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
@@ -386,9 +386,7 @@ pub fn append(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         .get_mut(args[1])
         .ok_or_else(|| Reply::error(err::NO_SUCH_KEY))?;
     if let Value::Str(bytes) = &mut entry.value {
-        let mut grown = BytesMut::from(std::mem::take(bytes));
-        grown.extend_from_slice(args[2]);
-        *bytes = grown.freeze();
+        bytes.extend_from_slice(args[2]);
         return Ok(Reply::Int(bytes.len() as i64));
     }
     Err(Reply::error(err::WRONGTYPE))
@@ -406,8 +404,8 @@ pub fn strlen(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 pub fn getrange(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let (start, end) = (int(args[2])?, int(args[3])?);
     let mut locked = ctx.lock(&args[1..2]);
-    let value = match locked.get(args[1]) {
-        Some(entry) => string_of(entry)?.clone(),
+    let value: &[u8] = match locked.get(args[1]) {
+        Some(entry) => string_of(entry)?,
         None => return Ok(Reply::bulk(b"")),
     };
     let len = value.len() as i64;
@@ -427,7 +425,7 @@ pub fn getrange(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     if len == 0 || start > end || start >= len {
         return Ok(Reply::bulk(b""));
     }
-    Ok(Reply::Bulk(value.slice(start as usize..=end as usize)))
+    Ok(Reply::bulk(&value[start as usize..=end as usize]))
 }
 
 pub fn setrange(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
@@ -451,25 +449,15 @@ pub fn setrange(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         ));
     }
     let end = offset + patch.len();
-    let apply = |bytes: &mut BytesMut| {
-        if bytes.len() < end {
-            bytes.resize(end, 0);
-        }
-        bytes[offset..end].copy_from_slice(patch);
-        bytes.len() as i64
-    };
     if current_len.is_some() {
         if let Some(Value::Str(stored)) = locked.get_mut(args[1]).map(|e| &mut e.value) {
-            // Taken out of the entry: with no other handle on the bytes, patched in place rather
-            // than copying the whole string for a few bytes.
-            let mut bytes = BytesMut::from(std::mem::take(stored));
-            let new_len = apply(&mut bytes);
-            *stored = bytes.freeze();
-            return Ok(Reply::Int(new_len));
+            stored.grown_to(end)[offset..end].copy_from_slice(patch);
+            return Ok(Reply::Int(stored.len() as i64));
         }
     }
-    let mut bytes = BytesMut::new();
-    let new_len = apply(&mut bytes);
-    locked.set(args[1], Value::Str(bytes.freeze()), 0);
+    let mut bytes = vec![0; end];
+    bytes[offset..].copy_from_slice(patch);
+    locked.set(args[1], Value::Str(bytes.into()), 0);
+    let new_len = end as i64;
     Ok(Reply::Int(new_len))
 }

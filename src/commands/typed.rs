@@ -64,7 +64,7 @@ macro_rules! typed_access {
     };
 }
 
-typed_access!(list, list_mut, list_or_create, List, List, VecDeque::new());
+typed_access!(list, list_mut, list_or_create, List, List, Box::default());
 typed_access!(hash, hash_mut, hash_or_create, Hash, Hash, Hash::default());
 typed_access!(set, set_mut, set_or_create, Set, Set, Set::default());
 typed_access!(

@@ -8,7 +8,7 @@ use super::{lzf, stm, types, RdbError};
 use crate::store::encoding::Limits;
 use crate::store::value::{Hash, Set};
 use crate::store::zset::ZSet;
-use crate::store::Value;
+use crate::store::{CompactBytes, Value};
 use bytes::Bytes;
 use std::collections::VecDeque;
 
@@ -19,7 +19,7 @@ pub fn decode_value(body: &[u8], limits: &Limits) -> Result<Value, RdbError> {
     let mut r = RdbReader::new(body);
     let kind = r.byte()?;
     let value = match kind {
-        types::STRING => Value::Str(r.string()?),
+        types::STRING => Value::Str(CompactBytes::from_vec(Vec::from(r.string()?))),
         types::LIST => list(r.strings()?)?,
         types::LIST_ZIPLIST => list(read_ziplist(&r.string()?)?)?,
         types::LIST_QUICKLIST | types::LIST_QUICKLIST_2 => {
@@ -104,7 +104,7 @@ fn list(items: Vec<Bytes>) -> Result<Value, RdbError> {
     if items.is_empty() {
         return Err(RdbError::BadData);
     }
-    Ok(Value::List(VecDeque::from(items)))
+    Ok(Value::List(Box::new(VecDeque::from(items))))
 }
 
 fn set(members: Vec<Bytes>, limits: &Limits) -> Result<Value, RdbError> {

@@ -30,7 +30,7 @@ pub fn encode_value(value: &Value) -> Vec<u8> {
         Value::List(items) => {
             out.push(types::LIST_QUICKLIST_2);
             let mut nodes: Vec<ListpackWriter> = vec![ListpackWriter::default()];
-            for item in items {
+            for item in items.iter() {
                 let node = nodes.last_mut().filter(|n| {
                     n.is_empty()
                         || n.bytes() + item.len() + NODE_ENTRY_OVERHEAD <= QUICKLIST_NODE_BYTES

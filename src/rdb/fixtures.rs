@@ -60,7 +60,7 @@ fn collections_from_redis() {
     // RPUSH l a b 1 -5 300 "a longer element of the list": quicklist, one listpack node
     check(b"\x12\x01\x0233\x00\x00\x00\x06\x00\x81a\x02\x81b\x02\x01\x01\xdf\xfb\x02\xc1,\x02\x9ca longer element of the list\x1d\xff\x0a\x00\xd4\xcew\x0bI\x12\xd0\xee", |v| match v {
         Value::List(items) => assert_eq!(
-            text(items),
+            text(items.iter()),
             ["a", "b", "1", "-5", "300", "a longer element of the list"]
         ),
         other => panic!("{other:?}"),
@@ -100,7 +100,7 @@ fn collections_from_redis() {
 fn older_and_newer_forms_are_read() {
     // Hand-made: a list as an RDB 9 ziplist (type 10); Redis 7.0 restores it the same way.
     match decoded(b"\x0a\x18\x18\x00\x00\x00\x14\x00\x00\x00\x04\x00\x00\x02ab\x04\xf8\x02\xc0,\x01\x04\xfe\xfb\xff\x09\x00\x0fW\xa1b\xaf\x16\x908") {
-        Value::List(items) => assert_eq!(text(&items), ["ab", "7", "300", "-5"]),
+        Value::List(items) => assert_eq!(text(items.iter()), ["ab", "7", "300", "-5"]),
         other => panic!("{other:?}"),
     }
     // Redis 7.2's small sets of strings: a listpack (type 20) in an RDB 11 payload.
@@ -164,7 +164,9 @@ fn every_value_round_trips() {
     let values = vec![
         Value::Str("x".repeat(100_000).into()),
         Value::Str("".into()),
-        Value::List((0..20_000).map(|i| i.to_string().into()).collect()),
+        Value::List(Box::new(
+            (0..20_000).map(|i| i.to_string().into()).collect(),
+        )),
         Value::Hash((0..200).map(|i| (format!("f{i}"), "v".repeat(i))).collect()),
         Value::Set(
             (0..600)
@@ -227,7 +229,7 @@ fn restore_uses_the_configured_thresholds() {
 fn describe(value: &Value) -> Vec<String> {
     match value {
         Value::Str(s) => text([s]),
-        Value::List(items) => text(items),
+        Value::List(items) => text(items.iter()),
         Value::Hash(h) => text(h.iter().flat_map(|(f, v)| [f, v])),
         Value::Set(s) => text(s.iter()),
         Value::ZSet(z) => z.iter().map(|(m, s)| format!("{m:?}={s:?}")).collect(),
@@ -243,7 +245,7 @@ mod properties {
     /// Valid bodies to damage: a listpack zset (LZF inside), a quicklist, an intset, a hash table.
     fn bodies() -> Vec<Vec<u8>> {
         let values = [
-            crate::store::Value::List((0..40).map(|i| format!("e{i}").into()).collect()),
+            crate::store::Value::List(Box::new((0..40).map(|i| format!("e{i}").into()).collect())),
             crate::store::Value::Set((0..20).map(|i| i.to_string()).collect()),
             crate::store::Value::Hash((0..3).map(|i| (format!("f{i}"), "x".repeat(70))).collect()),
             crate::store::Value::Stm(Box::new(stm::tests::sample_entry())),

@@ -270,11 +270,10 @@ fn int_value(s: &[u8]) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bytes::Bytes;
 
     #[test]
     fn strings_as_redis_names_them() {
-        let name_of = |s: &'static [u8]| name(&Value::Str(Bytes::from_static(s)), false, &DEFAULTS);
+        let name_of = |s: &'static [u8]| name(&Value::Str(s.into()), false, &DEFAULTS);
         assert_eq!(name_of(b"12345"), "int");
         assert_eq!(name_of(b"-9223372036854775808"), "int");
         assert_eq!(name_of(b"0123"), "embstr");

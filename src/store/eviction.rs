@@ -404,7 +404,7 @@ mod tests {
         for i in 0..200u64 {
             let key = format!("k{i}");
             let expire = if i % 2 == 0 { 0 } else { now + 1_000_000 + i };
-            l.set(key.as_bytes(), Value::Str(Bytes::from_static(b"v")), expire);
+            l.set(key.as_bytes(), Value::Str("v".into()), expire);
         }
         for (shard, guard) in l.held.iter() {
             let mut pool = Vec::new();
@@ -429,7 +429,7 @@ mod tests {
         let now = l.now;
         for i in 0..200u64 {
             let key = format!("k{i}");
-            l.set(key.as_bytes(), Value::Str(Bytes::from_static(b"v")), 0);
+            l.set(key.as_bytes(), Value::Str("v".into()), 0);
             // Ageing by hand: key i was last touched i seconds ago.
             if let Some(e) = l.raw_entry_mut(key.as_bytes()) {
                 e.touch(now - i * 1000);

@@ -10,8 +10,8 @@ pub mod geohash;
 pub mod hash;
 mod held;
 pub use held::in_order;
+pub mod compact;
 pub mod hyperloglog;
-pub mod key;
 pub mod packed;
 pub mod ranked;
 pub mod scan;
@@ -33,7 +33,9 @@ use smallvec::SmallVec;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-pub use key::Key;
+pub use compact::CompactBytes;
+/// Keys are held as compact byte strings (short ones inline in the table's slot).
+pub type Key = CompactBytes;
 pub use value::Value;
 
 /// Number of shards. More shards make SCAN's per-call work smaller and contention rarer; locking all
@@ -811,7 +813,7 @@ mod tests {
     use super::*;
 
     fn string(v: &str) -> Value {
-        Value::Str(Bytes::copy_from_slice(v.as_bytes()))
+        Value::Str(v.into())
     }
 
     #[test]
@@ -821,17 +823,16 @@ mod tests {
         // access clock shares a word with the version. The sizes reached, exactly, so that a
         // regression fails here.
         use std::mem::size_of;
-        // A string's `Bytes` is 32 bytes with a single niche, so the tag takes a word of its own.
-        assert_eq!(size_of::<Bytes>(), 32);
-        assert_eq!(size_of::<Value>(), 40);
+        // Keys and strings: 24 bytes, up to 22 bytes inline (a `Bytes` took 32 and a heap block).
+        assert_eq!(size_of::<CompactBytes>(), 24);
         // The small forms of hashes, sets and sorted sets are held in the slot itself (one
-        // buffer and a count), no larger than a string.
-        assert_eq!(size_of::<value::Hash>(), 32);
-        assert_eq!(size_of::<value::Set>(), 32);
-        assert_eq!(size_of::<zset::ZSet>(), 32);
-        assert_eq!(size_of::<Entry>(), 56);
-        // The key: 24 bytes, short keys inline (a `Bytes` took 32 and a heap block).
-        assert_eq!(size_of::<(Key, SharedValue<Entry>)>(), 80);
+        // exact buffer and a count), no larger than a string; a list's deque is boxed.
+        assert_eq!(size_of::<value::Hash>(), 24);
+        assert_eq!(size_of::<value::Set>(), 24);
+        assert_eq!(size_of::<zset::ZSet>(), 24);
+        assert_eq!(size_of::<Value>(), 32);
+        assert_eq!(size_of::<Entry>(), 48);
+        assert_eq!(size_of::<(Key, SharedValue<Entry>)>(), 72);
     }
 
     #[test]
@@ -952,7 +953,7 @@ mod tests {
                 let command = scope.spawn(|| {
                     let mut both = store.lock(0, &[&low, &high]);
                     match both.get(&high).map(|e| &e.value) {
-                        Some(Value::Str(s)) => Some(s.clone()),
+                        Some(Value::Str(s)) => Some(s.to_bytes()),
                         _ => None,
                     }
                 });

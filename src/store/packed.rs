@@ -11,7 +11,9 @@ const LONG: u8 = 0xFF;
 /// owner's use (sets: "every member is an integer"), which fits in the padding.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Packed {
-    buf: Vec<u8>,
+    /// Exactly as long as its contents (a `Box`, not a `Vec`: no capacity word, so a hash or set
+    /// fits the keyspace slot in 24 bytes).
+    buf: Box<[u8]>,
     count: u32,
     pub flag: bool,
 }
@@ -19,7 +21,7 @@ pub struct Packed {
 impl Default for Packed {
     fn default() -> Self {
         Packed {
-            buf: Vec::new(),
+            buf: Box::default(),
             count: 0,
             flag: true,
         }
@@ -43,11 +45,13 @@ impl Packed {
     /// classes absorb most of the regrowth). Elements over [`MAX_ELEMENT`] must not come here.
     pub fn push(&mut self, elements: &[&[u8]]) {
         let needed: usize = elements.iter().map(|e| header_len(e.len()) + e.len()).sum();
-        self.buf.reserve_exact(needed);
-        for e in elements {
-            write_header(&mut self.buf, e.len());
-            self.buf.extend_from_slice(e);
-        }
+        edit_exact(&mut self.buf, |buf| {
+            buf.reserve_exact(needed);
+            for e in elements {
+                write_header(buf, e.len());
+                buf.extend_from_slice(e);
+            }
+        });
         self.count += elements.len() as u32;
     }
 
@@ -127,8 +131,9 @@ impl Packed {
         if encoded.len() == end - at {
             self.buf[at..end].copy_from_slice(&encoded);
         } else {
-            self.buf.splice(at..end, encoded);
-            self.buf.shrink_to_fit();
+            edit_exact(&mut self.buf, |buf| {
+                buf.splice(at..end, encoded);
+            });
         }
     }
 
@@ -143,14 +148,15 @@ impl Packed {
     pub fn swap_remove_group(&mut self, at: usize, stride: usize) {
         let end = self.group_end(at, stride);
         let last = self.last_group_start(stride);
-        if last == at {
-            self.buf.truncate(at);
-        } else {
-            let moved = self.buf[last..].to_vec();
-            self.buf.truncate(last);
-            self.buf.splice(at..end, moved);
-        }
-        self.buf.shrink_to_fit();
+        edit_exact(&mut self.buf, |buf| {
+            if last == at {
+                buf.truncate(at);
+            } else {
+                let moved = buf[last..].to_vec();
+                buf.truncate(last);
+                buf.splice(at..end, moved);
+            }
+        });
         self.count -= stride as u32;
     }
 
@@ -163,6 +169,15 @@ impl Packed {
         }
         at
     }
+}
+
+/// Runs `edit` on `buf` as a `Vec` (no copy) and puts it back cut to its length, so a compact
+/// buffer never keeps spare capacity.
+pub(super) fn edit_exact<R>(buf: &mut Box<[u8]>, edit: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+    let mut bytes = std::mem::take(buf).into_vec();
+    let out = edit(&mut bytes);
+    *buf = bytes.into_boxed_slice();
+    out
 }
 
 /// Up to two elements read together (a field and its value, or a lone member).

@@ -53,7 +53,6 @@ fn after_swap(side: &Locked<'_>) {
 mod tests {
     use super::*;
     use crate::store::Store;
-    use bytes::Bytes;
 
     #[test]
     fn swapped_keys_are_found_under_their_new_database() {
@@ -62,7 +61,7 @@ mod tests {
         {
             let mut zero = store.lock_all(0);
             for k in &keys {
-                zero.set(k.as_bytes(), Value::Str(Bytes::from_static(b"v")), 0);
+                zero.set(k.as_bytes(), Value::Str("v".into()), 0);
             }
         }
         let mut zero = store.lock_all(0);

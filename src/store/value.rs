@@ -2,6 +2,7 @@
 
 use super::stream::Stream;
 use super::zset::ZSet;
+use super::CompactBytes;
 use crate::stm::StmEntry;
 use bytes::Bytes;
 use std::collections::VecDeque;
@@ -13,8 +14,8 @@ pub use super::set::Set;
 /// stored value never keeps a whole request buffer alive.
 #[derive(Debug)]
 pub enum Value {
-    Str(Bytes),
-    List(VecDeque<Bytes>),
+    Str(CompactBytes),
+    List(Box<VecDeque<Bytes>>),
     // Not boxed: a hash, set or sorted set is one buffer and a count while small (its large form
     // is boxed inside), no larger than a string's `Bytes`.
     Hash(Hash),

@@ -7,7 +7,7 @@
 //! structures share each member's bytes.
 
 use super::encoding::CompactLimit;
-use super::packed::{header_len, read, write_header};
+use super::packed::{edit_exact, header_len, read, write_header};
 use super::ranked::Ranked;
 use bytes::Bytes;
 use std::cmp::Ordering;
@@ -125,7 +125,8 @@ struct Large {
 /// 40 bytes and a heap block on every member.
 #[derive(Debug, Default, Clone)]
 struct Small {
-    buf: Vec<u8>,
+    /// Exactly as long as its contents (see [`super::packed::edit_exact`]).
+    buf: Box<[u8]>,
     count: u32,
 }
 
@@ -195,8 +196,9 @@ impl Small {
     }
 
     fn remove_bytes(&mut self, start: usize, end: usize) {
-        self.buf.drain(start..end);
-        self.buf.shrink_to_fit();
+        edit_exact(&mut self.buf, |buf| {
+            buf.drain(start..end);
+        });
         self.count -= 1;
     }
 
@@ -207,8 +209,10 @@ impl Small {
         entry.extend_from_slice(&score.to_le_bytes());
         write_header(&mut entry, member.len());
         entry.extend_from_slice(member);
-        self.buf.reserve_exact(entry.len());
-        self.buf.splice(at..at, entry);
+        edit_exact(&mut self.buf, |buf| {
+            buf.reserve_exact(entry.len());
+            buf.splice(at..at, entry);
+        });
         self.count += 1;
     }
 
