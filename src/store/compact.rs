@@ -17,14 +17,19 @@ const INLINE: usize = 22;
 /// Past this size a growing string gains this much room at a time instead of doubling.
 const GREEDY_LIMIT: usize = 1024 * 1024;
 
+/// The `len` of a heap string that fills its whole buffer because its length needs more than
+/// 32 bits.
+const WHOLE_BUFFER: u32 = u32::MAX;
+
 #[derive(Clone)]
 pub enum CompactBytes {
     Inline {
         len: u8,
         bytes: [u8; INLINE],
     },
-    /// `len` bytes at the start of `buf`; the rest of `buf` is spare room (zeroed). Strings are
-    /// at most 512 MB (`proto-max-bulk-len`'s ceiling), so the length fits 32 bits.
+    /// `len` bytes at the start of `buf`; the rest of `buf` is spare room (zeroed). A string of
+    /// 4 GB or more (possible once `proto-max-bulk-len` is raised) has no room: `len` is then
+    /// [`WHOLE_BUFFER`] and the string is all of `buf`.
     Heap {
         len: u32,
         buf: Box<[u8]>,
@@ -72,6 +77,7 @@ impl CompactBytes {
     pub fn as_bytes(&self) -> &[u8] {
         match self {
             CompactBytes::Inline { len, bytes } => &bytes[..*len as usize],
+            CompactBytes::Heap { len, buf } if *len == WHOLE_BUFFER => buf,
             CompactBytes::Heap { len, buf } => &buf[..*len as usize],
         }
     }
@@ -87,7 +93,9 @@ impl CompactBytes {
             CompactBytes::Inline { len, bytes } => bytes[..len as usize].to_vec(),
             CompactBytes::Heap { len, buf } => {
                 let mut bytes = buf.into_vec();
-                bytes.truncate(len as usize);
+                if len != WHOLE_BUFFER {
+                    bytes.truncate(len as usize);
+                }
                 bytes
             }
         }
@@ -108,11 +116,14 @@ impl CompactBytes {
         let len = old.max(min_len);
         let fits = match self {
             CompactBytes::Inline { .. } => len <= INLINE,
+            CompactBytes::Heap { buf, .. } if len >= WHOLE_BUFFER as usize => len == buf.len(),
             CompactBytes::Heap { buf, .. } => len <= buf.len(),
         };
         if !fits {
             let mut grown = std::mem::take(self).into_vec();
-            let room = if len < GREEDY_LIMIT {
+            let room = if len >= WHOLE_BUFFER as usize {
+                len
+            } else if len < GREEDY_LIMIT {
                 len * 2
             } else {
                 len + GREEDY_LIMIT
@@ -144,8 +155,10 @@ impl CompactBytes {
     }
 }
 
+/// The `len` a heap string of `len` bytes stores: [`WHOLE_BUFFER`] past 32 bits (its buffer is
+/// then exactly that long).
 fn heap_len(len: usize) -> u32 {
-    u32::try_from(len).expect("strings are at most proto-max-bulk-len (512 MB)")
+    u32::try_from(len).map_or(WHOLE_BUFFER, |len| len.min(WHOLE_BUFFER))
 }
 
 impl std::ops::Deref for CompactBytes {
@@ -282,5 +295,20 @@ mod tests {
             "past 1 MB the room grows by 1 MB"
         );
         assert_eq!(big.len(), GREEDY_LIMIT + 1);
+    }
+
+    #[test]
+    fn a_string_of_4_gb_or_more_is_its_whole_buffer() {
+        // Zeroed pages are not touched, so this costs address space, not memory.
+        for len in [
+            WHOLE_BUFFER as usize - 1,
+            WHOLE_BUFFER as usize,
+            WHOLE_BUFFER as usize + 5,
+        ] {
+            let s = CompactBytes::from_vec(vec![0u8; len]);
+            assert_eq!(s.len(), len);
+            assert_eq!(s.heap_bytes(), len);
+            assert_eq!(s.into_vec().len(), len);
+        }
     }
 }
