@@ -158,7 +158,7 @@ impl CompactBytes {
 /// The `len` a heap string of `len` bytes stores: [`WHOLE_BUFFER`] past 32 bits (its buffer is
 /// then exactly that long).
 fn heap_len(len: usize) -> u32 {
-    u32::try_from(len).map_or(WHOLE_BUFFER, |len| len.min(WHOLE_BUFFER))
+    u32::try_from(len).unwrap_or(WHOLE_BUFFER)
 }
 
 impl std::ops::Deref for CompactBytes {
