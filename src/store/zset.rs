@@ -119,10 +119,10 @@ struct Large {
     order: Ranked<(Score, Bytes)>,
 }
 
-/// The small form: one exact-size buffer of entries in (score, member) order, each the score's
-/// 8 bytes (little-endian `f64`) then the member as [`super::packed`] writes an element (a length
-/// header and the bytes). One allocation per set, where a vector of (score, `Bytes`) pairs spent
-/// 40 bytes and a heap block on every member.
+/// The small form: one exact-size buffer of entries in (score, member) order, each the score (see
+/// [`write_score`]: two bytes for a small integer, nine for any other) then the member as
+/// [`super::packed`] writes an element (a length header and the bytes). One allocation per set,
+/// where a vector of (score, `Bytes`) pairs spent 40 bytes and a heap block on every member.
 #[derive(Debug, Default, Clone)]
 struct Small {
     /// Exactly as long as its contents (see [`super::packed::edit_exact`]).
@@ -152,17 +152,57 @@ impl<'a> Iterator for Walk<'a> {
             return None;
         }
         let start = self.at;
-        let mut word = [0u8; 8];
-        word.copy_from_slice(&self.buf[start..start + 8]);
-        let (member, end) = read(self.buf, start + 8);
+        let (score, member_at) = read_score(self.buf, start);
+        let (member, end) = read(self.buf, member_at);
         self.at = end;
         Some(At {
             member,
-            score: f64::from_le_bytes(word),
+            score,
             start,
             end,
         })
     }
+}
+
+/// Largest magnitude of a score stored as an integer: every integer below it is exact as an `f64`.
+const EXACT_INTEGERS: f64 = 9_007_199_254_740_992.0; // 2^53
+
+/// Appends `score` as the small form stores it (as a listpack stores an integral score as an
+/// integer): an integral score below 2^53 in magnitude (but not -0, which must read back as -0)
+/// as a length byte 1..=7 and that many bytes of its two's complement, little-endian; any other
+/// as a 0 byte and the `f64`'s 8 bytes.
+fn write_score(out: &mut Vec<u8>, score: f64) {
+    let integral = score.fract() == 0.0 && score.abs() < EXACT_INTEGERS;
+    if !integral || (score == 0.0 && score.is_sign_negative()) {
+        out.push(0);
+        out.extend_from_slice(&score.to_le_bytes());
+        return;
+    }
+    let int = score as i64;
+    let fits = |len: u32| {
+        let shift = 64 - 8 * len;
+        (int << shift) >> shift == int
+    };
+    let len = (1..8).find(|&len| fits(len)).unwrap_or(7);
+    out.push(len as u8);
+    out.extend_from_slice(&int.to_le_bytes()[..len as usize]);
+}
+
+/// The score written by [`write_score`] at byte `at`, and the offset after it.
+fn read_score(buf: &[u8], at: usize) -> (f64, usize) {
+    let len = usize::from(buf[at]);
+    if len == 1 {
+        return (f64::from(buf[at + 1] as i8), at + 2);
+    }
+    let mut word = [0u8; 8];
+    if len == 0 {
+        word.copy_from_slice(&buf[at + 1..at + 9]);
+        return (f64::from_le_bytes(word), at + 9);
+    }
+    word[..len].copy_from_slice(&buf[at + 1..at + 1 + len]);
+    let shift = 64 - 8 * len as u32;
+    let int = (i64::from_le_bytes(word) << shift) >> shift;
+    (int as f64, at + 1 + len)
 }
 
 impl Small {
@@ -205,8 +245,8 @@ impl Small {
     /// Inserts a member known to be absent at its place, growing the buffer by exactly its size.
     fn insert(&mut self, member: &[u8], score: f64) {
         let (_, at) = self.partition(score, member);
-        let mut entry = Vec::with_capacity(8 + header_len(member.len()) + member.len());
-        entry.extend_from_slice(&score.to_le_bytes());
+        let mut entry = Vec::with_capacity(9 + header_len(member.len()) + member.len());
+        write_score(&mut entry, score);
         write_header(&mut entry, member.len());
         entry.extend_from_slice(member);
         edit_exact(&mut self.buf, |buf| {
@@ -488,6 +528,37 @@ mod tests {
         value: 64,
     };
 
+    #[test]
+    fn scores_read_back_bit_for_bit_and_small_integers_take_two_bytes() {
+        let cases: &[(f64, usize)] = &[
+            (0.0, 2),
+            (1.0, 2),
+            (-1.0, 2),
+            (127.0, 2),
+            (-128.0, 2),
+            (128.0, 3),
+            (-129.0, 3),
+            (8_388_607.0, 4),
+            (9_007_199_254_740_991.0, 8),
+            (-9_007_199_254_740_991.0, 8),
+            (9_007_199_254_740_992.0, 9),
+            (-0.0, 9),
+            (0.5, 9),
+            (1e300, 9),
+            (-5e-324, 9),
+            (f64::INFINITY, 9),
+            (f64::NEG_INFINITY, 9),
+        ];
+        for &(score, len) in cases {
+            let mut buf = vec![0xAA];
+            write_score(&mut buf, score);
+            assert_eq!(buf.len() - 1, len, "{score}");
+            let (back, end) = read_score(&buf, 1);
+            assert_eq!(back.to_bits(), score.to_bits(), "{score}");
+            assert_eq!(end, buf.len());
+        }
+    }
+
     /// Random ZADD/ZREM/pops against a `BTreeSet` of (score, member) plus a score map, across the
     /// small form and the conversion: same order, ranks, scores, score ranges both ways.
     #[test]
@@ -509,8 +580,24 @@ mod tests {
                     .replace('m', &rng.gen_range(0..9).to_string()));
                 match rng.gen_range(0..10) {
                     0..=5 => {
-                        let score = [0.0, -0.0, 1.5, f64::INFINITY][rng.gen_range(0..4)]
+                        let mut score = [0.0, 1.5, f64::INFINITY, 300.0, -129.0]
+                            [rng.gen_range(0..5)]
                             + f64::from(rng.gen_range(-3..3));
+                        if rng.gen_bool(0.2) {
+                            // Kept as they are: -0, integers at the edges of the integer
+                            // encoding, non-integers, extremes.
+                            score = [
+                                -0.0,
+                                9_007_199_254_740_991.0,
+                                -9_007_199_254_740_992.0,
+                                9_007_199_254_740_994.0,
+                                1e300,
+                                -5e-324,
+                                f64::NEG_INFINITY,
+                                -32768.0,
+                                8_388_607.0,
+                            ][rng.gen_range(0..9)];
+                        }
                         let previous = scores.insert(member.clone(), score);
                         if let Some(p) = previous {
                             order.remove(&(Score(p), member.clone()));
