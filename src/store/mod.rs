@@ -788,24 +788,53 @@ impl<'a> Locked<'a> {
     }
 
     /// Removes the expired keys of the locked shards; returns how many.
-    pub fn remove_expired(&mut self) -> usize {
+    pub fn remove_expired(&mut self) -> Swept {
         let (store, space, db, now) = (self.store, self.space, self.db, self.now);
         if store.pause.freezes_keyspace() {
-            return 0;
+            return Swept {
+                removed: 0,
+                expiring_left: None,
+            };
         }
-        let mut removed = 0;
+        let (mut removed, mut left) = (0, 0);
         self.held.for_each_mut(|shard| {
             shard.retain(|k, v| {
-                let expired = v.get().is_expired(now);
+                let entry = v.get();
+                let expired = entry.is_expired(now);
                 if expired {
                     removed += 1;
-                    space.count_expired(store, db, k, &v.get().value);
+                    space.count_expired(store, db, k, &entry.value);
+                } else if entry.expire_at != 0 {
+                    left += 1;
                 }
                 !expired
             });
         });
-        removed
+        Swept {
+            removed,
+            expiring_left: Some(left),
+        }
     }
+
+    /// Changes whenever a key in the held shards is written (its shard's version moves: every
+    /// `set` and `get_mut`, so every expiry set) or the database is swapped. The expiry cycle
+    /// keeps it for a shard it found without expiring keys, and skips the shard while it holds.
+    pub fn write_mark(&self) -> (u64, u64) {
+        let versions: u64 = self
+            .held
+            .iter()
+            .map(|(shard, _)| self.space.versions[shard].0.load(Ordering::Relaxed))
+            .fold(0, u64::wrapping_add);
+        (versions, self.space.swaps.load(Ordering::Relaxed))
+    }
+}
+
+/// What [`Locked::remove_expired`] did.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Swept {
+    pub removed: usize,
+    /// Keys left with an expiry; None when CLIENT PAUSE froze the keyspace and nothing was read.
+    pub expiring_left: Option<usize>,
 }
 
 #[cfg(test)]
@@ -858,7 +887,13 @@ mod tests {
         }
         assert_eq!(store.len(), 1, "y is still held until reclaimed");
         let mut all = store.lock_all(0);
-        assert_eq!(all.remove_expired(), 1);
+        assert_eq!(
+            all.remove_expired(),
+            Swept {
+                removed: 1,
+                expiring_left: Some(0)
+            }
+        );
         drop(all);
         assert_eq!(store.len(), 0);
         assert_eq!(store.expired_keys.load(Ordering::Relaxed), 2);
