@@ -46,8 +46,7 @@ fn write_back(locked: &mut Locked<'_>, key: &[u8], value: Vec<u8>) {
 }
 
 /// Takes the string at `key` out of its entry for a write (the entry keeps an empty string until
-/// [`write_back`]). With no other handle on the bytes this copies nothing: a dense HLL is 12 KB.
-/// The caller checked the type and dropped its own handle.
+/// [`write_back`]), without copying: a dense HLL is 12 KB. The caller checked the type.
 fn take(locked: &mut Locked<'_>, key: &[u8]) -> Vec<u8> {
     match locked.get_mut(key).map(|e| &mut e.value) {
         Some(Value::Str(b)) => std::mem::take(b).into_vec(),

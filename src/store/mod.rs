@@ -787,7 +787,8 @@ impl<'a> Locked<'a> {
         });
     }
 
-    /// Removes the expired keys of the locked shards; returns how many.
+    /// Removes the expired keys of the locked shards; says how many, and how many keys with an
+    /// expiry are left.
     pub fn remove_expired(&mut self) -> Swept {
         let (store, space, db, now) = (self.store, self.space, self.db, self.now);
         if store.pause.freezes_keyspace() {

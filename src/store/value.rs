@@ -10,14 +10,15 @@ use std::collections::VecDeque;
 pub use super::hash::Hash;
 pub use super::set::Set;
 
-/// One key's value. Strings and collection members are `Bytes` copied out of the read buffer, so a
-/// stored value never keeps a whole request buffer alive.
+/// One key's value, 32 bytes (see `keyspace_slots_stay_small`). Strings and collection members
+/// are copied out of the read buffer, so a stored value never keeps a whole request buffer alive.
 #[derive(Debug)]
 pub enum Value {
     Str(CompactBytes),
+    // Boxed: a deque's 32 bytes would make every key's slot pay for it.
     List(Box<VecDeque<Bytes>>),
-    // Not boxed: a hash, set or sorted set is one buffer and a count while small (its large form
-    // is boxed inside), no larger than a string's `Bytes`.
+    // Not boxed: a hash, set or sorted set is one exact buffer and a count while small (its large
+    // form is boxed inside), no larger than a string.
     Hash(Hash),
     Set(Set),
     ZSet(ZSet),
