@@ -313,12 +313,12 @@ fn sample(
         .iter()
         .skip(start)
         .chain(shard.iter().take(start))
-        .filter(|(_, v)| policy.eligible(v.get()))
+        .filter(|node| policy.eligible(node.entry()))
         .take(usize::try_from(samples).unwrap_or(usize::MAX))
-        .map(|(key, v)| Candidate {
-            score: policy.score(v.get(), now),
+        .map(|node| Candidate {
+            score: policy.score(node.entry(), now),
             db,
-            key: Bytes::copy_from_slice(key),
+            key: Bytes::copy_from_slice(node.name()),
         })
         .collect()
 }
@@ -413,11 +413,11 @@ mod tests {
                 continue;
             };
             let soonest = guard
-                .values()
-                .map(|e| e.get().expire_at)
+                .iter()
+                .map(|n| n.entry().expire_at)
                 .filter(|&t| t != 0)
                 .min();
-            let picked = guard.get(&key[..]).map(|e| e.get().expire_at);
+            let picked = l.peek(&key).map(|e| e.expire_at);
             assert_eq!(picked, soonest, "shard {shard}");
         }
     }
@@ -447,8 +447,8 @@ mod tests {
             let Some(key) = pool.pop().map(|c| c.key) else {
                 continue;
             };
-            let oldest = guard.values().map(|e| e.get().idle_secs(now)).max();
-            let picked = guard.get(&key[..]).map(|e| e.get().idle_secs(now));
+            let oldest = guard.iter().map(|n| n.entry().idle_secs(now)).max();
+            let picked = l.peek(&key).map(|e| e.idle_secs(now));
             assert_eq!(picked, oldest, "shard {shard}");
         }
     }

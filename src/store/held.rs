@@ -14,8 +14,8 @@
 //!   once Lua ran it, and about half of a short EXEC's.
 
 use super::{Shard, SHARDS};
-use dashmap::RwLock;
 use parking_lot::lock_api::RawRwLock as _;
+use parking_lot::RwLock;
 use smallvec::SmallVec;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -35,7 +35,7 @@ enum Set {
 }
 
 /// The raw lock of `shard`.
-fn raw(shard: &RwLock<Shard>) -> &dashmap::RawRwLock {
+fn raw(shard: &RwLock<Shard>) -> &parking_lot::RawRwLock {
     // SAFETY: `raw` only exposes the lock. Every lock taken through it here is recorded in a
     // `Held` and released exactly once by its `Drop` (or by the round that took it, before it
     // returns); the data is reached only through a `Held` that holds the lock.

@@ -1,6 +1,7 @@
-//! The keyspace: a sharded `dashmap` behind our own API. Callers lock the shards of the keys they
-//! touch (ascending shard order, so multi-key commands are atomic and deadlock-free) and work on a
-//! [`Locked`] view; nobody outside this module sees dashmap.
+//! The keyspace: each database's keys in [`SHARDS`] shards, each a table behind its own lock
+//! ([`shard`]). Callers lock the shards of the keys they touch (ascending shard order, so
+//! multi-key commands are atomic and deadlock-free, see [`held`]) and work on a [`Locked`] view;
+//! nobody outside this module sees the tables.
 
 pub mod changes;
 pub mod encoding;
@@ -16,6 +17,7 @@ pub mod packed;
 pub mod ranked;
 pub mod scan;
 pub mod set;
+mod shard;
 pub mod stream;
 pub mod stream_node;
 pub mod swap;
@@ -26,9 +28,10 @@ use crate::blocking::Waiters;
 use crate::stm::index::StmIndex;
 use bytes::Bytes;
 use changes::Change;
-use dashmap::{DashMap, SharedValue};
-use hashbrown::hash_map::RawEntryMut;
+use hashbrown::hash_table::Entry as Slot;
 use held::Held;
+use parking_lot::RwLock;
+use shard::{Hasher, Node, Shard};
 use smallvec::SmallVec;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -42,13 +45,16 @@ pub use value::Value;
 /// of them (MULTI/EXEC, FLUSHALL) stays cheap.
 const SHARDS: usize = 256;
 
-type Hasher = ahash::RandomState;
-type Shard = hashbrown::HashMap<Key, SharedValue<Entry>, Hasher>;
-
 /// One shard's version counter, alone on its cache line.
 #[derive(Default)]
 #[repr(align(64))]
 struct ShardVersion(AtomicU64);
+
+/// The shard of a key of hash `hash`: bits below the top 7, which the table keeps for its own
+/// use (the low bits choose the key's place inside the shard).
+fn shard_for(hash: u64) -> usize {
+    ((hash << 7) >> (64 - SHARDS.trailing_zeros())) as usize
+}
 
 /// A key's hash and the index of its shard among the shards a [`Locked`] view holds.
 struct Spot {
@@ -144,7 +150,9 @@ pub struct Store {
 
 /// One database: its sharded keys and what must change with them.
 pub struct Keyspace {
-    map: DashMap<Key, Entry, Hasher>,
+    shards: Box<[RwLock<Shard>]>,
+    /// The store's hasher: names the shard of a key and its place in that shard's table.
+    hasher: Hasher,
     /// Per shard, the last version handed out there. A key always lives in the same shard, so
     /// versions unique per shard are unique per key; and only that shard's lock holder writes its
     /// counter, so two threads writing different shards never share a cache line.
@@ -249,7 +257,7 @@ impl Store {
     #[inline]
     pub fn lock_one(&self, db: usize, key: &[u8]) -> Locked<'_> {
         let space = self.db(db);
-        let held = Held::one(space.map.shards(), space.shard_of(key));
+        let held = Held::one(&space.shards, space.shard_of(key));
         Locked::new(self, db, space, held)
     }
 
@@ -260,7 +268,7 @@ impl Store {
             keys.iter().map(|k| space.shard_of(k.as_ref())).collect();
         shards.sort_unstable();
         shards.dedup();
-        Locked::new(self, db, space, Held::few(space.map.shards(), shards))
+        Locked::new(self, db, space, Held::few(&space.shards, shards))
     }
 
     /// Locks the shards of all `keys` of database `db` if none is held by anyone, without waiting.
@@ -270,20 +278,20 @@ impl Store {
             keys.iter().map(|k| space.shard_of(k.as_ref())).collect();
         shards.sort_unstable();
         shards.dedup();
-        let held = Held::try_few(space.map.shards(), shards)?;
+        let held = Held::try_few(&space.shards, shards)?;
         Some(Locked::new(self, db, space, held))
     }
 
     /// Locks every shard of database `db`, in order: for FLUSHDB and whole-database reads.
     pub fn lock_all(&self, db: usize) -> Locked<'_> {
         let space = self.db(db);
-        Locked::new(self, db, space, Held::all(space.map.shards()))
+        Locked::new(self, db, space, Held::all(&space.shards))
     }
 
     /// Locks every shard of database `db` if none is held by anyone else, without waiting.
     pub fn try_lock_all(&self, db: usize) -> Option<Locked<'_>> {
         let space = self.db(db);
-        let held = Held::all_if_free(space.map.shards())?;
+        let held = Held::all_if_free(&space.shards)?;
         Some(Locked::new(self, db, space, held))
     }
 
@@ -301,7 +309,7 @@ impl Store {
     /// for the holder of the script engine, a script or an EXEC (see [`held`]'s documentation).
     pub fn lock_as_needed(&self, db: usize) -> Locked<'_> {
         let space = self.db(db);
-        Locked::new(self, db, space, Held::as_needed(space.map.shards()))
+        Locked::new(self, db, space, Held::as_needed(&space.shards))
     }
 
     /// Locks one shard of database `db` by index if no one holds it, without waiting (the
@@ -309,14 +317,14 @@ impl Store {
     /// EXEC that holds the whole database: it skips the shard until its next pass).
     pub fn try_lock_shard(&self, db: usize, shard: usize) -> Option<Locked<'_>> {
         let space = self.db(db);
-        let held = Held::try_one(space.map.shards(), shard)?;
+        let held = Held::try_one(&space.shards, shard)?;
         Some(Locked::new(self, db, space, held))
     }
 
     /// Locks one shard of database `db` by index (SCAN, KEYS, the active expiry cycle).
     pub fn lock_shard(&self, db: usize, shard: usize) -> Locked<'_> {
         let space = self.db(db);
-        Locked::new(self, db, space, Held::one(space.map.shards(), shard))
+        Locked::new(self, db, space, Held::one(&space.shards, shard))
     }
 
     /// Number of keys in every database, including expired ones not reclaimed yet.
@@ -346,7 +354,10 @@ impl Store {
 impl Keyspace {
     fn new(hasher: &Hasher) -> Keyspace {
         Keyspace {
-            map: DashMap::with_capacity_and_hasher_and_shard_amount(0, hasher.clone(), SHARDS),
+            shards: (0..SHARDS)
+                .map(|_| RwLock::new(Shard::new(hasher.clone())))
+                .collect(),
+            hasher: hasher.clone(),
             versions: (0..SHARDS).map(|_| ShardVersion::default()).collect(),
             stm_index: StmIndex::default(),
             waiters: Default::default(),
@@ -355,12 +366,12 @@ impl Keyspace {
     }
 
     pub fn shard_of(&self, key: &[u8]) -> usize {
-        self.map.determine_map(key)
+        shard_for(self.hasher.hash_one(key))
     }
 
     /// Number of keys, including expired ones not reclaimed yet (as Redis's DBSIZE).
     pub fn len(&self) -> usize {
-        self.map.shards().iter().map(|s| s.read().len()).sum()
+        self.shards.iter().map(|s| s.read().len()).sum()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -370,9 +381,9 @@ impl Keyspace {
     /// Number of keys with an expiry set, and their average time to live in ms (INFO keyspace).
     pub fn expiry_stats(&self, now: u64) -> (usize, u64) {
         let (mut count, mut total) = (0usize, 0u128);
-        for shard in self.map.shards() {
-            for entry in shard.read().values() {
-                let at = entry.get().expire_at;
+        for shard in self.shards.iter() {
+            for node in shard.read().iter() {
+                let at = node.entry().expire_at;
                 if at != 0 {
                     count += 1;
                     total += u128::from(at.saturating_sub(now));
@@ -480,17 +491,13 @@ impl<'a> Locked<'a> {
 
     /// Hashes `key` once and finds its shard's guard: every lookup below reuses the hash.
     fn spot(&self, key: &[u8]) -> Spot {
-        let hash = self.space.map.hash_usize(&key);
-        let shard = self.space.map.determine_shard(hash);
+        let hash = self.space.hasher.hash_one(key);
         // A handler that touches a key it did not lock is a bug in that handler, not bad input.
         let slot = self
             .held
-            .slot_of(shard)
+            .slot_of(shard_for(hash))
             .expect("key's shard was not locked by its command");
-        Spot {
-            hash: hash as u64,
-            slot,
-        }
+        Spot { hash, slot }
     }
 
     /// The entry at `key` as it is: no expiry check, no access or version recorded (for tests
@@ -498,14 +505,9 @@ impl<'a> Locked<'a> {
     #[cfg(test)]
     pub(crate) fn raw_entry_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
         let spot = self.spot(key);
-        match self
-            .shard_at(&spot)
-            .raw_entry_mut()
-            .from_key_hashed_nocheck(spot.hash, key)
-        {
-            RawEntryMut::Occupied(found) => Some(found.into_mut().get_mut()),
-            RawEntryMut::Vacant(_) => None,
-        }
+        self.shard_at(&spot)
+            .find_mut(spot.hash, key)
+            .map(Node::entry_mut)
     }
 
     fn shard_at(&mut self, spot: &Spot) -> &mut Shard {
@@ -516,18 +518,11 @@ impl<'a> Locked<'a> {
     fn expire_if_due(&mut self, spot: &Spot, key: &[u8]) -> bool {
         let now = self.now;
         let (store, space, db) = (self.store, self.space, self.db);
-        let shard = self.shard_at(spot);
-        let RawEntryMut::Occupied(found) = shard
-            .raw_entry_mut()
-            .from_key_hashed_nocheck(spot.hash, key)
-        else {
+        let due = |e: &Entry| e.is_expired(now) && !store.pause.freezes_keyspace();
+        let Some(node) = self.shard_at(spot).remove_if(spot.hash, key, due) else {
             return false;
         };
-        if !found.get().get().is_expired(now) || store.pause.freezes_keyspace() {
-            return false;
-        }
-        let (k, old) = found.remove_entry();
-        space.count_expired(store, db, &k, &old.into_inner().value);
+        space.count_expired(store, db, node.name(), &node.entry().value);
         true
     }
 
@@ -537,18 +532,9 @@ impl<'a> Locked<'a> {
         let spot = self.spot(key);
         self.expire_if_due(&spot, key);
         let shard = self.held.shard_index(spot.slot);
-        match self
-            .shard_at(&spot)
-            .raw_entry_mut()
-            .from_key_hashed_nocheck(spot.hash, key)
-        {
-            // Still there but expired: CLIENT PAUSE keeps expired keys until it ends.
-            RawEntryMut::Occupied(found) => {
-                let entry = found.into_mut().get_mut();
-                (!entry.is_expired(now)).then_some((shard, entry))
-            }
-            RawEntryMut::Vacant(_) => None,
-        }
+        // Still there but expired: CLIENT PAUSE keeps expired keys until it ends.
+        let entry = self.shard_at(&spot).find_mut(spot.hash, key)?.entry_mut();
+        (!entry.is_expired(now)).then_some((shard, entry))
     }
 
     /// The live entry at `key` (a read: its access clock moves).
@@ -593,9 +579,8 @@ impl<'a> Locked<'a> {
         let found = self
             .held
             .get(spot.slot)
-            .raw_entry()
-            .from_key_hashed_nocheck(spot.hash, key)
-            .map(|(_, e)| e.get())
+            .find(spot.hash, key)
+            .map(Node::entry)
             .filter(|e| !e.is_expired(self.now));
         if found.is_none() {
             self.store.noting(self.db, key, Change::Missed);
@@ -638,21 +623,18 @@ impl<'a> Locked<'a> {
         };
         entry.set_version(space.bump_version(self.held.shard_index(spot.slot)));
         entry.touch(now);
-        match self
-            .shard_at(&spot)
-            .raw_entry_mut()
-            .from_key_hashed_nocheck(spot.hash, key)
-        {
-            RawEntryMut::Occupied(mut found) => {
-                let (k, slot) = found.get_key_value_mut();
-                let old = std::mem::replace(slot.get_mut(), entry);
+        match self.shard_at(&spot).slot(spot.hash, key) {
+            Slot::Occupied(mut found) => {
+                let node = found.get_mut();
+                let old = std::mem::replace(node.entry_mut(), entry);
+                let k = node.name();
                 let live = !old.is_expired(now);
                 if live {
                     space.on_remove(k, &old.value);
                 } else {
                     space.count_expired(store, db, k, &old.value);
                 }
-                space.on_insert(k, &slot.get().value);
+                space.on_insert(k, &node.entry().value);
                 store.noting(
                     db,
                     k,
@@ -664,11 +646,10 @@ impl<'a> Locked<'a> {
                 );
                 live.then_some(old)
             }
-            RawEntryMut::Vacant(vacant) => {
-                let owned = Key::new(key);
-                space.on_insert(&owned, &entry.value);
+            Slot::Vacant(vacant) => {
+                space.on_insert(key, &entry.value);
                 store.noting(db, key, Change::Created);
-                vacant.insert_hashed_nocheck(spot.hash, owned, SharedValue::new(entry));
+                vacant.insert(Node::new(key, entry));
                 None
             }
         }
@@ -717,22 +698,14 @@ impl<'a> Locked<'a> {
     fn remove_as(&mut self, key: &[u8], change: Change) -> Option<Entry> {
         let (store, space, db, now) = (self.store, self.space, self.db, self.now);
         let spot = self.spot(key);
-        let RawEntryMut::Occupied(found) = self
-            .shard_at(&spot)
-            .raw_entry_mut()
-            .from_key_hashed_nocheck(spot.hash, key)
-        else {
-            return None;
-        };
-        let (k, old) = found.remove_entry();
-        let old = old.into_inner();
-        if old.is_expired(now) {
-            space.count_expired(store, db, &k, &old.value);
+        let node = self.shard_at(&spot).remove(spot.hash, key)?;
+        if node.entry().is_expired(now) {
+            space.count_expired(store, db, node.name(), &node.entry().value);
             return None;
         }
-        space.on_remove(&k, &old.value);
-        store.noting(db, &k, change);
-        Some(old)
+        space.on_remove(node.name(), &node.entry().value);
+        store.noting(db, node.name(), change);
+        Some(node.into_entry())
     }
 
     /// Keys held in the locked shards, including expired ones not reclaimed yet (as DBSIZE).
@@ -743,9 +716,9 @@ impl<'a> Locked<'a> {
     /// Calls `f` with every live key and entry of the locked shards (expired ones are skipped).
     pub fn for_each(&self, mut f: impl FnMut(&[u8], &Entry)) {
         for (_, shard) in self.held.iter() {
-            for (k, v) in shard.iter() {
-                if !v.get().is_expired(self.now) {
-                    f(k, v.get());
+            for node in shard.iter() {
+                if !node.entry().is_expired(self.now) {
+                    f(node.name(), node.entry());
                 }
             }
         }
@@ -756,9 +729,10 @@ impl<'a> Locked<'a> {
         keys.iter()
             .filter_map(|key| {
                 let key = key.as_ref();
-                let slot = self.held.slot_of(self.space.shard_of(key))?;
-                let (k, v) = self.held.get(slot).get_key_value(key)?;
-                (!v.get().is_expired(self.now)).then(|| (k.as_bytes(), v.get()))
+                let hash = self.space.hasher.hash_one(key);
+                let slot = self.held.slot_of(shard_for(hash))?;
+                let node = self.held.get(slot).find(hash, key)?;
+                (!node.entry().is_expired(self.now)).then(|| (node.name(), node.entry()))
             })
             .collect()
     }
@@ -766,9 +740,9 @@ impl<'a> Locked<'a> {
     /// Like [`Locked::for_each`], for one of the locked shards only.
     pub fn for_each_in_shard(&self, shard: usize, mut f: impl FnMut(&[u8], &Entry)) {
         if let Some(slot) = self.held.slot_of(shard) {
-            for (k, v) in self.held.get(slot).iter() {
-                if !v.get().is_expired(self.now) {
-                    f(k, v.get());
+            for node in self.held.get(slot).iter() {
+                if !node.entry().is_expired(self.now) {
+                    f(node.name(), node.entry());
                 }
             }
         }
@@ -780,10 +754,9 @@ impl<'a> Locked<'a> {
         self.store.noting(self.db, b"", Change::Flushed);
         let space = self.space;
         self.held.for_each_mut(|shard| {
-            for (k, v) in shard.drain() {
-                space.on_remove(&k, &v.get().value);
+            for node in shard.drain() {
+                space.on_remove(node.name(), &node.entry().value);
             }
-            shard.shrink_to_fit();
         });
     }
 
@@ -799,12 +772,12 @@ impl<'a> Locked<'a> {
         }
         let (mut removed, mut left) = (0, 0);
         self.held.for_each_mut(|shard| {
-            shard.retain(|k, v| {
-                let entry = v.get();
+            shard.retain(|node| {
+                let entry = node.entry();
                 let expired = entry.is_expired(now);
                 if expired {
                     removed += 1;
-                    space.count_expired(store, db, k, &entry.value);
+                    space.count_expired(store, db, node.name(), &entry.value);
                 } else if entry.expire_at != 0 {
                     left += 1;
                 }
@@ -848,10 +821,10 @@ mod tests {
 
     #[test]
     fn keyspace_slots_stay_small() {
-        // Every key pays for a slot of (key, Entry) in its shard's table, whatever its type:
-        // large values are boxed so a string key does not pay for a hash's index map, and the
-        // access clock shares a word with the version. The sizes reached, exactly, so that a
-        // regression fails here.
+        // Every key pays for an Entry in its node (see `shard`), whatever its type: large values
+        // are boxed so a string key does not pay for a hash's index map, and the access clock
+        // shares a word with the version. The sizes reached, exactly, so that a regression
+        // fails here.
         use std::mem::size_of;
         // Keys and strings: 24 bytes, up to 22 bytes inline (a `Bytes` took 32 and a heap block).
         assert_eq!(size_of::<CompactBytes>(), 24);
@@ -862,7 +835,11 @@ mod tests {
         assert_eq!(size_of::<zset::ZSet>(), 24);
         assert_eq!(size_of::<Value>(), 32);
         assert_eq!(size_of::<Entry>(), 48);
-        assert_eq!(size_of::<(Key, SharedValue<Entry>)>(), 72);
+        assert_eq!(
+            size_of::<Node>(),
+            8,
+            "a table slot is a pointer to the key's node"
+        );
     }
 
     #[test]
@@ -959,7 +936,7 @@ mod tests {
     fn a_script_view_locks_shards_as_reached_and_releases_them() {
         let store = Store::new();
         let (low, high) = keys_in_two_shards(&store);
-        let shards = store.db(0).map.shards();
+        let shards = &store.db(0).shards;
         let (lo, hi) = (store.db(0).shard_of(&low), store.db(0).shard_of(&high));
         let mut view = store.lock_as_needed(0);
         assert!(!shards[lo].is_locked() && !shards[hi].is_locked());
