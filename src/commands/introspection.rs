@@ -207,7 +207,8 @@ pub fn memory(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     }
 }
 
-/// Bytes a keyspace slot and its key take beside the value (the map slot, `Bytes` header, expiry).
+/// Bytes a key takes beside its name and value: its node's entry (48) and length byte, and its
+/// 8-byte table slot with the table's share of empty ones (see `store::shard`).
 const ENTRY_OVERHEAD: usize = 64;
 /// Bytes each collection element costs beside its own bytes (a `Bytes` header and the map slot).
 const ELEMENT_OVERHEAD: usize = 40;

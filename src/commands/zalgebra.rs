@@ -7,9 +7,8 @@ use super::typed::wrongtype;
 use super::zsets::{score_arg, scored_reply};
 use super::{err, CmdResult, Ctx};
 use crate::protocol::Reply;
-use crate::store::encoding::CompactLimit;
 use crate::store::value::Set;
-use crate::store::zset::ZSet;
+use crate::store::zset::{Score, ZSet};
 use crate::store::{Locked, Value};
 use bytes::Bytes;
 
@@ -210,14 +209,6 @@ fn combine(
     }
 }
 
-fn to_zset(pairs: Vec<(Bytes, f64)>, limit: CompactLimit) -> ZSet {
-    let mut z = ZSet::default();
-    for (m, s) in pairs {
-        z.insert(m, s, limit);
-    }
-    z
-}
-
 fn op_of(name: &[u8]) -> Op {
     let lower = name.to_ascii_lowercase();
     if lower.starts_with(b"zunion") {
@@ -320,14 +311,9 @@ pub fn zalgebra(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     check_types(&mut locked, keys)?;
     let o = options(args, 2 + setnum, setnum, op, false, false)?;
     let srcs = sources(&locked, keys);
-    let z = to_zset(
-        combine(&srcs, &o.weights, op, o.how, usize::MAX),
-        locked.limits().zset(),
-    );
-    let pairs: Vec<(Bytes, f64)> = z
-        .iter()
-        .map(|(m, s)| (Bytes::copy_from_slice(m), s))
-        .collect();
+    let mut pairs = combine(&srcs, &o.weights, op, o.how, usize::MAX);
+    // The order of a sorted set: by score, then member (`Score` orders -0 as 0, as a set does).
+    pairs.sort_unstable_by(|a, b| Score(a.1).cmp(&Score(b.1)).then_with(|| a.0.cmp(&b.0)));
     Ok(if o.withscores {
         scored_reply(pairs, resp3, false)
     } else {
@@ -357,7 +343,7 @@ pub fn zalgebra_store(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let o = options(args, 3 + setnum, setnum, op, true, false)?;
     let result = {
         let srcs = sources(&locked, keys);
-        to_zset(
+        ZSet::from_distinct(
             combine(&srcs, &o.weights, op, o.how, usize::MAX),
             locked.limits().zset(),
         )
