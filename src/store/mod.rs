@@ -505,36 +505,30 @@ impl<'a> Locked<'a> {
     #[cfg(test)]
     pub(crate) fn raw_entry_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
         let spot = self.spot(key);
-        self.shard_at(&spot)
-            .find_mut(spot.hash, key)
-            .map(Node::entry_mut)
+        let found = self.shard_at(&spot).occupied(spot.hash, key)?;
+        Some(found.into_mut().entry_mut())
     }
 
     fn shard_at(&mut self, spot: &Spot) -> &mut Shard {
         self.held.get_mut(spot.slot)
     }
 
-    /// Removes the key at `spot` if it has expired; true when it did.
-    fn expire_if_due(&mut self, spot: &Spot, key: &[u8]) -> bool {
-        let now = self.now;
-        let (store, space, db) = (self.store, self.space, self.db);
-        let due = |e: &Entry| e.is_expired(now) && !store.pause.freezes_keyspace();
-        let Some(node) = self.shard_at(spot).remove_if(spot.hash, key, due) else {
-            return false;
-        };
-        space.count_expired(store, db, node.name(), &node.entry().value);
-        true
-    }
-
-    /// The live entry at `key` and the shard it lives in; an expired one is removed on the way.
+    /// The live entry at `key` and the shard it lives in; an expired one is removed on the way
+    /// (one probe either way).
     fn live_entry(&mut self, key: &[u8]) -> Option<(usize, &mut Entry)> {
-        let now = self.now;
+        let (store, space, db, now) = (self.store, self.space, self.db, self.now);
         let spot = self.spot(key);
-        self.expire_if_due(&spot, key);
         let shard = self.held.shard_index(spot.slot);
-        // Still there but expired: CLIENT PAUSE keeps expired keys until it ends.
-        let entry = self.shard_at(&spot).find_mut(spot.hash, key)?.entry_mut();
-        (!entry.is_expired(now)).then_some((shard, entry))
+        let found = self.shard_at(&spot).occupied(spot.hash, key)?;
+        if found.get().entry().is_expired(now) {
+            // CLIENT PAUSE keeps expired keys until it ends.
+            if !store.pause.freezes_keyspace() {
+                let node = found.remove().0;
+                space.count_expired(store, db, node.name(), &node.entry().value);
+            }
+            return None;
+        }
+        Some((shard, found.into_mut().entry_mut()))
     }
 
     /// The live entry at `key` (a read: its access clock moves).

@@ -158,10 +158,6 @@ impl Shard {
         self.table.find(hash, |n| n.name() == name)
     }
 
-    pub fn find_mut(&mut self, hash: u64, name: &[u8]) -> Option<&mut Node> {
-        self.table.find_mut(hash, |n| n.name() == name)
-    }
-
     /// The slot of `name`: its node, or where a new one goes (one probe for both).
     pub fn slot(&mut self, hash: u64, name: &[u8]) -> hash_table::Entry<'_, Node> {
         let hasher = &self.hasher;
@@ -169,19 +165,17 @@ impl Shard {
             .entry(hash, |n| n.name() == name, |n| hasher.hash_one(n.name()))
     }
 
-    pub fn remove(&mut self, hash: u64, name: &[u8]) -> Option<Node> {
-        self.remove_if(hash, name, |_| true)
-    }
-
-    /// Removes the node of `name` if `drop` says so for its entry.
-    pub fn remove_if(
+    /// The slot of `name` if it is there, to read, change or remove (one probe for all three).
+    pub fn occupied(
         &mut self,
         hash: u64,
         name: &[u8],
-        drop: impl FnOnce(&Entry) -> bool,
-    ) -> Option<Node> {
-        let found = self.table.find_entry(hash, |n| n.name() == name).ok()?;
-        drop(found.get().entry()).then(|| found.remove().0)
+    ) -> Option<hash_table::OccupiedEntry<'_, Node>> {
+        self.table.find_entry(hash, |n| n.name() == name).ok()
+    }
+
+    pub fn remove(&mut self, hash: u64, name: &[u8]) -> Option<Node> {
+        self.occupied(hash, name).map(|found| found.remove().0)
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &Node> {
