@@ -1,15 +1,13 @@
-//! A byte string in 24 bytes, the form of every key and every string value. Every key pays for
-//! its slot in a shard's table, so the slot is kept small: strings of up to 22 bytes are held
-//! inline (no heap block at all, as Redis's embstr), longer ones in one heap block. `Bytes` would
-//! take 32 bytes plus a heap block each.
+//! A byte string in 24 bytes, the form of every string value. Every key's node holds its value
+//! (see `shard`), so the value is kept small: strings of up to 22 bytes are held inline (no heap
+//! block at all, as Redis's embstr), longer ones in one heap block. `Bytes` would take 32 bytes
+//! plus a heap block each.
 //!
-//! A key's heap block is exact. A string value that grows (APPEND, SETRANGE, SETBIT) keeps spare
+//! A new string's heap block is exact. A string value that grows (APPEND, SETRANGE, SETBIT) keeps spare
 //! room as Redis's `sdsMakeRoomFor` does, doubling up to 1 MB and then 1 MB at a time, so that
 //! appending to a string costs amortised O(1) per byte rather than a copy of the whole string.
 
 use bytes::Bytes;
-use std::borrow::Borrow;
-use std::hash::{Hash, Hasher};
 
 /// Longest string held inline.
 const INLINE: usize = 22;
@@ -174,12 +172,6 @@ impl AsRef<[u8]> for CompactBytes {
     }
 }
 
-impl Borrow<[u8]> for CompactBytes {
-    fn borrow(&self) -> &[u8] {
-        self.as_bytes()
-    }
-}
-
 impl From<&[u8]> for CompactBytes {
     fn from(bytes: &[u8]) -> Self {
         CompactBytes::new(bytes)
@@ -201,13 +193,6 @@ impl From<Vec<u8>> for CompactBytes {
 impl From<String> for CompactBytes {
     fn from(text: String) -> Self {
         CompactBytes::from_vec(text.into_bytes())
-    }
-}
-
-/// The same hash as the bytes, so lookups by `&[u8]` find a key.
-impl Hash for CompactBytes {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.as_bytes().hash(state)
     }
 }
 
@@ -248,14 +233,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn both_forms_hash_and_compare_as_their_bytes() {
+    fn both_forms_compare_as_their_bytes() {
         assert_eq!(std::mem::size_of::<CompactBytes>(), 24);
-        let hasher = ahash::RandomState::new();
         for len in [0, 1, 21, 22, 23, 100] {
             let bytes: Vec<u8> = (0..len).map(|i| i as u8).collect();
             let key = CompactBytes::new(&bytes);
             assert_eq!(key.as_bytes(), &bytes[..]);
-            assert_eq!(hasher.hash_one(&key), hasher.hash_one(&bytes[..]));
             assert_eq!(key, CompactBytes::new(&bytes));
             assert_eq!(key, CompactBytes::from_vec(bytes.clone()));
             assert_eq!(key.clone().into_vec(), bytes);

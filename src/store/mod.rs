@@ -37,8 +37,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 pub use compact::CompactBytes;
-/// Keys are held as compact byte strings (short ones inline in the table's slot).
-pub type Key = CompactBytes;
 pub use value::Value;
 
 /// Number of shards. More shards make SCAN's per-call work smaller and contention rarer; locking all
@@ -820,9 +818,9 @@ mod tests {
         // shares a word with the version. The sizes reached, exactly, so that a regression
         // fails here.
         use std::mem::size_of;
-        // Keys and strings: 24 bytes, up to 22 bytes inline (a `Bytes` took 32 and a heap block).
+        // Strings: 24 bytes, up to 22 bytes inline (a `Bytes` took 32 and a heap block).
         assert_eq!(size_of::<CompactBytes>(), 24);
-        // The small forms of hashes, sets and sorted sets are held in the slot itself (one
+        // The small forms of hashes, sets and sorted sets are held in the entry itself (one
         // exact buffer and a count), no larger than a string; a list's deque is boxed.
         assert_eq!(size_of::<value::Hash>(), 24);
         assert_eq!(size_of::<value::Set>(), 24);

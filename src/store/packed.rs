@@ -12,7 +12,7 @@ const LONG: u8 = 0xFF;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Packed {
     /// Exactly as long as its contents (a `Box`, not a `Vec`: no capacity word, so a hash or set
-    /// fits the keyspace slot in 24 bytes).
+    /// fits a key's entry in 24 bytes).
     buf: Box<[u8]>,
     count: u32,
     pub flag: bool,

@@ -15,7 +15,7 @@ pub use super::set::Set;
 #[derive(Debug)]
 pub enum Value {
     Str(CompactBytes),
-    // Boxed: a deque's 32 bytes would make every key's slot pay for it.
+    // Boxed: a deque's 32 bytes would make every key's entry pay for it.
     List(Box<VecDeque<Bytes>>),
     // Not boxed: a hash, set or sorted set is one exact buffer and a count while small (its large
     // form is boxed inside), no larger than a string.
