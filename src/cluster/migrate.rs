@@ -354,7 +354,7 @@ fn collect(shared: &Shared, in_batch: &[bool]) -> Vec<Item> {
                 items.push(Item {
                     key: key.to_vec(),
                     payload: crate::rdb::dump(&entry.value),
-                    ttl_ms: match entry.expire_at {
+                    ttl_ms: match entry.expire_at() {
                         0 => 0,
                         at => at.saturating_sub(now).max(1),
                     },

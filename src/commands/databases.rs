@@ -220,7 +220,8 @@ pub fn move_key(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     }
     match source.remove(key) {
         Some(entry) => {
-            target.set(key, entry.value, entry.expire_at);
+            let at = entry.expire_at();
+            target.set(key, entry.value, at);
             // Redis's events: `move_from` in the source database, `move_to` in the target.
             source.notify(crate::events::class::GENERIC, "move_from", key);
             target.notify(crate::events::class::GENERIC, "move_to", key);
@@ -309,9 +310,9 @@ fn db_figures(ctx: &Ctx, db: usize, space: &Keyspace, now: u64) -> (usize, usize
     };
     let (mut expires, mut total) = (0usize, 0u128);
     held.for_each(|_, entry| {
-        if entry.expire_at != 0 {
+        if entry.expire_at() != 0 {
             expires += 1;
-            total += u128::from(entry.expire_at.saturating_sub(now));
+            total += u128::from(entry.expire_at().saturating_sub(now));
         }
     });
     let avg_ttl = if expires == 0 {

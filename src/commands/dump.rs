@@ -175,7 +175,7 @@ pub fn copy(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 fn copy_of(locked: &mut Locked<'_>, key: &[u8]) -> Option<(Value, u64)> {
     locked
         .get(key)
-        .map(|entry| (duplicate(&entry.value), entry.expire_at))
+        .map(|entry| (duplicate(&entry.value), entry.expire_at()))
 }
 
 /// Stores COPY's copy unless the target exists and REPLACE was not given. As in Redis, a replaced

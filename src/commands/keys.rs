@@ -84,7 +84,7 @@ pub fn expire(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let Some(entry) = locked.get(args[1]) else {
         return Ok(Reply::Int(0));
     };
-    let current = entry.expire_at;
+    let current = entry.expire_at();
     let allowed = if nx {
         current == 0
     } else if current == 0 {
@@ -104,8 +104,8 @@ pub fn expire(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     }
     if deadline <= now {
         locked.remove(args[1]);
-    } else if let Some(entry) = locked.get_mut(args[1]) {
-        entry.expire_at = deadline as u64;
+    } else {
+        locked.set_expiry(args[1], deadline as u64);
     }
     Ok(Reply::Int(1))
 }
@@ -118,11 +118,11 @@ pub fn ttl(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let Some(entry) = locked.get(args[1]) else {
         return Ok(Reply::Int(-2));
     };
-    if entry.expire_at == 0 {
+    if entry.expire_at() == 0 {
         return Ok(Reply::Int(-1));
     }
-    let at = entry.expire_at as i64;
-    let left = (entry.expire_at - now) as i64;
+    let at = entry.expire_at() as i64;
+    let left = (entry.expire_at() - now) as i64;
     Ok(Reply::Int(match name.as_str() {
         "ttl" => (left + 500) / 1000,
         "pttl" => left,
@@ -133,11 +133,9 @@ pub fn ttl(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 
 pub fn persist(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut locked = ctx.lock(&args[1..2]);
-    let has_ttl = locked.get(args[1]).is_some_and(|e| e.expire_at != 0);
+    let has_ttl = locked.get(args[1]).is_some_and(|e| e.expire_at() != 0);
     if has_ttl {
-        if let Some(entry) = locked.get_mut(args[1]) {
-            entry.expire_at = 0;
-        }
+        locked.set_expiry(args[1], 0);
     }
     Ok(Reply::Int(i64::from(has_ttl)))
 }
@@ -270,7 +268,8 @@ pub fn rename(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         return Ok(Reply::Int(0));
     }
     if let Some(entry) = locked.remove(from) {
-        locked.set(to, entry.value, entry.expire_at);
+        let at = entry.expire_at();
+        locked.set(to, entry.value, at);
         locked.notify(class::GENERIC, "rename_from", from);
         locked.notify(class::GENERIC, "rename_to", to);
     }

@@ -247,7 +247,7 @@ fn read_entry<'l>(
     match locked.get(key) {
         None => Ok(None),
         Some(e) => match &e.value {
-            Value::Stm(entry) => Ok(Some((entry, e.expire_at))),
+            Value::Stm(entry) => Ok(Some((entry, e.expire_at()))),
             _ => Err(Reply::error(err::WRONGTYPE)),
         },
     }
@@ -450,9 +450,7 @@ fn write_distilled(
                 locked.set(&key, Value::Stm(Box::new(entry)), deadline);
             }
             None => {
-                if let Some(e) = locked.get_mut(&key) {
-                    e.expire_at = deadline;
-                }
+                locked.set_expiry(&key, deadline);
             }
         }
         shared.stm.persist.send(op(scope, lineage));
@@ -720,7 +718,7 @@ fn recent_local(ctx: &mut Ctx, args: &[&[u8]]) -> Result<(Vec<RecentItem>, usize
             let keep = exclude.is_none_or(|c| stm.channel != c)
                 && lineage_filter.is_none_or(|l| stm.lineage == l);
             if keep {
-                found.push((key, stm, entry.expire_at));
+                found.push((key, stm, entry.expire_at()));
             }
         }
     }

@@ -165,7 +165,7 @@ pub fn set(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         _ => None,
     };
     let exists = existing.is_some();
-    let kept_ttl = existing.map_or(0, |e| e.expire_at);
+    let kept_ttl = existing.map_or(0, |e| e.expire_at());
     let old_reply = || {
         if get {
             old.clone().map_or(Reply::Nil, Reply::Bulk)
@@ -256,10 +256,8 @@ pub fn getex(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         if at != 0 && at <= now {
             locked.remove(args[1]);
             locked.notify(class::GENERIC, "del", args[1]);
-        } else if let Some(entry) = locked.get_mut(args[1]) {
-            let had_ttl = entry.expire_at != 0;
-            entry.expire_at = at;
-            match (at, had_ttl) {
+        } else if let Some(had) = locked.set_expiry(args[1], at) {
+            match (at, had != 0) {
                 (0, true) => locked.notify(class::GENERIC, "persist", args[1]),
                 (0, false) => locked.unchanged(args[1]),
                 _ => locked.notify(class::GENERIC, "expire", args[1]),

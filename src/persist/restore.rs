@@ -52,10 +52,8 @@ pub fn merge_row(store: &Store, row: &WarmRow, summary_ttl_ms: u64) -> Merge {
         entry.last_refreshed_turn = row.last_refreshed_turn;
         // Distilled memory earns the longer expiry from the entry's last write; an entry without
         // expiry (PERSIST) or with a later one keeps it.
-        if live.expire_at != 0 {
-            let distilled_deadline = entry.last_updated.saturating_add(summary_ttl_ms);
-            live.expire_at = live.expire_at.max(distilled_deadline);
-        }
+        let distilled_deadline = entry.last_updated.saturating_add(summary_ttl_ms);
+        live.delay_expiry(distilled_deadline);
         return Merge::FilledIn;
     }
     let expire_at = row.updated_ms.saturating_add(summary_ttl_ms);

@@ -209,9 +209,7 @@ pub fn apply(locked: &mut Locked, plan: &CapturePlan, ttls: Ttls, persist: &Pers
             };
             match deadline {
                 Some(at) => {
-                    if let Some(e) = locked.get_mut(&key) {
-                        e.expire_at = at;
-                    }
+                    locked.set_expiry(&key, at);
                 }
                 None => {
                     let mut entry = StmEntry::new(scope, now);

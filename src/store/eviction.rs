@@ -84,7 +84,7 @@ impl Policy {
 
     /// Whether `entry` may be evicted: the volatile policies evict only keys with an expiry.
     fn eligible(self, entry: &Entry) -> bool {
-        entry.expire_at != 0
+        entry.expire_at() != 0
             || !matches!(
                 self,
                 Policy::VolatileLru | Policy::VolatileRandom | Policy::VolatileTtl
@@ -102,7 +102,7 @@ impl Policy {
     fn score(self, entry: &Entry, now: u64) -> u64 {
         match self {
             Policy::AllKeysLru | Policy::VolatileLru => entry.idle_secs(now),
-            Policy::VolatileTtl => u64::MAX - entry.expire_at,
+            Policy::VolatileTtl => u64::MAX - entry.expire_at(),
             Policy::NoEviction | Policy::AllKeysRandom | Policy::VolatileRandom => 0,
         }
     }
@@ -414,10 +414,10 @@ mod tests {
             };
             let soonest = guard
                 .iter()
-                .map(|n| n.entry().expire_at)
+                .map(|n| n.entry().expire_at())
                 .filter(|&t| t != 0)
                 .min();
-            let picked = l.peek(&key).map(|e| e.expire_at);
+            let picked = l.peek(&key).map(|e| e.expire_at());
             assert_eq!(picked, soonest, "shard {shard}");
         }
     }

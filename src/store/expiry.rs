@@ -1,13 +1,13 @@
 //! The active expiry cycle: reclaims the memory of expired keys nobody reads again.
 //!
 //! Redis samples keys with a TTL; our shards have no cheap random sampling, so instead the cycle
-//! sweeps a slice of the shards every tick, visiting the whole keyspace about once a second. Each
-//! shard is locked only for its own sweep, so commands wait at most one shard's worth of work.
-//! A shard found without any key that has an expiry is skipped until a write touches it (its
-//! version moves), so an idle server holding keys without TTLs does no work here at all.
+//! looks at a slice of the shards every tick, each shard about once a second. Each shard keeps a
+//! bound on its earliest expiry (lowered by every write of an expiry, exact after a sweep); only a
+//! shard whose bound has passed is swept, locked for its own sweep alone, so commands wait at most
+//! one shard's worth of work. Keys without a TTL, or whose TTLs are hours away (a conversation's
+//! 12 h), cost nothing here until one is due.
 
 use super::Store;
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,26 +26,20 @@ pub async fn run(
     let mut interval = tokio::time::interval(TICK);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut next_shard = 0;
-    let mut quiet = Quiet::default();
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
             _ = &mut shutdown => return,
             _ = interval.tick() => {}
         }
-        next_shard = sweep(&store, next_shard, &mut quiet);
+        next_shard = sweep(&store, next_shard);
         after_tick();
     }
 }
 
-/// The shards (database, shard) whose last sweep found no key with an expiry, with the
-/// [`super::Locked::write_mark`] they had then.
-#[derive(Default)]
-pub struct Quiet(HashMap<(usize, usize), (u64, u64)>);
-
 /// Sweeps one tick's slice of shards, in every database, starting at `start`; returns where the
 /// next tick starts.
-pub fn sweep(store: &Store, start: usize, quiet: &mut Quiet) -> usize {
+pub fn sweep(store: &Store, start: usize) -> usize {
     if !store
         .active_expire
         .load(std::sync::atomic::Ordering::Relaxed)
@@ -61,18 +55,11 @@ pub fn sweep(store: &Store, start: usize, quiet: &mut Quiet) -> usize {
             let Some(mut locked) = store.try_lock_shard(db, shard) else {
                 continue;
             };
-            let mark = locked.write_mark();
-            if quiet.0.get(&(db, shard)) == Some(&mark) {
+            if !locked.expiry_due() {
                 continue;
             }
             sampled += locked.stored_keys();
-            let swept = locked.remove_expired();
-            expired += swept.removed;
-            if swept.expiring_left == Some(0) {
-                quiet.0.insert((db, shard), mark);
-            } else {
-                quiet.0.remove(&(db, shard));
-            }
+            expired += locked.remove_expired();
         }
     }
     store.note_stale_share(expired, sampled);
@@ -86,10 +73,10 @@ mod tests {
     use std::sync::atomic::Ordering::Relaxed;
 
     /// One pass's ticks from shard 0: every shard at least once.
-    fn full_pass(store: &Store, quiet: &mut Quiet) {
+    fn full_pass(store: &Store) {
         let mut at = 0;
         for _ in 0..TICKS_PER_PASS {
-            at = sweep(store, at, quiet);
+            at = sweep(store, at);
         }
     }
 
@@ -99,39 +86,42 @@ mod tests {
         l.set(key, Value::Str("v".into()), at);
     }
 
+    /// The shards whose expiry bound has passed.
+    fn due(store: &Store) -> Vec<usize> {
+        (0..store.shard_count())
+            .filter(|&shard| {
+                let locked = store.try_lock_shard(0, shard).expect("not held");
+                locked.expiry_due()
+            })
+            .collect()
+    }
+
     #[test]
-    fn shards_without_expiring_keys_are_skipped_until_written() {
+    fn only_shards_with_a_passed_expiry_are_swept() {
         let store = Store::new();
         for i in 0..2000 {
             write(&store, format!("k{i}").as_bytes(), None);
         }
-        let mut quiet = Quiet::default();
-        full_pass(&store, &mut quiet);
-        assert_eq!(
-            quiet.0.len(),
-            store.shard_count(),
-            "no shard holds an expiring key"
-        );
-
-        // An already expired key written into a quiet shard: the write moves the shard's
-        // version, so the next pass sweeps it and reclaims the key.
-        write(&store, b"gone", Some(-1));
-        let gone = store.db(0).shard_of(b"gone");
-        full_pass(&store, &mut quiet);
-        assert_eq!(store.expired_keys.load(Relaxed), 1);
-        assert_eq!(store.len(), 2000);
-        assert!(
-            quiet.0.contains_key(&(0, gone)),
-            "quiet again once reclaimed"
-        );
-
-        // A key that expires later keeps its shard swept on every pass.
         write(&store, b"later", Some(3_600_000));
-        let later = store.db(0).shard_of(b"later");
-        full_pass(&store, &mut quiet);
-        full_pass(&store, &mut quiet);
-        assert!(!quiet.0.contains_key(&(0, later)));
-        assert_eq!(quiet.0.len(), store.shard_count() - 1);
+        assert!(due(&store).is_empty(), "no key has expired");
+
+        // An already expired key: its shard is due, and one pass reclaims it.
+        write(&store, b"gone", Some(-1));
+        assert_eq!(due(&store), vec![store.db(0).shard_of(b"gone")]);
+        full_pass(&store);
+        assert_eq!(store.expired_keys.load(Relaxed), 1);
         assert_eq!(store.len(), 2001);
+        assert!(due(&store).is_empty(), "the bound is exact after a sweep");
+
+        // An expiry moved into the past by a write (EXPIRE, GETEX…) is due at once.
+        store
+            .lock_one(0, b"later")
+            .set_expiry(b"later", 1)
+            .expect("later is there");
+        assert_eq!(due(&store), vec![store.db(0).shard_of(b"later")]);
+        full_pass(&store);
+        assert_eq!(store.expired_keys.load(Relaxed), 2);
+        assert_eq!(store.len(), 2000);
+        assert!(due(&store).is_empty());
     }
 }

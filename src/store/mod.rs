@@ -72,8 +72,9 @@ const VERSION_SHIFT: u32 = CLOCK_BITS + 1;
 #[derive(Debug)]
 pub struct Entry {
     pub value: Value,
-    /// Unix time in ms at which the key expires; 0 means never.
-    pub expire_at: u64,
+    /// Unix time in ms at which the key expires; 0 means never. Set through [`Locked::set`] and
+    /// [`Locked::set_expiry`], which keep the shard's expiry bound.
+    expire_at: u64,
     /// Version (high 39 bits), the outgrown bit and the access clock (low 24 bits) share one
     /// word, so they cost no memory. Versions wrap after 2^39 writes; the clock, in seconds as
     /// Redis's LRU clock, after 194 days.
@@ -81,6 +82,19 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// Unix time in ms at which the key expires; 0 means never.
+    pub fn expire_at(&self) -> u64 {
+        self.expire_at
+    }
+
+    /// Moves a set expiry later, to `at` if that is later (a key without expiry keeps none). Only
+    /// ever later, so the shard's expiry bound stays early enough without being told.
+    pub fn delay_expiry(&mut self, at: u64) {
+        if self.expire_at != 0 {
+            self.expire_at = self.expire_at.max(at);
+        }
+    }
+
     pub fn is_expired(&self, now: u64) -> bool {
         self.expire_at != 0 && self.expire_at <= now
     }
@@ -615,7 +629,9 @@ impl<'a> Locked<'a> {
         };
         entry.set_version(space.bump_version(self.held.shard_index(spot.slot)));
         entry.touch(now);
-        match self.shard_at(&spot).slot(spot.hash, key) {
+        let shard = self.shard_at(&spot);
+        shard.note_expiry(expire_at);
+        match shard.slot(spot.hash, key) {
             Slot::Occupied(mut found) => {
                 let node = found.get_mut();
                 let old = std::mem::replace(node.entry_mut(), entry);
@@ -645,6 +661,16 @@ impl<'a> Locked<'a> {
                 None
             }
         }
+    }
+
+    /// Sets the expiry of the live entry at `key` (Unix ms, 0: none), a write as with
+    /// [`Locked::get_mut`]; returns the expiry it had, or None when there is no such key.
+    pub fn set_expiry(&mut self, key: &[u8], at: u64) -> Option<u64> {
+        let spot = self.spot(key);
+        // Lowered first, whether or not the key is there: a bound only has to be early enough.
+        self.shard_at(&spot).note_expiry(at);
+        let entry = self.get_mut(key)?;
+        Some(std::mem::replace(&mut entry.expire_at, at))
     }
 
     /// Makes the live entry at `key` look last read `secs` seconds ago (RESTORE … IDLETIME),
@@ -752,55 +778,29 @@ impl<'a> Locked<'a> {
         });
     }
 
-    /// Removes the expired keys of the locked shards; says how many, and how many keys with an
-    /// expiry are left.
-    pub fn remove_expired(&mut self) -> Swept {
+    /// True when a key of the locked shards may have expired: the expiry cycle sweeps only such
+    /// shards (see [`Locked::remove_expired`]).
+    pub fn expiry_due(&self) -> bool {
+        self.held
+            .iter()
+            .any(|(_, shard)| shard.expiry_bound() <= self.now)
+    }
+
+    /// Removes the expired keys of the locked shards and says how many; their expiry bounds are
+    /// then exact. Nothing is removed while CLIENT PAUSE freezes the keyspace.
+    pub fn remove_expired(&mut self) -> usize {
         let (store, space, db, now) = (self.store, self.space, self.db, self.now);
         if store.pause.freezes_keyspace() {
-            return Swept {
-                removed: 0,
-                expiring_left: None,
-            };
+            return 0;
         }
-        let (mut removed, mut left) = (0, 0);
+        let mut removed = 0;
         self.held.for_each_mut(|shard| {
-            shard.retain(|node| {
-                let entry = node.entry();
-                let expired = entry.is_expired(now);
-                if expired {
-                    removed += 1;
-                    space.count_expired(store, db, node.name(), &entry.value);
-                } else if entry.expire_at != 0 {
-                    left += 1;
-                }
-                !expired
+            removed += shard.remove_expired(now, |node| {
+                space.count_expired(store, db, node.name(), &node.entry().value);
             });
         });
-        Swept {
-            removed,
-            expiring_left: Some(left),
-        }
+        removed
     }
-
-    /// Changes whenever a key in the held shards is written (its shard's version moves: every
-    /// `set` and `get_mut`, so every expiry set) or the database is swapped. The expiry cycle
-    /// keeps it for a shard it found without expiring keys, and skips the shard while it holds.
-    pub fn write_mark(&self) -> (u64, u64) {
-        let versions: u64 = self
-            .held
-            .iter()
-            .map(|(shard, _)| self.space.versions[shard].0.load(Ordering::Relaxed))
-            .fold(0, u64::wrapping_add);
-        (versions, self.space.swaps.load(Ordering::Relaxed))
-    }
-}
-
-/// What [`Locked::remove_expired`] did.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Swept {
-    pub removed: usize,
-    /// Keys left with an expiry; None when CLIENT PAUSE froze the keyspace and nothing was read.
-    pub expiring_left: Option<usize>,
 }
 
 #[cfg(test)]
@@ -857,13 +857,9 @@ mod tests {
         }
         assert_eq!(store.len(), 1, "y is still held until reclaimed");
         let mut all = store.lock_all(0);
-        assert_eq!(
-            all.remove_expired(),
-            Swept {
-                removed: 1,
-                expiring_left: Some(0)
-            }
-        );
+        assert!(all.expiry_due());
+        assert_eq!(all.remove_expired(), 1);
+        assert!(!all.expiry_due());
         drop(all);
         assert_eq!(store.len(), 0);
         assert_eq!(store.expired_keys.load(Ordering::Relaxed), 2);

@@ -136,6 +136,10 @@ impl Drop for Node {
 pub(super) struct Shard {
     table: HashTable<Node>,
     hasher: Hasher,
+    /// No key of the shard expires before this (Unix ms; `u64::MAX`: none has an expiry). Every
+    /// write of an expiry lowers it, the expiry cycle sets it exactly after a sweep, and skips
+    /// the shard until then: a bound, never later than the earliest expiry.
+    expiry_bound: u64,
 }
 
 impl Shard {
@@ -143,6 +147,19 @@ impl Shard {
         Shard {
             table: HashTable::new(),
             hasher,
+            expiry_bound: u64::MAX,
+        }
+    }
+
+    /// See [`Shard::expiry_bound`]'s field.
+    pub fn expiry_bound(&self) -> u64 {
+        self.expiry_bound
+    }
+
+    /// A key of the shard now expires at `at` (0: never).
+    pub fn note_expiry(&mut self, at: u64) {
+        if at != 0 {
+            self.expiry_bound = self.expiry_bound.min(at);
         }
     }
 
@@ -182,13 +199,30 @@ impl Shard {
         self.table.iter()
     }
 
-    /// Keeps the nodes for which `keep` says true; drops the others.
-    pub fn retain(&mut self, keep: impl FnMut(&mut Node) -> bool) {
-        self.table.retain(keep);
+    /// Drops the nodes expired at `now`, passing each to `expired` first, and sets the expiry
+    /// bound to the earliest expiry left; returns how many were dropped.
+    pub fn remove_expired(&mut self, now: u64, mut expired: impl FnMut(&Node)) -> usize {
+        let (mut removed, mut earliest) = (0, u64::MAX);
+        self.table.retain(|node| {
+            let at = node.entry().expire_at();
+            if at == 0 {
+                true
+            } else if at <= now {
+                expired(node);
+                removed += 1;
+                false
+            } else {
+                earliest = earliest.min(at);
+                true
+            }
+        });
+        self.expiry_bound = earliest;
+        removed
     }
 
     /// Removes every node, and gives the table's memory back.
     pub fn drain(&mut self) -> impl Iterator<Item = Node> {
+        self.expiry_bound = u64::MAX;
         std::mem::replace(&mut self.table, HashTable::new()).into_iter()
     }
 }
@@ -235,9 +269,14 @@ mod tests {
         for i in 0..1000 {
             let name = format!("key:{i}");
             let hash = hasher.hash_one(name.as_bytes());
+            let mut entry = entry(&name);
+            if name.ends_with('7') {
+                entry.expire_at = 100 + i;
+            }
+            shard.note_expiry(entry.expire_at);
             match shard.slot(hash, name.as_bytes()) {
                 hash_table::Entry::Vacant(v) => {
-                    v.insert(Node::new(name.as_bytes(), entry(&name)));
+                    v.insert(Node::new(name.as_bytes(), entry));
                 }
                 hash_table::Entry::Occupied(_) => panic!("{name} twice"),
             }
@@ -254,8 +293,16 @@ mod tests {
         let hash = hasher.hash_one(b"key:5".as_slice());
         assert!(shard.remove(hash, b"key:5").is_some());
         assert!(shard.find(hash, b"key:5").is_none());
-        shard.retain(|n| n.name().ends_with(b"7"));
-        assert_eq!(shard.len(), 100);
+        assert_eq!(shard.expiry_bound(), 7);
+        let mut expired = 0;
+        assert_eq!(shard.remove_expired(8, |_| expired += 1), 899);
+        assert_eq!(expired, 899);
+        assert_eq!(shard.len(), 100, "the keys ending in 7 expire later");
+        assert_eq!(
+            shard.expiry_bound(),
+            107,
+            "key:7's expiry, the earliest left"
+        );
         assert_eq!(shard.drain().count(), 100);
         assert!(shard.is_empty());
     }

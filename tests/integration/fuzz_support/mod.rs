@@ -143,7 +143,7 @@ fn snapshot(shared: &Shared) -> Vec<(usize, Vec<u8>, u64, u64)> {
         shared
             .store
             .lock_all(db)
-            .for_each(|k, e| keys.push((db, k.to_vec(), e.version(), e.expire_at)));
+            .for_each(|k, e| keys.push((db, k.to_vec(), e.version(), e.expire_at())));
     }
     keys.sort_unstable();
     keys
