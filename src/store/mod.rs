@@ -786,8 +786,8 @@ impl<'a> Locked<'a> {
             .any(|(_, shard)| shard.expiry_bound() <= self.now)
     }
 
-    /// Removes the expired keys of the locked shards and says how many; their expiry bounds are
-    /// then exact. Nothing is removed while CLIENT PAUSE freezes the keyspace.
+    /// Removes the expired keys of the locked shards whose expiry bound has passed (no other
+    /// shard holds one) and says how many; their bounds are then exact. Nothing is removed while CLIENT PAUSE freezes the keyspace.
     pub fn remove_expired(&mut self) -> usize {
         let (store, space, db, now) = (self.store, self.space, self.db, self.now);
         if store.pause.freezes_keyspace() {
@@ -795,9 +795,11 @@ impl<'a> Locked<'a> {
         }
         let mut removed = 0;
         self.held.for_each_mut(|shard| {
-            removed += shard.remove_expired(now, |node| {
-                space.count_expired(store, db, node.name(), &node.entry().value);
-            });
+            if shard.expiry_bound() <= now {
+                removed += shard.remove_expired(now, |node| {
+                    space.count_expired(store, db, node.name(), &node.entry().value);
+                });
+            }
         });
         removed
     }
