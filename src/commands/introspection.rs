@@ -234,8 +234,9 @@ fn memory_usage(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     Ok(Reply::Int(size as i64))
 }
 
-/// Estimated bytes of a value: exact for strings, the average of up to `samples` elements times
-/// the element count for collections (Redis's sampling rule).
+/// Estimated bytes of a value: exact for strings and for the one buffer of a small hash, set or
+/// sorted set; for other collections the average of up to `samples` elements times the element
+/// count (Redis's sampling rule).
 fn value_size(value: &Value, samples: usize) -> usize {
     fn sampled(count: usize, items: impl Iterator<Item = usize>, samples: usize) -> usize {
         if count == 0 {
@@ -248,15 +249,20 @@ fn value_size(value: &Value, samples: usize) -> usize {
     match value {
         Value::Str(b) => b.len(),
         Value::List(items) => sampled(items.len(), items.iter().map(|b| b.len()), samples),
-        Value::Hash(map) => sampled(
-            map.len(),
-            map.iter().map(|(k, v)| k.len() + v.len()),
-            samples,
-        ),
-        Value::Set(set) => sampled(set.len(), set.iter().map(|m| m.len()), samples),
-        Value::ZSet(z) => {
+        // A small hash, set or sorted set is one buffer: its size is exact, no sample needed.
+        Value::Hash(map) => map.packed_bytes().unwrap_or_else(|| {
+            sampled(
+                map.len(),
+                map.iter().map(|(k, v)| k.len() + v.len()),
+                samples,
+            )
+        }),
+        Value::Set(set) => set
+            .packed_bytes()
+            .unwrap_or_else(|| sampled(set.len(), set.iter().map(|m| m.len()), samples)),
+        Value::ZSet(z) => z.packed_bytes().unwrap_or_else(|| {
             sampled(z.len(), z.iter().map(|(m, _)| m.len() + 8), samples) + z.len() * 16
-        }
+        }),
         Value::Stream(s) => s.memory(),
         Value::Stm(e) => {
             std::mem::size_of_val(e.as_ref())

@@ -42,6 +42,14 @@ impl Hash {
         matches!(self.0, Form::Packed(_))
     }
 
+    /// Bytes of the packed form's one buffer; None in the large form (MEMORY USAGE).
+    pub fn packed_bytes(&self) -> Option<usize> {
+        match &self.0 {
+            Form::Packed(p) => Some(p.byte_len()),
+            Form::Map(_) => None,
+        }
+    }
+
     pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
         match &self.0 {
             Form::Packed(p) => p.find(field, 2).map(|at| p.group_at(at, 2)[1]),

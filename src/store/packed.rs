@@ -32,6 +32,11 @@ impl Default for Packed {
 pub const MAX_ELEMENT: usize = u32::MAX as usize;
 
 impl Packed {
+    /// Bytes of the buffer (its heap block, exactly).
+    pub fn byte_len(&self) -> usize {
+        self.buf.len()
+    }
+
     pub fn len(&self) -> usize {
         self.count as usize
     }

@@ -44,6 +44,14 @@ impl Set {
         matches!(self.0, Form::Packed(_))
     }
 
+    /// Bytes of the packed form's one buffer; None in the large form (MEMORY USAGE).
+    pub fn packed_bytes(&self) -> Option<usize> {
+        match &self.0 {
+            Form::Packed(p) => Some(p.byte_len()),
+            Form::Map(_) => None,
+        }
+    }
+
     pub fn contains(&self, member: &[u8]) -> bool {
         match &self.0 {
             Form::Packed(p) => p.find(member, 1).is_some(),

@@ -302,6 +302,14 @@ fn pair(p: &(Score, Bytes)) -> (&[u8], f64) {
 }
 
 impl ZSet {
+    /// Bytes of the small form's one buffer; None in the large form (MEMORY USAGE).
+    pub fn packed_bytes(&self) -> Option<usize> {
+        match &self.0 {
+            Form::Small(small) => Some(small.buf.len()),
+            Form::Large(_) => None,
+        }
+    }
+
     pub fn len(&self) -> usize {
         match &self.0 {
             Form::Small(v) => v.count as usize,
