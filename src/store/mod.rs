@@ -787,7 +787,8 @@ impl<'a> Locked<'a> {
     }
 
     /// Removes the expired keys of the locked shards whose expiry bound has passed (no other
-    /// shard holds one) and says how many; their bounds are then exact. Nothing is removed while CLIENT PAUSE freezes the keyspace.
+    /// shard holds one) and says how many; their bounds are then exact. Nothing is removed while
+    /// CLIENT PAUSE freezes the keyspace.
     pub fn remove_expired(&mut self) -> usize {
         let (store, space, db, now) = (self.store, self.space, self.db, self.now);
         if store.pause.freezes_keyspace() {
