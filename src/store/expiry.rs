@@ -55,11 +55,14 @@ pub fn sweep(store: &Store, start: usize) -> usize {
             let Some(mut locked) = store.try_lock_shard(db, shard) else {
                 continue;
             };
-            if !locked.expiry_due() {
-                continue;
+            let bound = locked.expiry_bound();
+            if bound == u64::MAX {
+                continue; // no key with an expiry: not part of `expired_stale_perc`
             }
             sampled += locked.stored_keys();
-            expired += locked.remove_expired();
+            if bound <= locked.now {
+                expired += locked.remove_expired();
+            }
         }
     }
     store.note_stale_share(expired, sampled);
@@ -91,7 +94,7 @@ mod tests {
         (0..store.shard_count())
             .filter(|&shard| {
                 let locked = store.try_lock_shard(0, shard).expect("not held");
-                locked.expiry_due()
+                locked.expiry_bound() <= locked.now
             })
             .collect()
     }

@@ -778,12 +778,14 @@ impl<'a> Locked<'a> {
         });
     }
 
-    /// True when a key of the locked shards may have expired: the expiry cycle sweeps only such
-    /// shards (see [`Locked::remove_expired`]).
-    pub fn expiry_due(&self) -> bool {
+    /// No key of the locked shards expires before this (Unix ms; `u64::MAX`: none has an
+    /// expiry). The expiry cycle sweeps a shard only once it has passed.
+    pub fn expiry_bound(&self) -> u64 {
         self.held
             .iter()
-            .any(|(_, shard)| shard.expiry_bound() <= self.now)
+            .map(|(_, shard)| shard.expiry_bound())
+            .min()
+            .unwrap_or(u64::MAX)
     }
 
     /// Removes the expired keys of the locked shards whose expiry bound has passed (no other
@@ -860,9 +862,9 @@ mod tests {
         }
         assert_eq!(store.len(), 1, "y is still held until reclaimed");
         let mut all = store.lock_all(0);
-        assert!(all.expiry_due());
+        assert!(all.expiry_bound() <= all.now);
         assert_eq!(all.remove_expired(), 1);
-        assert!(!all.expiry_due());
+        assert_eq!(all.expiry_bound(), u64::MAX, "no key with an expiry left");
         drop(all);
         assert_eq!(store.len(), 0);
         assert_eq!(store.expired_keys.load(Ordering::Relaxed), 2);
