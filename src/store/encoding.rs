@@ -85,6 +85,13 @@ pub struct SetLimit {
     pub intset_entries: usize,
 }
 
+impl CompactLimit {
+    /// Whether a compact form may hold `entries` elements whose longest is `longest` bytes.
+    pub fn holds(&self, entries: usize, longest: usize) -> bool {
+        entries <= self.entries && longest <= self.value
+    }
+}
+
 fn get(limit: &AtomicU64) -> usize {
     usize::try_from(limit.load(Relaxed)).unwrap_or(usize::MAX)
 }

@@ -67,7 +67,7 @@ impl Set {
             }
             let n = p.len() + 1;
             let int = p.flag && is_int_encodable(member);
-            let as_listpack = n <= limit.listpack.entries && member.len() <= limit.listpack.value;
+            let as_listpack = limit.listpack.holds(n, member.len());
             if member.len() <= MAX_ELEMENT && (as_listpack || (int && n <= limit.intset_entries)) {
                 p.push(&[member]);
                 p.flag = int;

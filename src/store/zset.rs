@@ -337,9 +337,8 @@ impl ZSet {
     /// kin): one past `limit` is built in its large form at once, its order sorted in one go,
     /// instead of growing through one insert per member.
     pub fn from_distinct(pairs: Vec<(Bytes, f64)>, limit: CompactLimit) -> ZSet {
-        let small =
-            pairs.len() <= limit.entries && pairs.iter().all(|(m, _)| m.len() <= limit.value);
-        if small {
+        let longest = pairs.iter().map(|(m, _)| m.len()).max().unwrap_or(0);
+        if limit.holds(pairs.len(), longest) {
             let mut z = ZSet::default();
             for (member, score) in pairs {
                 z.insert(member, score, limit);
@@ -365,8 +364,7 @@ impl ZSet {
         debug_assert!(!score.is_nan());
         if let Form::Small(v) = &mut self.0 {
             let found = v.find(&member).map(|(_, e)| (e.score, e.start, e.end));
-            let fits = found.is_some()
-                || ((v.count as usize) < limit.entries && member.len() <= limit.value);
+            let fits = found.is_some() || limit.holds(v.count as usize + 1, member.len());
             if fits {
                 if let Some((_, start, end)) = found {
                     v.remove_bytes(start, end);
