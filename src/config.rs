@@ -30,8 +30,9 @@ pub struct Config {
         help_heading = "Network"
     )]
     pub bind: String,
-    /// Threads serving clients (0: one per CPU core). Every thread serves any connection; on a
-    /// machine shared with other busy processes fewer threads can be faster.
+    /// Threads serving clients (0: one per CPU core but one, at least one). Every thread serves any
+    /// connection. The spare core is left to the kernel's network stack and to clients on the same
+    /// host, as Redis advises for its io-threads.
     #[arg(
         long,
         env = "STMD_THREADS",
@@ -445,6 +446,18 @@ impl Default for Config {
 }
 
 impl Config {
+    /// The worker threads to run: `--threads`, or for 0 one per core but one (at least one). On a
+    /// 2-core host whose clients run beside the server a second worker costs more in context
+    /// switches than it serves (README, Performance, "One worker or two").
+    pub fn worker_threads(&self) -> usize {
+        match self.threads {
+            0 => {
+                std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1))
+            }
+            n => n,
+        }
+    }
+
     /// The thresholds OBJECT ENCODING reports by.
     pub fn encoding_thresholds(&self) -> crate::store::encoding::Thresholds {
         crate::store::encoding::Thresholds {
@@ -757,7 +770,7 @@ pub static PARAMS: &[Param] = &[
     },
     Param {
         name: "threads",
-        get: |c| c.threads.to_string(),
+        get: |c| c.worker_threads().to_string(),
         set: None,
     },
 ];
@@ -908,6 +921,17 @@ mod tests {
         assert_eq!(parse_memory("77"), Ok(77));
         assert!(parse_memory("12xb").is_err());
         assert!(parse_memory("").is_err());
+    }
+
+    #[test]
+    fn zero_threads_leaves_one_core_spare() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let auto = Config::parse_from(["stmd"]);
+        assert_eq!(auto.worker_threads(), if cores > 1 { cores - 1 } else { 1 });
+        assert_eq!(
+            Config::parse_from(["stmd", "--threads", "3"]).worker_threads(),
+            3
+        );
     }
 
     #[test]

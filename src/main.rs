@@ -34,11 +34,11 @@ fn main() -> std::process::ExitCode {
     for warning in &config.config_warnings {
         tracing::warn!("{warning}");
     }
-    let mut runtime = tokio::runtime::Builder::new_multi_thread();
-    if config.threads > 0 {
-        runtime.worker_threads(config.threads);
-    }
-    let runtime = match runtime.enable_all().build() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(config.worker_threads())
+        .enable_all()
+        .build();
+    let runtime = match runtime {
         Ok(rt) => rt,
         Err(err) => {
             tracing::error!(%err, "cannot start the runtime");
