@@ -372,6 +372,57 @@ impl Reply {
     }
 }
 
+/// The reply that `bytes` encode (either protocol) and how many bytes it spans; `None` when they
+/// do not start with one whole reply or hold a type [`Reply`] has no variant for (a RESP3 big
+/// number or attribute). Scripts use it to see inside [`Reply::Raw`], which stream entries and
+/// RESP3 doubles are built as.
+pub fn decode_reply(bytes: &[u8]) -> Option<(Reply, usize)> {
+    let end = memchr::memmem::find(bytes, b"\r\n")?;
+    let (kind, text) = (*bytes.first()?, &bytes[1..end]);
+    let mut at = end + 2;
+    let number = || -> Option<i64> { std::str::from_utf8(text).ok()?.parse().ok() };
+    let string = || String::from_utf8_lossy(text).into_owned();
+    let items = |count: i64, at: &mut usize| -> Option<Vec<Reply>> {
+        let mut items = Vec::new();
+        for _ in 0..count {
+            let (item, used) = decode_reply(&bytes[*at..])?;
+            items.push(item);
+            *at += used;
+        }
+        Some(items)
+    };
+    let reply = match kind {
+        b'+' => Reply::Status(string().into()),
+        b'-' => Reply::Error(string().into()),
+        b':' => Reply::Int(number()?),
+        b'$' | b'!' | b'=' if text == b"-1" => Reply::Nil,
+        b'$' | b'!' | b'=' => {
+            let len = usize::try_from(number()?).ok()?;
+            let body = bytes.get(at..at.checked_add(len)?)?;
+            at += len + 2;
+            (bytes.get(at - 2..at)? == b"\r\n").then_some(())?;
+            match kind {
+                b'$' => Reply::bulk(body),
+                b'!' => Reply::Error(String::from_utf8_lossy(body).into_owned().into()),
+                _ => Reply::Verbatim(String::from_utf8_lossy(body.get(4..)?).into_owned()),
+            }
+        }
+        b'*' if text == b"-1" => Reply::NilArray,
+        b'*' => Reply::Array(items(number()?, &mut at)?),
+        b'~' => Reply::Set(items(number()?, &mut at)?),
+        b'>' => Reply::Push(items(number()?, &mut at)?),
+        b'%' => {
+            let mut flat = items(number()?.checked_mul(2)?, &mut at)?.into_iter();
+            Reply::Map(std::iter::from_fn(|| Some((flat.next()?, flat.next()?))).collect())
+        }
+        b',' => Reply::Double(std::str::from_utf8(text).ok()?.parse().ok()?),
+        b'#' => Reply::Bool(text == b"t"),
+        b'_' => Reply::Nil,
+        _ => return None,
+    };
+    Some((reply, at))
+}
+
 /// A status or error line. Line ends inside `text` (an unknown command's name echoed back, say)
 /// become spaces, as Redis's formatted errors do, so a client can never break the reply stream.
 fn line(out: &mut BytesMut, prefix: u8, text: &[u8]) {
@@ -388,12 +439,12 @@ fn line(out: &mut BytesMut, prefix: u8, text: &[u8]) {
     out.put_slice(b"\r\n");
 }
 
-fn int_line(out: &mut BytesMut, prefix: u8, n: i64) {
+pub(crate) fn int_line(out: &mut BytesMut, prefix: u8, n: i64) {
     let mut buf = itoa::Buffer::new();
     line(out, prefix, buf.format(n).as_bytes());
 }
 
-fn bulk(out: &mut BytesMut, data: &[u8]) {
+pub(crate) fn bulk(out: &mut BytesMut, data: &[u8]) {
     int_line(out, b'$', data.len() as i64);
     out.reserve(data.len() + 2);
     out.put_slice(data);
@@ -441,6 +492,48 @@ mod tests {
 
     fn error(text: &str) -> Parsed {
         Parsed::Error(format!("ERR Protocol error: {text}"))
+    }
+
+    #[test]
+    fn encoded_replies_decode_to_themselves() {
+        let replies = [
+            Reply::OK,
+            Reply::error("ERR no"),
+            Reply::Int(-42),
+            Reply::bulk(b"a\r\nb"),
+            Reply::Nil,
+            Reply::NilArray,
+            Reply::Array(vec![Reply::bulk(b"x"), Reply::Array(vec![Reply::Int(1)])]),
+            Reply::Map(vec![(Reply::bulk(b"k"), Reply::Double(1.5))]),
+            Reply::Set(vec![Reply::bulk(b"m")]),
+            Reply::Bool(true),
+            Reply::Verbatim("text".into()),
+        ];
+        for reply in replies {
+            for resp3 in [false, true] {
+                let mut out = BytesMut::new();
+                reply.encode(resp3, &mut out);
+                let (decoded, used) = decode_reply(&out).expect("decodes");
+                assert_eq!(used, out.len(), "{reply:?}");
+                let mut again = BytesMut::new();
+                decoded.encode(resp3, &mut again);
+                assert_eq!(again, out, "{reply:?} resp3={resp3}");
+            }
+        }
+    }
+
+    #[test]
+    fn partial_or_unknown_replies_do_not_decode() {
+        for bytes in [
+            &b"$5\r\nab"[..],
+            b"*2\r\n:1\r\n",
+            b"(123\r\n",
+            b"$3\r\nabcde",
+            b"",
+            b":x\r\n",
+        ] {
+            assert_eq!(decode_reply(bytes), None, "{bytes:?}");
+        }
     }
 
     #[test]

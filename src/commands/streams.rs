@@ -6,13 +6,13 @@
 use super::args::{int, is};
 use super::{err, BlockRequest, CmdResult, Ctx};
 use crate::events::class;
-use crate::protocol::{parse_i64_strict, Reply};
+use crate::protocol::{self, parse_i64_strict, Reply};
 use crate::store::stream::{
     Consumer, EntryFields, Fields, Group, Nack, Stream, StreamId, Trim, INVALID_READ,
     NODE_MAX_ENTRIES,
 };
 use crate::store::{now_ms, Locked, Value};
-use bytes::Bytes;
+use bytes::{BufMut, Bytes, BytesMut};
 use std::ops::Bound;
 use std::time::{Duration, Instant};
 
@@ -146,14 +146,21 @@ fn range_end(arg: &[u8]) -> Result<StreamId, Reply> {
 }
 
 fn id_reply(id: StreamId) -> Reply {
-    Reply::Bulk(Bytes::from(id.to_string()))
+    id.with_text(|text| Reply::bulk(text))
 }
 
+/// An entry, `[id, [field, value, …]]`, as its encoded bytes (the same in RESP2 and RESP3): one
+/// allocation, where a tree of replies takes one per field and the id and two arrays.
 fn entry_reply(id: StreamId, fields: EntryFields<'_>) -> Reply {
-    Reply::Array(vec![
-        id_reply(id),
-        Reply::Array(fields.map(Reply::bulk).collect()),
-    ])
+    let size = 64 + fields.clone().map(|f| f.len() + 16).sum::<usize>();
+    let mut out = BytesMut::with_capacity(size);
+    out.put_slice(b"*2\r\n");
+    id.with_text(|text| protocol::bulk(&mut out, text));
+    protocol::int_line(&mut out, b'*', fields.len() as i64);
+    for field in fields {
+        protocol::bulk(&mut out, field);
+    }
+    Reply::Raw(out.freeze())
 }
 
 /// Entries of `s` from `start` to `end` (inclusive), at most `count` (0 = all), reversed if asked.

@@ -225,7 +225,18 @@ unsafe fn push_reply(l: *mut ffi::lua_State, reply: Reply, resp3: bool) {
         }
         Reply::Error(text) => push_error(l, &text, false),
         Reply::Nil | Reply::NilArray if resp3 => ffi::lua_pushnil(l),
-        Reply::Nil | Reply::NilArray | Reply::Raw(_) => ffi::lua_pushboolean(l, 0),
+        Reply::Nil | Reply::NilArray => ffi::lua_pushboolean(l, 0),
+        // Encoded bytes (a stream entry, a RESP3 double) are decoded here, so the stack is grown
+        // for their depth now.
+        Reply::Raw(bytes) => match crate::protocol::decode_reply(&bytes) {
+            Some((reply, _))
+                if ffi::lua_checkstack(l, (3 * depth(&reply)).try_into().unwrap_or(c_int::MAX))
+                    != 0 =>
+            {
+                push_reply(l, reply, resp3)
+            }
+            _ => ffi::lua_pushboolean(l, 0),
+        },
         Reply::Array(items) | Reply::Push(items) => push_sequence(l, items, resp3),
         Reply::Set(items) if resp3 => {
             ffi::lua_createtable(l, 0, items.len().try_into().unwrap_or(0));

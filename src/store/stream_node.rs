@@ -82,7 +82,13 @@ impl<'a> Iterator for Items<'a> {
         self.at = start + len as usize;
         Some(&self.data[start..self.at])
     }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left as usize, Some(self.left as usize))
+    }
 }
+
+impl ExactSizeIterator for Items<'_> {}
 
 /// One entry's items (field, value, field, value, …), read out of its node.
 #[derive(Clone)]
@@ -107,7 +113,14 @@ impl<'a> Iterator for EntryFields<'a> {
             self.items.next()
         }
     }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.items.len() + self.names.as_ref().map_or(0, Items::len);
+        (left, Some(left))
+    }
 }
+
+impl ExactSizeIterator for EntryFields<'_> {}
 
 /// An entry as found in its node: id, flags, items, and where it starts in the buffer.
 struct Raw<'a> {
