@@ -559,6 +559,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn id_text_matches_display() {
+        for id in [
+            StreamId::MIN,
+            StreamId::new(1, 2),
+            StreamId::new(1_733_392_000_000, 7),
+            StreamId::MAX,
+        ] {
+            let text = id.with_text(|t| t.to_vec());
+            assert_eq!(text, id.to_string().into_bytes());
+        }
+    }
+
+    #[test]
     fn fields_round_trip() {
         let long = vec![b'x'; 300];
         let f = Fields::pack(&[&b"a"[..], b"", &long[..]]);
