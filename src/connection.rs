@@ -17,6 +17,24 @@ use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
+/// Returns once the tasks already queued on this worker have run: the task wakes itself and
+/// returns `Pending` once, and tokio puts a task woken during its own poll at the back of the
+/// worker's run queue. Unlike `tokio::task::yield_now`, which defers the task until the worker
+/// has also polled the I/O driver, this costs no `epoll_wait` (`yield_now` added ~0.45 per
+/// request with 50 clients at `-P 1`).
+async fn behind_ready_tasks() {
+    let mut queued = false;
+    std::future::poll_fn(|cx| {
+        if queued {
+            return std::task::Poll::Ready(());
+        }
+        queued = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    })
+    .await
+}
+
 /// Spare read capacity kept before each read, so large values arrive in large chunks.
 const READ_CHUNK: usize = 16 * 1024;
 /// The largest reply that waits for the end of the worker's turn (see `serve_loop`).
@@ -141,16 +159,15 @@ async fn serve_loop(
             }
             peak.observe(info, &out, now);
         }
-        // The reply waits until this worker has served every other connection that is ready
-        // (`yield_now` defers the task until the worker runs out of ready tasks and has polled
-        // the driver), as Redis writes all replies at the end of an event-loop turn. Sent one
-        // after another, replies find the client that the first one woke still running; sent
-        // between other connections' batches, each can find it asleep again and pays for a
-        // wake-up inside `sendto` (9 % of stmd's time under pipelined EVALSHA before this).
-        // Large replies go at once: waiting, every connection's would pile up in memory, and
-        // their copying, not the wake-up, is what they cost.
+        // The reply waits until this worker has served the other connections that are ready
+        // (see `behind_ready_tasks`), as Redis writes all replies at the end of an event-loop
+        // turn. Sent one after another, replies find the client that the first one woke still
+        // running; sent between other connections' batches, each can find it asleep again and
+        // pays for a wake-up inside `sendto` (9 % of stmd's time under pipelined EVALSHA before
+        // this). Large replies go at once: waiting, every connection's would pile up in memory,
+        // and their copying, not the wake-up, is what they cost.
         if !out.is_empty() && out.len() <= DEFERRED_REPLY_MAX && matches!(batch, Batch::Done) {
-            tokio::task::yield_now().await;
+            behind_ready_tasks().await;
         }
         // `biased`: polled in this order, without the random start (and its RNG) of a fair
         // select. The write, which usually completes at once, comes first.
