@@ -400,7 +400,9 @@ pub fn decode_reply(bytes: &[u8]) -> Option<(Reply, usize)> {
             let len = usize::try_from(number()?).ok()?;
             let body = bytes.get(at..at.checked_add(len)?)?;
             at += len + 2;
-            (bytes.get(at - 2..at)? == b"\r\n").then_some(())?;
+            if bytes.get(at - 2..at)? != b"\r\n" {
+                return None;
+            }
             match kind {
                 b'$' => Reply::bulk(body),
                 b'!' => Reply::Error(String::from_utf8_lossy(body).into_owned().into()),
