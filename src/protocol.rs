@@ -375,7 +375,10 @@ impl Reply {
 /// The reply that `bytes` encode (either protocol) and how many bytes it spans; `None` when they
 /// do not start with one whole reply or hold a type [`Reply`] has no variant for (a RESP3 big
 /// number or attribute). Scripts use it to see inside [`Reply::Raw`], which stream entries and
-/// RESP3 doubles are built as.
+/// RESP3 doubles are built as. Not `redis_protocol`'s decoders (used for cluster peers' RESP2
+/// answers): each reads one protocol, and a raw reply may hold either (`$-1` is an error to the
+/// RESP3 one); its RESP3 sets and maps would also drop duplicates and order, and its frames would
+/// still need converting into a [`Reply`].
 pub fn decode_reply(bytes: &[u8]) -> Option<(Reply, usize)> {
     let end = memchr::memmem::find(bytes, b"\r\n")?;
     let (kind, text) = (*bytes.first()?, &bytes[1..end]);
