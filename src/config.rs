@@ -136,9 +136,17 @@ pub struct Config {
     #[arg(long, env = "STMD_DATABASES", default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=10_000), help_heading = "Limits")]
     pub databases: u64,
 
-    /// Working directory: where the embedded database file lives.
+    /// Working directory: where the embedded database file and the RDB snapshot live.
     #[arg(long, env = "STMD_DIR", default_value = ".", help_heading = "Storage")]
     pub dir: PathBuf,
+    /// Automatic RDB snapshots, as Redis's `save`: `"<seconds> <changes> ..."` saves after that
+    /// many seconds if at least that many writes happened. Empty (the default): only SAVE, BGSAVE
+    /// and SHUTDOWN SAVE write one.
+    #[arg(long, env = "STMD_SAVE", default_value = "", value_parser = crate::snapshot::SaveRules::parse, help_heading = "Storage")]
+    pub save: crate::snapshot::SaveRules,
+    /// The RDB snapshot's file name in `--dir`, loaded at start when it exists.
+    #[arg(long, env = "STMD_DBFILENAME", default_value = "dump.rdb", value_parser = parse_file_name, help_heading = "Storage")]
+    pub dbfilename: String,
 
     /// Messages kept per STM entry (the newest ones).
     #[arg(
@@ -621,6 +629,19 @@ pub static PARAMS: &[Param] = &[
         get: |c| c.dir.display().to_string(),
         set: None,
     },
+    Param {
+        name: "save",
+        get: |c| c.save.to_string(),
+        set: Some(|c, v| {
+            c.save = crate::snapshot::SaveRules::parse(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "dbfilename",
+        get: |c| c.dbfilename.clone(),
+        set: None,
+    },
     number_param!("stm-max-messages", stm_max_messages),
     number_param!("stm-ttl", stm_ttl),
     number_param!("stm-summary-ttl", stm_summary_ttl),
@@ -886,6 +907,14 @@ pub fn find_setting(name: &[u8]) -> Option<Setting> {
 
 /// Parses a memory size the way redis.conf does: a plain number of bytes or a number with a unit
 /// (`k`/`kb` are 1000/1024, `m`/`mb`, `g`/`gb` likewise), case-insensitive.
+/// A file name without a directory (`dbfilename`), as Redis requires.
+fn parse_file_name(text: &str) -> Result<String, String> {
+    if text.is_empty() || text.contains('/') || text == "." || text == ".." {
+        return Err("dbfilename can't be a path, just a filename".into());
+    }
+    Ok(text.to_string())
+}
+
 pub fn parse_memory(text: &str) -> Result<u64, String> {
     let lower = text.trim().to_ascii_lowercase();
     let split = lower

@@ -23,7 +23,7 @@ pub struct Directive {
 const MAX_INCLUDE_DEPTH: usize = 16;
 
 /// Directives that may be repeated, each line adding to the setting rather than replacing it.
-const ACCUMULATING: &[&str] = &["client-output-buffer-limit"];
+const ACCUMULATING: &[&str] = &["client-output-buffer-limit", "save"];
 
 /// Redis's `loglevel` names, as `tracing` filters.
 fn log_level_from_redis(level: &str) -> String {
@@ -254,6 +254,8 @@ fn merge_accumulating(directives: Vec<Directive>) -> Vec<Directive> {
             .iter_mut()
             .find(|d| d.name == directive.name && ACCUMULATING.contains(&d.name.as_str()));
         match earlier {
+            // `save ""` clears the rules before it, as in Redis.
+            Some(earlier) if directive.args == [""] => earlier.args = directive.args,
             Some(earlier) => earlier.args.extend(directive.args),
             None => out.push(directive),
         }
@@ -512,6 +514,20 @@ mod tests {
         let mut argv: Vec<OsString> = vec!["stmd".into(), path.into_os_string()];
         argv.extend(extra.iter().map(OsString::from));
         load_with_env(argv, |name| env.contains(&name))
+    }
+
+    #[test]
+    fn save_lines_accumulate_and_an_empty_one_clears_them() {
+        let rules = |text: &str| load_file(text, &[], &[]).expect("loads").save.to_string();
+        assert_eq!(rules("save 900 1\nsave 300 10\n"), "900 1 300 10");
+        assert_eq!(rules("save 900 1\nsave \"\"\nsave 60 5\n"), "60 5");
+        assert_eq!(rules("save 900 1\nsave \"\"\n"), "");
+        assert_eq!(rules("dbfilename snap.rdb\n"), "");
+        assert!(load_file("save 900\n", &[], &[]).is_err(), "an odd count");
+        assert!(
+            load_file("dbfilename a/b.rdb\n", &[], &[]).is_err(),
+            "a path"
+        );
     }
 
     #[test]

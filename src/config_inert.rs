@@ -1,14 +1,13 @@
 //! Redis options stmd accepts and ignores: a redis.conf written for Redis 7.2 starts stmd, and
 //! CONFIG GET answers these names (as tools such as redis-benchmark and exporters ask) with a value
-//! that is true of stmd (no RDB snapshots, no AOF, no replication, no cluster bus, one I/O thread).
+//! that is true of stmd (no AOF, no replication, no cluster bus, one I/O thread).
 //! CONFIG SET of one of them is accepted and changes nothing. A file that sets one to another value
 //! gets a warning at start-up: the option has no effect here.
 //!
 //! When stmd starts to honour one of these, its row moves to `config::PARAMS` (a unit test fails
 //! while a name is in both tables).
 
-/// `(name, value)`, sorted by name. Values are Redis 7.2's defaults except where stmd differs
-/// (`save` is empty: stmd writes no snapshot).
+/// `(name, value)`, sorted by name. Values are Redis 7.2's defaults except where stmd differs.
 pub static INERT_PARAMS: &[(&str, &str)] = &[
     ("acl-pubsub-default", "resetchannels"),
     ("active-defrag-cycle-max", "25"),
@@ -56,7 +55,6 @@ pub static INERT_PARAMS: &[(&str, &str)] = &[
     ("crash-log-enabled", "yes"),
     ("crash-memcheck-enabled", "yes"),
     ("daemonize", "no"),
-    ("dbfilename", "dump.rdb"),
     ("disable-thp", "yes"),
     ("dynamic-hz", "yes"),
     ("enable-module-command", "no"),
@@ -114,7 +112,6 @@ pub static INERT_PARAMS: &[(&str, &str)] = &[
     ("replica-serve-stale-data", "yes"),
     ("replicaof", ""),
     ("sanitize-dump-payload", "no"),
-    ("save", ""),
     ("server_cpulist", ""),
     ("set-proc-title", "yes"),
     ("shutdown-on-sigint", "default"),

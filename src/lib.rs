@@ -28,6 +28,7 @@ pub mod rdb;
 pub mod scripting;
 pub mod server;
 pub mod slowlog;
+pub mod snapshot;
 pub mod stm;
 pub mod store;
 pub mod tls;

@@ -62,6 +62,8 @@ pub struct Shared {
     /// Cluster mode: this node and the slot map it follows. None in single-node mode, where
     /// routing costs dispatch one branch.
     pub cluster: Option<Arc<crate::cluster::Cluster>>,
+    /// RDB snapshots: SAVE, BGSAVE, the `save` rules, LASTSAVE.
+    pub snapshots: crate::snapshot::Snapshots,
 }
 
 impl Shared {
@@ -121,6 +123,7 @@ impl Shared {
             shutdown_requested: Notify::new(),
             scripting: crate::scripting::Scripting::new(),
             cluster: None,
+            snapshots: Default::default(),
         })
     }
 }
@@ -262,6 +265,8 @@ pub async fn run(
         None => None,
     };
     let store = Arc::new(Store::with_databases(config.databases as usize));
+    // The snapshot is in place before the warm start merges the scope rows over it.
+    let loaded = crate::snapshot::load(&config, &store).map_err(Error::Config)?;
     // The writer stops only after the connections have drained, so their last operations land.
     let (writer_stop_tx, writer_stop_rx) = watch::channel(false);
     let persist::Started {
@@ -273,6 +278,17 @@ pub async fn run(
     let restore_timeout = Duration::from_secs(config.stm_restore_timeout);
     let mut shared = Shared::new(config, local_addr, store, persist)?;
     shared.cluster = cluster.clone();
+    shared.snapshots.note_load(&loaded, &shared.store);
+    if !loaded.functions.is_empty() {
+        shared
+            .scripting
+            .engine()
+            .restore_functions(
+                &loaded.functions,
+                crate::scripting::functions::RestorePolicy::Append,
+            )
+            .map_err(|e| Error::Config(format!("cannot load the snapshot's functions: {e}")))?;
+    }
     let shared = Arc::new(shared);
     let tls_addr = match &listeners.tls {
         Some(listener) => Some(listener.local_addr()?),
@@ -347,6 +363,8 @@ pub async fn run(
             .await
         })
     };
+
+    let snapshot_task = tokio::spawn(crate::snapshot::run(shared.clone(), stop_rx.clone()));
 
     let rates_task = {
         let mut rx = stop_rx.clone();
@@ -431,6 +449,11 @@ pub async fn run(
     let _ = expiry_task.await;
     let _ = meter_task.await;
     let _ = rates_task.await;
+    let _ = snapshot_task.await;
+    {
+        let shared = shared.clone();
+        let _ = tokio::task::spawn_blocking(move || crate::snapshot::at_shutdown(&shared)).await;
+    }
     if let Some(task) = cluster_task {
         let _ = task.await;
     }

@@ -115,12 +115,13 @@ fn render(ctx: &Ctx, section: &str, out: &mut String) {
         }
         "memory" => memory(ctx, &mut lines),
         "persistence" => {
-            // No RDB or AOF: nothing is loading, saving or rewriting, and nothing ever was.
+            // The snapshot is loaded before any client connects; there is no AOF.
+            lines.add("loading", 0);
+            lines.add("async_loading", 0);
+            for (field, value) in shared.snapshots.info_fields(&shared.store) {
+                lines.add(field, value);
+            }
             for field in [
-                "loading",
-                "async_loading",
-                "rdb_bgsave_in_progress",
-                "rdb_saves",
                 "aof_enabled",
                 "aof_rewrite_in_progress",
                 "aof_rewrite_scheduled",

@@ -43,6 +43,10 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             match setting {
                 // Accepted for Redis compatibility; stmd has nothing it would change.
                 Setting::Inert(..) => {}
+                // Redis refuses these unless `enable-protected-configs`, which stmd keeps off.
+                Setting::Live(param) if ["dir", "dbfilename"].contains(&param.name) => {
+                    return Err(failed("can't set protected config"));
+                }
                 Setting::Live(param) => {
                     let Some(set) = param.set else {
                         return Err(failed("can't set immutable config"));
@@ -155,13 +159,48 @@ pub fn time(_ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
 }
 
 pub fn lastsave(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    Ok(Reply::Int(
-        now.as_secs()
-            .saturating_sub(ctx.shared.started.elapsed().as_secs()) as i64,
-    ))
+    Ok(Reply::Int(ctx.shared.snapshots.last_save() as i64))
+}
+
+/// The function libraries' codes, for a snapshot written by this command.
+fn function_codes(ctx: &mut Ctx) -> Result<Vec<bytes::Bytes>, Reply> {
+    let engine = super::scripting::engine_or_busy(ctx)?;
+    Ok(engine
+        .functions
+        .codes()
+        .into_iter()
+        .map(|(_, code)| code)
+        .collect())
+}
+
+/// SAVE: the whole keyspace to `dir/dbfilename` now (see `crate::snapshot`).
+pub fn save(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
+    let functions = function_codes(ctx)?;
+    let shared = ctx.shared;
+    crate::scripting::off_worker(|| crate::snapshot::save(shared, &functions))
+        .map(|()| Reply::OK)
+        .map_err(|why| match why.as_str() {
+            crate::snapshot::IN_PROGRESS => Reply::error(crate::snapshot::IN_PROGRESS),
+            _ => Reply::error("ERR"),
+        })
+}
+
+/// BGSAVE [SCHEDULE]
+pub fn bgsave(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let schedule = match &args[1..] {
+        [] => false,
+        [word] if is(word, "SCHEDULE") => true,
+        _ => return Err(Reply::error(err::SYNTAX)),
+    };
+    match ctx.shared.snapshots.request_background(schedule) {
+        Ok(crate::snapshot::Background::Started) => {
+            Ok(Reply::Status("Background saving started".into()))
+        }
+        Ok(crate::snapshot::Background::Scheduled) => {
+            Ok(Reply::Status("Background saving scheduled".into()))
+        }
+        Err(text) => Err(Reply::error(text)),
+    }
 }
 
 pub fn shutdown(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
@@ -172,18 +211,42 @@ pub fn shutdown(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         {
             return Err(Reply::error(err::SYNTAX));
         }
-        if is(arg, "ABORT") {
-            return Err(Reply::error("ERR No shutdown in progress."));
-        }
+    }
+    let flag = |word: &str| args[1..].iter().any(|a| is(a, word));
+    let (nosave, save, force) = (flag("NOSAVE"), flag("SAVE"), flag("FORCE"));
+    // ABORT goes alone, and NOSAVE with SAVE is no choice: Redis's "illegal combo".
+    let other_flags = nosave || save || force || flag("NOW");
+    if (flag("ABORT") && other_flags) || (nosave && save) {
+        return Err(Reply::error(err::SYNTAX));
+    }
+    if flag("ABORT") {
+        return Err(Reply::error("ERR No shutdown in progress."));
     }
     if !ctx.conn.authenticated {
         return Err(Reply::error(err::NOAUTH));
     }
-    let nosave = args[1..].iter().any(|a| is(a, "NOSAVE"));
     let threshold = ctx.shared.config.read().busy_reply_threshold;
     (ctx.shared.scripting.run)
         .before_shutdown(nosave, threshold)
         .map_err(Reply::error)?;
+    // As Redis: save now if asked or if `save` rules are set, and stay up if that fails (unless
+    // FORCE). What other clients write until the connections have drained is saved after.
+    use crate::snapshot::AtShutdown;
+    let by_rules = !nosave && !ctx.shared.config.read().save.is_empty();
+    if save || by_rules {
+        let functions = function_codes(ctx)?;
+        let shared = ctx.shared;
+        if crate::scripting::off_worker(|| crate::snapshot::save(shared, &functions)).is_err()
+            && !force
+        {
+            return Err(Reply::error("ERR Errors trying to SHUTDOWN. Check logs."));
+        }
+    }
+    ctx.shared.snapshots.set_at_shutdown(match (nosave, save) {
+        (true, _) => AtShutdown::NoSave,
+        (_, true) => AtShutdown::Save,
+        _ => AtShutdown::ByRules,
+    });
     tracing::info!(client = ctx.conn.info.id, "SHUTDOWN requested by a client");
     ctx.shared.shutdown_requested.notify_one();
     // Like Redis, a successful SHUTDOWN closes the connection without a reply.

@@ -303,7 +303,11 @@ pub static COMMANDS: &[Command] = commands![
     "time", 1, LOADING | STALE | FAST, (0, 0, 0), "server", "2.6.0", server::time, "", "Returns the server time.",
         complexity: "O(1)", tips: &["nondeterministic_output"];
     "shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, (0, 0, 0), "server", "1.0.0", server::shutdown, "[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]", "Stops the server.",
-        complexity: "O(1): stmd writes no snapshot on the way out.";
+        complexity: "O(N) with a save (SAVE, or `save` rules set), N the keys of every database; else O(1).";
+    "save", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, (0, 0, 0), "server", "1.0.0", server::save, "", "Synchronously saves the database(s) to disk.",
+        complexity: "O(N), N the keys of every database: every database is locked while the file is written.";
+    "bgsave", -1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, (0, 0, 0), "server", "1.0.0", server::bgsave, "[SCHEDULE]", "Asynchronously saves the database(s) to disk.",
+        complexity: "O(1) to start; the save walks the keys one shard at a time in the background.";
     "lastsave", 1, LOADING | STALE | FAST, (0, 0, 0), "server", "1.0.0", server::lastsave, "", "Returns the Unix timestamp of the last successful save to disk.",
         complexity: "O(1)", acl: cat::ADMIN | cat::DANGEROUS, tips: &["nondeterministic_output"];
     "latency", -2, 0, (0, 0, 0), "server", "2.8.13", introspection::latency, "", "A container for latency diagnostics commands.",

@@ -18,6 +18,12 @@ use std::collections::VecDeque;
 pub fn decode_value(body: &[u8], limits: &Limits) -> Result<Value, RdbError> {
     let mut r = RdbReader::new(body);
     let kind = r.byte()?;
+    read_value(&mut r, kind, limits)
+}
+
+/// Reads a value of type `kind` (its type byte already read) from `r`, leaving `r` just after it:
+/// the values of an RDB file follow each other.
+pub fn read_value(r: &mut RdbReader<'_>, kind: u8, limits: &Limits) -> Result<Value, RdbError> {
     let value = match kind {
         types::STRING => Value::Str(CompactBytes::from_vec(Vec::from(r.string()?))),
         types::LIST => list(r.strings()?)?,
@@ -92,9 +98,9 @@ pub fn decode_value(body: &[u8], limits: &Limits) -> Result<Value, RdbError> {
             zset(pairs, limits)?
         }
         types::STREAM_LISTPACKS | types::STREAM_LISTPACKS_2 | types::STREAM_LISTPACKS_3 => {
-            Value::Stream(Box::new(super::stream::decode(&mut r, kind)?))
+            Value::Stream(Box::new(super::stream::decode(r, kind)?))
         }
-        types::STM => Value::Stm(Box::new(stm::decode(&mut r)?)),
+        types::STM => Value::Stm(Box::new(stm::decode(r)?)),
         _ => return Err(RdbError::BadData),
     };
     Ok(value)
@@ -178,6 +184,11 @@ impl<'a> RdbReader<'a> {
         let bytes = self.body.get(self.at..end).ok_or(RdbError::BadData)?;
         self.at = end;
         Ok(bytes)
+    }
+
+    /// Bytes read so far.
+    pub fn position(&self) -> usize {
+        self.at
     }
 
     /// True once every byte has been read.

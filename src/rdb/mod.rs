@@ -10,6 +10,7 @@
 
 mod decode;
 mod encode;
+pub mod file;
 #[cfg(test)]
 mod fixtures;
 mod listpack;

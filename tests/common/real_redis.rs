@@ -10,6 +10,11 @@ pub struct RealRedis {
 
 impl RealRedis {
     pub fn start() -> RealRedis {
+        Self::start_with(&[])
+    }
+
+    /// With extra arguments (`--dir …` to read and write a snapshot there).
+    pub fn start_with(extra: &[&str]) -> RealRedis {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map(|a| a.port())
@@ -17,6 +22,7 @@ impl RealRedis {
         let child = std::process::Command::new("redis-server")
             .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
             .args(["--save", "", "--appendonly", "no"])
+            .args(extra)
             .stdout(std::process::Stdio::null())
             .spawn()
             .expect("redis-server must be installed (Debian package redis-server)");

@@ -14,7 +14,7 @@ use redis::Value;
 
 /// The ways a key is filled, each through ordinary commands both servers answer the same.
 #[derive(Clone, Copy, Debug)]
-enum Kind {
+pub enum Kind {
     Text,
     Integer,
     List,
@@ -24,7 +24,7 @@ enum Kind {
     ZSet,
 }
 
-const KINDS: [Kind; 7] = [
+pub const KINDS: [Kind; 7] = [
     Kind::Text,
     Kind::Integer,
     Kind::List,
@@ -41,7 +41,7 @@ async fn query(con: &mut Conn, cmd: &redis::Cmd) -> Value {
 }
 
 /// Fills `key` with a value of `kind` of `size` elements (a string of about 12 × `size` bytes).
-async fn fill(con: &mut Conn, kind: Kind, key: &str, size: usize) {
+pub async fn fill(con: &mut Conn, kind: Kind, key: &str, size: usize) {
     let mut cmd = match kind {
         Kind::Text => {
             let text: String = (0..size).map(|i| format!("word{} ", i % 17)).collect();
@@ -94,7 +94,7 @@ async fn fill(con: &mut Conn, kind: Kind, key: &str, size: usize) {
 }
 
 /// What `key` holds, in an order that does not depend on the server's encoding.
-async fn contents(con: &mut Conn, key: &str) -> Vec<String> {
+pub async fn contents(con: &mut Conn, key: &str) -> Vec<String> {
     let kind = match query(con, redis::cmd("TYPE").arg(key)).await {
         Value::SimpleString(s) => s,
         Value::Okay => "ok".into(),

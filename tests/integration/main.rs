@@ -34,6 +34,7 @@ mod ops_logs;
 mod ops_metrics;
 mod ops_monitor;
 mod ops_slowlog;
+mod ops_snapshot;
 mod persist_rows;
 mod scripting_busy;
 mod scripting_concurrency;

@@ -1,0 +1,510 @@
+//! RDB snapshots of the keyspace, as Redis keeps them: SAVE, BGSAVE, the `save` rules, the save at
+//! shutdown and the load at start, in Redis's file format (`rdb::file`), so a `dump.rdb` moves
+//! between stmd and Redis both ways.
+//!
+//! Without `fork`, a background save walks the keyspace shard by shard, each shard locked only
+//! while its keys are encoded: commands on other shards go on meanwhile, and each shard is saved
+//! as it was at one instant (SAVE locks every database at once, so its file is one instant, as
+//! Redis's is). STM entries are not written: their durable form is their scope row (raw messages
+//! never go to disk), which brings them back after a restart.
+
+use crate::rdb::file::{read_file, FileSink, FileWriter};
+use crate::server::Shared;
+use crate::store::{Store, Value};
+use bytes::Bytes;
+use std::fmt;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+
+/// The `save` setting: save after `secs` seconds if at least `changes` writes happened, for any
+/// of the pairs. Empty: no automatic snapshots.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SaveRules(pub Vec<(u64, u64)>);
+
+impl SaveRules {
+    /// Redis's syntax: `"<seconds> <changes> [<seconds> <changes> ...]"`, or `""` for none.
+    pub fn parse(text: &str) -> Result<SaveRules, String> {
+        let numbers = text
+            .split_whitespace()
+            .map(|n| n.parse::<u64>().ok().filter(|&n| n <= i32::MAX as u64))
+            .collect::<Option<Vec<u64>>>()
+            .ok_or("Invalid save parameters")?;
+        if numbers.len() % 2 != 0 {
+            return Err("Invalid save parameters".into());
+        }
+        Ok(SaveRules(numbers.chunks(2).map(|p| (p[0], p[1])).collect()))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// True when a rule says it is time: `changes` writes since the last save, `since` seconds ago.
+    fn due(&self, changes: u64, since: u64) -> bool {
+        self.0
+            .iter()
+            .any(|&(secs, least)| changes >= least && since >= secs)
+    }
+}
+
+impl fmt::Display for SaveRules {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut first = true;
+        for (secs, changes) in &self.0 {
+            if !first {
+                f.write_str(" ")?;
+            }
+            first = false;
+            write!(f, "{secs} {changes}")?;
+        }
+        Ok(())
+    }
+}
+
+/// What a shutdown does about the final save (SHUTDOWN SAVE / NOSAVE, or by the rules).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum AtShutdown {
+    /// Save if `save` rules are set (SHUTDOWN without a flag, SIGTERM, SIGINT).
+    ByRules = 0,
+    Save = 1,
+    NoSave = 2,
+}
+
+/// How long the rules wait after a failed background save before trying again (Redis's
+/// `CONFIG_BGSAVE_RETRY_DELAY`).
+const RETRY_AFTER: Duration = Duration::from_secs(5);
+/// How often the rules are checked.
+const CHECK_EVERY: Duration = Duration::from_millis(100);
+
+/// The state of saving, for LASTSAVE, INFO persistence and the background task.
+pub struct Snapshots {
+    /// A save is being written (SAVE or BGSAVE): one at a time.
+    busy: AtomicBool,
+    /// The save marked `busy` by BGSAVE or the rules, for the background task to write.
+    pending: AtomicBool,
+    /// BGSAVE SCHEDULE: a background save to start when the running one ends.
+    scheduled: AtomicBool,
+    wake: Notify,
+    /// Unix seconds of the last successful save (the start time before any), LASTSAVE.
+    last_save: AtomicU64,
+    /// [`Store::writes_so_far`] when the last successful save began.
+    writes_at_last_save: AtomicU64,
+    saves: AtomicU64,
+    last_bgsave_ok: AtomicBool,
+    /// Seconds the last background save took (-1: none yet).
+    last_bgsave_secs: AtomicI64,
+    /// Unix ms at which the running background save began (0: none runs).
+    bgsave_started_ms: AtomicU64,
+    /// Unix ms of the last failed save, for [`RETRY_AFTER`].
+    failed_at_ms: AtomicU64,
+    at_shutdown: AtomicU8,
+    keys_loaded: AtomicU64,
+    keys_expired_at_load: AtomicU64,
+}
+
+impl Default for Snapshots {
+    fn default() -> Self {
+        Snapshots {
+            busy: AtomicBool::new(false),
+            pending: AtomicBool::new(false),
+            scheduled: AtomicBool::new(false),
+            wake: Notify::new(),
+            last_save: AtomicU64::new(crate::store::now_ms() / 1000),
+            writes_at_last_save: AtomicU64::new(0),
+            saves: AtomicU64::new(0),
+            last_bgsave_ok: AtomicBool::new(true),
+            last_bgsave_secs: AtomicI64::new(-1),
+            bgsave_started_ms: AtomicU64::new(0),
+            failed_at_ms: AtomicU64::new(0),
+            at_shutdown: AtomicU8::new(AtShutdown::ByRules as u8),
+            keys_loaded: AtomicU64::new(0),
+            keys_expired_at_load: AtomicU64::new(0),
+        }
+    }
+}
+
+/// What BGSAVE did.
+pub enum Background {
+    Started,
+    /// BGSAVE SCHEDULE while a save runs: it starts when that one ends.
+    Scheduled,
+}
+
+pub const IN_PROGRESS: &str = "ERR Background save already in progress";
+
+impl Snapshots {
+    fn claim(&self) -> bool {
+        self.busy
+            .compare_exchange(false, true, Relaxed, Relaxed)
+            .is_ok()
+    }
+
+    /// LASTSAVE: Unix seconds of the last successful save.
+    pub fn last_save(&self) -> u64 {
+        self.last_save.load(Relaxed)
+    }
+
+    /// Writes since the last successful save began (INFO's `rdb_changes_since_last_save`).
+    pub fn changes_since_save(&self, store: &Store) -> u64 {
+        store
+            .writes_so_far()
+            .saturating_sub(self.writes_at_last_save.load(Relaxed))
+    }
+
+    /// Starts a background save (BGSAVE), or with `schedule` queues one behind the running save.
+    pub fn request_background(&self, schedule: bool) -> Result<Background, &'static str> {
+        if self.claim() {
+            self.pending.store(true, Relaxed);
+            self.wake.notify_one();
+            return Ok(Background::Started);
+        }
+        if schedule {
+            self.scheduled.store(true, Relaxed);
+            return Ok(Background::Scheduled);
+        }
+        Err(IN_PROGRESS)
+    }
+
+    pub fn set_at_shutdown(&self, what: AtShutdown) {
+        self.at_shutdown.store(what as u8, Relaxed);
+    }
+
+    /// INFO persistence's snapshot fields, in Redis's order.
+    pub fn info_fields(&self, store: &Store) -> Vec<(&'static str, String)> {
+        let running_since = self.bgsave_started_ms.load(Relaxed);
+        let current = match running_since {
+            0 => -1,
+            at => (crate::store::now_ms().saturating_sub(at) / 1000) as i64,
+        };
+        vec![
+            (
+                "rdb_changes_since_last_save",
+                self.changes_since_save(store).to_string(),
+            ),
+            (
+                "rdb_bgsave_in_progress",
+                u8::from(running_since != 0).to_string(),
+            ),
+            ("rdb_last_save_time", self.last_save().to_string()),
+            (
+                "rdb_last_bgsave_status",
+                if self.last_bgsave_ok.load(Relaxed) {
+                    "ok"
+                } else {
+                    "err"
+                }
+                .to_string(),
+            ),
+            (
+                "rdb_last_bgsave_time_sec",
+                self.last_bgsave_secs.load(Relaxed).to_string(),
+            ),
+            ("rdb_current_bgsave_time_sec", current.to_string()),
+            ("rdb_saves", self.saves.load(Relaxed).to_string()),
+            (
+                "rdb_last_load_keys_expired",
+                self.keys_expired_at_load.load(Relaxed).to_string(),
+            ),
+            (
+                "rdb_last_load_keys_loaded",
+                self.keys_loaded.load(Relaxed).to_string(),
+            ),
+        ]
+    }
+}
+
+/// The file snapshots go to: `dir/dbfilename`.
+pub fn file_path(shared: &Shared) -> PathBuf {
+    let config = shared.config.read();
+    config.dir.join(&config.dbfilename)
+}
+
+/// SAVE: writes the file now, every database locked at once (one instant, as Redis's SAVE).
+/// `functions` are the libraries' codes, read by the caller from the engine it may hold.
+pub fn save(shared: &Shared, functions: &[Bytes]) -> Result<(), String> {
+    let snapshots = &shared.snapshots;
+    if !snapshots.claim() {
+        return Err(IN_PROGRESS.into());
+    }
+    let result = write(shared, functions, Walk::AllAtOnce);
+    snapshots.busy.store(false, Relaxed);
+    result
+}
+
+/// How the keyspace is read for a file.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Walk {
+    /// Every database locked for the whole save (SAVE, the save at shutdown).
+    AllAtOnce,
+    /// One shard locked at a time (BGSAVE and the rules).
+    ShardByShard,
+}
+
+/// Writes a file to a temporary name beside the target, syncs it and renames it over the target,
+/// so a crash mid-save leaves the previous file whole. Records the outcome.
+fn write(shared: &Shared, functions: &[Bytes], walk: Walk) -> Result<(), String> {
+    let target = file_path(shared);
+    let temp = target.with_file_name(format!("temp-{}.rdb", std::process::id()));
+    let writes_before = shared.store.writes_so_far();
+    shared.snapshots.saves.fetch_add(1, Relaxed); // Redis counts the saves begun
+    let written =
+        write_to(shared, functions, walk, &temp).and_then(|()| std::fs::rename(&temp, &target));
+    let snapshots = &shared.snapshots;
+    match written {
+        Ok(()) => {
+            snapshots
+                .last_save
+                .store(crate::store::now_ms() / 1000, Relaxed);
+            snapshots.writes_at_last_save.store(writes_before, Relaxed);
+            tracing::info!(file = %target.display(), "DB saved on disk");
+            Ok(())
+        }
+        Err(err) => {
+            let _ = std::fs::remove_file(&temp);
+            snapshots
+                .failed_at_ms
+                .store(crate::store::now_ms(), Relaxed);
+            tracing::warn!(file = %target.display(), %err, "cannot save the DB on disk");
+            Err(format!("cannot save {}: {err}", target.display()))
+        }
+    }
+}
+
+fn write_to(shared: &Shared, functions: &[Bytes], walk: Walk, temp: &Path) -> std::io::Result<()> {
+    let store = &shared.store;
+    let file = std::fs::File::create(temp)?;
+    let aux = [
+        (
+            "redis-ver",
+            crate::commands::connection::REDIS_VERSION.to_string(),
+        ),
+        ("redis-bits", "64".to_string()),
+        ("ctime", (crate::store::now_ms() / 1000).to_string()),
+        ("used-mem", crate::metrics::allocated_bytes().to_string()),
+        ("aof-base", "0".to_string()),
+    ];
+    let mut out = FileWriter::new(BufWriter::with_capacity(1 << 20, file), &aux);
+    for code in functions {
+        out.function(code);
+    }
+    let dbs: Vec<usize> = store
+        .existing_dbs()
+        .filter(|(_, space)| !space.is_empty())
+        .map(|(db, _)| db)
+        .collect();
+    let put = |out: &mut FileWriter<_>, name: &[u8], entry: &crate::store::Entry| {
+        if !matches!(entry.value, Value::Stm(_)) {
+            out.key(name, &entry.value, entry.expire_at());
+        }
+    };
+    match walk {
+        Walk::AllAtOnce => {
+            let locked = store.lock_dbs(&dbs);
+            for (db, keys) in dbs.iter().zip(locked.iter()) {
+                out.select_db(*db);
+                keys.for_each(|name, entry| put(&mut out, name, entry));
+                out.flush()?;
+            }
+        }
+        Walk::ShardByShard => {
+            for &db in &dbs {
+                out.select_db(db);
+                for shard in 0..store.shard_count() {
+                    let keys = store.lock_shard(db, shard);
+                    keys.for_each_in_shard(shard, |name, entry| put(&mut out, name, entry));
+                    drop(keys);
+                    out.flush()?;
+                }
+            }
+        }
+    }
+    let file = out.finish()?.into_inner().map_err(|e| e.into_error())?;
+    file.sync_all()
+}
+
+/// The libraries' codes, waiting for the engine (off the tokio workers only).
+fn function_codes(shared: &Shared) -> Vec<Bytes> {
+    let engine = shared.scripting.engine();
+    engine
+        .functions
+        .codes()
+        .into_iter()
+        .map(|(_, code)| code)
+        .collect()
+}
+
+/// Runs the background saves (BGSAVE, BGSAVE SCHEDULE and the `save` rules) until `stop`.
+pub async fn run(shared: Arc<Shared>, mut stop: tokio::sync::watch::Receiver<bool>) {
+    let snapshots = &shared.snapshots;
+    let mut every = tokio::time::interval(CHECK_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stop.changed() => return,
+            _ = snapshots.wake.notified() => {}
+            _ = every.tick() => {}
+        }
+        if !snapshots.pending.load(Relaxed) && !rules_due(&shared) {
+            continue;
+        }
+        if !snapshots.pending.swap(false, Relaxed) && !snapshots.claim() {
+            continue;
+        }
+        let started = Instant::now();
+        snapshots
+            .bgsave_started_ms
+            .store(crate::store::now_ms(), Relaxed);
+        tracing::info!("background saving started");
+        let worker = shared.clone();
+        let written = tokio::task::spawn_blocking(move || {
+            let functions = function_codes(&worker);
+            write(&worker, &functions, Walk::ShardByShard)
+        })
+        .await
+        .unwrap_or_else(|e| Err(e.to_string()));
+        snapshots.last_bgsave_ok.store(written.is_ok(), Relaxed);
+        snapshots
+            .last_bgsave_secs
+            .store(started.elapsed().as_secs() as i64, Relaxed);
+        snapshots.bgsave_started_ms.store(0, Relaxed);
+        snapshots.busy.store(false, Relaxed);
+        if snapshots.scheduled.swap(false, Relaxed) && snapshots.claim() {
+            snapshots.pending.store(true, Relaxed);
+            snapshots.wake.notify_one();
+        }
+    }
+}
+
+/// True when a `save` rule asks for a save now (and a failed one is not too recent).
+fn rules_due(shared: &Shared) -> bool {
+    let snapshots = &shared.snapshots;
+    let rules = shared.config.read().save.clone();
+    if rules.is_empty() || snapshots.busy.load(Relaxed) {
+        return false;
+    }
+    let now = crate::store::now_ms();
+    let failed_at = snapshots.failed_at_ms.load(Relaxed);
+    if failed_at != 0 && now.saturating_sub(failed_at) < RETRY_AFTER.as_millis() as u64 {
+        return false;
+    }
+    let since = (now / 1000).saturating_sub(snapshots.last_save());
+    rules.due(snapshots.changes_since_save(&shared.store), since)
+}
+
+/// The save at shutdown, after the connections have drained: as SHUTDOWN asked, else when `save`
+/// rules are set and something changed since the last save.
+pub fn at_shutdown(shared: &Shared) {
+    let snapshots = &shared.snapshots;
+    let wanted = match snapshots.at_shutdown.load(Relaxed) {
+        x if x == AtShutdown::NoSave as u8 => false,
+        x if x == AtShutdown::Save as u8 => true,
+        _ => !shared.config.read().save.is_empty(),
+    };
+    // Nothing changed since the file was last written (or loaded): it already holds all.
+    let unchanged = snapshots.changes_since_save(&shared.store) == 0 && file_path(shared).exists();
+    if !wanted || unchanged {
+        return;
+    }
+    // A background save still running holds `busy`: wait for it, then save what came after.
+    while !snapshots.claim() {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let functions = function_codes(shared);
+    let _ = write(shared, &functions, Walk::AllAtOnce);
+    snapshots.busy.store(false, Relaxed);
+}
+
+/// What the load at start found.
+#[derive(Default)]
+pub struct Loaded {
+    /// The function libraries' codes, for the engine.
+    pub functions: Vec<Bytes>,
+    pub keys: u64,
+    /// Keys whose expiry had passed: not loaded, as a primary does.
+    pub expired: u64,
+}
+
+/// Loads `dir/dbfilename` into `store` if it exists, before any client is served. An unreadable
+/// file stops the start with the reason, as Redis does.
+pub fn load(config: &crate::config::Config, store: &Store) -> Result<Loaded, String> {
+    let path = config.dir.join(&config.dbfilename);
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Loaded::default()),
+        Err(err) => return Err(format!("cannot read {}: {err}", path.display())),
+    };
+    let started = Instant::now();
+    store
+        .encoding_limits
+        .configure(&config.encoding_thresholds());
+    let mut sink = Loader {
+        store,
+        databases: config.databases as usize,
+        now: crate::store::now_ms(),
+        loaded: Loaded::default(),
+    };
+    read_file(&bytes, &store.encoding_limits, &mut sink)
+        .map_err(|why| format!("cannot load {}: {why}", path.display()))?;
+    tracing::info!(
+        file = %path.display(),
+        keys = sink.loaded.keys,
+        expired = sink.loaded.expired,
+        ms = started.elapsed().as_millis() as u64,
+        "DB loaded from disk"
+    );
+    Ok(sink.loaded)
+}
+
+impl Snapshots {
+    /// Records what the load at start found, for INFO.
+    pub fn note_load(&self, loaded: &Loaded, store: &Store) {
+        self.writes_at_last_save
+            .store(store.writes_so_far(), Relaxed);
+        self.keys_loaded.store(loaded.keys, Relaxed);
+        self.keys_expired_at_load.store(loaded.expired, Relaxed);
+    }
+}
+
+struct Loader<'a> {
+    store: &'a Store,
+    databases: usize,
+    now: u64,
+    loaded: Loaded,
+}
+
+impl FileSink for Loader<'_> {
+    fn key(&mut self, db: usize, name: Bytes, value: Value, expire_at: u64) -> Result<(), String> {
+        if db >= self.databases {
+            return Err(format!(
+                "FATAL: Data file was created with a Redis server configured to handle more than {} databases. Exiting",
+                self.databases
+            ));
+        }
+        if matches!(value, Value::Stm(_)) {
+            return Ok(()); // never written by a save: STM entries come back from their rows
+        }
+        if expire_at != 0 && expire_at <= self.now {
+            self.loaded.expired += 1; // as a primary does: an expired key is not loaded
+            return Ok(());
+        }
+        let mut keys = self.store.lock_one(db, &name);
+        if keys.get_untouched(&name).is_some() {
+            return Err(format!(
+                "Duplicate key '{}' found in RDB file",
+                String::from_utf8_lossy(&name)
+            ));
+        }
+        keys.set(&name, value, expire_at);
+        self.loaded.keys += 1;
+        Ok(())
+    }
+
+    fn function(&mut self, code: Bytes) {
+        self.loaded.functions.push(code);
+    }
+}

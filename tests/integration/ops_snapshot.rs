@@ -1,0 +1,279 @@
+//! RDB snapshots: SAVE, BGSAVE, the `save` rules, the save at shutdown and the load at start. A
+//! file stmd writes loads into a real redis-server with the same contents, and a file Redis writes
+//! loads into stmd; keys, expiries, databases and function libraries survive a restart; STM
+//! entries are not written (their scope rows bring them back); a damaged file stops the start.
+
+use crate::common;
+use crate::keys_dump::{contents, fill, KINDS};
+
+use common::real_redis::RealRedis;
+use common::stm::{capture, ok, run};
+use common::TestServer;
+use redis::aio::MultiplexedConnection as Conn;
+use redis::Value;
+use std::path::Path;
+use std::time::Duration;
+
+const LIBRARY: &str =
+    "#!lua name=snaplib\nredis.register_function('snapf', function() return 42 end)";
+
+async fn start_in(dir: &Path, save: &str) -> TestServer {
+    let dir = dir.to_path_buf();
+    let save = save.to_string();
+    TestServer::start_with(move |c| {
+        c.dir = dir;
+        c.save = stmd::snapshot::SaveRules::parse(&save).expect("rules");
+    })
+    .await
+}
+
+fn info_field(info: &str, name: &str) -> String {
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or_else(|| panic!("{name} in {info}"))
+        .trim()
+        .to_string()
+}
+
+async fn persistence(con: &mut Conn) -> String {
+    match ok(con, &["INFO", "persistence"]).await {
+        Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
+        Value::VerbatimString { text, .. } => text,
+        other => panic!("INFO: {other:?}"),
+    }
+}
+
+/// Keys of every kind, small and large, a stream, an HLL, a key with a TTL, one in database 2 and a
+/// function library.
+async fn fill_everything(con: &mut Conn) -> Vec<String> {
+    let mut keys = Vec::new();
+    for size in [5usize, 1000] {
+        for kind in KINDS {
+            let key = format!("{kind:?}-{size}");
+            fill(con, kind, &key, size).await;
+            keys.push(key);
+        }
+    }
+    ok(con, &["XADD", "stream", "1-1", "f", "v"]).await;
+    ok(con, &["XADD", "stream", "2-1", "g", "w"]).await;
+    ok(con, &["XGROUP", "CREATE", "stream", "grp", "0"]).await;
+    ok(con, &["PFADD", "hll", "a", "b", "c"]).await;
+    ok(con, &["SET", "ttl", "v", "EX", "1000"]).await;
+    ok(con, &["FUNCTION", "LOAD", LIBRARY]).await;
+    ok(con, &["SELECT", "2"]).await;
+    ok(con, &["SET", "in-db-2", "two"]).await;
+    ok(con, &["SELECT", "0"]).await;
+    keys
+}
+
+/// What `fill_everything` wrote is all there (contents compared with `reference`).
+async fn check_everything(con: &mut Conn, reference: &mut Conn, keys: &[String]) {
+    for key in keys {
+        assert_eq!(
+            contents(con, key).await,
+            contents(reference, key).await,
+            "{key}"
+        );
+    }
+    let range = ["XRANGE", "stream", "-", "+"];
+    assert_eq!(ok(con, &range).await, ok(reference, &range).await);
+    assert_eq!(
+        ok(con, &["XINFO", "GROUPS", "stream"]).await,
+        ok(reference, &["XINFO", "GROUPS", "stream"]).await
+    );
+    assert_eq!(ok(con, &["PFCOUNT", "hll"]).await, Value::Int(3));
+    assert!(matches!(ok(con, &["TTL", "ttl"]).await, Value::Int(t) if t > 900));
+    assert_eq!(ok(con, &["FCALL", "snapf", "0"]).await, Value::Int(42));
+    ok(con, &["SELECT", "2"]).await;
+    assert_eq!(
+        ok(con, &["GET", "in-db-2"]).await,
+        Value::BulkString(b"two".to_vec())
+    );
+    ok(con, &["SELECT", "0"]).await;
+}
+
+#[tokio::test]
+async fn files_move_between_stmd_and_redis_both_ways() {
+    // stmd writes, Redis reads.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start_in(dir.path(), "").await;
+    let mut stmd = server.client().await;
+    let keys = fill_everything(&mut stmd).await;
+    assert_eq!(ok(&mut stmd, &["SAVE"]).await, Value::Okay);
+    let redis_server = RealRedis::start_with(&["--dir", &dir.path().display().to_string()]);
+    let mut redis = redis_server.client().await;
+    check_everything(&mut redis, &mut stmd, &keys).await;
+    drop(server);
+
+    // Redis writes, stmd reads.
+    let redis_dir = tempfile::tempdir().expect("tempdir");
+    let writer = RealRedis::start_with(&["--dir", &redis_dir.path().display().to_string()]);
+    let mut from_redis = writer.client().await;
+    let keys = fill_everything(&mut from_redis).await;
+    assert_eq!(ok(&mut from_redis, &["SAVE"]).await, Value::Okay);
+    let server = start_in(redis_dir.path(), "").await;
+    let mut stmd = server.client().await;
+    let info = persistence(&mut stmd).await;
+    assert_eq!(
+        info_field(&info, "rdb_last_load_keys_loaded"),
+        "18",
+        "{info}"
+    );
+    assert_eq!(info_field(&info, "rdb_changes_since_last_save"), "0");
+    check_everything(&mut stmd, &mut from_redis, &keys).await;
+}
+
+#[tokio::test]
+async fn a_restart_keeps_the_keys_saved_at_shutdown_by_the_rules() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start_in(dir.path(), "3600 1").await;
+    let mut con = server.client().await;
+    ok(&mut con, &["SET", "kept", "1"]).await;
+    ok(&mut con, &["SET", "short", "1", "PX", "300"]).await;
+    ok(&mut con, &["RPUSH", "list", "a", "b"]).await;
+    server.shutdown().await.expect("clean stop");
+    assert!(dir.path().join("dump.rdb").exists(), "saved at shutdown");
+
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let server = start_in(dir.path(), "").await;
+    let mut con = server.client().await;
+    assert_eq!(
+        ok(&mut con, &["GET", "kept"]).await,
+        Value::BulkString(b"1".to_vec())
+    );
+    assert_eq!(ok(&mut con, &["LLEN", "list"]).await, Value::Int(2));
+    assert_eq!(ok(&mut con, &["EXISTS", "short"]).await, Value::Int(0));
+    let info = persistence(&mut con).await;
+    assert_eq!(info_field(&info, "rdb_last_load_keys_loaded"), "2");
+    assert_eq!(info_field(&info, "rdb_last_load_keys_expired"), "1");
+
+    // Without rules nothing is saved at shutdown; SHUTDOWN NOSAVE neither, even with rules.
+    ok(&mut con, &["SET", "unsaved", "1"]).await;
+    server.shutdown().await.expect("clean stop");
+    let server = start_in(dir.path(), "1 1").await;
+    let mut con = server.client().await;
+    assert_eq!(ok(&mut con, &["EXISTS", "unsaved"]).await, Value::Int(0));
+    ok(&mut con, &["SET", "unsaved", "1"]).await;
+    assert!(run(&mut con, &["SHUTDOWN", "NOSAVE", "SAVE"])
+        .await
+        .is_err());
+    let _ = run(&mut con, &["SHUTDOWN", "NOSAVE"]).await;
+    server.shutdown().await.expect("stopped by SHUTDOWN");
+    let server = start_in(dir.path(), "").await;
+    let mut con = server.client().await;
+    assert_eq!(ok(&mut con, &["EXISTS", "unsaved"]).await, Value::Int(0));
+    assert_eq!(ok(&mut con, &["EXISTS", "kept"]).await, Value::Int(1));
+}
+
+#[tokio::test]
+async fn rules_and_bgsave_write_in_the_background() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start_in(dir.path(), "").await;
+    let mut con = server.client().await;
+    let before = match ok(&mut con, &["LASTSAVE"]).await {
+        Value::Int(t) => t,
+        other => panic!("LASTSAVE: {other:?}"),
+    };
+    assert_eq!(
+        run(&mut con, &["BGSAVE", "NOW"]).await,
+        Err("ERR syntax error".into())
+    );
+    assert_eq!(
+        run(&mut con, &["CONFIG", "SET", "save", "1 2 3"]).await,
+        Err(
+            "ERR CONFIG SET failed (possibly related to argument 'save') - Invalid save parameters"
+                .into()
+        )
+    );
+    ok(&mut con, &["CONFIG", "SET", "save", "1 1"]).await;
+    assert_eq!(
+        ok(&mut con, &["CONFIG", "GET", "save"]).await,
+        Value::Array(vec![
+            Value::BulkString(b"save".to_vec()),
+            Value::BulkString(b"1 1".to_vec())
+        ])
+    );
+    ok(&mut con, &["SET", "by-rule", "1"]).await;
+    let mut saves = String::new();
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let info = persistence(&mut con).await;
+        saves = info_field(&info, "rdb_saves");
+        if saves != "0" && info_field(&info, "rdb_bgsave_in_progress") == "0" {
+            assert_eq!(info_field(&info, "rdb_last_bgsave_status"), "ok");
+            break;
+        }
+    }
+    assert_ne!(saves, "0", "a rule saved within 5 s");
+    assert!(dir.path().join("dump.rdb").exists());
+    assert!(matches!(ok(&mut con, &["LASTSAVE"]).await, Value::Int(t) if t >= before));
+
+    ok(&mut con, &["CONFIG", "SET", "save", ""]).await;
+    ok(&mut con, &["SET", "by-bgsave", "1"]).await;
+    assert_eq!(
+        ok(&mut con, &["BGSAVE"]).await,
+        Value::SimpleString("Background saving started".into())
+    );
+    // One save at a time: the second finds the first running or done.
+    let second = run(&mut con, &["BGSAVE", "SCHEDULE"]).await;
+    assert!(
+        matches!(&second, Ok(Value::SimpleString(s)) if s == "Background saving scheduled" || s == "Background saving started"),
+        "{second:?}"
+    );
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if info_field(&persistence(&mut con).await, "rdb_changes_since_last_save") == "0" {
+            break;
+        }
+    }
+    server.shutdown().await.expect("clean stop");
+    let server = start_in(dir.path(), "").await;
+    let mut con = server.client().await;
+    assert_eq!(
+        ok(&mut con, &["EXISTS", "by-rule", "by-bgsave"]).await,
+        Value::Int(2)
+    );
+}
+
+#[tokio::test]
+async fn stm_entries_stay_out_of_the_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start_in(dir.path(), "").await;
+    let mut con = server.client().await;
+    let keys = capture(&mut con, "u1", "c1", "s1", "3", "12", "hello there").await;
+    assert!(!keys.is_empty());
+    ok(&mut con, &["SET", "plain", "v"]).await;
+    assert_eq!(ok(&mut con, &["SAVE"]).await, Value::Okay);
+    let file = std::fs::read(dir.path().join("dump.rdb")).expect("file");
+    assert!(
+        !file.windows(11).any(|w| w == b"hello there"),
+        "no raw message on disk"
+    );
+    server.shutdown().await.expect("clean stop");
+    let server = start_in(dir.path(), "").await;
+    let mut con = server.client().await;
+    assert_eq!(ok(&mut con, &["DBSIZE"]).await, Value::Int(1));
+    assert_eq!(ok(&mut con, &["EXISTS", &keys[0]]).await, Value::Int(0));
+}
+
+#[tokio::test]
+async fn a_damaged_file_stops_the_start_naming_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start_in(dir.path(), "").await;
+    let mut con = server.client().await;
+    ok(&mut con, &["SET", "k", "v"]).await;
+    assert_eq!(ok(&mut con, &["SAVE"]).await, Value::Okay);
+    server.shutdown().await.expect("clean stop");
+    let path = dir.path().join("dump.rdb");
+    let mut bytes = std::fs::read(&path).expect("file");
+    let at = bytes.len() - 12;
+    bytes[at] ^= 0xff;
+    std::fs::write(&path, &bytes).expect("write");
+    let mut server = start_in(dir.path(), "").await;
+    let stopped = tokio::time::timeout(Duration::from_secs(5), server.task.take().expect("task"))
+        .await
+        .expect("the start fails at once")
+        .expect("joined");
+    let err = stopped.expect_err("refused").to_string();
+    assert!(err.contains("dump.rdb"), "{err}");
+}
