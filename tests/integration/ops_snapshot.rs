@@ -277,3 +277,36 @@ async fn a_damaged_file_stops_the_start_naming_it() {
     let err = stopped.expect_err("refused").to_string();
     assert!(err.contains("dump.rdb"), "{err}");
 }
+
+#[tokio::test]
+async fn a_failed_save_is_reported_and_changes_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let gone = dir.path().join("gone");
+    std::fs::create_dir(&gone).expect("mkdir");
+    let server = start_in(&gone, "").await;
+    let mut con = server.client().await;
+    ok(&mut con, &["SET", "k", "v"]).await;
+    std::fs::remove_dir(&gone).expect("rmdir");
+    // Redis's bare `-ERR` for a SAVE that could not write.
+    server.raw().await.roundtrip(b"*1\r\n$4\r\nSAVE\r\n", b"-ERR\r\n").await;
+    ok(&mut con, &["BGSAVE"]).await;
+    let mut status = String::new();
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let info = persistence(&mut con).await;
+        if info_field(&info, "rdb_bgsave_in_progress") == "0" {
+            status = info_field(&info, "rdb_last_bgsave_status");
+            if status == "err" {
+                assert_eq!(info_field(&info, "rdb_changes_since_last_save"), "1");
+                break;
+            }
+        }
+    }
+    assert_eq!(status, "err");
+    // Refused while the save fails, SHUTDOWN SAVE keeps the server up.
+    assert_eq!(
+        run(&mut con, &["SHUTDOWN", "SAVE"]).await,
+        Err("ERR Errors trying to SHUTDOWN. Check logs.".into())
+    );
+    assert_eq!(ok(&mut con, &["GET", "k"]).await, Value::BulkString(b"v".to_vec()));
+}
