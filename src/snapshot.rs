@@ -307,8 +307,10 @@ fn write_to(shared: &Shared, functions: &[Bytes], walk: Walk, temp: &Path) -> st
             let locked = store.lock_dbs(&dbs);
             for (db, keys) in dbs.iter().zip(locked.iter()) {
                 out.select_db(*db);
-                keys.for_each(|name, entry| put(&mut out, name, entry));
-                out.flush()?;
+                for shard in 0..store.shard_count() {
+                    keys.for_each_in_shard(shard, |name, entry| put(&mut out, name, entry));
+                    out.flush()?; // a shard at a time: the buffer never holds a database
+                }
             }
         }
         Walk::ShardByShard => {

@@ -22,10 +22,16 @@ const CONTAINER_PACKED: u64 = 2;
 /// The type byte and value encoding of `value` (a DUMP payload before [`super::seal`]).
 pub fn encode_value(value: &Value) -> Vec<u8> {
     let mut out = Vec::new();
+    encode_value_into(&mut out, value);
+    out
+}
+
+/// [`encode_value`], appended to `out` (a file's writer reuses one buffer for every key).
+pub fn encode_value_into(out: &mut Vec<u8>, value: &Value) {
     match value {
         Value::Str(s) => {
             out.push(types::STRING);
-            put_string(&mut out, s);
+            put_string(out, s);
         }
         Value::List(items) => {
             out.push(types::LIST_QUICKLIST_2);
@@ -44,10 +50,10 @@ pub fn encode_value(value: &Value) -> Vec<u8> {
                     }
                 }
             }
-            put_len(&mut out, nodes.len() as u64);
+            put_len(out, nodes.len() as u64);
             for node in nodes {
-                put_len(&mut out, CONTAINER_PACKED);
-                put_string(&mut out, &node.finish());
+                put_len(out, CONTAINER_PACKED);
+                put_string(out, &node.finish());
             }
         }
         Value::Hash(hash) => {
@@ -62,13 +68,13 @@ pub fn encode_value(value: &Value) -> Vec<u8> {
                     lp.push(field);
                     lp.push(value);
                 }
-                put_string(&mut out, &lp.finish());
+                put_string(out, &lp.finish());
             } else {
                 out.push(types::HASH);
-                put_len(&mut out, hash.len() as u64);
+                put_len(out, hash.len() as u64);
                 for (field, value) in hash.iter() {
-                    put_string(&mut out, field);
-                    put_string(&mut out, value);
+                    put_string(out, field);
+                    put_string(out, value);
                 }
             }
         }
@@ -79,25 +85,24 @@ pub fn encode_value(value: &Value) -> Vec<u8> {
             match ints {
                 Some(ints) => {
                     out.push(types::SET_INTSET);
-                    put_string(&mut out, &write_intset(ints));
+                    put_string(out, &write_intset(ints));
                 }
                 None => {
                     out.push(types::SET);
-                    put_len(&mut out, set.len() as u64);
+                    put_len(out, set.len() as u64);
                     for member in set.iter() {
-                        put_string(&mut out, member);
+                        put_string(out, member);
                     }
                 }
             }
         }
-        Value::ZSet(zset) => put_zset(&mut out, zset),
-        Value::Stream(s) => super::stream::encode(&mut out, s),
+        Value::ZSet(zset) => put_zset(out, zset),
+        Value::Stream(s) => super::stream::encode(out, s),
         Value::Stm(entry) => {
             out.push(types::STM);
-            stm::encode(&mut out, entry);
+            stm::encode(out, entry);
         }
     }
-    out
 }
 
 fn put_zset(out: &mut Vec<u8>, zset: &ZSet) {

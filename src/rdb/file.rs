@@ -6,7 +6,7 @@
 //! then `EOF` and the CRC64 of every byte before it (8 bytes LE; 0 means "not computed").
 
 use super::decode::{read_value, RdbReader};
-use super::encode::{encode_value, put_len, put_string};
+use super::encode::{encode_value_into, put_len, put_string};
 use super::RDB_VERSION;
 use crate::store::encoding::Limits;
 use crate::store::Value;
@@ -40,6 +40,8 @@ pub struct FileWriter<W: Write> {
     out: W,
     digest: Digest<'static, u64>,
     buffer: Vec<u8>,
+    /// One key's value before it goes in, reused.
+    value: Vec<u8>,
 }
 
 impl<W: Write> FileWriter<W> {
@@ -49,6 +51,7 @@ impl<W: Write> FileWriter<W> {
             out,
             digest: FILE_CRC.digest(),
             buffer: Vec::with_capacity(64 * 1024),
+            value: Vec::new(),
         };
         writer
             .buffer
@@ -79,8 +82,10 @@ impl<W: Write> FileWriter<W> {
             self.buffer.push(opcode::EXPIRETIME_MS);
             self.buffer.extend_from_slice(&expire_at.to_le_bytes());
         }
-        let encoded = encode_value(value);
-        let Some((kind, body)) = encoded.split_first() else {
+        // The type byte comes before the name, the rest of the encoding after it.
+        self.value.clear();
+        encode_value_into(&mut self.value, value);
+        let Some((kind, body)) = self.value.split_first() else {
             return;
         };
         self.buffer.push(*kind);

@@ -288,7 +288,11 @@ async fn a_failed_save_is_reported_and_changes_nothing() {
     ok(&mut con, &["SET", "k", "v"]).await;
     std::fs::remove_dir(&gone).expect("rmdir");
     // Redis's bare `-ERR` for a SAVE that could not write.
-    server.raw().await.roundtrip(b"*1\r\n$4\r\nSAVE\r\n", b"-ERR\r\n").await;
+    server
+        .raw()
+        .await
+        .roundtrip(b"*1\r\n$4\r\nSAVE\r\n", b"-ERR\r\n")
+        .await;
     ok(&mut con, &["BGSAVE"]).await;
     let mut status = String::new();
     for _ in 0..50 {
@@ -308,5 +312,8 @@ async fn a_failed_save_is_reported_and_changes_nothing() {
         run(&mut con, &["SHUTDOWN", "SAVE"]).await,
         Err("ERR Errors trying to SHUTDOWN. Check logs.".into())
     );
-    assert_eq!(ok(&mut con, &["GET", "k"]).await, Value::BulkString(b"v".to_vec()));
+    assert_eq!(
+        ok(&mut con, &["GET", "k"]).await,
+        Value::BulkString(b"v".to_vec())
+    );
 }
