@@ -144,6 +144,10 @@ pub struct Config {
     /// and SHUTDOWN SAVE write one.
     #[arg(long, env = "STMD_SAVE", default_value = "", value_parser = crate::snapshot::SaveRules::parse, help_heading = "Storage")]
     pub save: crate::snapshot::SaveRules,
+    /// Refuse writes (`-MISCONF`) while the last background save failed and `save` rules are
+    /// set, as Redis does (yes|no).
+    #[arg(long, env = "STMD_STOP_WRITES_ON_BGSAVE_ERROR", default_value = "yes", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "Storage")]
+    pub stop_writes_on_bgsave_error: bool,
     /// The RDB snapshot's file name in `--dir`, loaded at start when it exists.
     #[arg(long, env = "STMD_DBFILENAME", default_value = "dump.rdb", value_parser = parse_file_name, help_heading = "Storage")]
     pub dbfilename: String,
@@ -634,6 +638,21 @@ pub static PARAMS: &[Param] = &[
         get: |c| c.save.to_string(),
         set: Some(|c, v| {
             c.save = crate::snapshot::SaveRules::parse(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "stop-writes-on-bgsave-error",
+        get: |c| {
+            if c.stop_writes_on_bgsave_error {
+                "yes"
+            } else {
+                "no"
+            }
+            .to_string()
+        },
+        set: Some(|c, v| {
+            c.stop_writes_on_bgsave_error = parse_yes_no(v)?;
             Ok(())
         }),
     },

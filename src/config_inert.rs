@@ -126,7 +126,6 @@ pub static INERT_PARAMS: &[(&str, &str)] = &[
     ("slave-serve-stale-data", "yes"),
     ("slaveof", ""),
     ("socket-mark-id", "0"),
-    ("stop-writes-on-bgsave-error", "yes"),
     ("stream-node-max-bytes", "4096"),
     ("stream-node-max-entries", "100"),
     ("supervised", "no"),

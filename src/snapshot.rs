@@ -137,11 +137,24 @@ pub enum Background {
 
 pub const IN_PROGRESS: &str = "ERR Background save already in progress";
 
+/// Redis's refusal of writes after a failed background save (`stop-writes-on-bgsave-error`).
+pub const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
+
 impl Snapshots {
     fn claim(&self) -> bool {
         self.busy
             .compare_exchange(false, true, Relaxed, Relaxed)
             .is_ok()
+    }
+
+    /// True while writes must be refused with [`MISCONF`]: the last background save failed, `save`
+    /// rules are set and `stop-writes-on-bgsave-error` is on. One load per command otherwise.
+    pub fn refuses_writes(&self, config: &parking_lot::RwLock<crate::config::Config>) -> bool {
+        if self.last_bgsave_ok.load(Relaxed) {
+            return false;
+        }
+        let config = config.read();
+        config.stop_writes_on_bgsave_error && !config.save.is_empty()
     }
 
     /// LASTSAVE: Unix seconds of the last successful save.
@@ -261,6 +274,7 @@ fn write(shared: &Shared, functions: &[Bytes], walk: Walk) -> Result<(), String>
                 .last_save
                 .store(crate::store::now_ms() / 1000, Relaxed);
             snapshots.writes_at_last_save.store(writes_before, Relaxed);
+            snapshots.last_bgsave_ok.store(true, Relaxed); // any good save ends MISCONF
             tracing::info!(file = %target.display(), "DB saved on disk");
             Ok(())
         }
@@ -369,7 +383,9 @@ pub async fn run(shared: Arc<Shared>, mut stop: tokio::sync::watch::Receiver<boo
         })
         .await
         .unwrap_or_else(|e| Err(e.to_string()));
-        snapshots.last_bgsave_ok.store(written.is_ok(), Relaxed);
+        if written.is_err() {
+            snapshots.last_bgsave_ok.store(false, Relaxed);
+        }
         snapshots
             .last_bgsave_secs
             .store(started.elapsed().as_secs() as i64, Relaxed);

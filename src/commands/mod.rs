@@ -383,6 +383,11 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
         ctx.conn.postponed = true;
         return Reply::Nil; // not sent: the command runs again when the pause ends
     }
+    if ctx.shared.snapshots.refuses_writes(&ctx.shared.config)
+        && writes_or_ping(ctx, cmd, effective)
+    {
+        return reject(ctx, Some(cmd), args, crate::snapshot::MISCONF.to_string());
+    }
     if ctx.conn.multi.is_some() && !cmd.has(table::NOT_QUEUED) {
         if effective.has(table::NO_MULTI) {
             return reject(ctx, Some(cmd), args, err::NOT_IN_MULTI.to_string());
@@ -418,6 +423,24 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
         return Reply::Nil;
     }
     run(ctx, cmd, args)
+}
+
+/// What Redis refuses after a failed background save: a write, an EXEC with a queued write, and
+/// PING (so that a health check notices).
+fn writes_or_ping(ctx: &Ctx<'_, '_>, cmd: &Command, effective: &Command) -> bool {
+    let queued_write = || {
+        ctx.conn.multi.iter().flatten().any(|queued| {
+            ctx.shared
+                .commands
+                .lookup(&queued[0])
+                .map(|c| match queued.get(1) {
+                    Some(sub) if !c.subcommands.is_empty() => c.subcommand(sub).unwrap_or(c),
+                    _ => c,
+                })
+                .is_some_and(|c| c.has(table::WRITE))
+        })
+    };
+    effective.has(table::WRITE) || cmd.name == "ping" || (cmd.name == "exec" && queued_write())
 }
 
 /// Takes a fresh snapshot of the connection's user when the users changed since the last one.

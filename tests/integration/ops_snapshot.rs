@@ -317,3 +317,56 @@ async fn a_failed_save_is_reported_and_changes_nothing() {
         Value::BulkString(b"v".to_vec())
     );
 }
+
+#[tokio::test]
+async fn writes_are_refused_while_background_saves_fail() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let gone = dir.path().join("gone");
+    std::fs::create_dir(&gone).expect("mkdir");
+    let server = start_in(&gone, "1 1").await;
+    let mut con = server.client().await;
+    std::fs::remove_dir(&gone).expect("rmdir");
+    ok(&mut con, &["SET", "k", "v"]).await;
+    let misconf = Err(stmd::snapshot::MISCONF.to_string());
+    let mut refused = Ok(Value::Nil);
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        refused = run(&mut con, &["SET", "k", "w"]).await;
+        if refused.is_err() {
+            break;
+        }
+    }
+    assert_eq!(refused, misconf, "a rule's save failed: writes are refused");
+    assert_eq!(run(&mut con, &["PING"]).await, misconf);
+    assert!(
+        matches!(ok(&mut con, &["GET", "k"]).await, Value::BulkString(_)),
+        "reads go on"
+    );
+    ok(&mut con, &["MULTI"]).await;
+    assert_eq!(run(&mut con, &["INCR", "n"]).await, misconf);
+    assert!(run(&mut con, &["EXEC"])
+        .await
+        .expect_err("aborted")
+        .starts_with("EXECABORT"));
+
+    ok(
+        &mut con,
+        &["CONFIG", "SET", "stop-writes-on-bgsave-error", "no"],
+    )
+    .await;
+    ok(&mut con, &["SET", "k", "w"]).await;
+    ok(
+        &mut con,
+        &["CONFIG", "SET", "stop-writes-on-bgsave-error", "yes"],
+    )
+    .await;
+    assert_eq!(run(&mut con, &["SET", "k", "x"]).await, misconf);
+    // A save that works again ends it.
+    std::fs::create_dir(&gone).expect("mkdir");
+    assert_eq!(ok(&mut con, &["SAVE"]).await, Value::Okay);
+    ok(&mut con, &["SET", "k", "x"]).await;
+    assert_eq!(
+        ok(&mut con, &["PING"]).await,
+        Value::SimpleString("PONG".into())
+    );
+}
