@@ -140,6 +140,10 @@ pub const IN_PROGRESS: &str = "ERR Background save already in progress";
 /// Redis's refusal of writes after a failed background save (`stop-writes-on-bgsave-error`).
 pub const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
 
+/// [`MISCONF`] for a script declared with write access (a `#!lua` script without `no-writes`),
+/// refused before it runs.
+pub const MISCONF_SCRIPT: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Writable scripts are blocked. Use 'no-writes' flag for read only scripts.";
+
 impl Snapshots {
     fn claim(&self) -> bool {
         self.busy

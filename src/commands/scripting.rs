@@ -136,6 +136,10 @@ fn execute<'s>(
         // Refused, but EVAL may have cached it.
         shared.scripting.record_usage(engine);
     }
+    if flags.shebang && !flags.no_writes && shared.snapshots.refuses_writes(&shared.config) {
+        shared.scripting.record_usage(engine);
+        return Err(Reply::error(crate::snapshot::MISCONF_SCRIPT));
+    }
     if flags.shebang && !flags.no_writes && script.read_only_command {
         return Err(Reply::error(
             "ERR Can not execute a script with write flag using *_ro command.",
@@ -234,6 +238,9 @@ fn call_from_script(ctx: &mut Ctx, args: &[&[u8]], resp3: bool, may: &Permission
     if cmd.has(table::WRITE) {
         if may.read_only {
             return Reply::error("ERR Write commands are not allowed from read-only scripts.");
+        }
+        if ctx.shared.snapshots.refuses_writes(&ctx.shared.config) {
+            return Reply::error(crate::snapshot::MISCONF);
         }
         if cmd.has(table::DENYOOM) && may.out_of_memory {
             return Reply::error(OOM);

@@ -342,6 +342,23 @@ async fn writes_are_refused_while_background_saves_fail() {
         matches!(ok(&mut con, &["GET", "k"]).await, Value::BulkString(_)),
         "reads go on"
     );
+    // Scripts: a write called from one, and a script declared to write, are refused too.
+    let called = run(
+        &mut con,
+        &["EVAL", "return redis.call('SET', 'k', 'y')", "0"],
+    )
+    .await;
+    assert!(called.expect_err("refused").starts_with("MISCONF"));
+    let reads = ["EVAL", "return redis.call('GET', 'k')", "0"];
+    assert!(matches!(ok(&mut con, &reads).await, Value::BulkString(_)));
+    let declared = ["EVAL", "#!lua\nreturn 1", "0"];
+    let refused = run(&mut con, &declared).await.expect_err("refused");
+    assert!(
+        refused.contains("Writable scripts are blocked"),
+        "{refused}"
+    );
+    let read_only = ["EVAL", "#!lua flags=no-writes\nreturn 1", "0"];
+    assert_eq!(ok(&mut con, &read_only).await, Value::Int(1));
     ok(&mut con, &["MULTI"]).await;
     assert_eq!(run(&mut con, &["INCR", "n"]).await, misconf);
     assert!(run(&mut con, &["EXEC"])
