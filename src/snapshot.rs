@@ -349,13 +349,7 @@ fn write_to(shared: &Shared, functions: &[Bytes], walk: Walk, temp: &Path) -> st
 
 /// The libraries' codes, waiting for the engine (off the tokio workers only).
 fn function_codes(shared: &Shared) -> Vec<Bytes> {
-    let engine = shared.scripting.engine();
-    engine
-        .functions
-        .codes()
-        .into_iter()
-        .map(|(_, code)| code)
-        .collect()
+    shared.scripting.engine().functions.codes()
 }
 
 /// Runs the background saves (BGSAVE, BGSAVE SCHEDULE and the `save` rules) until `stop`.

@@ -90,7 +90,7 @@ const RDB_OPCODE_FUNCTION2: u8 = 245;
 fn dump(ctx: &mut Ctx) -> CmdResult {
     let codes = engine_or_busy(ctx)?.functions.codes();
     let mut body = Vec::new();
-    for (_, code) in codes {
+    for code in codes {
         body.push(RDB_OPCODE_FUNCTION2);
         crate::rdb::put_len(&mut body, code.len() as u64);
         body.extend_from_slice(&code);

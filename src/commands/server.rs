@@ -164,13 +164,7 @@ pub fn lastsave(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
 
 /// The function libraries' codes, for a snapshot written by this command.
 fn function_codes(ctx: &mut Ctx) -> Result<Vec<bytes::Bytes>, Reply> {
-    let engine = super::scripting::engine_or_busy(ctx)?;
-    Ok(engine
-        .functions
-        .codes()
-        .into_iter()
-        .map(|(_, code)| code)
-        .collect())
+    Ok(super::scripting::engine_or_busy(ctx)?.functions.codes())
 }
 
 /// SAVE: the whole keyspace to `dir/dbfilename` now (see `crate::snapshot`).

@@ -107,12 +107,9 @@ impl Functions {
         self.libraries.values()
     }
 
-    /// `(library name, code)` of every library, for FUNCTION DUMP.
-    pub fn codes(&self) -> Vec<(String, Bytes)> {
-        self.libraries
-            .values()
-            .map(|l| (l.name.clone(), l.code.clone()))
-            .collect()
+    /// Every library's code, for FUNCTION DUMP and snapshots.
+    pub fn codes(&self) -> Vec<Bytes> {
+        self.libraries.values().map(|l| l.code.clone()).collect()
     }
 
     pub fn library_count(&self) -> usize {
