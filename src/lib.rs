@@ -25,6 +25,7 @@ pub mod persist;
 pub mod protocol;
 pub mod pubsub;
 pub mod rdb;
+pub mod replication;
 pub mod scripting;
 pub mod server;
 pub mod slowlog;

@@ -64,6 +64,8 @@ pub struct Shared {
     pub cluster: Option<Arc<crate::cluster::Cluster>>,
     /// RDB snapshots: SAVE, BGSAVE, the `save` rules, LASTSAVE.
     pub snapshots: crate::snapshot::Snapshots,
+    /// Replication: this node's id and offset, its replicas, or its primary.
+    pub replication: crate::replication::Replication,
 }
 
 impl Shared {
@@ -116,14 +118,13 @@ impl Shared {
             stm,
             pubsub: Default::default(),
             started: Instant::now(),
-            run_id: (0..40)
-                .map(|_| char::from(b"0123456789abcdef"[rand::random::<usize>() % 16]))
-                .collect(),
+            run_id: crate::replication::new_replid(),
             local_addr,
             shutdown_requested: Notify::new(),
             scripting: crate::scripting::Scripting::new(),
             cluster: None,
             snapshots: Default::default(),
+            replication: Default::default(),
         })
     }
 }
