@@ -210,9 +210,12 @@ pub mod flag {
     pub const IN_BLOCKING_COMMAND: u32 = 1 << 12;
     /// Not rendered: blocked with a timeout (INFO's `clients_in_timeout_table`).
     pub const BLOCKED_WITH_TIMEOUT: u32 = 1 << 13;
+    /// The link to the primary this node follows (Redis's master client, `M`).
+    pub const MASTER: u32 = 1 << 14;
 
     const LETTERS: &[(u32, char)] = &[
         (MONITOR, 'O'),
+        (MASTER, 'M'),
         (PUBSUB, 'P'),
         (MULTI, 'x'),
         (BLOCKED, 'b'),

@@ -148,6 +148,33 @@ pub struct Config {
     /// set, as Redis does (yes|no).
     #[arg(long, env = "STMD_STOP_WRITES_ON_BGSAVE_ERROR", default_value = "yes", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "Storage")]
     pub stop_writes_on_bgsave_error: bool,
+    /// Follow a primary from the start, as Redis's `replicaof`: `"<host> <port>"` (empty: this
+    /// node is a primary). REPLICAOF changes it at run time.
+    #[arg(long, env = "STMD_REPLICAOF", default_value = "", value_parser = parse_replicaof, help_heading = "Replication")]
+    pub replicaof: String,
+    /// The password the link to the primary authenticates with (`AUTH [masteruser] masterauth`).
+    #[arg(
+        long,
+        env = "STMD_MASTERAUTH",
+        hide_env_values = true,
+        default_value = "",
+        help_heading = "Replication"
+    )]
+    pub masterauth: String,
+    /// The ACL user the link to the primary authenticates as (with `masterauth`).
+    #[arg(
+        long,
+        env = "STMD_MASTERUSER",
+        default_value = "",
+        help_heading = "Replication"
+    )]
+    pub masteruser: String,
+    /// While following a primary, refuse writes from clients (`-READONLY`) (yes|no).
+    #[arg(long, env = "STMD_REPLICA_READ_ONLY", default_value = "yes", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "Replication")]
+    pub replica_read_only: bool,
+    /// Seconds without data from the primary after which the link is dropped and made again.
+    #[arg(long, env = "STMD_REPL_TIMEOUT", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=i32::MAX as u64), help_heading = "Replication")]
+    pub repl_timeout: u64,
     /// The RDB snapshot's file name in `--dir`, loaded at start when it exists.
     #[arg(long, env = "STMD_DBFILENAME", default_value = "dump.rdb", value_parser = parse_file_name, help_heading = "Storage")]
     pub dbfilename: String,
@@ -657,6 +684,49 @@ pub static PARAMS: &[Param] = &[
         }),
     },
     Param {
+        name: "replicaof",
+        get: |c| c.replicaof.clone(),
+        set: None,
+    },
+    Param {
+        name: "slaveof",
+        get: |c| c.replicaof.clone(),
+        set: None,
+    },
+    Param {
+        name: "masterauth",
+        get: |c| c.masterauth.clone(),
+        set: Some(|c, v| {
+            c.masterauth = v.to_string();
+            Ok(())
+        }),
+    },
+    Param {
+        name: "masteruser",
+        get: |c| c.masteruser.clone(),
+        set: Some(|c, v| {
+            c.masteruser = v.to_string();
+            Ok(())
+        }),
+    },
+    Param {
+        name: "replica-read-only",
+        get: |c| if c.replica_read_only { "yes" } else { "no" }.to_string(),
+        set: Some(|c, v| {
+            c.replica_read_only = parse_yes_no(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "slave-read-only",
+        get: |c| if c.replica_read_only { "yes" } else { "no" }.to_string(),
+        set: Some(|c, v| {
+            c.replica_read_only = parse_yes_no(v)?;
+            Ok(())
+        }),
+    },
+    number_param!("repl-timeout", repl_timeout, 1, i32::MAX as i64),
+    Param {
         name: "dbfilename",
         get: |c| c.dbfilename.clone(),
         set: None,
@@ -854,6 +924,17 @@ pub fn parse_yes_no(text: &str) -> Result<bool, String> {
         "yes" => Ok(true),
         "no" => Ok(false),
         _ => Err("argument must be 'yes' or 'no'".to_string()),
+    }
+}
+
+/// `replicaof`: `"<host> <port>"` with a port in 0..=65535 (Redis's range), or empty.
+pub fn parse_replicaof(text: &str) -> Result<String, String> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    match words.as_slice() {
+        [] => Ok(String::new()),
+        [host, port] if port.parse::<u16>().is_ok() => Ok(format!("{host} {port}")),
+        [_, _] => Err("Invalid master port".into()),
+        _ => Err("wrong number of arguments: \"<host> <port>\"".into()),
     }
 }
 

@@ -289,6 +289,9 @@ fn flags_for(directive: &Directive, env_is_set: &impl Fn(&str) -> bool) -> Resul
             "bind",
             bind_address(&directive.args).map_err(|why| fail(&why))?,
         ),
+        // Redis's older names for the replication directives.
+        "slaveof" => ("replicaof", directive.args.clone()),
+        "slave-read-only" => ("replica-read-only", directive.args.clone()),
         other => (other, directive.args.clone()),
     };
     let command = Config::command();

@@ -291,6 +291,18 @@ pub async fn run(
             .map_err(|e| Error::Config(format!("cannot load the snapshot's functions: {e}")))?;
     }
     let shared = Arc::new(shared);
+    // `replicaof` in the configuration: follow that primary from the start.
+    let replicaof = shared.config.read().replicaof.clone();
+    if let Some((host, port)) = replicaof.split_once(' ') {
+        match (port.parse::<u16>(), &cluster) {
+            (Ok(port), None) => {
+                crate::replication::replica::follow(&shared, host.to_string(), port)
+            }
+            _ => {
+                tracing::warn!(%replicaof, "replicaof ignored (cluster mode, or not \"<host> <port>\")")
+            }
+        }
+    }
     let tls_addr = match &listeners.tls {
         Some(listener) => Some(listener.local_addr()?),
         None => None,
@@ -366,6 +378,10 @@ pub async fn run(
     };
 
     let snapshot_task = tokio::spawn(crate::snapshot::run(shared.clone(), stop_rx.clone()));
+    let replica_task = tokio::spawn(crate::replication::replica::run(
+        shared.clone(),
+        stop_rx.clone(),
+    ));
 
     let rates_task = {
         let mut rx = stop_rx.clone();
@@ -451,6 +467,7 @@ pub async fn run(
     let _ = meter_task.await;
     let _ = rates_task.await;
     let _ = snapshot_task.await;
+    let _ = replica_task.await;
     {
         let shared = shared.clone();
         let _ = tokio::task::spawn_blocking(move || crate::snapshot::at_shutdown(&shared)).await;

@@ -458,21 +458,36 @@ pub fn load(config: &crate::config::Config, store: &Store) -> Result<Loaded, Str
     store
         .encoding_limits
         .configure(&config.encoding_thresholds());
-    let mut sink = Loader {
-        store,
-        databases: config.databases as usize,
-        now: crate::store::now_ms(),
-        loaded: Loaded::default(),
-    };
-    read_file(&bytes, &store.encoding_limits, &mut sink)
+    let loaded = load_bytes(&bytes, store, None)
         .map_err(|why| format!("cannot load {}: {why}", path.display()))?;
     tracing::info!(
         file = %path.display(),
-        keys = sink.loaded.keys,
-        expired = sink.loaded.expired,
+        keys = loaded.keys,
+        expired = loaded.expired,
         ms = started.elapsed().as_millis() as u64,
         "DB loaded from disk"
     );
+    Ok(loaded)
+}
+
+/// Reads a whole RDB file's bytes into `store`: at start-up key by key (`held` None, nobody is
+/// served yet), or into the databases the caller holds locked whole (`held[db]`, a replica's full
+/// sync), so that no client sees a half-loaded keyspace. With `held`, keys whose expiry has
+/// passed are loaded too, as a Redis replica does: its primary sends their DEL.
+pub fn load_bytes<'s>(
+    bytes: &[u8],
+    store: &'s Store,
+    held: Option<&mut [crate::store::Locked<'s>]>,
+) -> Result<Loaded, String> {
+    let mut sink = Loader {
+        store,
+        databases: store.databases(),
+        now: crate::store::now_ms(),
+        keep_expired: held.is_some(),
+        held,
+        loaded: Loaded::default(),
+    };
+    read_file(bytes, &store.encoding_limits, &mut sink)?;
     Ok(sink.loaded)
 }
 
@@ -486,14 +501,18 @@ impl Snapshots {
     }
 }
 
-struct Loader<'a> {
-    store: &'a Store,
+struct Loader<'h, 's> {
+    store: &'s Store,
     databases: usize,
     now: u64,
+    /// Keys already expired are loaded too (a replica's full sync).
+    keep_expired: bool,
+    /// Every database, locked whole by the caller; None: each key locks its own shard.
+    held: Option<&'h mut [crate::store::Locked<'s>]>,
     loaded: Loaded,
 }
 
-impl FileSink for Loader<'_> {
+impl FileSink for Loader<'_, '_> {
     fn key(&mut self, db: usize, name: Bytes, value: Value, expire_at: u64) -> Result<(), String> {
         if db >= self.databases {
             return Err(format!(
@@ -504,12 +523,19 @@ impl FileSink for Loader<'_> {
         if matches!(value, Value::Stm(_)) {
             return Ok(()); // never written by a save: STM entries come back from their rows
         }
-        if expire_at != 0 && expire_at <= self.now {
+        if !self.keep_expired && expire_at != 0 && expire_at <= self.now {
             self.loaded.expired += 1; // as a primary does: an expired key is not loaded
             return Ok(());
         }
-        let mut keys = self.store.lock_one(db, &name);
-        if keys.get_untouched(&name).is_some() {
+        let mut own;
+        let keys = match self.held.as_deref_mut().and_then(|held| held.get_mut(db)) {
+            Some(keys) => keys,
+            None => {
+                own = self.store.lock_one(db, &name);
+                &mut own
+            }
+        };
+        if keys.contains_stored(&name) {
             return Err(format!(
                 "Duplicate key '{}' found in RDB file",
                 String::from_utf8_lossy(&name)

@@ -204,6 +204,9 @@ pub fn publish(conn: &ConnState, extra: u32) {
     if conn.monitor {
         flags |= flag::MONITOR;
     }
+    if conn.from_primary {
+        flags |= flag::MASTER;
+    }
     if conn.subs.any() {
         flags |= flag::PUBSUB;
     }

@@ -133,13 +133,26 @@ fn render(ctx: &Ctx, section: &str, out: &mut String) {
         }
         "stats" => stats(ctx, &mut lines),
         "replication" => {
-            lines.add("role", "master");
+            // A replica's own fields (role to replica_announced), else a primary's role.
+            let following = crate::replication::replica::info_fields(shared);
+            if following.is_empty() {
+                lines.add("role", "master");
+            }
+            for (name, value) in following {
+                lines.add(name, value);
+            }
+            let replication = &shared.replication;
             lines.add("connected_slaves", 0);
             lines.add("master_failover_state", "no-failover");
-            lines.add("master_replid", &shared.run_id);
-            lines.add("master_replid2", "0".repeat(40));
-            lines.add("master_repl_offset", 0);
-            lines.add("second_repl_offset", -1);
+            lines.add("master_replid", &*replication.replid.lock());
+            lines.add("master_replid2", &*replication.replid2.lock());
+            lines.add("master_repl_offset", replication.offset());
+            lines.add(
+                "second_repl_offset",
+                replication
+                    .second_offset
+                    .load(std::sync::atomic::Ordering::Relaxed),
+            );
             lines.add("repl_backlog_active", 0);
             lines.add("repl_backlog_size", 0);
             lines.add("repl_backlog_first_byte_offset", 0);

@@ -443,7 +443,10 @@ fn purge() {
 }
 
 /// ROLE: always a primary with no replicas.
-pub fn role(_ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
+pub fn role(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
+    if let Some(replica) = crate::replication::replica::role(ctx.shared) {
+        return Ok(replica);
+    }
     Ok(Reply::Array(vec![
         Reply::bulk_str("master"),
         Reply::Int(0),

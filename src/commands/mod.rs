@@ -123,6 +123,9 @@ pub struct ConnState {
     /// Set by ASKING (cluster mode): the next command may RESTORE or DEL a key of a slot this
     /// node does not own (a slot migration's copy).
     pub asking: bool,
+    /// The link to the primary this node follows (Redis's master client): its commands are
+    /// obeyed whatever the ACL, READONLY, MISCONF, OOM or CLIENT PAUSE would say.
+    pub from_primary: bool,
 }
 
 /// What a blocking command asks of the connection loop when it has to wait.
@@ -160,6 +163,7 @@ impl ConnState {
             postponed: false,
             blocked_read: None,
             asking: false,
+            from_primary: false,
         }
     }
 }
@@ -379,26 +383,44 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
         }
         return reply;
     }
-    if ctx.shared.store.pause.freezes_keyspace() && client::paused(ctx, effective) {
+    let obey = ctx.conn.from_primary;
+    if !obey && ctx.shared.store.pause.freezes_keyspace() && client::paused(ctx, effective) {
         ctx.conn.postponed = true;
         return Reply::Nil; // not sent: the command runs again when the pause ends
     }
-    if ctx.shared.snapshots.refuses_writes(&ctx.shared.config)
+    if !obey
+        && ctx.shared.snapshots.refuses_writes(&ctx.shared.config)
         && writes_or_ping(ctx, cmd, effective)
     {
         return reject(ctx, Some(cmd), args, crate::snapshot::MISCONF.to_string());
+    }
+    // A replica refuses its clients' writes (an EXEC with a queued write too), after MISCONF as in Redis.
+    if !obey
+        && ctx
+            .shared
+            .replication
+            .replica
+            .refuses_writes(&ctx.shared.config)
+        && (effective.has(table::WRITE) || (cmd.name == "exec" && queued_write(ctx)))
+    {
+        return reject(
+            ctx,
+            Some(cmd),
+            args,
+            crate::replication::replica::READONLY.to_string(),
+        );
     }
     if ctx.conn.multi.is_some() && !cmd.has(table::NOT_QUEUED) {
         if effective.has(table::NO_MULTI) {
             return reject(ctx, Some(cmd), args, err::NOT_IN_MULTI.to_string());
         }
         // Queueing itself takes memory: over the limit, nothing is queued (as Redis).
-        if !ctx.shared.store.make_room() {
+        if !obey && !ctx.shared.store.make_room() {
             return reject(ctx, Some(cmd), args, OOM.to_string());
         }
         return transactions::queue(ctx, args);
     }
-    if effective.has(table::DENYOOM) && !ctx.shared.store.make_room() {
+    if effective.has(table::DENYOOM) && !obey && !ctx.shared.store.make_room() {
         let refused = reject(ctx, Some(cmd), args, OOM.to_string());
         // What the failed eviction did remove is still announced.
         if ctx
@@ -428,19 +450,21 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
 /// What Redis refuses after a failed background save: a write, an EXEC with a queued write, and
 /// PING (so that a health check notices).
 fn writes_or_ping(ctx: &Ctx<'_, '_>, cmd: &Command, effective: &Command) -> bool {
-    let queued_write = || {
-        ctx.conn.multi.iter().flatten().any(|queued| {
-            ctx.shared
-                .commands
-                .lookup(&queued[0])
-                .map(|c| match queued.get(1) {
-                    Some(sub) if !c.subcommands.is_empty() => c.subcommand(sub).unwrap_or(c),
-                    _ => c,
-                })
-                .is_some_and(|c| c.has(table::WRITE))
-        })
-    };
-    effective.has(table::WRITE) || cmd.name == "ping" || (cmd.name == "exec" && queued_write())
+    effective.has(table::WRITE) || cmd.name == "ping" || (cmd.name == "exec" && queued_write(ctx))
+}
+
+/// True when the transaction queued a write (what EXEC would run).
+fn queued_write(ctx: &Ctx<'_, '_>) -> bool {
+    ctx.conn.multi.iter().flatten().any(|queued| {
+        ctx.shared
+            .commands
+            .lookup(&queued[0])
+            .map(|c| match queued.get(1) {
+                Some(sub) if !c.subcommands.is_empty() => c.subcommand(sub).unwrap_or(c),
+                _ => c,
+            })
+            .is_some_and(|c| c.has(table::WRITE))
+    })
 }
 
 /// Takes a fresh snapshot of the connection's user when the users changed since the last one.
@@ -466,7 +490,7 @@ pub fn acl_check(
     context: &'static str,
 ) -> Result<(), String> {
     refresh_user(ctx);
-    if ctx.conn.user.unrestricted || !ctx.conn.authenticated {
+    if ctx.conn.user.unrestricted || !ctx.conn.authenticated || ctx.conn.from_primary {
         return Ok(());
     }
     let computed = cmd.acl_keys.map(|find| find(ctx, args));

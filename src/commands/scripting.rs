@@ -145,6 +145,14 @@ fn execute<'s>(
             "ERR Can not execute a script with write flag using *_ro command.",
         ));
     }
+    // A replica's clients may not run a script declared to write; its primary may.
+    if flags.shebang
+        && !flags.no_writes
+        && !ctx.conn.from_primary
+        && shared.replication.replica.refuses_writes(&shared.config)
+    {
+        return Err(Reply::error(crate::replication::replica::READONLY));
+    }
     if flags.shebang && !flags.no_writes && !flags.allow_oom && script.out_of_memory {
         return Err(Reply::error(OOM));
     }
@@ -238,6 +246,15 @@ fn call_from_script(ctx: &mut Ctx, args: &[&[u8]], resp3: bool, may: &Permission
     if cmd.has(table::WRITE) {
         if may.read_only {
             return Reply::error("ERR Write commands are not allowed from read-only scripts.");
+        }
+        if !ctx.conn.from_primary
+            && ctx
+                .shared
+                .replication
+                .replica
+                .refuses_writes(&ctx.shared.config)
+        {
+            return Reply::error(crate::replication::replica::READONLY);
         }
         if ctx.shared.snapshots.refuses_writes(&ctx.shared.config) {
             return Reply::error(crate::snapshot::MISCONF);

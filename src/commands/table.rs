@@ -316,6 +316,10 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "Depends on the subcommand.", subcommands: MEMORY_SUBCOMMANDS;
     "role", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "server", "2.8.12", introspection::role, "", "Returns the replication role.",
         complexity: "O(1)", acl: cat::ADMIN | cat::DANGEROUS;
+    "replicaof", 3, ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING, (0, 0, 0), "server", "5.0.0", crate::replication::replica::replicaof, "<host port | NO ONE>", "Configures a server as replica of another, or promotes it to a master.",
+        complexity: "O(1) to answer; the full sync that follows is O(N), N the primary's keys.";
+    "slaveof", 3, ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING, (0, 0, 0), "server", "1.0.0", crate::replication::replica::replicaof, "<host port | NO ONE>", "Sets a Redis server as a replica of another, or promotes it to being a master.",
+        complexity: "O(1) to answer; the full sync that follows is O(N), N the primary's keys.", doc_flags: &["deprecated"], deprecated_since: "5.0.0", replaced_by: "`REPLICAOF`";
     "wait", 3, 0, (0, 0, 0), "generic", "3.0.0", introspection::wait, "numreplicas timeout", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.",
         complexity: "O(1)", acl: cat::NO_GROUP | cat::CONNECTION, tips: &["request_policy:all_shards", "response_policy:agg_min"];
     "lolwut", -1, READONLY | FAST, (0, 0, 0), "server", "5.0.0", introspection::lolwut, "[VERSION version]", "Displays computer art and the Redis version.";

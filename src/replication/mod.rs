@@ -5,7 +5,7 @@ pub mod master;
 pub mod replica;
 
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 
 /// A new replication id: 40 hex characters, as Redis's.
 pub fn new_replid() -> String {
@@ -21,6 +21,13 @@ pub struct Replication {
     pub replid: Mutex<String>,
     /// Bytes of the replication stream produced (primary) or applied (replica) so far.
     pub offset: AtomicU64,
+    /// The history this node's data came from before the current one (INFO's `master_replid2`;
+    /// 40 zeros for none): a replica promoted by REPLICAOF NO ONE keeps its primary's id here, so
+    /// that the other replicas of that primary may continue from it.
+    pub replid2: Mutex<String>,
+    /// The first offset that belongs to `replid` rather than `replid2` (INFO's
+    /// `second_repl_offset`; -1 for none).
+    pub second_offset: AtomicI64,
     /// The primary's side: the backlog, the attached replicas, what commands propagate.
     pub master: master::Master,
     /// The replica's side: the link to a primary, when this node follows one.
@@ -32,6 +39,8 @@ impl Default for Replication {
         Replication {
             replid: Mutex::new(new_replid()),
             offset: AtomicU64::new(0),
+            replid2: Mutex::new("0".repeat(40)),
+            second_offset: AtomicI64::new(-1),
             master: Default::default(),
             replica: Default::default(),
         }
@@ -41,5 +50,14 @@ impl Default for Replication {
 impl Replication {
     pub fn offset(&self) -> u64 {
         self.offset.load(Relaxed)
+    }
+
+    /// Starts a new history, as Redis's `shiftReplicationId`: the current id becomes `replid2`,
+    /// valid up to this offset, and a new id is drawn (a replica becoming a primary).
+    pub fn shift_replid(&self) {
+        let mut replid = self.replid.lock();
+        let old = std::mem::replace(&mut *replid, new_replid());
+        *self.replid2.lock() = old;
+        self.second_offset.store(self.offset() as i64 + 1, Relaxed);
     }
 }

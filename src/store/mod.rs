@@ -155,6 +155,9 @@ pub struct Store {
     pub active_expire: AtomicBool,
     /// CLIENT PAUSE: while set, keys are neither expired nor evicted.
     pub pause: crate::pause::Pause,
+    /// Set while this node follows a primary: expired keys are hidden from reads but not
+    /// deleted here; the primary's DEL removes them, as on a Redis replica.
+    pub replica_keeps_expired: AtomicBool,
     /// INFO's `expired_stale_perc`: the share of swept keys found expired, smoothed over the
     /// expiry cycle's ticks as Redis smooths it (an `f64`'s bits).
     expired_stale: AtomicU64,
@@ -204,6 +207,7 @@ impl Store {
             listening: AtomicBool::new(false),
             active_expire: true.into(),
             pause: Default::default(),
+            replica_keeps_expired: AtomicBool::new(false),
             expired_stale: AtomicU64::new(0),
         };
         store.db(0); // the one nearly every client uses
@@ -225,6 +229,13 @@ impl Store {
     /// INFO's `expired_stale_perc`, in percent.
     pub fn expired_stale_percent(&self) -> f64 {
         f64::from_bits(self.expired_stale.load(Ordering::Relaxed)) * 100.0
+    }
+
+    /// True while expired keys must stay stored (hidden from reads): during CLIENT PAUSE, and
+    /// on a replica, whose primary deletes them. One relaxed load each otherwise.
+    #[inline]
+    pub fn keeps_expired(&self) -> bool {
+        self.replica_keeps_expired.load(Ordering::Relaxed) || self.pause.freezes_keyspace()
     }
 
     /// Number of databases (valid indexes are below it).
@@ -533,8 +544,8 @@ impl<'a> Locked<'a> {
         let shard = self.held.shard_index(spot.slot);
         let found = self.shard_at(&spot).occupied(spot.hash, key)?;
         if found.get().entry().is_expired(now) {
-            // CLIENT PAUSE keeps expired keys until it ends.
-            if !store.pause.freezes_keyspace() {
+            // CLIENT PAUSE keeps expired keys until it ends; a replica until its primary's DEL.
+            if !store.keeps_expired() {
                 let node = found.remove().0;
                 space.count_expired(store, db, node.name(), &node.entry().value);
             }
@@ -596,6 +607,12 @@ impl<'a> Locked<'a> {
 
     pub fn contains(&mut self, key: &[u8]) -> bool {
         self.get(key).is_some()
+    }
+
+    /// True when `key` is stored, live or expired (a load's duplicate check).
+    pub fn contains_stored(&mut self, key: &[u8]) -> bool {
+        let spot = self.spot(key);
+        self.shard_at(&spot).occupied(spot.hash, key).is_some()
     }
 
     /// Version of the live entry, or `None` when the key does not exist (for WATCH, which does
@@ -793,7 +810,7 @@ impl<'a> Locked<'a> {
     /// CLIENT PAUSE freezes the keyspace.
     pub fn remove_expired(&mut self) -> usize {
         let (store, space, db, now) = (self.store, self.space, self.db, self.now);
-        if store.pause.freezes_keyspace() {
+        if store.keeps_expired() {
             return 0;
         }
         let mut removed = 0;
