@@ -664,6 +664,22 @@ mod tests {
     }
 
     #[test]
+    fn replication_directives_and_their_old_names() {
+        let c = load_file(
+            "slaveof 10.0.0.5 6380\nslave-read-only no\nmasterauth pw\n",
+            &[],
+            &[],
+        )
+        .expect("loads");
+        assert_eq!(c.replicaof, "10.0.0.5 6380");
+        assert!(!c.replica_read_only);
+        assert_eq!(c.masterauth, "pw");
+        let c = load_file("replicaof db.internal 6379\n", &[], &[]).expect("loads");
+        assert_eq!(c.replicaof, "db.internal 6379");
+        assert!(load_file("replicaof db.internal port\n", &[], &[]).is_err());
+    }
+
+    #[test]
     fn every_cli_flag_is_a_directive_and_the_example_file_loads() {
         let example = include_str!("../stmd.conf");
         for arg in Config::command().get_arguments() {
