@@ -365,6 +365,13 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
         let threshold = ctx.shared.config.read().busy_reply_threshold;
         match ctx.shared.scripting.run.check(threshold) {
             BusyCheck::Free => {}
+            // The primary's command is never refused BUSY: it waits for the script's end (or,
+            // itself a script, for the engine), as Redis holds its master's stream meanwhile.
+            _ if ctx.conn.from_primary => {
+                ctx.conn.script_wait = true;
+                ctx.conn.script_turn = cmd.has(table::RUNS_SCRIPT);
+                return Reply::Nil;
+            }
             BusyCheck::Busy(text) => return reject(ctx, Some(cmd), args, text.to_string()),
             // Another script (EVAL, FCALL…) queues behind it on the engine lock, off the tokio
             // worker, instead of every waiting script being woken at each script's end.

@@ -264,7 +264,8 @@ async fn keep_following(shared: &Arc<Shared>, target: &Target, generation: u64) 
         }
         let was_up = replica.state() == LinkState::Connected;
         replica.update(generation, |status| {
-            if was_up || status.down_since_ms == 0 {
+            // Counted from the loss of a link that was up (-1 before any, as Redis).
+            if was_up {
                 status.down_since_ms = crate::clock::monotonic_ms().max(1);
             }
             status.sync_total = 0;
@@ -756,11 +757,13 @@ async fn apply(
             if !std::mem::take(&mut state.script_wait) {
                 break reply;
             }
-            // A client's script runs: the primary's command waits for it, as on Redis (which
-            // keeps the stream unread meanwhile).
-            let turn = std::mem::take(&mut state.script_turn);
-            let threshold = shared.config.read().busy_reply_threshold;
-            shared.scripting.wait(turn, threshold).await;
+            // A client's script runs: the primary's command waits for it however long it runs,
+            // as on Redis (which keeps the stream unread meanwhile); never a BUSY.
+            if std::mem::take(&mut state.script_turn) {
+                shared.scripting.wait_turn(u64::MAX).await;
+            } else {
+                shared.scripting.run.until_idle().await;
+            }
         };
         // Never a wait for the primary's commands: a blocking one that found nothing is done.
         state.block = None;

@@ -446,7 +446,10 @@ async fn replicaof_replies_config_and_a_primary_that_is_not_there() {
         field(&repl, "master_last_io_seconds_ago").as_deref(),
         Some("-1")
     );
-    assert!(field(&repl, "master_link_down_since_seconds").is_some());
+    assert_eq!(
+        field(&repl, "master_link_down_since_seconds").as_deref(),
+        Some("-1")
+    );
     match ok(&mut con, &["ROLE"]).await {
         Value::Array(items) => {
             assert!(["connect", "connecting"].contains(&text(&items[3]).as_str()));
@@ -475,4 +478,25 @@ async fn replicaof_replies_config_and_a_primary_that_is_not_there() {
         Value::BulkString(Vec::new()),
     ]);
     assert_eq!(ok(&mut con, &["CONFIG", "GET", "slaveof"]).await, expected);
+}
+
+#[tokio::test]
+async fn the_primary_waits_for_a_long_script_never_answered_busy() {
+    let redis = RealRedis::start();
+    let mut primary = redis.client().await;
+    let server = replica_of(redis.port, |c| c.busy_reply_threshold = 100).await;
+    let mut replica = server.client().await;
+    until_connected(&mut replica).await;
+    // A read-only script runs 600 ms, past the BUSY threshold, while the primary writes.
+    let spin = "local s = redis.call('time') local t = s repeat t = redis.call('time') until (t[1] - s[1]) * 1000000 + (t[2] - s[2]) > 600000 return 1";
+    let mut other = server.client().await;
+    let script = tokio::spawn(async move { run(&mut other, &["EVAL_RO", spin, "0"]).await });
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    ok(&mut primary, &["SET", "during", "script"]).await;
+    assert_eq!(script.await.expect("script task"), Ok(Value::Int(1)));
+    synced(&mut primary).await;
+    assert_eq!(
+        ok(&mut replica, &["GET", "during"]).await,
+        Value::BulkString(b"script".to_vec())
+    );
 }
