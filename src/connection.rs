@@ -82,6 +82,14 @@ pub async fn serve(
     if let Err(err) = serve_loop(&mut stream, &shared, &mut conn, &info).await {
         tracing::debug!(client = info.id, %peer, %err, "connection ended with an error");
     }
+    // SYNC/PSYNC: the connection is a replica's from now on.
+    if let Some(handoff) = conn.replica_handoff.take() {
+        let served =
+            crate::replication::master::serve_replica(&mut stream, &shared, &info, handoff).await;
+        if let Err(err) = served {
+            tracing::info!(client = info.id, %peer, %err, "replica link ended");
+        }
+    }
     shared.pubsub.forget(&conn.subs, info.id);
     if conn.tracking.mode.is_some() {
         shared.events.tracking.remove(info.id);
@@ -112,6 +120,8 @@ enum Batch {
     /// A script call is in progress: this request is still at the head of the read buffer; wait
     /// for the script (or the BUSY threshold), then run the buffer again.
     ScriptWait,
+    /// SYNC/PSYNC: the connection becomes a replica's once the output is written.
+    Replica,
 }
 
 /// The output-buffer class of a connection right now.
@@ -204,6 +214,12 @@ async fn serve_loop(
                 }
             }
             Batch::More => continue,
+            Batch::Replica => {
+                if let Some(handoff) = conn.replica_handoff.as_mut() {
+                    handoff.pending = inbuf.split();
+                }
+                return Ok(());
+            }
             Batch::Done | Batch::OverLimit => {}
         }
         if inbuf.capacity() - inbuf.len() < READ_CHUNK / 2 {
@@ -436,6 +452,8 @@ fn run_buffered(
             // An UNBLOCK meant for an earlier wait must not end this one.
             info.clear_unblock();
             batch = Batch::Blocked(args.iter().map(|a| Bytes::copy_from_slice(a)).collect());
+        } else if conn.replica_handoff.is_some() {
+            batch = Batch::Replica;
         } else {
             if conn.replies.take_send() {
                 reply.encode(conn.resp3, out);

@@ -293,10 +293,9 @@ fn write(shared: &Shared, functions: &[Bytes], walk: Walk) -> Result<(), String>
     }
 }
 
-fn write_to(shared: &Shared, functions: &[Bytes], walk: Walk, temp: &Path) -> std::io::Result<()> {
-    let store = &shared.store;
-    let file = std::fs::File::create(temp)?;
-    let aux = [
+/// The aux fields at the head of every file.
+fn aux_fields() -> [(&'static str, String); 5] {
+    [
         (
             "redis-ver",
             crate::commands::connection::REDIS_VERSION.to_string(),
@@ -305,8 +304,50 @@ fn write_to(shared: &Shared, functions: &[Bytes], walk: Walk, temp: &Path) -> st
         ("ctime", (crate::store::now_ms() / 1000).to_string()),
         ("used-mem", crate::metrics::allocated_bytes().to_string()),
         ("aof-base", "0".to_string()),
-    ];
-    let mut out = FileWriter::new(BufWriter::with_capacity(1 << 20, file), &aux);
+    ]
+}
+
+/// One key into a file, unless it is an STM entry (their rows bring them back).
+fn put<W: std::io::Write>(out: &mut FileWriter<W>, name: &[u8], entry: &crate::store::Entry) {
+    if !matches!(entry.value, Value::Stm(_)) {
+        out.key(name, &entry.value, entry.expire_at());
+    }
+}
+
+/// The whole dataset as an RDB image in memory, at one instant: the script engine (so no library
+/// changes) and every database are locked while it is encoded, and `at_instant` runs under those
+/// locks (a full sync reads the replication offset there). Off the tokio workers only.
+pub fn image<T>(shared: &Shared, at_instant: impl FnOnce() -> T) -> std::io::Result<(Vec<u8>, T)> {
+    let store = &shared.store;
+    let engine = shared.scripting.engine();
+    let all: Vec<usize> = (0..store.databases()).collect();
+    let locked = store.lock_dbs(&all);
+    let instant = at_instant();
+    let mut out = FileWriter::new(Vec::new(), &aux_fields());
+    for code in engine.functions.codes() {
+        out.function(&code);
+    }
+    for (db, keys) in all.iter().zip(locked.iter()) {
+        let mut selected = false;
+        for shard in 0..store.shard_count() {
+            keys.for_each_in_shard(shard, |name, entry| {
+                if !selected {
+                    out.select_db(*db);
+                    selected = true;
+                }
+                put(&mut out, name, entry)
+            });
+        }
+    }
+    drop(locked);
+    drop(engine);
+    Ok((out.finish()?, instant))
+}
+
+fn write_to(shared: &Shared, functions: &[Bytes], walk: Walk, temp: &Path) -> std::io::Result<()> {
+    let store = &shared.store;
+    let file = std::fs::File::create(temp)?;
+    let mut out = FileWriter::new(BufWriter::with_capacity(1 << 20, file), &aux_fields());
     for code in functions {
         out.function(code);
     }
@@ -315,11 +356,6 @@ fn write_to(shared: &Shared, functions: &[Bytes], walk: Walk, temp: &Path) -> st
         .filter(|(_, space)| !space.is_empty())
         .map(|(db, _)| db)
         .collect();
-    let put = |out: &mut FileWriter<_>, name: &[u8], entry: &crate::store::Entry| {
-        if !matches!(entry.value, Value::Stm(_)) {
-            out.key(name, &entry.value, entry.expire_at());
-        }
-    };
     match walk {
         Walk::AllAtOnce => {
             let locked = store.lock_dbs(&dbs);

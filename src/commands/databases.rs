@@ -44,12 +44,21 @@ impl Watched {
 /// The locks an EXEC or a script holds: a view of each database it touches, shards taken as
 /// reached (the engine's holder may: `store::held`), or EXEC's views when a script runs in one.
 pub struct HeldLocks<'s> {
+    store: &'s Store,
     views: SmallVec<[Locked<'s>; 2]>,
     /// The script engine, taken by EXEC before its views (the engine's holder may wait for any
     /// shard, so no one may wait for the engine holding shards) and lent to the scripts and
     /// SCRIPT/FUNCTION commands of its queue. Declared after `views`: released last, so the
     /// next script finds both free.
     pub engine: Option<EngineGuard<'s>>,
+}
+
+impl Drop for HeldLocks<'_> {
+    /// The transaction's writes go into the replication stream as one block, before its locks
+    /// are released.
+    fn drop(&mut self) {
+        crate::replication::feed::end_batch(&self.store.feed);
+    }
 }
 
 impl<'s> HeldLocks<'s> {
@@ -86,7 +95,9 @@ impl<'s> HeldLocks<'s> {
     /// EXEC's views of the databases `dbs` (sorted, no repeats), shards taken as reached, and
     /// of any other it selects; `engine` (which allows that) is held until they are released.
     pub fn for_exec(store: &'s Store, dbs: &[usize], engine: EngineGuard<'s>) -> Self {
+        crate::replication::feed::begin_batch();
         HeldLocks {
+            store,
             views: dbs.iter().map(|&db| store.lock_as_needed(db)).collect(),
             engine: Some(engine),
         }
@@ -95,7 +106,9 @@ impl<'s> HeldLocks<'s> {
     /// A script's view of database `db`, holding the shards it reaches (its caller holds the
     /// engine).
     pub fn as_needed(store: &'s Store, db: usize) -> Self {
+        crate::replication::feed::begin_batch();
         HeldLocks {
+            store,
             views: smallvec::smallvec![store.lock_as_needed(db)],
             engine: None,
         }

@@ -10,6 +10,7 @@ use crate::percpu::Total;
 use crate::protocol::Reply;
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
+use std::sync::atomic::Ordering::Relaxed;
 
 /// Every section in Redis's order; `stm` is ours, rendered last like a module's section.
 const SECTIONS: &[&str] = &[
@@ -142,21 +143,35 @@ fn render(ctx: &Ctx, section: &str, out: &mut String) {
                 lines.add(name, value);
             }
             let replication = &shared.replication;
-            lines.add("connected_slaves", 0);
+            let replicas = replication.master.replicas();
+            lines.add("connected_slaves", replicas.len());
+            let now = crate::store::now_ms();
+            for (i, r) in replicas.iter().enumerate() {
+                let lag = now.saturating_sub(r.last_ack_ms.load(Relaxed)) / 1000;
+                lines.add(
+                    &format!("slave{i}"),
+                    format_args!(
+                        "ip={},port={},state={},offset={},lag={lag}",
+                        r.ip,
+                        r.port,
+                        r.state(),
+                        r.acked.load(Relaxed)
+                    ),
+                );
+            }
+            let backlog = shared.store.feed.state();
             lines.add("master_failover_state", "no-failover");
             lines.add("master_replid", &*replication.replid.lock());
             lines.add("master_replid2", &*replication.replid2.lock());
-            lines.add("master_repl_offset", replication.offset());
+            lines.add("master_repl_offset", crate::replication::repl_offset(shared));
+            lines.add("second_repl_offset", replication.second_offset.load(Relaxed));
+            lines.add("repl_backlog_active", u8::from(backlog.active));
+            lines.add("repl_backlog_size", backlog.size);
             lines.add(
-                "second_repl_offset",
-                replication
-                    .second_offset
-                    .load(std::sync::atomic::Ordering::Relaxed),
+                "repl_backlog_first_byte_offset",
+                if backlog.active { backlog.first_byte } else { 0 },
             );
-            lines.add("repl_backlog_active", 0);
-            lines.add("repl_backlog_size", 0);
-            lines.add("repl_backlog_first_byte_offset", 0);
-            lines.add("repl_backlog_histlen", 0);
+            lines.add("repl_backlog_histlen", backlog.histlen);
         }
         "cpu" => cpu(&mut lines),
         "modules" => {}
@@ -440,9 +455,10 @@ fn stats(ctx: &Ctx, lines: &mut Lines) {
     lines.add("instantaneous_input_repl_kbps", "0.00");
     lines.add("instantaneous_output_repl_kbps", "0.00");
     lines.add("rejected_connections", s.rejected_connections.total());
-    lines.add("sync_full", 0);
-    lines.add("sync_partial_ok", 0);
-    lines.add("sync_partial_err", 0);
+    let master = &shared.replication.master;
+    lines.add("sync_full", master.sync_full.load(Relaxed));
+    lines.add("sync_partial_ok", master.sync_partial_ok.load(Relaxed));
+    lines.add("sync_partial_err", master.sync_partial_err.load(Relaxed));
     lines.add(
         "expired_keys",
         shared.store.expired_keys.load(Ordering::Relaxed),

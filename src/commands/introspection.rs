@@ -442,27 +442,12 @@ fn purge() {
     }
 }
 
-/// ROLE: always a primary with no replicas.
+/// ROLE: this node's place in replication.
 pub fn role(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
     if let Some(replica) = crate::replication::replica::role(ctx.shared) {
         return Ok(replica);
     }
-    Ok(Reply::Array(vec![
-        Reply::bulk_str("master"),
-        Reply::Int(0),
-        Reply::Array(vec![]),
-    ]))
-}
-
-/// WAIT numreplicas timeout: there are no replicas, so no write can be acknowledged: 0 at once.
-pub fn wait(_ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    super::args::int(args[1])?;
-    let timeout = super::args::int(args[2])
-        .map_err(|_| Reply::error("ERR timeout is not an integer or out of range"))?;
-    if timeout < 0 {
-        return Err(Reply::error("ERR timeout is negative"));
-    }
-    Ok(Reply::Int(0))
+    Ok(super::replication::primary_role(ctx))
 }
 
 /// LOLWUT [VERSION v]: the version line Redis prints for versions without art (no art here).

@@ -27,6 +27,7 @@ pub mod lists;
 pub mod mpop;
 pub mod ops;
 pub mod pubsub;
+pub mod replication;
 pub mod scripting;
 pub mod server;
 pub mod sets;
@@ -126,6 +127,12 @@ pub struct ConnState {
     /// The link to the primary this node follows (Redis's master client): its commands are
     /// obeyed whatever the ACL, READONLY, MISCONF, OOM or CLIENT PAUSE would say.
     pub from_primary: bool,
+    /// The replication stream's end after this client's last write (WAIT waits for it).
+    pub repl_offset: u64,
+    /// Set by SYNC/PSYNC: the connection becomes a replica's feed once the reply is written.
+    pub replica_handoff: Option<crate::replication::master::Handoff>,
+    /// What this connection said with REPLCONF (a replica about to SYNC).
+    pub replconf: crate::replication::master::ReplConf,
 }
 
 /// What a blocking command asks of the connection loop when it has to wait.
@@ -164,6 +171,9 @@ impl ConnState {
             blocked_read: None,
             asking: false,
             from_primary: false,
+            repl_offset: 0,
+            replica_handoff: None,
+            replconf: Default::default(),
         }
     }
 }
@@ -291,7 +301,7 @@ impl<'c, 's> Ctx<'c, 's> {
 
     /// The held view of database `db` (EXEC's or a script's), if this command runs under one;
     /// a script gets one for a database it selected.
-    fn held_view(&mut self, db: usize) -> Option<&mut Locked<'s>> {
+    pub(crate) fn held_view(&mut self, db: usize) -> Option<&mut Locked<'s>> {
         let store = &self.shared.store;
         let held = self.held.as_deref_mut()?;
         held.reach(store, db);
@@ -592,11 +602,31 @@ pub fn run(ctx: &mut Ctx<'_, '_>, cmd: &'static Command, args: &[&[u8]]) -> Repl
     let started = crate::clock::monotonic_ns();
     // Checked when the command runs, not when MULTI queues it: a SELECT earlier in the same
     // transaction changes the database the command runs in.
+    // Replication: a write (or PUBLISH) goes into the stream if it changed something. Scripts
+    // and EXEC are not sent themselves: the commands they run are.
+    let feed = &ctx.shared.store.feed;
+    let replicating = feed.active();
+    let propagating = replicating
+        && !ctx.conn.from_primary
+        && (effective.has(table::WRITE) || effective.has(table::MAY_REPLICATE))
+        && !cmd.has(table::RUNS_SCRIPT);
+    if propagating {
+        let writes = effective.has(table::WRITE);
+        let db = writes.then_some(ctx.conn.db);
+        crate::replication::feed::arm(cmd.name, db, args, !writes);
+    }
     let outcome = if ctx.conn.db != 0 && cmd.has(table::DB_ZERO_ONLY) {
         Err(databases::db_zero_only(ctx.conn.db))
     } else {
         (cmd.handler)(ctx, args)
     };
+    if propagating {
+        crate::replication::propagate_after(ctx);
+    }
+    if propagating || (replicating && cmd.has(table::RUNS_SCRIPT | table::NOT_QUEUED)) {
+        // WAIT's target: the stream as far as this client's last write.
+        ctx.conn.repl_offset = ctx.shared.store.feed.end();
+    }
     let reply = match outcome {
         Ok(reply) | Err(reply) => reply,
     };

@@ -86,6 +86,15 @@ pub fn spop(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         }
     }
     remove_if_empty(&mut locked, args[1]);
+    if locked.store().feed.active() && !popped.is_empty() {
+        // Replicas remove the members picked here, not random ones of their own.
+        let mut replayed: Vec<&[u8]> = vec![b"SREM", args[1]];
+        replayed.extend(popped.iter().filter_map(|m| match m {
+            Reply::Bulk(m) => Some(&m[..]),
+            _ => None,
+        }));
+        crate::replication::feed::propagate_as(&replayed);
+    }
     Ok(match count {
         Some(_) => Reply::Set(popped),
         None => popped.pop().unwrap_or(Reply::Nil),

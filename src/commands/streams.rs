@@ -344,6 +344,13 @@ pub fn xadd(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let trimmed = parsed
         .trim
         .is_some_and(|t| s.trim(t, parsed.approx, parsed.limit) > 0);
+    if locked.store().feed.active() && !matches!(parsed.id, Some((_, true))) {
+        // Replicas add the entry under the id made here, not one of their own.
+        let text = format!("{}-{}", id.ms, id.seq);
+        let mut replayed = args.to_vec();
+        replayed[parsed.id_pos] = text.as_bytes();
+        crate::replication::feed::propagate_as(&replayed);
+    }
     locked.notify(class::STREAM, "xadd", key);
     if trimmed {
         locked.notify(class::STREAM, "xtrim", key);

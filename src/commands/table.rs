@@ -22,7 +22,7 @@ use super::subcommands::*;
 use super::{acl, command_info, CmdResult, Ctx};
 use super::{
     bitmaps, blocking_lists as blists, geo, hashes, hyperloglog as hll, info, introspection, lcs,
-    lists, mpop, pubsub, sets, sort, zalgebra, zrange, zsets,
+    lists, mpop, pubsub, replication, sets, sort, zalgebra, zrange, zsets,
 };
 use super::{connection as conn, keys, ops, server, stm, strings, transactions as tx, Handler};
 use crate::protocol::Reply;
@@ -320,8 +320,12 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(1) to answer; the full sync that follows is O(N), N the primary's keys.";
     "slaveof", 3, ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING, (0, 0, 0), "server", "1.0.0", crate::replication::replica::replicaof, "<host port | NO ONE>", "Sets a Redis server as a replica of another, or promotes it to being a master.",
         complexity: "O(1) to answer; the full sync that follows is O(N), N the primary's keys.", doc_flags: &["deprecated"], deprecated_since: "5.0.0", replaced_by: "`REPLICAOF`";
-    "wait", 3, 0, (0, 0, 0), "generic", "3.0.0", introspection::wait, "numreplicas timeout", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.",
+    "wait", 3, 0, (0, 0, 0), "generic", "3.0.0", replication::wait, "numreplicas timeout", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.",
         complexity: "O(1)", acl: cat::NO_GROUP | cat::CONNECTION, tips: &["request_policy:all_shards", "response_policy:agg_min"];
+    "sync", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, (0, 0, 0), "server", "1.0.0", replication::sync, "", "An internal command used in replication.";
+    "psync", -3, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, (0, 0, 0), "server", "2.8.0", replication::psync, "replicationid offset", "An internal command used in replication.";
+    "replconf", -1, ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, (0, 0, 0), "server", "3.0.0", replication::replconf, "", "An internal command for configuring the replication stream.",
+        complexity: "O(1)", doc_flags: &["syscmd"];
     "lolwut", -1, READONLY | FAST, (0, 0, 0), "server", "5.0.0", introspection::lolwut, "[VERSION version]", "Displays computer art and the Redis version.";
     "debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "1.0.0", introspection::debug, "", "A container for debugging commands.",
         complexity: "Depends on the subcommand.", doc_flags: &["syscmd"];

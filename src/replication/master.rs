@@ -1,6 +1,337 @@
-//! The primary's side of replication: the backlog, the replicas fed from it, and the commands
-//! that go into it.
+//! The primary's side of replication: SYNC/PSYNC hand a connection over to [`serve_replica`],
+//! which sends the dataset (a full sync) or the missing part of the stream (a partial one), then
+//! the stream as it grows, and reads the replica's acknowledgements (`REPLCONF ACK`), which WAIT
+//! counts.
 
-/// The replicas attached to this node and the stream they are fed.
+use super::feed::{encode, Feed};
+use crate::server::Shared;
+use bytes::BytesMut;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// How often the primary pings its replicas through the stream (`repl-ping-replica-period`).
+const PING_EVERY: Duration = Duration::from_secs(10);
+/// How long a stopping server keeps sending the stream's last bytes to a replica.
+const FINAL_DRAIN: Duration = Duration::from_secs(2);
+/// The most of the stream copied per write to a replica.
+const CHUNK: usize = 256 * 1024;
+/// A command that started before the first replica attached and had not locked its keys yet
+/// finishes within this; the full sync waits it out (see [`serve_replica`]).
+const ACTIVATION_GRACE: Duration = Duration::from_millis(100);
+
+/// The replicas attached to this node.
 #[derive(Default)]
-pub struct Master {}
+pub struct Master {
+    replicas: Mutex<Vec<Arc<Attached>>>,
+    /// WAIT's blocked clients, woken by every acknowledgement.
+    pub acks: Arc<crate::blocking::Waiters>,
+    /// Whether the stream's pinger is running.
+    pinging: std::sync::atomic::AtomicBool,
+    /// INFO stats: full syncs served, partial ones accepted and refused.
+    pub sync_full: AtomicU64,
+    pub sync_partial_ok: AtomicU64,
+    pub sync_partial_err: AtomicU64,
+}
+
+/// What a replica said about itself before SYNC/PSYNC (REPLCONF).
+#[derive(Default, Debug, Clone)]
+pub struct ReplConf {
+    pub listening_port: u16,
+    pub ip_address: Option<String>,
+    /// `capa eof`: it takes the dataset in the diskless form (we send the sized form anyway).
+    pub capa_eof: bool,
+}
+
+/// SYNC/PSYNC's request, carried to the connection loop.
+#[derive(Debug)]
+pub struct Handoff {
+    /// PSYNC's replication id and offset; None for the old SYNC (no `+FULLRESYNC` line).
+    pub psync: Option<(Vec<u8>, i64)>,
+    pub conf: ReplConf,
+    /// What the replica sent after its PSYNC (its first acknowledgements).
+    pub pending: BytesMut,
+}
+
+/// The states INFO shows for a replica.
+const WAIT_BGSAVE: u8 = 0;
+const SEND_BULK: u8 = 1;
+const ONLINE: u8 = 2;
+
+/// One attached replica.
+pub struct Attached {
+    pub client_id: u64,
+    pub ip: String,
+    pub port: u16,
+    state: AtomicU8,
+    /// How far the stream has been sent to it.
+    sent: Arc<AtomicU64>,
+    /// How far it says it has applied (REPLCONF ACK).
+    pub acked: AtomicU64,
+    /// When it last acknowledged (Unix ms).
+    pub last_ack_ms: AtomicU64,
+}
+
+impl Attached {
+    pub fn state(&self) -> &'static str {
+        match self.state.load(Relaxed) {
+            WAIT_BGSAVE => "wait_bgsave",
+            SEND_BULK => "send_bulk",
+            _ => "online",
+        }
+    }
+
+    pub fn online(&self) -> bool {
+        self.state.load(Relaxed) == ONLINE
+    }
+}
+
+impl Master {
+    pub fn replicas(&self) -> Vec<Arc<Attached>> {
+        self.replicas.lock().clone()
+    }
+
+    /// How many replicas have acknowledged the stream up to `offset`.
+    pub fn acked_at_least(&self, offset: u64) -> usize {
+        self.replicas
+            .lock()
+            .iter()
+            .filter(|r| r.online() && r.acked.load(Relaxed) >= offset)
+            .count()
+    }
+
+    fn attach(&self, replica: Arc<Attached>) {
+        self.replicas.lock().push(replica);
+    }
+
+    fn detach(&self, replica: &Arc<Attached>) {
+        self.replicas.lock().retain(|r| !Arc::ptr_eq(r, replica));
+    }
+}
+
+/// Asks every replica for an acknowledgement now (WAIT).
+pub fn request_acks(feed: &Feed) {
+    feed.append(None, &encode(&[b"REPLCONF", b"GETACK", b"*"]));
+}
+
+/// Serves a replica on `stream` until it goes: the dataset or the stream's missing part, then the
+/// stream as it grows. `inbuf` holds what the replica sent after its PSYNC.
+pub async fn serve_replica(
+    stream: &mut impl crate::connection::Stream,
+    shared: &Arc<Shared>,
+    info: &crate::clients::ClientInfo,
+    handoff: Handoff,
+) -> std::io::Result<()> {
+    let mut inbuf = handoff.pending;
+    let feed = &shared.store.feed;
+    let replication = &shared.replication;
+    if !feed.active() {
+        feed.restart_at(replication.offset());
+        feed.activate();
+        tokio::time::sleep(ACTIVATION_GRACE).await;
+    }
+    start_pinger(shared);
+    let replid = replication.replid.lock().clone();
+    let replid2 = replication.replid2.lock().clone();
+    let second_offset = replication.second_offset.load(Relaxed);
+    // Our own history, or the one we had before a promotion, up to where it ended (psync2).
+    let continued = handoff.psync.as_ref().and_then(|(id, offset)| {
+        let ours = id.as_slice() == replid.as_bytes()
+            || (id.as_slice() == replid2.as_bytes() && *offset <= second_offset);
+        let from = u64::try_from(*offset).ok()?.checked_sub(1)?;
+        ours.then(|| feed.reader_at(from)).flatten()
+    });
+    let conf = handoff.conf;
+    let ip = conf
+        .ip_address
+        .unwrap_or_else(|| info.addr.ip().to_string());
+    let master = &replication.master;
+    if handoff
+        .psync
+        .as_ref()
+        .is_some_and(|(id, _)| id.as_slice() != b"?")
+    {
+        let counter = if continued.is_some() {
+            &master.sync_partial_ok
+        } else {
+            &master.sync_partial_err
+        };
+        counter.fetch_add(1, Relaxed);
+    }
+    let (reader, state) = match continued {
+        Some(reader) => {
+            stream
+                .write_all(format!("+CONTINUE {replid}\r\n").as_bytes())
+                .await?;
+            (reader, ONLINE)
+        }
+        None => {
+            master.sync_full.fetch_add(1, Relaxed);
+            let worker = shared.clone();
+            let (image, reader) = tokio::task::spawn_blocking(move || {
+                crate::snapshot::image(&worker, || {
+                    let feed = &worker.store.feed;
+                    // The replica starts in database 0: the stream's next command SELECTs.
+                    feed.forget_db();
+                    feed.reader_at(feed.end())
+                })
+            })
+            .await
+            .map_err(std::io::Error::other)??;
+            let reader = reader.ok_or_else(|| std::io::Error::other("stream moved on"))?;
+            let offset = reader.load(Relaxed);
+            if handoff.psync.is_some() {
+                stream
+                    .write_all(format!("+FULLRESYNC {replid} {offset}\r\n").as_bytes())
+                    .await?;
+            }
+            stream
+                .write_all(format!("${}\r\n", image.len()).as_bytes())
+                .await?;
+            stream.write_all(&image).await?;
+            tracing::info!(
+                replica = %info.addr,
+                bytes = image.len(),
+                offset,
+                "full sync sent to a replica"
+            );
+            (reader, ONLINE)
+        }
+    };
+    let replica = Arc::new(Attached {
+        client_id: info.id,
+        ip,
+        port: conf.listening_port,
+        state: AtomicU8::new(state),
+        sent: reader.clone(),
+        acked: AtomicU64::new(0),
+        last_ack_ms: AtomicU64::new(crate::store::now_ms()),
+    });
+    replication.master.attach(replica.clone());
+    let outcome = feed_replica(stream, shared, info, &replica, &mut inbuf).await;
+    replication.master.detach(&replica);
+    feed.drop_reader(&replica.sent);
+    outcome
+}
+
+/// Sends the stream from the replica's offset as it grows; reads its acknowledgements.
+async fn feed_replica(
+    stream: &mut impl crate::connection::Stream,
+    shared: &Shared,
+    info: &crate::clients::ClientInfo,
+    replica: &Attached,
+    inbuf: &mut BytesMut,
+) -> std::io::Result<()> {
+    let feed = &shared.store.feed;
+    let mut chunk = Vec::with_capacity(CHUNK);
+    loop {
+        let grown = feed.grown.notified();
+        tokio::pin!(grown);
+        grown.as_mut().enable();
+        loop {
+            chunk.clear();
+            if !feed.read(&replica.sent, &mut chunk, CHUNK) {
+                tracing::warn!(replica = %info.addr, "replica too far behind the stream, dropped");
+                return Ok(());
+            }
+            if chunk.is_empty() {
+                break;
+            }
+            tokio::select! {
+                biased;
+                _ = info.killed() => return Ok(()),
+                written = stream.write_all(&chunk) => written?,
+            }
+        }
+        read_acks(shared, replica, inbuf);
+        tokio::select! {
+            biased;
+            _ = info.killed() => return Ok(()),
+            // The server stops: what the stream still holds goes out first, as Redis lets its
+            // replicas catch up before it exits.
+            _ = info.ended() => {
+                return tokio::time::timeout(FINAL_DRAIN, send_rest(stream, feed, replica))
+                    .await
+                    .unwrap_or(Ok(()));
+            }
+            _ = &mut grown => {}
+            read = stream.read_buf(inbuf) => {
+                if read? == 0 {
+                    return Ok(());
+                }
+                read_acks(shared, replica, inbuf);
+            }
+        }
+    }
+}
+
+/// Sends what the stream holds beyond the replica's offset.
+async fn send_rest(
+    stream: &mut impl crate::connection::Stream,
+    feed: &Feed,
+    replica: &Attached,
+) -> std::io::Result<()> {
+    let mut chunk = Vec::with_capacity(CHUNK);
+    while feed.read(&replica.sent, &mut chunk, CHUNK) && !chunk.is_empty() {
+        stream.write_all(&chunk).await?;
+        chunk.clear();
+    }
+    stream.flush().await
+}
+
+/// Takes the replica's `REPLCONF ACK <offset>` commands out of `inbuf` (anything else it sends
+/// is ignored, as Redis ignores a replica's other commands' replies).
+fn read_acks(shared: &Shared, replica: &Attached, inbuf: &mut BytesMut) {
+    let mut ranges = Vec::new();
+    let limits = crate::protocol::Limits {
+        max_bulk_len: 1 << 20,
+        max_args: 16,
+        authenticated: true,
+    };
+    loop {
+        let (consumed, ack) = match crate::protocol::parse_request(inbuf, limits, &mut ranges) {
+            crate::protocol::Parsed::Request(consumed) => {
+                let arg = |i: usize| ranges.get(i).map(|&(a, b)| &inbuf[a..b]);
+                let is_ack = arg(0).is_some_and(|a| a.eq_ignore_ascii_case(b"replconf"))
+                    && arg(1).is_some_and(|a| a.eq_ignore_ascii_case(b"ack"));
+                let offset = arg(2).and_then(|a| std::str::from_utf8(a).ok()?.parse::<u64>().ok());
+                (consumed, offset.filter(|_| is_ack))
+            }
+            crate::protocol::Parsed::Inline(consumed, _) => (consumed, None),
+            crate::protocol::Parsed::Incomplete { .. } => return,
+            crate::protocol::Parsed::Error(_) => {
+                inbuf.clear();
+                return;
+            }
+        };
+        if let Some(offset) = ack {
+            replica.acked.fetch_max(offset, Relaxed);
+            replica.last_ack_ms.store(crate::store::now_ms(), Relaxed);
+            shared.replication.master.acks.wake_all_where(|_| true);
+        }
+        let _ = inbuf.split_to(consumed);
+    }
+}
+
+/// Pings the replicas through the stream every [`PING_EVERY`] while any is attached (one task).
+fn start_pinger(shared: &Arc<Shared>) {
+    let master = &shared.replication.master;
+    if master.pinging.swap(true, Relaxed) {
+        return;
+    }
+    let weak = Arc::downgrade(shared);
+    tokio::spawn(async move {
+        let ping = encode(&[b"PING"]);
+        loop {
+            tokio::time::sleep(PING_EVERY).await;
+            let Some(shared) = weak.upgrade() else {
+                return;
+            };
+            if !shared.replication.master.replicas.lock().is_empty() {
+                shared.store.feed.append(None, &ping);
+            }
+        }
+    });
+}

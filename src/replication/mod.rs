@@ -1,6 +1,7 @@
 //! Replication, as Redis's: a primary streams its writes to replicas (`master`), a replica
 //! follows a primary (`replica`). Both sides share this node's replication id and offset.
 
+pub mod feed;
 pub mod master;
 pub mod replica;
 
@@ -45,6 +46,32 @@ impl Default for Replication {
             replica: Default::default(),
         }
     }
+}
+
+/// INFO's `master_repl_offset`: the stream produced here once replicas are fed from it, else the
+/// stream applied (a replica, or a primary whose stream has not started: it starts there).
+pub fn repl_offset(shared: &crate::server::Shared) -> u64 {
+    let feed = &shared.store.feed;
+    if feed.active() && !shared.replication.replica.following() {
+        feed.end()
+    } else {
+        shared.replication.offset()
+    }
+}
+
+/// After a write command ran: if it wrote and its own lock did not already put it in the stream
+/// (it ran under EXEC's or a script's locks, or wrote no key), it goes in now.
+pub fn propagate_after(ctx: &mut crate::commands::Ctx<'_, '_>) {
+    if feed::uncommitted() {
+        let db = ctx.conn.db;
+        let store = &ctx.shared.store;
+        let feed_of = &store.feed;
+        match ctx.held_view(db) {
+            Some(view) => feed::commit(feed_of, |key| view.expiry_of(key)),
+            None => feed::commit(feed_of, |key| store.lock_one(db, key).expiry_of(key)),
+        }
+    }
+    feed::disarm();
 }
 
 impl Replication {

@@ -194,6 +194,8 @@ pub fn stop_following(shared: &Shared) {
     }
     shared.store.replica_keeps_expired.store(false, Relaxed);
     shared.replication.shift_replid();
+    // The stream this node produces from now on continues the primary's numbering.
+    shared.store.feed.restart_at(shared.replication.offset());
     shared.config.write().replicaof.clear();
     tracing::info!("MASTER MODE enabled: no longer following a primary");
     replica.target.send_replace(None);

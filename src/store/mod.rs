@@ -158,6 +158,8 @@ pub struct Store {
     /// Set while this node follows a primary: expired keys are hidden from reads but not
     /// deleted here; the primary's DEL removes them, as on a Redis replica.
     pub replica_keeps_expired: AtomicBool,
+    /// The replication stream: every write, once a replica has attached.
+    pub feed: crate::replication::feed::Feed,
     /// INFO's `expired_stale_perc`: the share of swept keys found expired, smoothed over the
     /// expiry cycle's ticks as Redis smooths it (an `f64`'s bits).
     expired_stale: AtomicU64,
@@ -208,6 +210,7 @@ impl Store {
             active_expire: true.into(),
             pause: Default::default(),
             replica_keeps_expired: AtomicBool::new(false),
+            feed: Default::default(),
             expired_stale: AtomicU64::new(0),
         };
         store.db(0); // the one nearly every client uses
@@ -249,6 +252,13 @@ impl Store {
     pub fn noting(&self, db: usize, key: &[u8], change: Change) {
         if self.listening.load(Ordering::Relaxed) {
             changes::note(db, key, change);
+        }
+        if self.feed.active() {
+            match change {
+                Change::Expired | Change::Evicted => self.feed.removed(db, key),
+                Change::Missed => {}
+                _ => crate::replication::feed::note_write(),
+            }
         }
     }
 
@@ -476,7 +486,31 @@ pub struct Locked<'a> {
     pub touch: bool,
 }
 
+impl Drop for Locked<'_> {
+    /// A command's writes go into the replication stream while its shards are still locked, so
+    /// the stream has writes to one key in the order they were applied (see
+    /// [`crate::replication::feed`]).
+    fn drop(&mut self) {
+        if self.store.feed.active() && crate::replication::feed::uncommitted() {
+            crate::replication::feed::commit(&self.store.feed, |key| self.expiry_of(key));
+        }
+    }
+}
+
 impl<'a> Locked<'a> {
+    /// The absolute expiry (Unix ms, 0: none) of the live key `key` if its shard is held here;
+    /// a pure read: nothing is noted, touched or removed.
+    pub fn expiry_of(&self, key: &[u8]) -> Option<u64> {
+        let hash = self.space.hasher.hash_one(key);
+        let slot = self.held.slot_of(shard_for(hash))?;
+        self.held
+            .get(slot)
+            .find(hash, key)
+            .map(|node| node.entry())
+            .filter(|e| !e.is_expired(self.now))
+            .map(|e| e.expire_at)
+    }
+
     /// The thresholds of the compact forms, as configured now.
     pub fn limits(&self) -> &'a encoding::Limits {
         &self.store.encoding_limits

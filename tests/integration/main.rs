@@ -36,6 +36,7 @@ mod ops_monitor;
 mod ops_slowlog;
 mod ops_snapshot;
 mod persist_rows;
+mod replication_primary;
 mod replication_replica;
 mod scripting_busy;
 mod scripting_concurrency;

@@ -1,0 +1,134 @@
+//! The primary's replication commands: SYNC and PSYNC (a replica asks for the data and the
+//! stream), REPLCONF (what it says about itself), WAIT (a client waits for replicas' acks).
+
+use super::{args, BlockRequest, CmdResult, Ctx};
+use crate::protocol::Reply;
+use crate::replication::master::{request_acks, Handoff};
+use bytes::Bytes;
+
+/// No reply: the connection's next bytes are the replication's (or none, as for a REPLCONF ACK).
+fn silent() -> CmdResult {
+    Ok(Reply::Raw(Bytes::new()))
+}
+
+fn hand_over(ctx: &mut Ctx, psync: Option<(Vec<u8>, i64)>) -> CmdResult {
+    if ctx.shared.replication.replica.following() {
+        // A deliberate difference: Redis chains replicas; stmd's replicas feed none.
+        return Err(Reply::error(
+            "ERR this replica does not feed replicas of its own: replicate from its primary",
+        ));
+    }
+    ctx.conn.replica_handoff = Some(Handoff {
+        psync,
+        conf: std::mem::take(&mut ctx.conn.replconf),
+        pending: Default::default(),
+    });
+    silent()
+}
+
+/// SYNC: the old full sync (no `+FULLRESYNC` line).
+pub fn sync(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
+    hand_over(ctx, None)
+}
+
+/// PSYNC replicationid offset: a partial sync when this node's stream still holds what follows
+/// `offset` of that history, else a full one.
+pub fn psync(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let offset = args::int(args[2])?;
+    hand_over(ctx, Some((args[1].to_vec(), offset)))
+}
+
+/// REPLCONF option value [option value …].
+pub fn replconf(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    if args.len() % 2 == 0 {
+        return Err(Reply::Error(super::wrong_arity("replconf").into()));
+    }
+    for pair in args[1..].chunks(2) {
+        let (option, value) = (pair[0], pair[1]);
+        match option.to_ascii_lowercase().as_slice() {
+            b"listening-port" => {
+                let port = args::int(value)?;
+                ctx.conn.replconf.listening_port = u16::try_from(port).unwrap_or(0);
+            }
+            b"ip-address" => {
+                ctx.conn.replconf.ip_address = Some(String::from_utf8_lossy(value).into_owned())
+            }
+            b"capa" => {
+                if value.eq_ignore_ascii_case(b"eof") {
+                    ctx.conn.replconf.capa_eof = true;
+                }
+            }
+            // Acknowledgements reach the primary on a replica's link, not here; sent by a
+            // client they get no reply, as in Redis.
+            b"ack" | b"fack" => return silent(),
+            // Only a primary asks this, of its replicas.
+            b"getack" => return silent(),
+            b"rdb-only" | b"rdb-filter-only" => {}
+            _ => {
+                return Err(Reply::Error(
+                    format!(
+                        "ERR Unrecognized REPLCONF option: {}",
+                        super::printable(option, 128)
+                    )
+                    .into(),
+                ))
+            }
+        }
+    }
+    Ok(Reply::OK)
+}
+
+/// WAIT numreplicas timeout: blocks until `numreplicas` replicas acknowledged this client's last
+/// write, or `timeout` ms pass (0: forever); answers how many did.
+pub fn wait(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let wanted = args::int(args[1])?;
+    let timeout = args::int(args[2])
+        .map_err(|_| Reply::error("ERR timeout is not an integer or out of range"))?;
+    if timeout < 0 {
+        return Err(Reply::error("ERR timeout is negative"));
+    }
+    let master = &ctx.shared.replication.master;
+    let acked = master.acked_at_least(ctx.conn.repl_offset) as i64;
+    if acked >= wanted || ctx.in_exec() || master.replicas().is_empty() {
+        return Ok(Reply::Int(acked));
+    }
+    let first = ctx.conn.wait.is_none();
+    if first {
+        ctx.conn.wait = Some(master.acks.register(vec![Bytes::from_static(b"wait")]));
+        request_acks(&ctx.shared.store.feed);
+    }
+    let deadline = (timeout > 0)
+        .then(|| std::time::Instant::now() + std::time::Duration::from_millis(timeout as u64));
+    ctx.conn.block = Some(BlockRequest {
+        deadline: if first { deadline } else { None },
+        timeout_reply: Reply::Int(acked),
+    });
+    Ok(Reply::Nil)
+}
+
+/// ROLE's answer on a primary: its offset and each replica's address and acknowledged offset.
+pub fn primary_role(ctx: &Ctx) -> Reply {
+    let replication = &ctx.shared.replication;
+    let replicas = replication
+        .master
+        .replicas()
+        .iter()
+        .filter(|r| r.online())
+        .map(|r| {
+            Reply::Array(vec![
+                Reply::bulk(&r.ip),
+                Reply::bulk(r.port.to_string()),
+                Reply::bulk(
+                    r.acked
+                        .load(std::sync::atomic::Ordering::Relaxed)
+                        .to_string(),
+                ),
+            ])
+        })
+        .collect();
+    Reply::Array(vec![
+        Reply::bulk_str("master"),
+        Reply::Int(ctx.shared.store.feed.end() as i64),
+        Reply::Array(replicas),
+    ])
+}

@@ -1,0 +1,252 @@
+//! stmd as a primary, with a real redis-server as its replica: the full sync carries every kind of
+//! key, TTLs, databases and function libraries; then the stream carries every write as it was
+//! applied (relative TTLs as absolute expiries, SPOP's picks, XADD's ids, scripts and
+//! transactions as MULTI/EXEC blocks, expired keys as DELs); WAIT counts the replica's acks; a
+//! replica that reconnects continues from the backlog (a partial sync).
+
+use crate::common;
+use crate::keys_dump::{contents, fill, KINDS};
+
+use common::real_redis::RealRedis;
+use common::stm::ok;
+use common::TestServer;
+use redis::aio::MultiplexedConnection as Conn;
+use redis::Value;
+use std::time::{Duration, Instant};
+
+async fn info(con: &mut Conn, section: &str) -> String {
+    match ok(con, &["INFO", section]).await {
+        Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
+        Value::VerbatimString { text, .. } => text,
+        other => panic!("INFO: {other:?}"),
+    }
+}
+
+fn field(info: &str, name: &str) -> Option<String> {
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .map(|v| v.trim().to_string())
+}
+
+async fn int(con: &mut Conn, words: &[&str]) -> i64 {
+    match ok(con, words).await {
+        Value::Int(n) => n,
+        other => panic!("{words:?}: {other:?}"),
+    }
+}
+
+/// Waits until the replica has applied everything the primary produced so far.
+async fn caught_up(primary: &mut Conn, replica: &mut Conn) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let produced = field(&info(primary, "replication").await, "master_repl_offset");
+        let replica_info = info(replica, "replication").await;
+        let applied = field(&replica_info, "slave_repl_offset");
+        let up = field(&replica_info, "master_link_status").as_deref() == Some("up");
+        if up && produced.is_some() && produced == applied {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "replica not caught up: {produced:?} vs {applied:?}\n{replica_info}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_real_redis_replica_follows_stmd() {
+    let server = TestServer::start().await;
+    let mut primary = server.client().await;
+    let mut keys = Vec::new();
+    for size in [5usize, 1000] {
+        for kind in KINDS {
+            let key = format!("{kind:?}-{size}");
+            fill(&mut primary, kind, &key, size).await;
+            keys.push(key);
+        }
+    }
+    ok(&mut primary, &["SET", "ttl", "v", "EX", "1000"]).await;
+    ok(&mut primary, &["XADD", "events", "1-1", "f", "v"]).await;
+    ok(
+        &mut primary,
+        &[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=replib\nredis.register_function('rf', function() return 7 end)",
+        ],
+    )
+    .await;
+    ok(&mut primary, &["SELECT", "2"]).await;
+    ok(&mut primary, &["SET", "in-db-2", "two"]).await;
+    ok(&mut primary, &["SELECT", "0"]).await;
+    // No replica yet: WAIT answers at once.
+    assert_eq!(int(&mut primary, &["WAIT", "1", "100"]).await, 0);
+
+    let port = server.addr.port().to_string();
+    // The replica writes what it receives to its dump.rdb: not in the working directory.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dir_arg = dir.path().to_str().expect("utf-8 path");
+    let redis = RealRedis::start_with(&["--replicaof", "127.0.0.1", &port, "--dir", dir_arg]);
+    let mut replica = redis.client().await;
+    caught_up(&mut primary, &mut replica).await;
+    for key in &keys {
+        assert_eq!(
+            contents(&mut replica, key).await,
+            contents(&mut primary, key).await,
+            "{key}"
+        );
+    }
+    let expiry = ["PEXPIRETIME", "ttl"];
+    assert_eq!(
+        int(&mut replica, &expiry).await,
+        int(&mut primary, &expiry).await
+    );
+    let libraries = ["FUNCTION", "LIST", "WITHCODE"];
+    assert_eq!(
+        ok(&mut replica, &libraries).await,
+        ok(&mut primary, &libraries).await
+    );
+
+    // The stream, command by command.
+    ok(&mut primary, &["INCR", "Integer-5"]).await;
+    ok(&mut primary, &["SET", "rel", "v", "PX", "600000"]).await;
+    ok(&mut primary, &["EXPIRE", "List-1000", "5000"]).await;
+    ok(&mut primary, &["SADD", "pool", "a", "b", "c", "d", "e"]).await;
+    ok(&mut primary, &["SPOP", "pool", "2"]).await;
+    ok(&mut primary, &["XADD", "events", "*", "g", "w"]).await;
+    ok(
+        &mut primary,
+        &[
+            "EVAL",
+            "redis.call('SET', KEYS[1], 'x') redis.call('APPEND', KEYS[1], 'y') return 1",
+            "1",
+            "scripted",
+        ],
+    )
+    .await;
+    let mut pipe = redis::pipe();
+    pipe.atomic()
+        .cmd("LPUSH")
+        .arg("queued")
+        .arg("1")
+        .cmd("SELECT")
+        .arg("3")
+        .cmd("SET")
+        .arg("in-db-3")
+        .arg("three")
+        .cmd("SELECT")
+        .arg("0");
+    let _: Value = pipe.query_async(&mut primary).await.expect("EXEC");
+    ok(&mut primary, &["DEL", "Text-5"]).await;
+    ok(&mut primary, &["SET", "short", "v", "PX", "30"]).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // A read finds it expired: its DEL goes to the replica.
+    assert_eq!(ok(&mut primary, &["GET", "short"]).await, Value::Nil);
+    assert_eq!(int(&mut primary, &["WAIT", "1", "5000"]).await, 1);
+    caught_up(&mut primary, &mut replica).await;
+
+    assert_eq!(int(&mut replica, &["EXISTS", "Text-5"]).await, 0);
+    for key in [
+        "Integer-5",
+        "rel",
+        "List-1000",
+        "pool",
+        "scripted",
+        "queued",
+    ] {
+        assert_eq!(
+            contents(&mut replica, key).await,
+            contents(&mut primary, key).await,
+            "{key}"
+        );
+        let expiry = ["PEXPIRETIME", key];
+        assert_eq!(
+            int(&mut replica, &expiry).await,
+            int(&mut primary, &expiry).await,
+            "expiry of {key}"
+        );
+    }
+    let range = ["XRANGE", "events", "-", "+"];
+    assert_eq!(
+        ok(&mut replica, &range).await,
+        ok(&mut primary, &range).await
+    );
+    assert_eq!(
+        ok(&mut replica, &["DBSIZE"]).await,
+        ok(&mut primary, &["DBSIZE"]).await,
+        "the expired key was deleted on the replica too"
+    );
+    ok(&mut replica, &["SELECT", "3"]).await;
+    assert_eq!(
+        ok(&mut replica, &["GET", "in-db-3"]).await,
+        Value::BulkString(b"three".to_vec())
+    );
+    ok(&mut replica, &["SELECT", "0"]).await;
+
+    let replication = info(&mut primary, "replication").await;
+    assert_eq!(
+        field(&replication, "connected_slaves").as_deref(),
+        Some("1")
+    );
+    let line = field(&replication, "slave0").expect("slave0");
+    assert!(line.contains("state=online"), "{line}");
+    match ok(&mut primary, &["ROLE"]).await {
+        Value::Array(role) => {
+            assert_eq!(role[0], Value::BulkString(b"master".to_vec()));
+            assert!(
+                matches!(&role[2], Value::Array(r) if r.len() == 1),
+                "{role:?}"
+            );
+        }
+        other => panic!("ROLE: {other:?}"),
+    }
+    let stats = info(&mut primary, "stats").await;
+    assert_eq!(field(&stats, "sync_full").as_deref(), Some("1"));
+
+    // The link drops; the replica comes back with PSYNC and gets only what it missed.
+    ok(&mut replica, &["CLIENT", "KILL", "TYPE", "master"]).await;
+    ok(&mut primary, &["SET", "while-away", "1"]).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let stats = info(&mut primary, "stats").await;
+        if field(&stats, "sync_partial_ok").as_deref() == Some("1") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no partial sync: {stats}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    caught_up(&mut primary, &mut replica).await;
+    assert_eq!(
+        ok(&mut replica, &["GET", "while-away"]).await,
+        Value::BulkString(b"1".to_vec())
+    );
+    let stats = info(&mut primary, "stats").await;
+    assert_eq!(field(&stats, "sync_full").as_deref(), Some("1"));
+}
+
+#[tokio::test]
+async fn replconf_and_psync_arguments() {
+    let server = TestServer::start().await;
+    let mut con = server.client().await;
+    assert_eq!(
+        ok(&mut con, &["REPLCONF", "listening-port", "6380"]).await,
+        Value::Okay
+    );
+    let refused = common::stm::run(&mut con, &["REPLCONF", "nosuch", "1"]).await;
+    assert!(
+        refused
+            .as_ref()
+            .is_err_and(|e| e.contains("Unrecognized REPLCONF option: nosuch")),
+        "{refused:?}"
+    );
+    let refused = common::stm::run(&mut con, &["PSYNC", "?", "x"]).await;
+    assert!(refused.is_err(), "{refused:?}");
+    // Nothing attached: the stream is off and WAIT answers 0.
+    let replication = info(&mut con, "replication").await;
+    assert_eq!(
+        field(&replication, "repl_backlog_active").as_deref(),
+        Some("0")
+    );
+    assert_eq!(int(&mut con, &["WAIT", "0", "0"]).await, 0);
+}
