@@ -41,7 +41,7 @@ pub fn psync(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 /// REPLCONF option value [option value …].
 pub fn replconf(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     if args.len() % 2 == 0 {
-        return Err(Reply::Error(super::wrong_arity("replconf").into()));
+        return Err(Reply::error(super::err::SYNTAX));
     }
     for pair in args[1..].chunks(2) {
         let (option, value) = (pair[0], pair[1]);
@@ -63,7 +63,20 @@ pub fn replconf(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             b"ack" | b"fack" => return silent(),
             // Only a primary asks this, of its replicas.
             b"getack" => return silent(),
-            b"rdb-only" | b"rdb-filter-only" => {}
+            b"rdb-only" => {
+                if !(0..=1).contains(&args::int(value)?) {
+                    return Err(Reply::error(
+                        "ERR value is out of range, value must between 0 and 1",
+                    ));
+                }
+            }
+            b"rdb-filter-only" => {
+                let text = String::from_utf8_lossy(value);
+                let mut filters = text.split_whitespace();
+                if let Some(other) = filters.find(|f| !f.eq_ignore_ascii_case("functions")) {
+                    return Err(unsupported_filter(other));
+                }
+            }
             _ => {
                 return Err(Reply::Error(
                     format!(
@@ -76,6 +89,10 @@ pub fn replconf(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         }
     }
     Ok(Reply::OK)
+}
+
+fn unsupported_filter(filter: &str) -> Reply {
+    Reply::Error(format!("ERR Unsupported rdb-filter-only option: {filter}").into())
 }
 
 /// WAIT numreplicas timeout: blocks until `numreplicas` replicas acknowledged this client's last
