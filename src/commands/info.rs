@@ -163,13 +163,23 @@ fn render(ctx: &Ctx, section: &str, out: &mut String) {
             lines.add("master_failover_state", "no-failover");
             lines.add("master_replid", &*replication.replid.lock());
             lines.add("master_replid2", &*replication.replid2.lock());
-            lines.add("master_repl_offset", crate::replication::repl_offset(shared));
-            lines.add("second_repl_offset", replication.second_offset.load(Relaxed));
+            lines.add(
+                "master_repl_offset",
+                crate::replication::repl_offset(shared),
+            );
+            lines.add(
+                "second_repl_offset",
+                replication.second_offset.load(Relaxed),
+            );
             lines.add("repl_backlog_active", u8::from(backlog.active));
             lines.add("repl_backlog_size", backlog.size);
             lines.add(
                 "repl_backlog_first_byte_offset",
-                if backlog.active { backlog.first_byte } else { 0 },
+                if backlog.active {
+                    backlog.first_byte
+                } else {
+                    0
+                },
             );
             lines.add("repl_backlog_histlen", backlog.histlen);
         }

@@ -250,3 +250,44 @@ async fn replconf_and_psync_arguments() {
     );
     assert_eq!(int(&mut con, &["WAIT", "0", "0"]).await, 0);
 }
+
+/// An stmd replica of an stmd primary: plain keys, a transaction, and STM captures (which a Redis
+/// replica cannot run) all arrive; the replica refuses writes and cannot be followed in turn.
+#[tokio::test]
+async fn stmd_follows_stmd() {
+    let primary_server = TestServer::start().await;
+    let mut primary = primary_server.client().await;
+    ok(&mut primary, &["SET", "before", "1"]).await;
+    common::stm::capture(&mut primary, "u1", "c1", "s1", "3", "-", "hello there").await;
+    let target = format!("127.0.0.1 {}", primary_server.addr.port());
+    let replica_server = TestServer::start_with(move |c| c.replicaof = target).await;
+    let mut replica = replica_server.client().await;
+    caught_up(&mut primary, &mut replica).await;
+
+    ok(&mut primary, &["INCR", "before"]).await;
+    ok(&mut primary, &["SET", "ttl", "v", "EX", "100"]).await;
+    let keys = common::stm::capture(&mut primary, "u1", "c1", "s1", "3", "-", "second turn").await;
+    caught_up(&mut primary, &mut replica).await;
+    assert_eq!(
+        ok(&mut replica, &["GET", "before"]).await,
+        Value::BulkString(b"2".to_vec())
+    );
+    let expiry = ["PEXPIRETIME", "ttl"];
+    assert_eq!(
+        int(&mut replica, &expiry).await,
+        int(&mut primary, &expiry).await
+    );
+    // The second capture arrived by the stream (the first, an STM entry, is not in a full sync).
+    assert!(!keys.is_empty());
+    for key in &keys {
+        let on_replica = format!("{:?}", ok(&mut replica, &["STM.GET", key]).await);
+        assert!(on_replica.contains("second turn"), "{key}: {on_replica}");
+    }
+    let refused = common::stm::run(&mut replica, &["SET", "x", "1"]).await;
+    assert!(
+        refused.as_ref().is_err_and(|e| e.starts_with("READONLY")),
+        "{refused:?}"
+    );
+    let refused = common::stm::run(&mut replica, &["PSYNC", "?", "-1"]).await;
+    assert!(refused.is_err(), "{refused:?}");
+}
