@@ -113,9 +113,18 @@ impl ClientInfo {
         self.signal.is_raised(Signal::UNBLOCK_ERROR)
     }
 
-    /// The client's type for CLIENT KILL/LIST TYPE: `pubsub` while subscribed, else `normal`.
-    pub fn is_pubsub(&self) -> bool {
-        self.published.flags.load(Ordering::Relaxed) & flag::PUBSUB != 0
+    /// The client's type for CLIENT KILL/LIST TYPE.
+    pub fn class(&self) -> ClientClass {
+        let flags = self.published.flags.load(Ordering::Relaxed);
+        if flags & flag::MASTER != 0 {
+            ClientClass::Master
+        } else if flags & flag::REPLICA != 0 {
+            ClientClass::Replica
+        } else if flags & flag::PUBSUB != 0 {
+            ClientClass::PubSub
+        } else {
+            ClientClass::Normal
+        }
     }
 
     /// Seconds since the client connected.
@@ -191,6 +200,15 @@ impl ClientInfo {
     }
 }
 
+/// A client's type (CLIENT LIST/KILL TYPE).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientClass {
+    Normal,
+    PubSub,
+    Master,
+    Replica,
+}
+
 /// CLIENT LIST's flag bits, published by the connection task; [`flag::letters`] renders them
 /// with Redis's letters in Redis's order.
 pub mod flag {
@@ -212,9 +230,12 @@ pub mod flag {
     pub const BLOCKED_WITH_TIMEOUT: u32 = 1 << 13;
     /// The link to the primary this node follows (Redis's master client, `M`).
     pub const MASTER: u32 = 1 << 14;
+    /// A replica fed from this node (Redis's `S`).
+    pub const REPLICA: u32 = 1 << 15;
 
     const LETTERS: &[(u32, char)] = &[
         (MONITOR, 'O'),
+        (REPLICA, 'S'),
         (MASTER, 'M'),
         (PUBSUB, 'P'),
         (MULTI, 'x'),

@@ -5,7 +5,7 @@
 use super::args::{int, is};
 use super::connection::{help_reply, valid_client_text};
 use super::{err, table, CmdResult, Command, ConnState, Ctx};
-use crate::clients::{flag, ClientInfo};
+use crate::clients::{flag, ClientClass, ClientInfo};
 use crate::pause::PauseMode;
 use crate::protocol::Reply;
 use std::sync::atomic::Ordering;
@@ -281,25 +281,26 @@ fn publish_own(conn: &ConnState, args: &[&[u8]]) {
         .store(argv as u64, Ordering::Relaxed);
 }
 
-/// The client types CLIENT LIST and KILL filter by: `Some(pubsub?)`, or `None` for the types no
-/// stmd client has (master, replica).
-fn client_type(kind: &[u8]) -> Result<Option<bool>, Reply> {
-    if is(kind, "normal") {
-        Ok(Some(false))
-    } else if is(kind, "pubsub") {
-        Ok(Some(true))
-    } else if ["master", "replica", "slave"].iter().any(|k| is(kind, k)) {
-        Ok(None)
-    } else {
-        Err(Reply::Error(
-            format!("ERR Unknown client type '{}'", super::printable(kind, 64)).into(),
-        ))
-    }
+/// The client types CLIENT LIST and KILL filter by (`slave` is `replica`).
+fn client_type(kind: &[u8]) -> Result<ClientClass, Reply> {
+    [
+        ("normal", ClientClass::Normal),
+        ("pubsub", ClientClass::PubSub),
+        ("master", ClientClass::Master),
+        ("replica", ClientClass::Replica),
+        ("slave", ClientClass::Replica),
+    ]
+    .into_iter()
+    .find(|(name, _)| is(kind, name))
+    .map(|(_, class)| class)
+    .ok_or_else(|| {
+        Reply::Error(format!("ERR Unknown client type '{}'", super::printable(kind, 64)).into())
+    })
 }
 
 fn client_list(ctx: &mut Ctx, filters: &[&[u8]]) -> CmdResult {
     let mut ids: Option<Vec<u64>> = None;
-    let mut kind: Option<Option<bool>> = None;
+    let mut kind: Option<ClientClass> = None;
     let mut at = 0;
     while at < filters.len() {
         let option = filters[at];
@@ -325,12 +326,9 @@ fn client_list(ctx: &mut Ctx, filters: &[&[u8]]) -> CmdResult {
     }
     let mut text = String::new();
     for client in ctx.shared.clients.all() {
-        let type_matches = match kind {
-            None => true,
-            Some(None) => false,
-            Some(Some(pubsub)) => client.is_pubsub() == pubsub,
-        };
-        if type_matches && ids.as_ref().is_none_or(|ids| ids.contains(&client.id)) {
+        if kind.is_none_or(|k| client.class() == k)
+            && ids.as_ref().is_none_or(|ids| ids.contains(&client.id))
+        {
             text.push_str(&client.describe());
             text.push('\n');
         }
@@ -342,8 +340,7 @@ fn client_list(ctx: &mut Ctx, filters: &[&[u8]]) -> CmdResult {
 #[derive(Default)]
 struct KillFilter {
     id: Option<u64>,
-    /// `Some(None)`: a type no stmd client has.
-    kind: Option<Option<bool>>,
+    kind: Option<ClientClass>,
     addr: Option<String>,
     laddr: Option<String>,
     /// Only clients connected longer than this many seconds.
@@ -356,11 +353,7 @@ impl KillFilter {
     fn matches(&self, client: &ClientInfo) -> bool {
         self.id.is_none_or(|id| client.id == id)
             && self.user.as_ref().is_none_or(|u| *client.user.lock() == *u)
-            && match self.kind {
-                None => true,
-                Some(None) => false,
-                Some(Some(pubsub)) => client.is_pubsub() == pubsub,
-            }
+            && self.kind.is_none_or(|k| client.class() == k)
             && self
                 .addr
                 .as_ref()

@@ -125,6 +125,9 @@ pub async fn serve_replica(
     handoff: Handoff,
 ) -> std::io::Result<()> {
     let mut inbuf = handoff.pending;
+    info.published
+        .flags
+        .fetch_or(crate::clients::flag::REPLICA, Relaxed);
     let feed = &shared.store.feed;
     let replication = &shared.replication;
     if !feed.active() {

@@ -203,6 +203,9 @@ async fn a_real_redis_replica_follows_stmd() {
     }
     let stats = info(&mut primary, "stats").await;
     assert_eq!(field(&stats, "sync_full").as_deref(), Some("1"));
+    let listed = common::stm::text(&ok(&mut primary, &["CLIENT", "LIST", "TYPE", "replica"]).await);
+    assert_eq!(listed.lines().count(), 1, "{listed}");
+    assert!(listed.contains("flags=S"), "{listed}");
 
     // The link drops; the replica comes back with PSYNC and gets only what it missed.
     ok(&mut replica, &["CLIENT", "KILL", "TYPE", "master"]).await;
