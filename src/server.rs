@@ -378,7 +378,7 @@ pub async fn run(
     };
 
     let snapshot_task = tokio::spawn(crate::snapshot::run(shared.clone(), stop_rx.clone()));
-    let replica_task = tokio::spawn(crate::replication::replica::run(
+    let replica_task = tokio::spawn(crate::replication::link::run(
         shared.clone(),
         stop_rx.clone(),
     ));

@@ -623,9 +623,11 @@ pub fn run(ctx: &mut Ctx<'_, '_>, cmd: &'static Command, args: &[&[u8]]) -> Repl
     if propagating {
         crate::replication::propagate_after(ctx);
     }
-    if propagating || (replicating && cmd.has(table::RUNS_SCRIPT | table::NOT_QUEUED)) {
+    if replicating {
         // WAIT's target: the stream as far as this client's last write.
-        ctx.conn.repl_offset = ctx.shared.store.feed.end();
+        if let Some(end) = crate::replication::feed::take_last_end() {
+            ctx.conn.repl_offset = end;
+        }
     }
     let reply = match outcome {
         Ok(reply) | Err(reply) => reply,

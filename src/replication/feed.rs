@@ -154,13 +154,13 @@ impl Feed {
 
     /// Appends one command of database `db` (a `SELECT` first when the stream is elsewhere;
     /// `db` None for commands of no database, as PING or PUBLISH).
-    pub fn append(&self, db: Option<usize>, frame: &[u8]) {
-        self.append_all(&[(db, frame)]);
+    pub fn append(&self, db: Option<usize>, frame: &[u8]) -> u64 {
+        self.append_all(&[(db, frame)])
     }
 
-    /// Appends commands as one block (nothing can come between them).
-    pub fn append_all(&self, frames: &[(Option<usize>, &[u8])]) {
-        {
+    /// Appends commands as one block (nothing can come between them); returns the stream's end.
+    pub fn append_all(&self, frames: &[(Option<usize>, &[u8])]) -> u64 {
+        let end = {
             let mut backlog = self.backlog.lock();
             for (db, frame) in frames {
                 if let Some(db) = *db {
@@ -174,8 +174,10 @@ impl Feed {
                 backlog.push(frame);
             }
             backlog.trim();
-        }
+            backlog.end
+        };
         self.grown.notify_waiters();
+        end
     }
 
     /// A key removed because its time was up or to make room: the replicas remove it too.
@@ -226,7 +228,8 @@ pub fn encode(args: &[&[u8]]) -> Vec<u8> {
     out
 }
 
-fn encode_into<'a>(out: &mut Vec<u8>, args: impl ExactSizeIterator<Item = &'a [u8]>) {
+/// Appends the encoding of a command to `out`.
+pub fn encode_into<'a>(out: &mut Vec<u8>, args: impl ExactSizeIterator<Item = &'a [u8]>) {
     let mut n = itoa::Buffer::new();
     out.push(b'*');
     out.extend_from_slice(n.format(args.len()).as_bytes());
@@ -251,6 +254,8 @@ struct Pending {
     /// For a command that sets a relative time to live: its key, whose absolute expiry follows
     /// the command (`PEXPIREAT`), so a replica expires it at the same instant.
     ttl_key: Option<Bytes>,
+    /// The stream's end after this thread's last command went in (WAIT's target for its client).
+    last_end: u64,
     /// Open EXECs and scripts (their commands go out as one `MULTI … EXEC`).
     batch_depth: usize,
     batch: Vec<(Option<usize>, Vec<u8>)>,
@@ -316,32 +321,36 @@ pub fn commit(feed: &Feed, expiry: impl FnOnce(&[u8]) -> Option<u64>) {
             return None;
         }
         p.armed = false;
-        Some((p.db, std::mem::take(&mut p.frame), p.ttl_key.take()))
+        Some((p.db, p.ttl_key.take()))
     });
-    let Some((db, frame, ttl_key)) = taken else {
+    let Some((db, ttl_key)) = taken else {
         return;
     };
     // No borrow is held here: `expiry` may lock (and so commit, finding nothing armed).
     let expire_at = ttl_key.as_deref().and_then(expiry).filter(|&at| at != 0);
-    let mut frames = vec![(db, frame)];
-    if let (Some(key), Some(at)) = (ttl_key, expire_at) {
+    let then_expire = ttl_key.zip(expire_at).map(|(key, at)| {
         let at = itoa::Buffer::new().format(at).as_bytes().to_vec();
-        frames.push((db, encode(&[b"PEXPIREAT", &key, &at])));
-    }
-    let frames = PENDING.with(|p| {
+        encode(&[b"PEXPIREAT", &key, &at])
+    });
+    PENDING.with(|p| {
         let mut p = p.borrow_mut();
         if p.batch_depth > 0 {
-            p.batch.extend(frames);
-            None
-        } else {
-            Some(frames)
+            let frame = p.frame.clone();
+            p.batch.push((db, frame));
+            p.batch.extend(then_expire.map(|f| (db, f)));
+            return;
         }
+        // The frame goes from this thread's buffer straight into the backlog.
+        p.last_end = match &then_expire {
+            Some(extra) => feed.append_all(&[(db, &p.frame), (db, extra)]),
+            None => feed.append(db, &p.frame),
+        };
     });
-    if let Some(frames) = frames {
-        let refs: Vec<(Option<usize>, &[u8])> =
-            frames.iter().map(|(db, f)| (*db, f.as_slice())).collect();
-        feed.append_all(&refs);
-    }
+}
+
+/// The stream's end after the last command this thread put in it, taken once.
+pub fn take_last_end() -> Option<u64> {
+    PENDING.with(|p| Some(std::mem::take(&mut p.borrow_mut().last_end)).filter(|&end| end != 0))
 }
 
 /// After a command: what it did not write is forgotten.
@@ -374,8 +383,8 @@ pub fn end_batch(feed: &Feed) {
             Vec::new()
         }
     });
-    match batch.len() {
-        0 => {}
+    let end = match batch.len() {
+        0 => return,
         1 => feed.append(batch[0].0, &batch[0].1),
         _ => {
             let multi = encode(&[b"MULTI"]);
@@ -386,7 +395,8 @@ pub fn end_batch(feed: &Feed) {
             frames.push((batch[0].0, &multi));
             frames.extend(batch.iter().map(|(db, f)| (*db, f.as_slice())));
             frames.push((None, &exec));
-            feed.append_all(&frames);
+            feed.append_all(&frames)
         }
-    }
+    };
+    PENDING.with(|p| p.borrow_mut().last_end = end);
 }

@@ -2,6 +2,7 @@
 //! follows a primary (`replica`). Both sides share this node's replication id and offset.
 
 pub mod feed;
+pub mod link;
 pub mod master;
 pub mod replica;
 

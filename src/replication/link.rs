@@ -1,0 +1,577 @@
+//! The replica's link to its primary: the hand-shake (PING, AUTH, REPLCONF, PSYNC), the full sync
+//! loaded with every database locked, then the primary's stream applied command by command as
+//! Redis's master client is obeyed, with acknowledgements every second.
+
+use super::replica::{LinkState, Replica, Target};
+use crate::commands::{self, ConnState, Ctx};
+use crate::protocol::{parse_request, Limits, Parsed, Reply};
+use crate::server::Shared;
+use bytes::{Buf, BytesMut};
+use smallvec::SmallVec;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+
+/// How long a failed or broken link waits before it is made again.
+const RETRY_AFTER: Duration = Duration::from_secs(1);
+/// How often the applied offset is acknowledged to the primary.
+const ACK_EVERY: Duration = Duration::from_secs(1);
+
+/// Follows the targets REPLICAOF sets, until `stop` (the server's shutdown).
+pub async fn run(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    let mut targets = shared.replication.replica.target.subscribe();
+    loop {
+        let current = targets.borrow_and_update().clone();
+        let link = async {
+            match current {
+                Some((target, generation)) => keep_following(&shared, &target, generation).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = stop.changed() => return,
+            changed = targets.changed() => if changed.is_err() {
+                return;
+            },
+            _ = link => {}
+        }
+    }
+}
+
+/// Makes the link again and again, a second apart, for as long as the target stays.
+async fn keep_following(shared: &Arc<Shared>, target: &Target, generation: u64) {
+    let replica = &shared.replication.replica;
+    // The primary's selected database, kept across a continued (partial) sync as Redis keeps its
+    // cached master client: the primary does not select it again.
+    let mut db = 0usize;
+    loop {
+        let outcome = link(shared, target, generation, &mut db).await;
+        if !replica.current(generation) {
+            return;
+        }
+        let was_up = replica.state() == LinkState::Connected;
+        replica.update(generation, |status| {
+            // Counted from the loss of a link that was up (-1 before any, as Redis).
+            if was_up {
+                status.down_since_ms = crate::clock::monotonic_ms().max(1);
+            }
+            status.sync_total = 0;
+            status.sync_read = 0;
+        });
+        replica.set_state(generation, LinkState::Connect);
+        if let Err(why) = outcome {
+            tracing::warn!(host = %target.host, port = target.port, %why, "replication link to the primary lost; retrying in 1 s");
+        }
+        tokio::time::sleep(RETRY_AFTER).await;
+    }
+}
+
+/// The socket to the primary with what was read and not used yet.
+struct Conn {
+    stream: TcpStream,
+    inbuf: BytesMut,
+    /// `repl-timeout`: the longest wait for the primary's next bytes.
+    timeout: Duration,
+}
+
+impl Conn {
+    async fn send(&mut self, args: &[&[u8]]) -> Result<(), String> {
+        let frame = super::feed::encode(args);
+        self.stream
+            .write_all(&frame)
+            .await
+            .map_err(|e| format!("write to the primary failed: {e}"))
+    }
+
+    /// Reads more bytes; an error at the end of the stream or after `timeout` of silence.
+    async fn fill(&mut self) -> Result<usize, String> {
+        if self.inbuf.capacity() - self.inbuf.len() < 16 * 1024 {
+            self.inbuf.reserve(64 * 1024);
+        }
+        match tokio::time::timeout(self.timeout, self.stream.read_buf(&mut self.inbuf)).await {
+            Err(_) => Err("timeout: no data from the primary".into()),
+            Ok(Err(e)) => Err(format!("read from the primary failed: {e}")),
+            Ok(Ok(0)) => Err("the primary closed the connection".into()),
+            Ok(Ok(n)) => Ok(n),
+        }
+    }
+
+    /// One reply line without its line end. An empty line is the primary's keep-alive (`\n`).
+    async fn line(&mut self) -> Result<String, String> {
+        loop {
+            if let Some(end) = memchr::memchr(b'\n', &self.inbuf) {
+                let line = self.inbuf.split_to(end + 1);
+                let text = line.strip_suffix(b"\r\n").unwrap_or(&line[..end]);
+                return Ok(String::from_utf8_lossy(text).into_owned());
+            }
+            if self.inbuf.len() > 64 * 1024 {
+                return Err("protocol error: reply line too long".into());
+            }
+            self.fill().await?;
+        }
+    }
+
+    /// A reply line, skipping the primary's keep-alive newlines.
+    async fn reply(&mut self) -> Result<String, String> {
+        loop {
+            let line = self.line().await?;
+            if !line.is_empty() {
+                return Ok(line);
+            }
+        }
+    }
+}
+
+/// One link: connect, hand-shake, sync, then apply the stream until it breaks (always an error).
+async fn link(
+    shared: &Arc<Shared>,
+    target: &Target,
+    generation: u64,
+    db: &mut usize,
+) -> Result<(), String> {
+    let replica = &shared.replication.replica;
+    let (timeout, user, password) = {
+        let config = shared.config.read();
+        (
+            Duration::from_secs(config.repl_timeout.max(1)),
+            config.masteruser.clone(),
+            config.masterauth.clone(),
+        )
+    };
+    replica.set_state(generation, LinkState::Connecting);
+    let address = (target.host.as_str(), target.port);
+    let stream = match tokio::time::timeout(timeout, TcpStream::connect(address)).await {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(e)) => return Err(format!("cannot connect to the primary: {e}")),
+        Err(_) => return Err("timeout connecting to the primary".into()),
+    };
+    let _ = stream.set_nodelay(true);
+    let mut conn = Conn {
+        stream,
+        inbuf: BytesMut::with_capacity(64 * 1024),
+        timeout,
+    };
+    replica.set_state(generation, LinkState::Handshake);
+    conn.send(&[b"PING"]).await?;
+    let pong = conn.reply().await?;
+    // A primary that wants a password answers PING with NOAUTH (or NOPERM): AUTH comes next.
+    if !(pong.starts_with('+')
+        || pong.starts_with("-NOAUTH")
+        || pong.starts_with("-NOPERM")
+        || pong.starts_with("-ERR operation not permitted"))
+    {
+        return Err(format!("error reply to PING from the primary: '{pong}'"));
+    }
+    if !password.is_empty() {
+        let mut auth: SmallVec<[&[u8]; 3]> = SmallVec::new();
+        auth.push(b"AUTH");
+        if !user.is_empty() {
+            auth.push(user.as_bytes());
+        }
+        auth.push(password.as_bytes());
+        conn.send(&auth).await?;
+        let reply = conn.reply().await?;
+        if reply.starts_with('-') {
+            return Err(format!("unable to AUTH to the primary: {reply}"));
+        }
+    }
+    let port = shared.local_addr.port().to_string();
+    conn.send(&[b"REPLCONF", b"listening-port", port.as_bytes()])
+        .await?;
+    let reply = conn.reply().await?;
+    if reply.starts_with('-') {
+        tracing::info!(%reply, "the primary did not take REPLCONF listening-port; going on");
+    }
+    conn.send(&[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"])
+        .await?;
+    let reply = conn.reply().await?;
+    if reply.starts_with('-') {
+        tracing::info!(%reply, "the primary did not take REPLCONF capa; going on");
+    }
+    let history = replica.status.lock().history;
+    let (replid, next) = if history {
+        let replid = shared.replication.replid.lock().clone();
+        (replid, (shared.replication.offset() + 1).to_string())
+    } else {
+        ("?".to_string(), "-1".to_string())
+    };
+    conn.send(&[b"PSYNC", replid.as_bytes(), next.as_bytes()])
+        .await?;
+    let reply = conn.reply().await?;
+    if let Some(rest) = reply.strip_prefix("+FULLRESYNC ") {
+        let mut words = rest.split_whitespace();
+        let (Some(id), Some(offset)) = (words.next(), words.next()) else {
+            return Err(format!("bad FULLRESYNC reply from the primary: '{reply}'"));
+        };
+        let offset: u64 = offset
+            .parse()
+            .map_err(|_| format!("bad FULLRESYNC offset from the primary: '{reply}'"))?;
+        if id.len() != 40 {
+            return Err(format!("bad FULLRESYNC id from the primary: '{reply}'"));
+        }
+        replica.set_state(generation, LinkState::Sync);
+        let (payload, diskless) = read_payload(&mut conn, replica, generation).await?;
+        if !replica.current(generation) {
+            return Ok(());
+        }
+        let started = std::time::Instant::now();
+        let worker = shared.clone();
+        let loaded = tokio::task::spawn_blocking(move || load_sync(&worker, &payload))
+            .await
+            .map_err(|e| format!("the load of the primary's data failed: {e}"))??;
+        *shared.replication.replid.lock() = id.to_string();
+        shared.replication.offset.store(offset, Relaxed);
+        replica.read_offset.store(offset, Relaxed);
+        *db = 0;
+        replica.update(generation, |status| status.history = true);
+        tracing::info!(
+            keys = loaded,
+            ms = started.elapsed().as_millis() as u64,
+            replid = id,
+            offset,
+            "full sync with the primary done"
+        );
+        // A diskless primary puts this replica online at its first ACK.
+        if diskless {
+            send_ack(&mut conn, shared.replication.offset()).await?;
+        }
+    } else if let Some(rest) = reply.strip_prefix("+CONTINUE") {
+        if !history {
+            return Err("the primary answered CONTINUE to a new replica".into());
+        }
+        // psync2: the primary's history may have a new id (it was promoted); ours follows.
+        let new_id = rest.trim();
+        if new_id.len() == 40 && *shared.replication.replid.lock() != new_id {
+            shared.replication.shift_replid();
+            *shared.replication.replid.lock() = new_id.to_string();
+        }
+        tracing::info!("partial resynchronization with the primary accepted");
+    } else {
+        return Err(format!(
+            "unexpected reply to PSYNC from the primary: '{reply}'"
+        ));
+    }
+    stream_commands(shared, &mut conn, generation, db, target).await
+}
+
+/// The RDB after FULLRESYNC: `$<len>\r\n<len bytes>`, or diskless `$EOF:<40-byte mark>\r\n<bytes>
+/// <mark>`; keep-alive newlines may come first. True as the second value for the diskless form.
+async fn read_payload(
+    conn: &mut Conn,
+    replica: &Replica,
+    generation: u64,
+) -> Result<(Vec<u8>, bool), String> {
+    let header = conn.reply().await?;
+    let Some(spec) = header.strip_prefix('$') else {
+        return Err(format!(
+            "bad full sync payload from the primary: '{header}'"
+        ));
+    };
+    if let Some(mark) = spec.strip_prefix("EOF:") {
+        let mark = mark.as_bytes().to_vec();
+        if mark.len() != 40 {
+            return Err("bad diskless payload mark from the primary".into());
+        }
+        replica.update(generation, |s| s.sync_total = -1);
+        let mut payload: Vec<u8> = Vec::new();
+        loop {
+            payload.extend_from_slice(&conn.inbuf);
+            conn.inbuf.clear();
+            replica.update(generation, |s| s.sync_read = payload.len() as u64);
+            if payload.ends_with(&mark) {
+                payload.truncate(payload.len() - mark.len());
+                return Ok((payload, true));
+            }
+            conn.fill().await?;
+            replica
+                .last_io_ms
+                .store(crate::clock::monotonic_ms(), Relaxed);
+        }
+    }
+    let len: usize = spec
+        .parse()
+        .map_err(|_| format!("bad full sync payload length from the primary: '{header}'"))?;
+    replica.update(generation, |s| s.sync_total = len as i64);
+    let mut payload: Vec<u8> = Vec::with_capacity(len.min(64 * 1024 * 1024));
+    while payload.len() < len {
+        if conn.inbuf.is_empty() {
+            conn.fill().await?;
+            replica
+                .last_io_ms
+                .store(crate::clock::monotonic_ms(), Relaxed);
+        }
+        let take = conn.inbuf.len().min(len - payload.len());
+        payload.extend_from_slice(&conn.inbuf[..take]);
+        conn.inbuf.advance(take);
+        replica.update(generation, |s| s.sync_read = payload.len() as u64);
+    }
+    Ok((payload, false))
+}
+
+/// Replaces the whole keyspace and the function libraries with the primary's RDB. Every database
+/// is locked while it is emptied and loaded, so a client sees the old data or the new, never a
+/// mix; STM scope rows are not touched (as FLUSHALL). Returns the keys loaded.
+fn load_sync(shared: &Shared, payload: &[u8]) -> Result<u64, String> {
+    let store = &shared.store;
+    let dbs: Vec<usize> = (0..store.databases()).collect();
+    let loaded = {
+        let mut locked = store.lock_dbs(&dbs);
+        for keys in locked.iter_mut() {
+            keys.clear();
+        }
+        match crate::snapshot::load_bytes(payload, store, Some(&mut locked[..])) {
+            Ok(loaded) => loaded,
+            Err(why) => {
+                // Half a keyspace is worse than none: Redis empties it too.
+                for keys in locked.iter_mut() {
+                    keys.clear();
+                }
+                return Err(format!("cannot load the primary's data: {why}"));
+            }
+        }
+    };
+    // The engine after the keys: EXEC takes its locks before the engine, so never the reverse.
+    shared
+        .scripting
+        .engine()
+        .restore_functions(
+            &loaded.functions,
+            crate::scripting::functions::RestorePolicy::Flush,
+        )
+        .map_err(|e| format!("cannot load the primary's functions: {e}"))?;
+    shared.snapshots.note_load(&loaded, store);
+    crate::events::after_background_work(shared);
+    Ok(loaded.keys)
+}
+
+async fn send_ack(conn: &mut Conn, offset: u64) -> Result<(), String> {
+    conn.send(&[b"REPLCONF", b"ACK", offset.to_string().as_bytes()])
+        .await
+}
+
+/// Unregisters the primary's client record when the link ends, however it ends.
+struct Registered<'a> {
+    shared: &'a Shared,
+    id: u64,
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        self.shared.clients.unregister(self.id);
+    }
+}
+
+/// Applies the primary's commands as they arrive, acknowledging the offset every second, until
+/// the link breaks (an error), times out, is killed (CLIENT KILL) or the target changes.
+async fn stream_commands(
+    shared: &Arc<Shared>,
+    conn: &mut Conn,
+    generation: u64,
+    db: &mut usize,
+    target: &Target,
+) -> Result<(), String> {
+    let replica = &shared.replication.replica;
+    let peer = conn
+        .stream
+        .peer_addr()
+        .map_err(|e| format!("the primary's address: {e}"))?;
+    let local = conn.stream.local_addr().unwrap_or(shared.local_addr);
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&conn.stream);
+    let info = shared.clients.register(peer, local, fd);
+    let _registered = Registered {
+        shared,
+        id: info.id,
+    };
+    let mut state = ConnState::new(info.clone(), true);
+    state.from_primary = true;
+    state.db = *db;
+    let now = crate::clock::monotonic_ms();
+    replica.last_io_ms.store(now, Relaxed);
+    replica.update(generation, |status| status.down_since_ms = 0);
+    replica.set_state(generation, LinkState::Connected);
+    tracing::info!(host = %target.host, port = target.port, "following the primary: link up");
+    let mut ack = tokio::time::interval(ACK_EVERY);
+    ack.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    // Bytes of a transaction in progress (MULTI … EXEC): counted when it ends, as Redis's
+    // `reploff`, so a link broken inside one continues from its MULTI.
+    let mut pending = 0u64;
+    let mut out: Vec<u8> = Vec::new();
+    let result = loop {
+        if let Err(why) = apply(
+            shared,
+            &mut state,
+            conn,
+            &mut ranges,
+            &mut pending,
+            &mut out,
+            generation,
+        )
+        .await
+        {
+            break Err(why);
+        }
+        *db = state.db;
+        commands::client::publish(&state, 0);
+        replica.read_offset.store(
+            shared.replication.offset() + pending + conn.inbuf.len() as u64,
+            Relaxed,
+        );
+        if !out.is_empty() {
+            if let Err(e) = conn.stream.write_all(&out).await {
+                break Err(format!("write to the primary failed: {e}"));
+            }
+            out.clear();
+        }
+        if !replica.current(generation) {
+            break Ok(());
+        }
+        if conn.inbuf.capacity() - conn.inbuf.len() < 16 * 1024 {
+            conn.inbuf.reserve(64 * 1024);
+        }
+        tokio::select! {
+            biased;
+            _ = info.ended() => break Err("the primary's client was killed".into()),
+            read = conn.stream.read_buf(&mut conn.inbuf) => match read {
+                Ok(0) => break Err("the primary closed the connection".into()),
+                Ok(n) => {
+                    replica.last_io_ms.store(crate::clock::monotonic_ms(), Relaxed);
+                    crate::metrics::Stats::add(&shared.stats.total_net_input_bytes, n as u64);
+                }
+                Err(e) => break Err(format!("read from the primary failed: {e}")),
+            },
+            _ = ack.tick() => {
+                let silent = crate::clock::monotonic_ms()
+                    .saturating_sub(replica.last_io_ms.load(Relaxed));
+                if silent > conn.timeout.as_millis() as u64 {
+                    break Err("timeout: no data from the primary".into());
+                }
+                let offset = shared.replication.offset();
+                if let Err(why) = send_ack(conn, offset).await {
+                    break Err(why);
+                }
+            }
+        }
+    };
+    // A transaction cut by the break is dropped: the primary sends it again from its MULTI.
+    state.multi = None;
+    state.multi_failed = false;
+    result
+}
+
+/// Runs the complete commands at the head of the read buffer. `REPLCONF GETACK` is answered
+/// into `out` with the offset before it; every other reply is dropped.
+#[allow(clippy::too_many_arguments)]
+async fn apply(
+    shared: &Arc<Shared>,
+    state: &mut ConnState,
+    conn: &mut Conn,
+    ranges: &mut Vec<(usize, usize)>,
+    pending: &mut u64,
+    out: &mut Vec<u8>,
+    generation: u64,
+) -> Result<(), String> {
+    let replica = &shared.replication.replica;
+    let limits = {
+        let config = shared.config.read();
+        Limits {
+            max_bulk_len: config.proto_max_bulk_len as usize,
+            max_args: config.proto_max_multibulk_len as usize,
+            authenticated: true,
+        }
+    };
+    let mut pos = 0;
+    let mut applied = 0u64;
+    let result = loop {
+        if pos >= conn.inbuf.len() {
+            break Ok(());
+        }
+        if !replica.current(generation) {
+            break Ok(());
+        }
+        let inline_args;
+        let args: SmallVec<[&[u8]; 16]>;
+        let used = match parse_request(&conn.inbuf[pos..], limits, ranges) {
+            Parsed::Request(used) => {
+                let base = pos;
+                args = ranges
+                    .iter()
+                    .map(|&(s, e)| &conn.inbuf[base + s..base + e])
+                    .collect();
+                used
+            }
+            Parsed::Inline(used, owned) => {
+                inline_args = owned;
+                args = inline_args.iter().map(Vec::as_slice).collect();
+                used
+            }
+            Parsed::Incomplete { .. } => break Ok(()),
+            Parsed::Error(message) => {
+                break Err(format!("protocol error in the primary's stream: {message}"))
+            }
+        };
+        pos += used;
+        let used = used as u64;
+        if args.is_empty() {
+            shared.replication.offset.fetch_add(used, Relaxed);
+            continue;
+        }
+        if args[0].eq_ignore_ascii_case(b"replconf") {
+            // GETACK is answered with the offset before its own frame, as Redis's.
+            if args
+                .get(1)
+                .is_some_and(|a| a.eq_ignore_ascii_case(b"getack"))
+            {
+                let offset = shared.replication.offset().to_string();
+                super::feed::encode_into(
+                    out,
+                    [&b"REPLCONF"[..], b"ACK", offset.as_bytes()].into_iter(),
+                );
+            }
+            shared.replication.offset.fetch_add(used, Relaxed);
+            continue;
+        }
+        let reply = loop {
+            let reply = commands::dispatch(&mut Ctx::new(shared, state), &args);
+            if !std::mem::take(&mut state.script_wait) {
+                break reply;
+            }
+            // A client's script runs: the primary's command waits for it however long it runs,
+            // as on Redis (which keeps the stream unread meanwhile); never a BUSY.
+            if std::mem::take(&mut state.script_turn) {
+                shared.scripting.wait_turn(u64::MAX).await;
+            } else {
+                shared.scripting.run.until_idle().await;
+            }
+        };
+        // Never a wait for the primary's commands: a blocking one that found nothing is done.
+        state.block = None;
+        state.wait = None;
+        state.blocked_read = None;
+        state.postponed = false;
+        if let Reply::Error(text) = &reply {
+            tracing::debug!(command = %String::from_utf8_lossy(args[0]), %text, "the primary's command failed here");
+        }
+        applied += 1;
+        if state.multi.is_some() {
+            *pending += used;
+        } else {
+            shared
+                .replication
+                .offset
+                .fetch_add(std::mem::take(pending) + used, Relaxed);
+        }
+    };
+    conn.inbuf.advance(pos);
+    if applied > 0 {
+        crate::metrics::Stats::add(&shared.stats.total_commands_processed, applied);
+        state
+            .info
+            .last_active_ms
+            .store(crate::clock::monotonic_ms(), Relaxed);
+    }
+    result
+}
