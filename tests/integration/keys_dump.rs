@@ -264,3 +264,29 @@ async fn stm_entries_restore_into_stmd_exactly_and_redis_refuses_them() {
     let recent = run(&mut stmd, &["STM.RECENT", "USER", "u1"]).await;
     assert!(format!("{recent:?}").contains("hello there"), "{recent:?}");
 }
+
+/// A function library with one read-only function, `everyf`, answering 42.
+pub const LIBRARY: &str = "#!lua name=everylib\nredis.register_function{function_name='everyf', callback=function() return 42 end, flags={'no-writes'}}";
+
+/// Keys of every kind, small and large, a stream, an HLL, a key with a TTL, one in database 2 and a
+/// function library.
+pub async fn fill_everything(con: &mut Conn) -> Vec<String> {
+    let mut keys = Vec::new();
+    for size in [5usize, 1000] {
+        for kind in KINDS {
+            let key = format!("{kind:?}-{size}");
+            fill(con, kind, &key, size).await;
+            keys.push(key);
+        }
+    }
+    ok(con, &["XADD", "stream", "1-1", "f", "v"]).await;
+    ok(con, &["XADD", "stream", "2-1", "g", "w"]).await;
+    ok(con, &["XGROUP", "CREATE", "stream", "grp", "0"]).await;
+    ok(con, &["PFADD", "hll", "a", "b", "c"]).await;
+    ok(con, &["SET", "ttl", "v", "EX", "1000"]).await;
+    ok(con, &["FUNCTION", "LOAD", LIBRARY]).await;
+    ok(con, &["SELECT", "2"]).await;
+    ok(con, &["SET", "in-db-2", "two"]).await;
+    ok(con, &["SELECT", "0"]).await;
+    keys
+}

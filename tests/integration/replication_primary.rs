@@ -5,7 +5,7 @@
 //! replica that reconnects continues from the backlog (a partial sync).
 
 use crate::common;
-use crate::keys_dump::{contents, fill, KINDS};
+use crate::keys_dump::{contents, fill_everything};
 
 use common::real_redis::RealRedis;
 use common::stm::ok;
@@ -58,28 +58,7 @@ async fn caught_up(primary: &mut Conn, replica: &mut Conn) {
 async fn a_real_redis_replica_follows_stmd() {
     let server = TestServer::start().await;
     let mut primary = server.client().await;
-    let mut keys = Vec::new();
-    for size in [5usize, 1000] {
-        for kind in KINDS {
-            let key = format!("{kind:?}-{size}");
-            fill(&mut primary, kind, &key, size).await;
-            keys.push(key);
-        }
-    }
-    ok(&mut primary, &["SET", "ttl", "v", "EX", "1000"]).await;
-    ok(&mut primary, &["XADD", "events", "1-1", "f", "v"]).await;
-    ok(
-        &mut primary,
-        &[
-            "FUNCTION",
-            "LOAD",
-            "#!lua name=replib\nredis.register_function('rf', function() return 7 end)",
-        ],
-    )
-    .await;
-    ok(&mut primary, &["SELECT", "2"]).await;
-    ok(&mut primary, &["SET", "in-db-2", "two"]).await;
-    ok(&mut primary, &["SELECT", "0"]).await;
+    let keys = fill_everything(&mut primary).await;
     // No replica yet: WAIT answers at once.
     assert_eq!(int(&mut primary, &["WAIT", "1", "100"]).await, 0);
 
@@ -114,7 +93,7 @@ async fn a_real_redis_replica_follows_stmd() {
     ok(&mut primary, &["EXPIRE", "List-1000", "5000"]).await;
     ok(&mut primary, &["SADD", "pool", "a", "b", "c", "d", "e"]).await;
     ok(&mut primary, &["SPOP", "pool", "2"]).await;
-    ok(&mut primary, &["XADD", "events", "*", "g", "w"]).await;
+    ok(&mut primary, &["XADD", "stream", "*", "g", "w"]).await;
     ok(
         &mut primary,
         &[
@@ -167,7 +146,7 @@ async fn a_real_redis_replica_follows_stmd() {
             "expiry of {key}"
         );
     }
-    let range = ["XRANGE", "events", "-", "+"];
+    let range = ["XRANGE", "stream", "-", "+"];
     assert_eq!(
         ok(&mut replica, &range).await,
         ok(&mut primary, &range).await

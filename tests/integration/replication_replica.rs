@@ -6,7 +6,7 @@
 //! ROLE and INFO replication.
 
 use crate::common;
-use crate::keys_dump::{contents, fill, KINDS};
+use crate::keys_dump::{contents, fill_everything};
 
 use common::real_redis::RealRedis;
 use common::stm::{ok, run};
@@ -16,7 +16,6 @@ use redis::Value;
 use std::time::{Duration, Instant};
 
 /// A library whose function may run on a read-only replica (`no-writes`).
-const LIBRARY: &str = "#!lua name=repllib\nredis.register_function{function_name='replf', callback=function() return 42 end, flags={'no-writes'}}";
 
 fn text(v: &Value) -> String {
     match v {
@@ -112,22 +111,6 @@ async fn same_data(primary: &mut Conn, replica: &mut Conn, dbs: &[u32]) {
     ok(replica, &["SELECT", "0"]).await;
 }
 
-/// Keys of every kind, small and large, a stream, an HLL, a TTL, database 2 and a library.
-async fn fill_everything(con: &mut Conn) {
-    for size in [5usize, 1000] {
-        for kind in KINDS {
-            fill(con, kind, &format!("{kind:?}-{size}"), size).await;
-        }
-    }
-    ok(con, &["XADD", "stream", "1-1", "f", "v"]).await;
-    ok(con, &["PFADD", "hll", "a", "b", "c"]).await;
-    ok(con, &["SET", "ttl", "v", "EX", "1000"]).await;
-    ok(con, &["FUNCTION", "LOAD", LIBRARY]).await;
-    ok(con, &["SELECT", "2"]).await;
-    ok(con, &["SET", "in-db-2", "two"]).await;
-    ok(con, &["SELECT", "0"]).await;
-}
-
 async fn replica_of(port: u16, tweak: impl FnOnce(&mut stmd::config::Config)) -> TestServer {
     TestServer::start_with(move |c| {
         c.replicaof = format!("127.0.0.1 {port}");
@@ -152,7 +135,7 @@ async fn a_replica_loads_the_primary_and_applies_its_writes() {
     same_data(&mut primary, &mut replica, &[0, 2]).await;
     assert!(matches!(ok(&mut replica, &["TTL", "ttl"]).await, Value::Int(t) if t > 900));
     assert_eq!(
-        ok(&mut replica, &["FCALL", "replf", "0"]).await,
+        ok(&mut replica, &["FCALL_RO", "everyf", "0"]).await,
         Value::Int(42)
     );
 
@@ -164,7 +147,7 @@ async fn a_replica_loads_the_primary_and_applies_its_writes() {
         &["HSET", "Hash-5", "f", "changed"],
         &["ZADD", "ZSet-5", "7.5", "added"],
         &["EXPIRE", "Text-5", "500"],
-        &["XADD", "stream", "2-1", "g", "w"],
+        &["XADD", "stream", "3-1", "g", "w"],
         &["DEL", "Set-1000"],
     ] {
         ok(&mut primary, words).await;
