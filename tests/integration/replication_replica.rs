@@ -15,7 +15,6 @@ use redis::aio::MultiplexedConnection as Conn;
 use redis::Value;
 use std::time::{Duration, Instant};
 
-/// A library whose function may run on a read-only replica (`no-writes`).
 
 fn text(v: &Value) -> String {
     match v {
