@@ -15,7 +15,6 @@ use redis::aio::MultiplexedConnection as Conn;
 use redis::Value;
 use std::time::{Duration, Instant};
 
-
 fn text(v: &Value) -> String {
     match v {
         Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
