@@ -172,6 +172,10 @@ pub struct Config {
     /// While following a primary, refuse writes from clients (`-READONLY`) (yes|no).
     #[arg(long, env = "STMD_REPLICA_READ_ONLY", default_value = "yes", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "Replication")]
     pub replica_read_only: bool,
+    /// The replication backlog: the stream's recent bytes kept for replicas that reconnect
+    /// (PSYNC), at least 16kb (units as --maxmemory).
+    #[arg(long, env = "STMD_REPL_BACKLOG_SIZE", default_value = "1mb", value_parser = parse_memory, help_heading = "Replication")]
+    pub repl_backlog_size: u64,
     /// Seconds without data from the primary after which the link is dropped and made again.
     #[arg(long, env = "STMD_REPL_TIMEOUT", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=i32::MAX as u64), help_heading = "Replication")]
     pub repl_timeout: u64,
@@ -639,6 +643,7 @@ pub static PARAMS: &[Param] = &[
     memory_param!("proto-max-bulk-len", proto_max_bulk_len),
     number_param!("proto-max-multibulk-len", proto_max_multibulk_len),
     memory_param!("hll-sparse-max-bytes", hll_sparse_max_bytes),
+    memory_param!("repl-backlog-size", repl_backlog_size),
     memory_param!("client-query-buffer-limit", client_query_buffer_limit),
     memory_param!("maxmemory", maxmemory),
     Param {

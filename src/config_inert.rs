@@ -89,7 +89,6 @@ pub static INERT_PARAMS: &[(&str, &str)] = &[
     ("rdb-save-incremental-fsync", "yes"),
     ("rdbchecksum", "yes"),
     ("rdbcompression", "yes"),
-    ("repl-backlog-size", "1048576"),
     ("repl-backlog-ttl", "3600"),
     ("repl-disable-tcp-nodelay", "no"),
     ("repl-diskless-load", "disabled"),

@@ -79,6 +79,7 @@ impl Shared {
         let commands = crate::commands::table::CommandNames::new(&config.rename_command)
             .map_err(Error::Config)?;
         store.memory.configure(&config);
+        store.feed.set_size(config.repl_backlog_size as usize);
         store
             .encoding_limits
             .configure(&config.encoding_thresholds());

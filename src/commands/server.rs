@@ -62,6 +62,10 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         ctx.shared.store.memory.configure(&updated);
         ctx.shared
             .store
+            .feed
+            .set_size(updated.repl_backlog_size as usize);
+        ctx.shared
+            .store
             .encoding_limits
             .configure(&updated.encoding_thresholds());
         ctx.shared.events.configure(&updated);
