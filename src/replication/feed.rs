@@ -184,7 +184,9 @@ impl Feed {
     pub fn removed(&self, db: usize, key: &[u8]) {
         let frame = encode(&[b"DEL", key]);
         let batched = PENDING.with(|p| {
-            let mut p = p.borrow_mut();
+            let Ok(mut p) = p.try_borrow_mut() else {
+                return false;
+            };
             if p.batch_depth > 0 {
                 p.batch.push((Some(db), frame.clone()));
                 true

@@ -56,7 +56,6 @@ pub struct Handoff {
 }
 
 /// The states INFO shows for a replica.
-const WAIT_BGSAVE: u8 = 0;
 const SEND_BULK: u8 = 1;
 const ONLINE: u8 = 2;
 
@@ -77,7 +76,6 @@ pub struct Attached {
 impl Attached {
     pub fn state(&self) -> &'static str {
         match self.state.load(Relaxed) {
-            WAIT_BGSAVE => "wait_bgsave",
             SEND_BULK => "send_bulk",
             _ => "online",
         }
@@ -100,10 +98,6 @@ impl Master {
             .iter()
             .filter(|r| r.online() && r.acked.load(Relaxed) >= offset)
             .count()
-    }
-
-    fn attach(&self, replica: Arc<Attached>) {
-        self.replicas.lock().push(replica);
     }
 
     fn detach(&self, replica: &Arc<Attached>) {
@@ -163,12 +157,27 @@ pub async fn serve_replica(
         };
         counter.fetch_add(1, Relaxed);
     }
-    let (reader, state) = match continued {
+    // Registered as soon as it has a place in the stream, and given up however this ends.
+    let register = |reader: Arc<AtomicU64>, state: u8| {
+        let replica = Arc::new(Attached {
+            client_id: info.id,
+            ip: ip.clone(),
+            port: conf.listening_port,
+            state: AtomicU8::new(state),
+            sent: reader,
+            acked: AtomicU64::new(0),
+            last_ack_ms: AtomicU64::new(crate::store::now_ms()),
+        });
+        master.replicas.lock().push(replica.clone());
+        Registration { shared, replica }
+    };
+    let registration = match continued {
         Some(reader) => {
+            let registration = register(reader, ONLINE);
             stream
                 .write_all(format!("+CONTINUE {replid}\r\n").as_bytes())
                 .await?;
-            (reader, ONLINE)
+            registration
         }
         None => {
             master.sync_full.fetch_add(1, Relaxed);
@@ -185,6 +194,7 @@ pub async fn serve_replica(
             .map_err(std::io::Error::other)??;
             let reader = reader.ok_or_else(|| std::io::Error::other("stream moved on"))?;
             let offset = reader.load(Relaxed);
+            let registration = register(reader, SEND_BULK);
             if handoff.psync.is_some() {
                 stream
                     .write_all(format!("+FULLRESYNC {replid} {offset}\r\n").as_bytes())
@@ -200,23 +210,25 @@ pub async fn serve_replica(
                 offset,
                 "full sync sent to a replica"
             );
-            (reader, ONLINE)
+            registration.replica.state.store(ONLINE, Relaxed);
+            registration
         }
     };
-    let replica = Arc::new(Attached {
-        client_id: info.id,
-        ip,
-        port: conf.listening_port,
-        state: AtomicU8::new(state),
-        sent: reader.clone(),
-        acked: AtomicU64::new(0),
-        last_ack_ms: AtomicU64::new(crate::store::now_ms()),
-    });
-    replication.master.attach(replica.clone());
-    let outcome = feed_replica(stream, shared, info, &replica, &mut inbuf).await;
-    replication.master.detach(&replica);
-    feed.drop_reader(&replica.sent);
-    outcome
+    feed_replica(stream, shared, info, &registration.replica, &mut inbuf).await
+}
+
+/// An attached replica: listed for INFO, ROLE and WAIT, and holding its place in the stream,
+/// until it goes (however the feeding ends).
+struct Registration<'a> {
+    shared: &'a Shared,
+    replica: Arc<Attached>,
+}
+
+impl Drop for Registration<'_> {
+    fn drop(&mut self) {
+        self.shared.replication.master.detach(&self.replica);
+        self.shared.store.feed.drop_reader(&self.replica.sent);
+    }
 }
 
 /// Sends the stream from the replica's offset as it grows; reads its acknowledgements.
