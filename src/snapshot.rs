@@ -519,7 +519,6 @@ pub fn load_bytes<'s>(
         store,
         databases: store.databases(),
         now: crate::store::now_ms(),
-        keep_expired: held.is_some(),
         held,
         loaded: Loaded::default(),
     };
@@ -541,9 +540,8 @@ struct Loader<'h, 's> {
     store: &'s Store,
     databases: usize,
     now: u64,
-    /// Keys already expired are loaded too (a replica's full sync).
-    keep_expired: bool,
-    /// Every database, locked whole by the caller; None: each key locks its own shard.
+    /// Every database, locked whole by the caller (a replica's full sync, which loads keys already
+    /// expired too: the primary's DEL removes them); None: each key locks its own shard.
     held: Option<&'h mut [crate::store::Locked<'s>]>,
     loaded: Loaded,
 }
@@ -559,7 +557,7 @@ impl FileSink for Loader<'_, '_> {
         if matches!(value, Value::Stm(_)) {
             return Ok(()); // never written by a save: STM entries come back from their rows
         }
-        if !self.keep_expired && expire_at != 0 && expire_at <= self.now {
+        if self.held.is_none() && expire_at != 0 && expire_at <= self.now {
             self.loaded.expired += 1; // as a primary does: an expired key is not loaded
             return Ok(());
         }

@@ -106,7 +106,7 @@ pub fn wait(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     }
     let master = &ctx.shared.replication.master;
     let acked = master.acked_at_least(ctx.conn.repl_offset) as i64;
-    if acked >= wanted || ctx.in_exec() || master.replicas().is_empty() {
+    if acked >= wanted || ctx.in_exec() || !master.any() {
         return Ok(Reply::Int(acked));
     }
     let first = ctx.conn.wait.is_none();

@@ -61,7 +61,6 @@ const ONLINE: u8 = 2;
 
 /// One attached replica.
 pub struct Attached {
-    pub client_id: u64,
     pub ip: String,
     pub port: u16,
     state: AtomicU8,
@@ -89,6 +88,11 @@ impl Attached {
 impl Master {
     pub fn replicas(&self) -> Vec<Arc<Attached>> {
         self.replicas.lock().clone()
+    }
+
+    /// True when a replica is attached.
+    pub fn any(&self) -> bool {
+        !self.replicas.lock().is_empty()
     }
 
     /// How many replicas have acknowledged the stream up to `offset`.
@@ -160,7 +164,6 @@ pub async fn serve_replica(
     // Registered as soon as it has a place in the stream, and given up however this ends.
     let register = |reader: Arc<AtomicU64>, state: u8| {
         let replica = Arc::new(Attached {
-            client_id: info.id,
             ip: ip.clone(),
             port: conf.listening_port,
             state: AtomicU8::new(state),
@@ -346,7 +349,7 @@ fn start_pinger(shared: &Arc<Shared>) {
             let Some(shared) = weak.upgrade() else {
                 return;
             };
-            if !shared.replication.master.replicas.lock().is_empty() {
+            if shared.replication.master.any() {
                 shared.store.feed.append(None, &ping);
             }
         }
