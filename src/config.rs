@@ -338,8 +338,13 @@ pub struct Config {
     pub latency_tracking_info_percentiles: Percentiles,
     /// Allow the DEBUG command: `yes`, `no`, or `local` (from loopback clients only). Fixed at
     /// start-up, as in Redis.
-    #[arg(long, env = "STMD_ENABLE_DEBUG_COMMAND", value_enum, default_value_t = DebugCommand::No, help_heading = "Observability")]
-    pub enable_debug_command: DebugCommand,
+    #[arg(long, env = "STMD_ENABLE_DEBUG_COMMAND", value_enum, default_value_t = ProtectedCommand::No, help_heading = "Observability")]
+    pub enable_debug_command: ProtectedCommand,
+    /// Allow MODULE LOAD, LOADEX and UNLOAD (`yes`, `no` or `local`, fixed at start-up, as in
+    /// Redis). stmd loads no modules: allowed, they answer Redis's errors for a module that
+    /// cannot be loaded or is not loaded.
+    #[arg(long, env = "STMD_ENABLE_MODULE_COMMAND", value_enum, default_value_t = ProtectedCommand::No, help_heading = "Observability")]
+    pub enable_module_command: ProtectedCommand,
 
     /// Keyspace notifications to publish, in Redis's class letters (`KEA`, `Ex`…; empty: none),
     /// plus `S` for STM entries' own events.
@@ -467,12 +472,39 @@ pub enum TlsAuthClients {
     Optional,
 }
 
-/// Who may run DEBUG (Redis's `enable-debug-command`).
+/// Who may run a protected command: DEBUG (Redis's `enable-debug-command`), MODULE LOAD/UNLOAD
+/// (`enable-module-command`).
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DebugCommand {
+pub enum ProtectedCommand {
     Yes,
     No,
     Local,
+}
+
+impl ProtectedCommand {
+    /// Whether a client connected from `peer` may run the command.
+    pub fn allows(self, peer: std::net::IpAddr) -> bool {
+        match self {
+            ProtectedCommand::Yes => true,
+            ProtectedCommand::No => false,
+            ProtectedCommand::Local => peer.is_loopback(),
+        }
+    }
+
+    /// Redis's refusal of `command` (upper case) behind the option `option`.
+    pub fn refusal(command: &str, option: &str) -> String {
+        format!(
+            "ERR {command} command not allowed. If the {option} option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
+        )
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            ProtectedCommand::Yes => "yes",
+            ProtectedCommand::No => "no",
+            ProtectedCommand::Local => "local",
+        }
+    }
 }
 
 /// How log lines are written.
@@ -817,14 +849,12 @@ pub static PARAMS: &[Param] = &[
     },
     Param {
         name: "enable-debug-command",
-        get: |c| {
-            match c.enable_debug_command {
-                DebugCommand::Yes => "yes",
-                DebugCommand::No => "no",
-                DebugCommand::Local => "local",
-            }
-            .to_string()
-        },
+        get: |c| c.enable_debug_command.name().to_string(),
+        set: None,
+    },
+    Param {
+        name: "enable-module-command",
+        get: |c| c.enable_module_command.name().to_string(),
         set: None,
     },
     number_param!("hash-max-listpack-entries", hash_max_listpack_entries),

@@ -57,7 +57,6 @@ pub static INERT_PARAMS: &[(&str, &str)] = &[
     ("daemonize", "no"),
     ("disable-thp", "yes"),
     ("dynamic-hz", "yes"),
-    ("enable-module-command", "no"),
     ("enable-protected-configs", "no"),
     ("hz", "10"),
     ("ignore-warnings", ""),

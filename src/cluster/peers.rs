@@ -61,7 +61,10 @@ pub struct Link {
 
 impl Link {
     /// Connects, and authenticates when `password` is set.
-    pub async fn connect(addr: &str, password: &str) -> std::io::Result<Link> {
+    pub async fn connect(
+        addr: impl tokio::net::ToSocketAddrs,
+        password: &str,
+    ) -> std::io::Result<Link> {
         let stream = TcpStream::connect(addr).await?;
         stream.set_nodelay(true)?;
         let mut link = Link {

@@ -12,7 +12,7 @@
 use super::migrate::Inside;
 use super::{key_slot, Cluster, CROSSSLOT};
 use crate::commands::keyspec;
-use crate::commands::table::Command;
+use crate::commands::table::{Command, ASKING};
 use crate::commands::Ctx;
 
 /// What dispatch does with a request in cluster mode.
@@ -29,7 +29,8 @@ pub enum Admission<'c> {
 /// so a migration either waits for this command or this command sees its pause (and, after
 /// it, the new owner). Commands inside EXEC or a script were admitted with their EXEC or script.
 /// After ASKING, RESTORE and DEL may touch a slot this node does not own: that is how a
-/// migration's source copies keys here before the slot's ownership flips.
+/// migration's source copies keys here before the slot's ownership flips. RESTORE-ASKING (the
+/// `asking` flag) may always, as RESTORE after ASKING.
 pub fn admit<'c>(
     ctx: &mut Ctx<'_, '_>,
     cluster: &'c Cluster,
@@ -43,7 +44,7 @@ pub fn admit<'c>(
         Ok(None) => return Admission::Run(None),
         Err(error) => return Admission::Refuse(error),
     };
-    if asking && matches!(effective.name, "restore" | "del") {
+    if effective.has(ASKING) || asking && matches!(effective.name, "restore" | "del") {
         return Admission::Run(None);
     }
     let inside = match ctx.in_exec() {

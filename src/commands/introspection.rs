@@ -4,7 +4,7 @@ use super::args::is;
 use super::connection::{help_reply, REDIS_VERSION};
 use super::info::{human_bytes, Allocator};
 use super::{err, CmdResult, Ctx};
-use crate::config::DebugCommand;
+use crate::config::ProtectedCommand;
 use crate::protocol::Reply;
 use crate::store::Value;
 use std::fmt::Write;
@@ -461,17 +461,13 @@ pub fn lolwut(_ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     Ok(Reply::Verbatim(format!("Redis ver. {REDIS_VERSION}\n")))
 }
 
-const DEBUG_REFUSED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
-
 /// DEBUG SLEEP / OBJECT / SET-ACTIVE-EXPIRE / HELP, behind `enable-debug-command`.
 pub fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let allowed = match ctx.shared.config.read().enable_debug_command {
-        DebugCommand::Yes => true,
-        DebugCommand::No => false,
-        DebugCommand::Local => ctx.conn.info.addr.ip().is_loopback(),
-    };
-    if !allowed {
-        return Err(Reply::error(DEBUG_REFUSED));
+    let setting = ctx.shared.config.read().enable_debug_command;
+    if !setting.allows(ctx.conn.info.addr.ip()) {
+        return Err(Reply::Error(
+            ProtectedCommand::refusal("DEBUG", "enable-debug-command").into(),
+        ));
     }
     let sub = args[1];
     if is(sub, "SLEEP") && args.len() == 3 {

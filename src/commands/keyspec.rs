@@ -327,13 +327,16 @@ pub fn keys_for_routing(cmd: &Command, args: &[&[u8]]) -> Option<KeyList> {
 }
 
 fn find_keys(cmd: &Command, args: &[&[u8]], with_not_keys: bool) -> Option<KeyList> {
-    // Redis's own key finders for the commands whose specs cannot say (`sortGetKeys`).
-    if cmd.name.starts_with("sort") {
-        match cmd.name {
-            "sort" => return Some(sort_keys(args)),
-            "sort_ro" => return Some(smallvec::smallvec![(1, RO | ACCESS)]),
-            _ => {}
+    // Redis's own key finders for the commands whose specs cannot say (`sortGetKeys`,
+    // `migrateGetKeys`).
+    match cmd.name {
+        "sort" => return Some(sort_keys(args)),
+        "sort_ro" => return Some(smallvec::smallvec![(1, RO | ACCESS)]),
+        "migrate" => {
+            let keys = super::migrate::key_positions(args);
+            return Some(keys.map(|at| (at, RW | ACCESS | DELETE)).collect());
         }
+        _ => {}
     }
     let argc = args.len() as i64;
     let mut keys = KeyList::new();

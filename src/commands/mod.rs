@@ -24,6 +24,7 @@ pub mod keys;
 pub mod keyspec;
 pub mod lcs;
 pub mod lists;
+pub mod migrate;
 pub mod mpop;
 pub mod ops;
 pub mod pubsub;

@@ -1,9 +1,9 @@
-//! Server commands: CONFIG, TIME, SHUTDOWN, LASTSAVE (COMMAND is in `command_info.rs`).
+//! Server commands: CONFIG, TIME, SHUTDOWN, LASTSAVE, MODULE (COMMAND is in `command_info.rs`).
 
 use super::args::is;
 use super::connection::help_reply;
 use super::{err, CmdResult, Ctx};
-use crate::config::{find_setting, settings, Setting};
+use crate::config::{find_setting, settings, ProtectedCommand, Setting};
 use crate::glob;
 use crate::protocol::Reply;
 use std::sync::atomic::Ordering;
@@ -250,4 +250,43 @@ pub fn shutdown(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     // Like Redis, a successful SHUTDOWN closes the connection without a reply.
     ctx.conn.close_after_reply = true;
     Ok(Reply::Raw(bytes::Bytes::new()))
+}
+
+/// MODULE LIST | LOAD | LOADEX | UNLOAD | HELP. stmd loads no Redis modules: the list is empty, and
+/// LOAD, LOADEX and UNLOAD (behind `enable-module-command`, as in Redis) answer what Redis answers
+/// for a module it cannot load or has not loaded.
+pub fn module(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let sub = args[1];
+    if is(sub, "LIST") {
+        return Ok(Reply::Array(Vec::new()));
+    }
+    if is(sub, "HELP") {
+        return Ok(help_reply(&[
+            "MODULE <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "LIST",
+            "    Return a list of loaded modules.",
+            "LOAD <path> [<arg> ...]",
+            "    Load a module library from <path>, passing to it any optional arguments.",
+            "LOADEX <path> [[CONFIG NAME VALUE] [CONFIG NAME VALUE]] [ARGS ...]",
+            "    Load a module library from <path>, while passing it module configurations and optional arguments.",
+            "UNLOAD <name>",
+            "    Unload a module.",
+            "HELP",
+            "    Prints this help.",
+        ]));
+    }
+    let setting = ctx.shared.config.read().enable_module_command;
+    if !setting.allows(ctx.conn.info.addr.ip()) {
+        return Err(Reply::Error(
+            ProtectedCommand::refusal("MODULE", "enable-module-command").into(),
+        ));
+    }
+    if is(sub, "UNLOAD") {
+        return Err(Reply::error(
+            "ERR Error unloading module: no such module with that name",
+        ));
+    }
+    Err(Reply::error(
+        "ERR Error loading the extension. Please check the server logs.",
+    ))
 }

@@ -109,6 +109,20 @@ pub const CLUSTER_SUBCOMMANDS: &[Command] = commands![
         complexity: "O(N), N the entries read or the subscribers reached, on this node only.";
 ];
 
+/// MODULE's subcommands: stmd loads no modules (see `server::module`).
+pub const MODULE_SUBCOMMANDS: &[Command] = commands![
+    "module|help", 2, LOADING | STALE, (0, 0, 0), "server", "5.0.0", server::module, "", "Returns helpful text about the different subcommands.",
+        complexity: "O(1)";
+    "module|load", -3, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, (0, 0, 0), "server", "4.0.0", server::module, "path [arg [arg ...]]", "Loads a module.",
+        complexity: "O(1)";
+    "module|unload", 3, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, (0, 0, 0), "server", "4.0.0", server::module, "name", "Unloads a module.",
+        complexity: "O(1)";
+    "module|loadex", -3, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, (0, 0, 0), "server", "7.0.0", server::module, "path [CONFIG name value [CONFIG name value ...]] [ARGS args [args ...]]", "Loads a module using extended parameters.",
+        complexity: "O(1)";
+    "module|list", 2, ADMIN | NOSCRIPT, (0, 0, 0), "server", "4.0.0", server::module, "", "Returns all loaded modules.",
+        complexity: "O(N), N the loaded modules.", tips: &["nondeterministic_output_order"];
+];
+
 /// CONFIG's subcommands.
 pub const CONFIG_SUBCOMMANDS: &[Command] = commands![
     "config|get", -3, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "2.0.0", server::config, "parameter [parameter ...]", "Returns the values of matching configuration parameters.",

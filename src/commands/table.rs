@@ -15,6 +15,7 @@ use super::databases;
 use super::dump;
 use super::functions;
 use super::keyspec::*;
+use super::migrate;
 use super::scripting as lua;
 use super::stm_context;
 use super::streams;
@@ -58,6 +59,9 @@ pub const ALLOW_BUSY: u32 = 1 << 19;
 /// Runs a Lua script or function (EVAL, EVALSHA, FCALL and their `_RO` forms): it needs the
 /// script engine. Ours, not rendered.
 pub const RUNS_SCRIPT: u32 = 1 << 20;
+/// Acts as if ASKING came first (RESTORE-ASKING): in cluster mode it may write a slot this node
+/// does not own yet.
+pub const ASKING: u32 = 1 << 21;
 
 const FLAG_NAMES: &[(u32, &str)] = &[
     (WRITE, "write"),
@@ -71,6 +75,7 @@ const FLAG_NAMES: &[(u32, &str)] = &[
     (STALE, "stale"),
     (SKIP_MONITOR, "skip_monitor"),
     (SKIP_SLOWLOG, "skip_slowlog"),
+    (ASKING, "asking"),
     (FAST, "fast"),
     (NO_AUTH, "no_auth"),
     (MAY_REPLICATE, "may_replicate"),
@@ -289,6 +294,8 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "Depends on the subcommand.", subcommands: ACL_SUBCOMMANDS;
     "config", -2, 0, (0, 0, 0), "server", "2.0.0", server::config, "", "A container for server configuration commands.",
         complexity: "Depends on the subcommand.", subcommands: CONFIG_SUBCOMMANDS;
+    "module", -2, 0, (0, 0, 0), "server", "4.0.0", server::module, "", "A container for module commands.",
+        complexity: "Depends on the subcommand.", subcommands: MODULE_SUBCOMMANDS;
     "slowlog", -2, 0, (0, 0, 0), "server", "2.2.12", ops::slowlog, "", "A container for slow log commands.",
         complexity: "Depends on the subcommand.", subcommands: SLOWLOG_SUBCOMMANDS;
     "monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "1.0.0", ops::monitor, "", "Listens for all requests received by the server in real-time.";
@@ -385,6 +392,10 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(1) to reach the key, plus O(N*M) to serialize N elements of average size M.", keys: &[key(RO | ACCESS, 1)], tips: &["nondeterministic_output"];
     "restore", -4, WRITE | DENYOOM, (1, 1, 1), "generic", "2.6.0", dump::restore, "key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]", "Creates a key from the serialized representation of a value.",
         complexity: "O(1) to create the key, plus O(N*M) to rebuild N elements of average size M.", acl: cat::DANGEROUS, keys: &[key(OW | UPDATE, 1)];
+    "migrate", -6, WRITE, (3, 3, 1), "generic", "2.6.0", migrate::migrate, "host port <key | \"\"> destination-db timeout [COPY] [REPLACE] [AUTH password | AUTH2 username password] [KEYS key [key ...]]", "Atomically transfers a key from one Redis instance to another.",
+        complexity: "O(N) to dump and delete the keys here plus the target's RESTORE, N the keys' elements.", acl: cat::DANGEROUS, tips: &["nondeterministic_output"], keys: &[key(RW | ACCESS | DELETE, 3), keyword(RW | ACCESS | DELETE | INCOMPLETE, "KEYS", -2, -1, 1, 0)];
+    "restore-asking", -4, WRITE | DENYOOM | ASKING, (1, 1, 1), "server", "3.0.0", dump::restore, "key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]", "An internal command for migrating keys in a cluster.",
+        complexity: "O(1) to create the key, plus O(N*M) to rebuild N elements of average size M.", acl: cat::KEYSPACE | cat::DANGEROUS, doc_flags: &["syscmd"], keys: &[key(OW | UPDATE, 1)];
     "copy", -3, WRITE | DENYOOM, (1, 2, 1), "generic", "6.2.0", dump::copy, "source destination [DB destination-db] [REPLACE]", "Copies the value of a key to a new key.",
         complexity: "O(N), N the elements of the source value.", keys: &[key(RO | ACCESS, 1), key(OW | UPDATE, 2)];
     "touch", -2, READONLY | FAST, (1, -1, 1), "generic", "3.2.1", dump::touch, "key [key ...]", "Returns the number of existing keys out of those specified after updating the time they were last accessed.",

@@ -91,7 +91,9 @@ mod tests {
     #[test]
     fn every_writing_command_is_covered() {
         // SWAPDB publishes no key events in Redis either.
-        const GENERIC_ONLY: &[&str] = &["del", "unlink", "getdel", "flushdb", "flushall", "swapdb"];
+        const GENERIC_ONLY: &[&str] = &[
+            "del", "unlink", "getdel", "flushdb", "flushall", "swapdb", "migrate",
+        ];
         const NAMED_BY_HANDLER: &[&str] = &[
             "rename",
             "renamenx",
@@ -103,6 +105,7 @@ mod tests {
             "smove",
             "move",
             "restore",
+            "restore-asking",
             "copy",
             "georadius",
             "georadiusbymember",

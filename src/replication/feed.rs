@@ -269,7 +269,14 @@ thread_local! {
 
 /// Commands that set a time to live relative to now.
 const RELATIVE_TTL: &[&str] = &[
-    "set", "setex", "psetex", "getex", "expire", "pexpire", "restore",
+    "set",
+    "setex",
+    "psetex",
+    "getex",
+    "expire",
+    "pexpire",
+    "restore",
+    "restore-asking",
 ];
 
 /// Before a write command runs (the feed is active): remembers it, to go into the stream if it

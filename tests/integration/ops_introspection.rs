@@ -5,12 +5,12 @@ use crate::common;
 
 use common::TestServer;
 use redis::Value;
-use stmd::config::DebugCommand;
+use stmd::config::ProtectedCommand;
 
 type Con = redis::aio::MultiplexedConnection;
 
 async fn debug_server() -> (TestServer, Con) {
-    let server = TestServer::start_with(|c| c.enable_debug_command = DebugCommand::Yes).await;
+    let server = TestServer::start_with(|c| c.enable_debug_command = ProtectedCommand::Yes).await;
     let con = server.client3().await;
     (server, con)
 }

@@ -97,7 +97,8 @@ async fn lists_are_listpacks_while_they_fit_their_size() {
 #[tokio::test]
 async fn debug_object_names_the_same_encoding() {
     let server =
-        TestServer::start_with(|c| c.enable_debug_command = stmd::config::DebugCommand::Yes).await;
+        TestServer::start_with(|c| c.enable_debug_command = stmd::config::ProtectedCommand::Yes)
+            .await;
     let mut c = server.client().await;
     let _: () = c.hset("h", "f", "v").await.unwrap();
     let debug: String = redis::cmd("DEBUG")
