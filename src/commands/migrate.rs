@@ -200,7 +200,8 @@ fn transfer(request: &Request, pipeline: Vec<u8>, keys: usize) -> Outcome {
         Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
             handle
         }
-        _ => return failed(CONNECT_FAILED),
+        // Only the tests' single-threaded runtimes: stmd itself runs on the multi-threaded one.
+        _ => return failed("ERR MIGRATE needs the multi-threaded runtime"),
     };
     let host = String::from_utf8_lossy(request.host).into_owned();
     let (port, limit, auth) = (request.port, request.timeout, request.auth.is_some());

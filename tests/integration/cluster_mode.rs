@@ -135,6 +135,22 @@ fn three_nodes_serve_route_and_follow_the_configuration() {
         format!("MOVED 12182 {}", nodes[2].addr())
     );
     assert_ne!(nodes[0].info_field("cluster_moved_redirections"), "0");
+
+    // MIGRATE sends RESTORE-ASKING in cluster mode: the target takes a key of a slot it does not
+    // own (as during a slot move) where a plain RESTORE is redirected; the key is gone here.
+    let moving = key_in(0..=5460, "migrate", None);
+    assert_eq!(nodes[0].cli(&["SET", &moving, "v"]), "OK");
+    let held = nodes[2].cli(&["DBSIZE"]);
+    let port = nodes[2].port.to_string();
+    let request = ["MIGRATE", nodes[2].ip, &port, &moving, "0", "2000"];
+    assert_eq!(nodes[0].cli(&request), "OK");
+    assert_eq!(nodes[0].cli(&["EXISTS", &moving]), "0");
+    assert!(nodes[2]
+        .cli(&["RESTORE", &moving, "0", "x"])
+        .starts_with("MOVED"));
+    let output = pipe(&nodes[2], &format!("ASKING\nDEL {moving}\n"));
+    assert_eq!(output, "OK\n1\n", "the copy was there");
+    assert_eq!(nodes[2].cli(&["DBSIZE"]), held);
     assert_eq!(
         nodes[0].cli(&["MSET", "a", "1", "b", "2"]),
         "CROSSSLOT Keys in request don't hash to the same slot"

@@ -1,5 +1,6 @@
 //! LATENCY, MEMORY and DEBUG over the wire: the latency monitor fed by a slow command, the
-//! per-command histograms, memory figures that follow the data, DEBUG behind its option.
+//! per-command histograms, memory figures that follow the data, DEBUG behind its option, MODULE
+//! LOAD/UNLOAD behind theirs.
 
 use crate::common;
 
@@ -346,6 +347,44 @@ async fn debug_is_refused_unless_enabled() {
         err.to_string().contains("can't set immutable config"),
         "{err}"
     );
+}
+
+/// With `enable-module-command` yes or local (a loopback client), MODULE LOAD/LOADEX/UNLOAD answer
+/// what Redis answers for a module it cannot load or has not loaded; at `no` they are refused.
+#[tokio::test]
+async fn module_commands_follow_enable_module_command() {
+    async fn reply(con: &mut Con, words: &[&str]) -> String {
+        match common::stm::run(con, words).await {
+            Ok(v) => format!("{v:?}"),
+            Err(e) => e,
+        }
+    }
+    for setting in [ProtectedCommand::Yes, ProtectedCommand::Local] {
+        let server = TestServer::start_with(|c| c.enable_module_command = setting).await;
+        let mut con = server.client().await;
+        assert_eq!(reply(&mut con, &["MODULE", "LIST"]).await, "array([])");
+        for load in [
+            &["MODULE", "LOAD", "/no/such.so"][..],
+            &["MODULE", "LOADEX", "/no/such.so", "ARGS", "a"],
+        ] {
+            assert_eq!(
+                reply(&mut con, load).await,
+                "ERR Error loading the extension. Please check the server logs."
+            );
+        }
+        assert_eq!(
+            reply(&mut con, &["MODULE", "UNLOAD", "nosuch"]).await,
+            "ERR Error unloading module: no such module with that name"
+        );
+    }
+    let server = TestServer::start().await;
+    let mut con = server.client().await;
+    let refused = reply(&mut con, &["MODULE", "UNLOAD", "nosuch"]).await;
+    assert!(
+        refused.starts_with("ERR MODULE command not allowed."),
+        "{refused}"
+    );
+    assert_eq!(reply(&mut con, &["MODULE", "LIST"]).await, "array([])");
 }
 
 #[tokio::test]
