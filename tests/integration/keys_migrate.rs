@@ -24,10 +24,12 @@ fn status(v: &Value) -> String {
     }
 }
 
-/// MIGRATE's reply: its status, or the error text.
-async fn migrate(con: &mut Conn, args: &[&str]) -> String {
-    let mut words = vec!["MIGRATE"];
-    words.extend_from_slice(args);
+/// The reply to `MIGRATE <line>` (words split at spaces, `''` for the empty key): its status, or
+/// the error text.
+async fn migrate(con: &mut Conn, line: &str) -> String {
+    let words: Vec<&str> = std::iter::once("MIGRATE")
+        .chain(line.split(' ').map(|w| if w == "''" { "" } else { w }))
+        .collect();
     match run(con, &words).await {
         Ok(v) => status(&v),
         Err(e) => e,
@@ -68,12 +70,12 @@ const BUSYKEY: &str =
 async fn keys_move_to_another_stmd_with_their_ttl() {
     let (source, target) = (TestServer::start().await, TestServer::start().await);
     let (mut src, mut dst) = (source.client().await, target.client().await);
-    let port = target.addr.port().to_string();
+    let port = target.addr.port();
     ok(&mut src, &["SET", "k", "v", "PX", "100000"]).await;
     ok(&mut src, &["RPUSH", "l", "a", "b", "c"]).await;
 
     assert_eq!(
-        migrate(&mut src, &["127.0.0.1", &port, "k", "0", "1000"]).await,
+        migrate(&mut src, &format!("127.0.0.1 {port} k 0 1000")).await,
         "OK"
     );
     assert!(!exists(&mut src, "k").await, "a moved key is gone here");
@@ -82,14 +84,14 @@ async fn keys_move_to_another_stmd_with_their_ttl() {
     assert!((90_000..=100_000).contains(&ttl), "the TTL travels: {ttl}");
     // Timeout 0 is Redis's default of 1 s, not "no time at all".
     assert_eq!(
-        migrate(&mut src, &["127.0.0.1", &port, "l", "0", "0"]).await,
+        migrate(&mut src, &format!("127.0.0.1 {port} l 0 0")).await,
         "OK"
     );
     assert_eq!(pttl(&mut dst, "l").await, -1, "no TTL stays no TTL");
     assert_eq!(contents(&mut dst, "l").await, ["list", "a", "b", "c"]);
 
     assert_eq!(
-        migrate(&mut src, &["127.0.0.1", &port, "k", "0", "1000"]).await,
+        migrate(&mut src, &format!("127.0.0.1 {port} k 0 1000")).await,
         "NOKEY"
     );
 }
@@ -98,24 +100,20 @@ async fn keys_move_to_another_stmd_with_their_ttl() {
 async fn copy_replace_keys_and_the_destination_database() {
     let (source, target) = (TestServer::start().await, TestServer::start().await);
     let (mut src, mut dst) = (source.client().await, target.client().await);
-    let port = target.addr.port().to_string();
+    let port = target.addr.port();
     ok(&mut src, &["MSET", "a", "1", "b", "2", "c", "3"]).await;
     ok(&mut dst, &["SET", "b", "old"]).await;
 
     // An existing key without REPLACE: the target's error, and the key stays here.
     assert_eq!(
-        migrate(&mut src, &["127.0.0.1", &port, "b", "0", "1000"]).await,
+        migrate(&mut src, &format!("127.0.0.1 {port} b 0 1000")).await,
         BUSYKEY
     );
     assert_eq!(get(&mut src, "b").await, bulk("2"));
     assert_eq!(get(&mut dst, "b").await, bulk("old"));
 
     // COPY keeps the key here; REPLACE overwrites the target's.
-    let reply = migrate(
-        &mut src,
-        &["127.0.0.1", &port, "b", "0", "1000", "COPY", "REPLACE"],
-    )
-    .await;
+    let reply = migrate(&mut src, &format!("127.0.0.1 {port} b 0 1000 COPY REPLACE")).await;
     assert_eq!(reply, "OK");
     assert_eq!(get(&mut src, "b").await, bulk("2"));
     assert_eq!(get(&mut dst, "b").await, bulk("2"));
@@ -125,17 +123,7 @@ async fn copy_replace_keys_and_the_destination_database() {
     ok(&mut dst, &["SET", "c", "taken"]).await;
     let reply = migrate(
         &mut src,
-        &[
-            "127.0.0.1",
-            &port,
-            "",
-            "0",
-            "1000",
-            "KEYS",
-            "a",
-            "nokey",
-            "c",
-        ],
+        &format!("127.0.0.1 {port} '' 0 1000 KEYS a nokey c"),
     )
     .await;
     assert_eq!(reply, BUSYKEY);
@@ -144,13 +132,13 @@ async fn copy_replace_keys_and_the_destination_database() {
     assert_eq!(get(&mut src, "c").await, bulk("3"), "refused: kept here");
 
     // Another database on the target (SELECT), and the same again to database 0.
-    let reply = migrate(&mut src, &["127.0.0.1", &port, "c", "5", "1000"]).await;
+    let reply = migrate(&mut src, &format!("127.0.0.1 {port} c 5 1000")).await;
     assert_eq!(reply, "OK");
     let mut dst5 = client_of(target.addr.port(), 5).await;
     assert_eq!(get(&mut dst5, "c").await, bulk("3"));
     assert_eq!(get(&mut dst, "c").await, bulk("taken"));
     ok(&mut src, &["SET", "d", "4"]).await;
-    let reply = migrate(&mut src, &["127.0.0.1", &port, "d", "99", "1000"]).await;
+    let reply = migrate(&mut src, &format!("127.0.0.1 {port} d 99 1000")).await;
     assert_eq!(
         reply,
         "ERR Target instance replied with error: ERR DB index is out of range"
@@ -173,46 +161,26 @@ async fn auth_and_auth2_log_in_to_the_target() {
         &["ACL", "SETUSER", "mover", "on", ">pw", "~*", "+@all"],
     )
     .await;
-    let port = target.addr.port().to_string();
+    let port = target.addr.port();
     ok(&mut src, &["MSET", "a", "1", "b", "2", "c", "3"]).await;
 
-    let reply = migrate(&mut src, &["127.0.0.1", &port, "a", "0", "1000"]).await;
+    let reply = migrate(&mut src, &format!("127.0.0.1 {port} a 0 1000")).await;
     assert!(
         reply.starts_with("ERR Target instance replied with error: NOAUTH"),
         "{reply}"
     );
-    let reply = migrate(
-        &mut src,
-        &["127.0.0.1", &port, "a", "0", "1000", "AUTH", "wrong"],
-    )
-    .await;
+    let reply = migrate(&mut src, &format!("127.0.0.1 {port} a 0 1000 AUTH wrong")).await;
     assert_eq!(
         reply,
         "ERR Target instance replied with error: WRONGPASS invalid username-password pair or user is disabled."
     );
     assert!(exists(&mut src, "a").await, "nothing moved without a login");
 
-    let reply = migrate(
-        &mut src,
-        &["127.0.0.1", &port, "a", "0", "1000", "AUTH", "secret"],
-    )
-    .await;
+    let reply = migrate(&mut src, &format!("127.0.0.1 {port} a 0 1000 AUTH secret")).await;
     assert_eq!(reply, "OK");
     let reply = migrate(
         &mut src,
-        &[
-            "127.0.0.1",
-            &port,
-            "",
-            "0",
-            "1000",
-            "AUTH2",
-            "mover",
-            "pw",
-            "KEYS",
-            "b",
-            "c",
-        ],
+        &format!("127.0.0.1 {port} '' 0 1000 AUTH2 mover pw KEYS b c"),
     )
     .await;
     assert_eq!(reply, "OK");
@@ -237,9 +205,8 @@ async fn every_type_moves_to_a_real_redis_and_back() {
     ok(&mut stmd, &["PEXPIRE", &keys[0], "100000"]).await;
 
     // stmd → Redis, all at once.
-    let redis_port = redis.port.to_string();
-    let mut request = vec!["127.0.0.1", &redis_port, "", "0", "2000", "KEYS"];
-    request.extend(keys.iter().map(String::as_str));
+    let (redis_port, all) = (redis.port, keys.join(" "));
+    let request = format!("127.0.0.1 {redis_port} '' 0 2000 KEYS {all}");
     assert_eq!(migrate(&mut stmd, &request).await, "OK");
     for (key, want) in keys.iter().zip(&expected) {
         assert!(!exists(&mut stmd, key).await, "{key} left stmd");
@@ -248,9 +215,8 @@ async fn every_type_moves_to_a_real_redis_and_back() {
     assert!(pttl(&mut real, &keys[0]).await > 90_000);
 
     // Redis → stmd: Redis's MIGRATE runs stmd's RESTORE.
-    let stmd_port = server.addr.port().to_string();
-    let mut request = vec!["127.0.0.1", &stmd_port, "", "0", "2000", "KEYS"];
-    request.extend(keys.iter().map(String::as_str));
+    let stmd_port = server.addr.port();
+    let request = format!("127.0.0.1 {stmd_port} '' 0 2000 KEYS {all}");
     assert_eq!(migrate(&mut real, &request).await, "OK");
     for (key, want) in keys.iter().zip(&expected) {
         assert!(!exists(&mut real, key).await, "{key} left Redis");
@@ -260,14 +226,11 @@ async fn every_type_moves_to_a_real_redis_and_back() {
 
     // Both answer a refused key the same way.
     ok(&mut real, &["SET", &keys[0], "x"]).await;
-    let ours = migrate(
-        &mut stmd,
-        &["127.0.0.1", &redis_port, &keys[0], "0", "1000"],
-    )
-    .await;
+    let first = &keys[0];
+    let ours = migrate(&mut stmd, &format!("127.0.0.1 {redis_port} {first} 0 1000")).await;
     ok(&mut stmd, &["SET", "other", "x"]).await;
     ok(&mut real, &["SET", "other", "y"]).await;
-    let theirs = migrate(&mut real, &["127.0.0.1", &stmd_port, "other", "0", "1000"]).await;
+    let theirs = migrate(&mut real, &format!("127.0.0.1 {stmd_port} other 0 1000")).await;
     assert_eq!(ours, BUSYKEY);
     assert_eq!(theirs, BUSYKEY);
 }
@@ -279,18 +242,18 @@ async fn a_target_that_is_not_there_or_silent_keeps_the_keys_here() {
     ok(&mut con, &["SET", "k", "v"]).await;
 
     let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let closed_port = closed.local_addr().expect("addr").port().to_string();
+    let closed_port = closed.local_addr().expect("addr").port();
     drop(closed);
-    let reply = migrate(&mut con, &["127.0.0.1", &closed_port, "k", "0", "200"]).await;
+    let reply = migrate(&mut con, &format!("127.0.0.1 {closed_port} k 0 200")).await;
     assert_eq!(reply, "IOERR error or timeout writing to target instance");
-    let reply = migrate(&mut con, &["nosuchhost.invalid", "6379", "k", "0", "200"]).await;
+    let reply = migrate(&mut con, "nosuchhost.invalid 6379 k 0 200").await;
     assert_eq!(reply, "IOERR error or timeout connecting to the client");
 
     // A target that accepts and never answers: the timeout bounds the wait.
     let silent = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
-    let silent_port = silent.local_addr().expect("addr").port().to_string();
+    let silent_port = silent.local_addr().expect("addr").port();
     let holder = tokio::spawn(async move {
         let mut held = Vec::new();
         while let Ok((stream, _)) = silent.accept().await {
@@ -298,7 +261,7 @@ async fn a_target_that_is_not_there_or_silent_keeps_the_keys_here() {
         }
     });
     let started = Instant::now();
-    let reply = migrate(&mut con, &["127.0.0.1", &silent_port, "k", "0", "300"]).await;
+    let reply = migrate(&mut con, &format!("127.0.0.1 {silent_port} k 0 300")).await;
     assert_eq!(reply, "IOERR error or timeout reading to target instance");
     let waited = started.elapsed();
     assert!(
@@ -344,25 +307,16 @@ async fn a_replica_of_the_source_deletes_the_moved_keys_only() {
     })
     .await;
 
-    let target_port = target.addr.port().to_string();
+    let target_port = target.addr.port();
     let reply = migrate(
         &mut src,
-        &[
-            "127.0.0.1",
-            &target_port,
-            "",
-            "0",
-            "1000",
-            "KEYS",
-            "moved",
-            "refused",
-        ],
+        &format!("127.0.0.1 {target_port} '' 0 1000 KEYS moved refused"),
     )
     .await;
     assert_eq!(reply, BUSYKEY);
     let reply = migrate(
         &mut src,
-        &["127.0.0.1", &target_port, "copied", "0", "1000", "COPY"],
+        &format!("127.0.0.1 {target_port} copied 0 1000 COPY"),
     )
     .await;
     assert_eq!(reply, "OK");
@@ -395,10 +349,10 @@ async fn moved_keys_fire_del_events() {
         .send(&common::resp(&[b"PSUBSCRIBE", b"__keyevent@0__:*"]))
         .await;
     events.read_reply().await;
-    let port = target.addr.port().to_string();
-    let reply = migrate(&mut src, &["127.0.0.1", &port, "a", "0", "1000", "COPY"]).await;
+    let port = target.addr.port();
+    let reply = migrate(&mut src, &format!("127.0.0.1 {port} a 0 1000 COPY")).await;
     assert_eq!(reply, "OK");
-    let reply = migrate(&mut src, &["127.0.0.1", &port, "b", "0", "1000"]).await;
+    let reply = migrate(&mut src, &format!("127.0.0.1 {port} b 0 1000")).await;
     assert_eq!(reply, "OK");
     // The COPY published nothing: the first event is b's del.
     let event = events.read_reply().await;
