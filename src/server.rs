@@ -297,7 +297,7 @@ pub async fn run(
     if let Some((host, port)) = replicaof.split_once(' ') {
         match (port.parse::<u16>(), &cluster) {
             (Ok(port), None) => {
-                crate::replication::replica::follow(&shared, host.to_string(), port)
+                crate::replication::replica::follow(&shared, host.to_string(), port, false)
             }
             _ => {
                 tracing::warn!(%replicaof, "replicaof ignored (cluster mode, or not \"<host> <port>\")")
@@ -380,6 +380,10 @@ pub async fn run(
 
     let snapshot_task = tokio::spawn(crate::snapshot::run(shared.clone(), stop_rx.clone()));
     let replica_task = tokio::spawn(crate::replication::link::run(
+        shared.clone(),
+        stop_rx.clone(),
+    ));
+    let failover_task = tokio::spawn(crate::replication::failover::run(
         shared.clone(),
         stop_rx.clone(),
     ));
@@ -469,6 +473,7 @@ pub async fn run(
     let _ = rates_task.await;
     let _ = snapshot_task.await;
     let _ = replica_task.await;
+    let _ = failover_task.await;
     {
         let shared = shared.clone();
         let _ = tokio::task::spawn_blocking(move || crate::snapshot::at_shutdown(&shared)).await;

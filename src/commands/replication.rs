@@ -35,6 +35,10 @@ pub fn sync(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
 /// `offset` of that history, else a full one.
 pub fn psync(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let offset = args::int(args[2])?;
+    // `PSYNC <replid> <offset> FAILOVER`: this replica's primary hands its role over (FAILOVER).
+    if args.get(3).is_some_and(|word| args::is(word, "FAILOVER")) {
+        crate::replication::failover::take_over(ctx.shared, args[1])?;
+    }
     hand_over(ctx, Some((args[1].to_vec(), offset)))
 }
 

@@ -198,9 +198,21 @@ async fn link(
     } else {
         ("?".to_string(), "-1".to_string())
     };
-    conn.send(&[b"PSYNC", replid.as_bytes(), next.as_bytes()])
-        .await?;
+    // FAILOVER's hand-over asks the target to take over this history.
+    let failover = &shared.replication.failover;
+    let handing_over = failover.phase() == super::failover::Phase::InProgress;
+    if handing_over {
+        conn.send(&[b"PSYNC", replid.as_bytes(), next.as_bytes(), b"FAILOVER"])
+            .await?;
+    } else {
+        conn.send(&[b"PSYNC", replid.as_bytes(), next.as_bytes()])
+            .await?;
+    }
     let reply = conn.reply().await?;
+    if handing_over {
+        let accepted = reply.starts_with("+FULLRESYNC") || reply.starts_with("+CONTINUE");
+        failover.target_answered(shared, accepted);
+    }
     if let Some(rest) = reply.strip_prefix("+FULLRESYNC ") {
         let mut words = rest.split_whitespace();
         let (Some(id), Some(offset)) = (words.next(), words.next()) else {

@@ -1,6 +1,7 @@
 //! Replication, as Redis's: a primary streams its writes to replicas (`master`), a replica
 //! follows a primary (`replica`). Both sides share this node's replication id and offset.
 
+pub mod failover;
 pub mod feed;
 pub mod link;
 pub mod master;
@@ -34,6 +35,8 @@ pub struct Replication {
     pub master: master::Master,
     /// The replica's side: the link to a primary, when this node follows one.
     pub replica: replica::Replica,
+    /// FAILOVER in progress, if any.
+    pub failover: failover::Failover,
 }
 
 impl Default for Replication {
@@ -45,6 +48,7 @@ impl Default for Replication {
             second_offset: AtomicI64::new(-1),
             master: Default::default(),
             replica: Default::default(),
+            failover: Default::default(),
         }
     }
 }

@@ -149,8 +149,9 @@ impl Replica {
 }
 
 /// Starts following `host:port` (REPLICAOF, or `replicaof` at start-up): the link of any earlier
-/// target ends, the data stays until the new primary's full sync replaces it.
-pub fn follow(shared: &Shared, host: String, port: u16) {
+/// target ends, the data stays until the new primary's full sync replaces it. With
+/// `continue_history` (FAILOVER's hand-over) the link asks to continue this node's own history.
+pub fn follow(shared: &Shared, host: String, port: u16, continue_history: bool) {
     let replica = &shared.replication.replica;
     let target = Target { host, port };
     let generation = {
@@ -158,6 +159,7 @@ pub fn follow(shared: &Shared, host: String, port: u16) {
         let generation = replica.generation.fetch_add(1, Relaxed) + 1;
         *status = Status {
             target: Some(target.clone()),
+            history: continue_history,
             ..Status::default()
         };
         replica.state.store(LinkState::Connect as u8, Relaxed);
@@ -217,7 +219,7 @@ pub fn replicaof(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             "OK Already connected to specified master".into(),
         ));
     }
-    follow(shared, host, port);
+    follow(shared, host, port, false);
     Ok(Reply::OK)
 }
 

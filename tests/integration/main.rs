@@ -37,6 +37,7 @@ mod ops_monitor;
 mod ops_slowlog;
 mod ops_snapshot;
 mod persist_rows;
+mod replication_failover;
 mod replication_primary;
 mod replication_replica;
 mod scripting_busy;

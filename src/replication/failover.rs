@@ -1,0 +1,353 @@
+//! FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT milliseconds]: a primary hands its role to one
+//! of its replicas without losing an acknowledged write (Redis 6.2's coordinated failover).
+//!
+//! The primary pauses its clients' writes until the target (without TO: any replica) has
+//! acknowledged everything the primary produced (`waiting-for-sync`). Then it follows the target (`failover-in-progress`), asking it with
+//! `PSYNC <replid> <offset> FAILOVER` to take over; the target, a replica of this history,
+//! promotes itself (as REPLICAOF NO ONE) and continues the history (+CONTINUE). The pause ends
+//! when the target answered: the writers that waited get READONLY here. A TIMEOUT that passes
+//! aborts the failover (writes resume here), unless FORCE: then the primary follows the target
+//! anyway. A target that refuses the PSYNC, or ABORT, makes this node a primary again.
+
+use super::replica::{follow, stop_following, Target};
+use crate::commands::args::{int, is};
+use crate::commands::{err, CmdResult, Ctx};
+use crate::pause::PauseMode;
+use crate::protocol::Reply;
+use crate::server::Shared;
+use parking_lot::Mutex;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{watch, Notify};
+
+/// How often the primary checks its replicas' acknowledgements while it waits for them.
+const CHECK_EVERY: Duration = Duration::from_millis(100);
+
+/// Where a failover is (INFO's `master_failover_state`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Phase {
+    #[default]
+    None,
+    WaitingForSync,
+    InProgress,
+}
+
+impl Phase {
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::None => "no-failover",
+            Phase::WaitingForSync => "waiting-for-sync",
+            Phase::InProgress => "failover-in-progress",
+        }
+    }
+}
+
+/// The failover in progress, if any.
+#[derive(Default)]
+struct Plan {
+    phase: Phase,
+    /// The replica to hand over to; None until one caught up when FAILOVER named none.
+    target: Option<Target>,
+    deadline: Option<Instant>,
+    force: bool,
+}
+
+#[derive(Default)]
+pub struct Failover {
+    plan: Mutex<Plan>,
+    /// Woken when a failover starts.
+    started: Notify,
+}
+
+impl Failover {
+    pub fn phase(&self) -> Phase {
+        self.plan.lock().phase
+    }
+
+    /// The PSYNC of a link made while handing over was answered: `accepted` (CONTINUE or
+    /// FULLRESYNC) ends the failover here, a refusal aborts it.
+    pub fn target_answered(&self, shared: &Shared, accepted: bool) {
+        if self.phase() != Phase::InProgress {
+            return;
+        }
+        if accepted {
+            tracing::info!("FAILOVER done: following the new primary");
+            self.finish(shared);
+        } else {
+            self.abort(shared, "the failover target rejected the PSYNC request");
+        }
+    }
+
+    /// Back to no failover; client writes resume (here they get READONLY if the hand-over was
+    /// made).
+    fn finish(&self, shared: &Shared) {
+        *self.plan.lock() = Plan::default();
+        shared.store.pause.unpause();
+    }
+
+    /// Ends the failover; after the hand-over started, this node is a primary again.
+    fn abort(&self, shared: &Shared, why: &str) {
+        tracing::warn!(why, "FAILOVER aborted");
+        if self.phase() == Phase::InProgress {
+            stop_following(shared);
+        }
+        self.finish(shared);
+    }
+}
+
+/// Redis's texts.
+const IN_PROGRESS: &str = "ERR FAILOVER already in progress.";
+const NOT_ON_A_REPLICA: &str = "ERR FAILOVER is not valid when server is a replica.";
+const NO_REPLICAS: &str = "ERR FAILOVER requires connected replicas.";
+const FORCE_NEEDS: &str =
+    "ERR FAILOVER with force option requires both a timeout and target HOST and IP.";
+
+/// FAILOVER's arguments.
+#[derive(Default)]
+struct Request {
+    to: Option<Target>,
+    timeout_ms: Option<i64>,
+    force: bool,
+    abort: bool,
+}
+
+/// Parses as Redis: each option once, ABORT alone.
+fn parse(args: &[&[u8]]) -> Result<Request, Reply> {
+    let mut request = Request::default();
+    let mut at = 1;
+    while at < args.len() {
+        let word = args[at];
+        if is(word, "TO") && at + 2 < args.len() && request.to.is_none() {
+            let port = int(args[at + 2])?;
+            request.to = Some(Target {
+                host: String::from_utf8_lossy(args[at + 1]).into_owned(),
+                port: u16::try_from(port).unwrap_or(0),
+            });
+            at += 2;
+        } else if is(word, "TIMEOUT") && at + 1 < args.len() && request.timeout_ms.is_none() {
+            let timeout = int(args[at + 1])?;
+            if timeout <= 0 {
+                return Err(Reply::error("ERR FAILOVER timeout must be greater than 0"));
+            }
+            request.timeout_ms = Some(timeout);
+            at += 1;
+        } else if is(word, "FORCE") && !request.force {
+            request.force = true;
+        } else if is(word, "ABORT") && !request.abort {
+            request.abort = true;
+        } else {
+            return Err(Reply::error(err::SYNTAX));
+        }
+        at += 1;
+    }
+    if request.abort && (request.force || request.to.is_some() || request.timeout_ms.is_some()) {
+        return Err(Reply::error(err::SYNTAX));
+    }
+    Ok(request)
+}
+
+pub fn failover(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let shared = ctx.shared;
+    if shared.cluster.is_some() {
+        return Err(Reply::error("ERR FAILOVER not allowed in cluster mode."));
+    }
+    let request = parse(args)?;
+    let failover = &shared.replication.failover;
+    if request.abort {
+        if failover.phase() == Phase::None {
+            return Err(Reply::error("ERR No failover in progress."));
+        }
+        failover.abort(shared, "FAILOVER ABORT");
+        return Ok(Reply::OK);
+    }
+    let mut plan = failover.plan.lock();
+    if plan.phase != Phase::None {
+        return Err(Reply::error(IN_PROGRESS));
+    }
+    if shared.replication.replica.following() {
+        return Err(Reply::error(NOT_ON_A_REPLICA));
+    }
+    let replicas = shared.replication.master.replicas();
+    if replicas.is_empty() {
+        return Err(Reply::error(NO_REPLICAS));
+    }
+    if request.force && (request.timeout_ms.is_none() || request.to.is_none()) {
+        return Err(Reply::error(FORCE_NEEDS));
+    }
+    if let Some(to) = &request.to {
+        let Some(replica) = replicas
+            .iter()
+            .find(|r| r.ip == to.host && r.port == to.port)
+        else {
+            return Err(Reply::error(
+                "ERR FAILOVER target HOST and PORT is not a replica.",
+            ));
+        };
+        if !replica.online() {
+            return Err(Reply::error("ERR FAILOVER target replica is not online."));
+        }
+    }
+    tracing::info!(target = ?request.to, "FAILOVER requested");
+    *plan = Plan {
+        phase: Phase::WaitingForSync,
+        target: request.to,
+        deadline: request
+            .timeout_ms
+            .map(|ms| Instant::now() + Duration::from_millis(ms as u64)),
+        force: request.force,
+    };
+    drop(plan);
+    // Until the failover ends: ten years is "no end" for an Instant.
+    let forever = Instant::now() + Duration::from_secs(10 * 365 * 24 * 3600);
+    shared.store.pause.pause(forever, PauseMode::Write);
+    failover.started.notify_one();
+    Ok(Reply::OK)
+}
+
+/// The failover driver, one task per server: waits for FAILOVER, then for a replica to catch up
+/// (or the timeout), then hands over, and aborts a hand-over still unanswered at the timeout
+/// (without TIMEOUT it waits for the target or ABORT); until `stop`.
+pub async fn run(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    let failover = &shared.replication.failover;
+    loop {
+        tokio::select! {
+            _ = stop.changed() => return,
+            _ = failover.started.notified() => {}
+        }
+        loop {
+            match failover.phase() {
+                Phase::None => break,
+                Phase::WaitingForSync => {
+                    if let Some(target) = caught_up_or_abandoned(&shared) {
+                        hand_over(&shared, target);
+                    }
+                }
+                // The target never answered the hand-over's PSYNC in time: primary again.
+                Phase::InProgress => {
+                    if failover
+                        .plan
+                        .lock()
+                        .deadline
+                        .is_some_and(|at| at <= Instant::now())
+                    {
+                        failover.abort(&shared, "the failover target did not answer in time");
+                    }
+                }
+            }
+            tokio::select! {
+                _ = stop.changed() => return,
+                _ = tokio::time::sleep(CHECK_EVERY) => {}
+            }
+        }
+    }
+}
+
+/// While waiting for sync: the replica to hand over to once it acknowledged everything (or the
+/// timeout passed with FORCE); aborts when the timeout passed without FORCE. As in Redis, no
+/// `REPLCONF GETACK` is sent meanwhile (it would move the offset the replicas must reach): the
+/// replicas' own acknowledgements, every second, tell.
+fn caught_up_or_abandoned(shared: &Shared) -> Option<Target> {
+    let failover = &shared.replication.failover;
+    let plan = failover.plan.lock();
+    if plan.phase != Phase::WaitingForSync {
+        return None;
+    }
+    let produced = shared.store.feed.end();
+    let caught_up = shared.replication.master.replicas().into_iter().find(|r| {
+        let chosen = plan
+            .target
+            .as_ref()
+            .is_none_or(|t| t.host == r.ip && t.port == r.port);
+        chosen && r.online() && r.acked.load(Relaxed) >= produced
+    });
+    if let Some(replica) = caught_up {
+        return Some(Target {
+            host: replica.ip.clone(),
+            port: replica.port,
+        });
+    }
+    if plan.deadline.is_some_and(|at| at <= Instant::now()) {
+        if plan.force {
+            return plan.target.clone();
+        }
+        drop(plan);
+        failover.abort(shared, "the replica did not catch up before the timeout");
+        return None;
+    }
+    None
+}
+
+/// Follows `target`, continuing this node's history there: the link's PSYNC carries FAILOVER.
+fn hand_over(shared: &Shared, target: Target) {
+    {
+        let mut plan = shared.replication.failover.plan.lock();
+        plan.phase = Phase::InProgress;
+        plan.target = Some(target.clone());
+    }
+    tracing::info!(host = %target.host, port = target.port, "FAILOVER: the target is in sync, handing over");
+    let replication = &shared.replication;
+    replication
+        .offset
+        .store(super::repl_offset(shared), Relaxed);
+    follow(shared, target.host, target.port, true);
+}
+
+/// The target's side: `PSYNC <replid> <offset> FAILOVER` from its primary promotes it, when the
+/// history is its own (Redis's texts otherwise).
+pub fn take_over(shared: &Shared, replid: &[u8]) -> Result<(), Reply> {
+    if !shared.replication.replica.following() {
+        return Err(Reply::error(
+            "ERR PSYNC FAILOVER can't be sent to a master.",
+        ));
+    }
+    if replid != shared.replication.replid.lock().as_bytes() {
+        return Err(Reply::error(
+            "ERR PSYNC FAILOVER replid must match my replid.",
+        ));
+    }
+    tracing::info!("MASTER MODE enabled (failover request from the primary)");
+    stop_following(shared);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(line: &str) -> Result<Request, Reply> {
+        let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+        parse(&args)
+    }
+
+    #[test]
+    fn options_parse_as_redis_parses_them() {
+        let r = parsed("FAILOVER TO h 7 FORCE TIMEOUT 50").expect("valid");
+        assert_eq!(
+            r.to,
+            Some(Target {
+                host: "h".into(),
+                port: 7
+            })
+        );
+        assert_eq!((r.timeout_ms, r.force, r.abort), (Some(50), true, false));
+        assert!(parsed("FAILOVER ABORT").expect("valid").abort);
+        for bad in [
+            "FAILOVER ABORT TIMEOUT 5",
+            "FAILOVER FORCE FORCE",
+            "FAILOVER TO h",
+            "FAILOVER X",
+        ] {
+            assert!(
+                matches!(parsed(bad), Err(Reply::Error(e)) if &*e == err::SYNTAX),
+                "{bad}"
+            );
+        }
+        assert!(
+            matches!(parsed("FAILOVER TIMEOUT 0"), Err(Reply::Error(e)) if e.contains("greater than 0"))
+        );
+        assert!(
+            matches!(parsed("FAILOVER TO h x"), Err(Reply::Error(e)) if &*e == err::NOT_INTEGER)
+        );
+    }
+}
