@@ -164,6 +164,18 @@ impl Drop for Binary {
     }
 }
 
+/// Waits until `check` holds, polling every 50 ms, up to 10 s (then fails naming `what`).
+pub async fn until(what: &str, mut check: impl AsyncFnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !check().await {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// A connection to a server starting in another process on `port`, retried for up to 5 s.
 pub async fn connect_retrying(port: u16, server: &str) -> redis::aio::MultiplexedConnection {
     let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).expect("client");

@@ -11,7 +11,7 @@ use crate::keys_dump::{contents, fill_everything};
 
 use common::real_redis::RealRedis;
 use common::stm::{ok, run};
-use common::TestServer;
+use common::{until, TestServer};
 use redis::aio::MultiplexedConnection as Conn;
 use redis::Value;
 use std::time::{Duration, Instant};
@@ -275,15 +275,6 @@ async fn a_target_that_is_not_there_or_silent_keeps_the_keys_here() {
         ok(&mut con, &["PING"]).await,
         Value::SimpleString("PONG".into())
     );
-}
-
-/// Waits until `check` holds on the replica, up to 10 s.
-async fn until(what: &str, mut check: impl AsyncFnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting: {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

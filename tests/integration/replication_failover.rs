@@ -7,7 +7,7 @@ use crate::common;
 
 use common::real_redis::RealRedis;
 use common::stm::{ok, run};
-use common::TestServer;
+use common::{until, TestServer};
 use redis::aio::MultiplexedConnection as Conn;
 use redis::Value;
 use std::time::{Duration, Instant};
@@ -27,18 +27,12 @@ async fn info_field(con: &mut Conn, name: &str) -> String {
 
 /// Polls `field` of INFO replication until it is `want`, up to 10 s.
 async fn until_field(con: &mut Conn, field: &str, want: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let value = info_field(con, field).await;
-        if value == want {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{field} is {value:?}, not {want:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let what = format!("INFO {field}:{want}");
+    until(&what, async || info_field(con, field).await == want).await;
+}
+
+async fn exists(con: &mut Conn, key: &str) -> bool {
+    ok(con, &["EXISTS", key]).await == Value::Int(1)
 }
 
 /// A client that waits for its replies as long as they take (a paused write).
@@ -144,14 +138,10 @@ async fn an_stmd_replica_takes_over_without_losing_an_acknowledged_write() {
     );
     // The new primary's writes reach the old one, now its replica.
     ok(&mut new, &["SET", "after", "1"]).await;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while ok(&mut old, &["EXISTS", "after"]).await != Value::Int(1) {
-        assert!(
-            Instant::now() < deadline,
-            "the old primary follows the new one"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    until("the old primary follows the new one", async || {
+        exists(&mut old, "after").await
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -193,11 +183,10 @@ async fn stmd_and_a_real_redis_fail_over_to_each_other() {
         Value::BulkString(b"2".to_vec())
     );
     ok(&mut stmd, &["SET", "again", "3"]).await;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while ok(&mut real, &["EXISTS", "again"]).await != Value::Int(1) {
-        assert!(Instant::now() < deadline, "Redis follows stmd again");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    until("Redis follows stmd again", async || {
+        exists(&mut real, "again").await
+    })
+    .await;
 }
 
 /// A replica that takes the full sync and never acknowledges anything.
