@@ -343,6 +343,7 @@ fn load_sync(shared: &Shared, payload: &[u8]) -> Result<u64, String> {
         )
         .map_err(|e| format!("cannot load the primary's functions: {e}"))?;
     shared.snapshots.note_load(&loaded, store);
+    shared.aof.rewrite_after_sync();
     crate::events::after_background_work(shared);
     Ok(loaded.keys)
 }

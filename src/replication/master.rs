@@ -18,9 +18,6 @@ const PING_EVERY: Duration = Duration::from_secs(10);
 const FINAL_DRAIN: Duration = Duration::from_secs(2);
 /// The most of the stream copied per write to a replica.
 const CHUNK: usize = 256 * 1024;
-/// A command that started before the first replica attached and had not locked its keys yet
-/// finishes within this; the full sync waits it out (see [`serve_replica`]).
-const ACTIVATION_GRACE: Duration = Duration::from_millis(100);
 
 /// The replicas attached to this node.
 #[derive(Default)]
@@ -128,10 +125,8 @@ pub async fn serve_replica(
         .fetch_or(crate::clients::flag::REPLICA, Relaxed);
     let feed = &shared.store.feed;
     let replication = &shared.replication;
-    if !feed.active() {
-        feed.restart_at(replication.offset());
-        feed.activate();
-        tokio::time::sleep(ACTIVATION_GRACE).await;
+    if feed.activate_at(replication.offset()) {
+        tokio::time::sleep(super::feed::ACTIVATION_GRACE).await;
     }
     start_pinger(shared);
     let replid = replication.replid.lock().clone();
