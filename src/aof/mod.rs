@@ -148,6 +148,9 @@ impl Aof {
             self.wake.notify_one();
             return Ok(Rewrite::Scheduled);
         }
+        // In progress from now on, as Redis's is once BGREWRITEAOF answers.
+        self.rewriting_since_ms
+            .store(crate::store::now_ms(), Relaxed);
         self.rewrite_wanted.store(true, Relaxed);
         self.wake.notify_one();
         Ok(Rewrite::Started)

@@ -297,7 +297,11 @@ fn wake_waiters(shared: &Shared) {
 
 /// Starts the writer thread; it runs until [`super::Aof::stop`].
 pub fn spawn(shared: Arc<Shared>, log: Option<Log>) -> io::Result<std::thread::JoinHandle<()>> {
-    let runtime = tokio::runtime::Handle::current();
+    // A runtime of its own for its waits (the notifications and a timer), so the server's
+    // runtime shutting down never pulls the timer from under a last write.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()?;
     shared.aof.on.store(log.is_some(), Relaxed);
     std::thread::Builder::new()
         .name("stmd-aof".into())
@@ -321,7 +325,7 @@ struct Writer {
 }
 
 impl Writer {
-    fn run(mut self, runtime: &tokio::runtime::Handle) {
+    fn run(mut self, runtime: &tokio::runtime::Runtime) {
         let shared = self.shared.clone();
         let aof = &shared.aof;
         let feed = &shared.store.feed;

@@ -27,6 +27,7 @@ mod events_keyspace;
 mod events_tracking;
 mod fuzz_props;
 mod keys_dump;
+mod ops_aof;
 mod ops_config_file;
 mod ops_docker;
 mod ops_introspection;
