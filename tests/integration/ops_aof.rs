@@ -391,3 +391,52 @@ async fn a_dump_rdb_becomes_the_first_base_when_the_log_is_turned_on() {
     );
     assert!(manifest(dir.path()).starts_with("file appendonly.aof.1.base.rdb seq 1 type b\n"));
 }
+
+#[tokio::test]
+async fn a_replica_logs_what_it_applies() {
+    let primary_server = TestServer::start().await;
+    let mut primary = primary_server.client().await;
+    ok(&mut primary, &["SET", "synced", "1"]).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let target = format!("127.0.0.1 {}", primary_server.addr.port());
+    let replica_server = TestServer::start_with({
+        let dir = dir.path().to_path_buf();
+        move |c| {
+            c.dir = dir;
+            c.appendonly = true;
+            c.replicaof = target;
+        }
+    })
+    .await;
+    let mut replica = replica_server.client().await;
+    crate::replication_primary::caught_up(&mut primary, &mut replica).await;
+    // The full sync replaced the dataset: the log starts again from a base of it.
+    until_info(&mut replica, "aof_rewrites", "1").await;
+    ok(&mut primary, &["INCR", "synced"]).await;
+    ok(&mut primary, &["SET", "streamed", "v", "EX", "100"]).await;
+    capture(&mut primary, "u1", "c1", "s1", "3", "-", "the secret word").await;
+    crate::replication_primary::caught_up(&mut primary, &mut replica).await;
+    assert_eq!(
+        run(&mut replica, &["WAITAOF", "1", "0", "0"]).await,
+        Err("ERR WAITAOF cannot be used with replica instances. Please also note that writes to replicas are just local and are not propagated.".into())
+    );
+    tokio::time::sleep(Duration::from_millis(1300)).await; // everysec
+    let expiry = ok(&mut primary, &["PEXPIRETIME", "streamed"]).await;
+    drop(replica_server);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for file in log_files(dir.path()) {
+        let bytes = std::fs::read(dir.path().join("appendonlydir").join(&file)).expect("read");
+        assert!(
+            !bytes.windows(11).any(|w| w == b"secret word"),
+            "an STM message reached {file}"
+        );
+    }
+    // Restarted on its own (no primary), the log gives back what the stream brought.
+    let server = start_in(dir.path(), true).await;
+    let mut con = server.client().await;
+    assert_eq!(
+        ok(&mut con, &["GET", "synced"]).await,
+        Value::BulkString(b"2".to_vec())
+    );
+    assert_eq!(ok(&mut con, &["PEXPIRETIME", "streamed"]).await, expiry);
+}
