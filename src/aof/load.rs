@@ -21,11 +21,7 @@ use std::time::Instant;
 /// Loads the append-only files into `store`. Without a manifest, `dump.rdb` is loaded if there is
 /// one (Redis would start empty and lose it; the writer then makes it the log's first base).
 pub fn load(config: &Config, store: &Arc<Store>, addr: SocketAddr) -> Result<Loaded, String> {
-    let dir = config.dir.join(&config.appenddirname);
-    let names = Names {
-        dir: &dir,
-        name: &config.appendfilename,
-    };
+    let names = Names::of(config);
     let Some(manifest) = names.read()? else {
         return crate::snapshot::load(config, store);
     };
@@ -77,7 +73,7 @@ pub fn load(config: &Config, store: &Arc<Store>, addr: SocketAddr) -> Result<Loa
         loaded.keys = store.len() as u64;
     }
     tracing::info!(
-        dir = %dir.display(),
+        dir = %names.dir.display(),
         keys = loaded.keys,
         ms = started.elapsed().as_millis() as u64,
         "DB loaded from append only file"

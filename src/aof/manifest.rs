@@ -102,13 +102,20 @@ impl Manifest {
     }
 }
 
-/// The names of the files of one `appendfilename`.
-pub struct Names<'a> {
-    pub dir: &'a Path,
-    pub name: &'a str,
+/// The files of one `appendfilename` in `dir/appenddirname`.
+pub struct Names {
+    pub dir: PathBuf,
+    pub name: String,
 }
 
-impl Names<'_> {
+impl Names {
+    pub fn of(config: &crate::config::Config) -> Names {
+        Names {
+            dir: config.dir.join(&config.appenddirname),
+            name: config.appendfilename.clone(),
+        }
+    }
+
     pub fn manifest(&self) -> PathBuf {
         self.dir.join(format!("{}.manifest", self.name))
     }
@@ -152,7 +159,7 @@ impl Names<'_> {
             file.sync_all()?;
         }
         std::fs::rename(&temp, self.manifest())?;
-        sync_dir(self.dir)
+        sync_dir(&self.dir)
     }
 }
 

@@ -18,7 +18,7 @@ mod writer;
 pub use writer::{open_at_start, spawn};
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::time::Duration;
 
 /// `appendfsync`: when the file is flushed to the disk.
@@ -57,6 +57,15 @@ pub const REWRITE_IN_PROGRESS: &str =
     "ERR Background append only file rewriting already in progress";
 pub const BGSAVE_REFUSED: &str = "ERR An AOF log rewriting in progress: can't BGSAVE right now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.";
 
+/// What a reply to a write waits for (see [`Aof::reply_waits`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Wait {
+    Nothing = 0,
+    Written = 1,
+    Synced = 2,
+}
+
 /// What BGREWRITEAOF did.
 pub enum Rewrite {
     Started,
@@ -68,12 +77,16 @@ pub enum Rewrite {
 pub struct Aof {
     /// The log is open and every write goes into it (INFO's `aof_enabled`).
     on: AtomicBool,
-    /// `on` and `appendfsync always`: a reply to a write waits until it is on the disk.
-    always: AtomicBool,
+    /// What a reply to a write waits for (a [`Wait`]): nothing while the log is off; its write
+    /// in the file (`everysec`, `no`: as Redis writes the log before it replies, so a crash of
+    /// the process loses nothing acknowledged); its write synced (`always`).
+    reply_waits: AtomicU8,
+    /// The stream's offset up to which every write is in the file.
+    written: AtomicU64,
     /// The stream's offset up to which every write is in the file and synced (`no`: written).
     synced: AtomicU64,
-    /// Woken when `synced` grows.
-    pub synced_grown: tokio::sync::Notify,
+    /// Woken when `written` or `synced` grows, or the log closes.
+    pub progressed: tokio::sync::Notify,
     /// Wakes the writer: CONFIG SET, BGREWRITEAOF, shutdown.
     wake: tokio::sync::Notify,
     rewrite_wanted: AtomicBool,
@@ -96,9 +109,10 @@ impl Default for Aof {
     fn default() -> Self {
         Aof {
             on: AtomicBool::new(false),
-            always: AtomicBool::new(false),
+            reply_waits: AtomicU8::new(Wait::Nothing as u8),
+            written: AtomicU64::new(0),
             synced: AtomicU64::new(0),
-            synced_grown: tokio::sync::Notify::new(),
+            progressed: tokio::sync::Notify::new(),
             wake: tokio::sync::Notify::new(),
             rewrite_wanted: AtomicBool::new(false),
             rewrite_scheduled: AtomicBool::new(false),
@@ -165,21 +179,26 @@ impl Aof {
         }
     }
 
-    /// Before a reply goes out under `appendfsync always`: waits until the client's last write
-    /// (`offset` in the stream) is on the disk. One load when the policy is another.
+    /// Before replies go out: waits until the client's last write (`offset` in the stream) is as
+    /// far as [`Aof::reply_waits`] says. One load while the log is off.
     pub async fn before_reply(&self, offset: u64) {
-        if !self.always.load(Relaxed) {
-            return;
-        }
-        while self.always.load(Relaxed) && self.synced() < offset {
-            let grown = self.synced_grown.notified();
-            tokio::pin!(grown);
-            grown.as_mut().enable();
-            if self.synced() >= offset {
+        loop {
+            let reached = match self.reply_waits.load(Relaxed) {
+                w if w == Wait::Written as u8 => &self.written,
+                w if w == Wait::Synced as u8 => &self.synced,
+                _ => return,
+            };
+            if reached.load(Relaxed) >= offset {
                 return;
             }
-            // Bounded, so a log turned off meanwhile never leaves a client waiting.
-            let _ = tokio::time::timeout(Duration::from_millis(100), grown).await;
+            let progressed = self.progressed.notified();
+            tokio::pin!(progressed);
+            progressed.as_mut().enable();
+            if reached.load(Relaxed) >= offset {
+                return;
+            }
+            // Bounded, so a log closed meanwhile never leaves a client waiting.
+            let _ = tokio::time::timeout(Duration::from_millis(100), progressed).await;
         }
     }
 

@@ -36,6 +36,9 @@ pub struct Log {
     reader: Arc<AtomicU64>,
     /// Stream bytes read that do not make a whole command yet.
     carry: Vec<u8>,
+    /// Where the last read ended: the reader elsewhere means the stream was renumbered (a
+    /// replica promoted by REPLICAOF NO ONE), and the carried bytes belong to no command.
+    read_to: u64,
     out: Vec<u8>,
     unsynced: bool,
     last_sync: Instant,
@@ -53,13 +56,6 @@ struct Running {
     started: Instant,
 }
 
-fn names(config: &crate::config::Config) -> (PathBuf, String) {
-    (
-        config.dir.join(&config.appenddirname),
-        config.appendfilename.clone(),
-    )
-}
-
 /// Opens the log at start, before any client is served: the files the manifest names (the last
 /// increment continued), or a first base of the loaded dataset and an increment.
 pub fn open_at_start(shared: &Shared) -> Result<Option<Log>, String> {
@@ -67,15 +63,11 @@ pub fn open_at_start(shared: &Shared) -> Result<Option<Log>, String> {
         return Ok(None);
     }
     shared.store.feed.activate(); // nobody runs a command yet: no grace needed
-    let (dir, name) = names(&shared.config.read());
-    let names = Names {
-        dir: &dir,
-        name: &name,
-    };
+    let names = Names::of(&shared.config.read());
     let failed = |err: io::Error| {
         format!(
             "cannot open the append only file in {}: {err}",
-            dir.display()
+            names.dir.display()
         )
     };
     match names.read()? {
@@ -116,7 +108,7 @@ fn continue_log(shared: &Shared, names: &Names, mut manifest: Manifest) -> io::R
 /// A new log from the dataset as it is: a base, an empty increment and a manifest naming just
 /// them (files of an earlier log are removed). The stream is read from the base's instant on.
 fn begin(shared: &Shared, names: &Names) -> io::Result<Log> {
-    std::fs::create_dir_all(names.dir)?;
+    std::fs::create_dir_all(&names.dir)?;
     let old = names.read().ok().flatten();
     let feed = &shared.store.feed;
     let (bytes, reader) = crate::snapshot::image(shared, || {
@@ -125,20 +117,9 @@ fn begin(shared: &Shared, names: &Names) -> io::Result<Log> {
     })?;
     let reader = reader?;
     let written = (|| {
-        let base = names.base(old.as_ref().map_or(1, Manifest::next_base_seq));
-        let temp = temp_base(names);
-        write_file(&temp, &bytes)?;
-        std::fs::rename(&temp, names.path(&base))?;
         let incr_part = names.incr(old.as_ref().map_or(1, Manifest::next_incr_seq));
         let incr = create(&names.path(&incr_part))?;
-        let manifest = Manifest {
-            base: Some(base),
-            incrs: vec![incr_part],
-        };
-        names.write(&manifest)?;
-        if let Some(old) = &old {
-            remove_unlisted(names, old, &manifest);
-        }
+        let manifest = install_base(names, old.as_ref(), &bytes, vec![incr_part])?;
         Ok((manifest, incr))
     })();
     match written {
@@ -153,6 +134,29 @@ fn begin(shared: &Shared, names: &Names) -> io::Result<Log> {
             Err(err)
         }
     }
+}
+
+/// Writes `bytes` as the base after `old`'s, then a manifest naming it and `incrs`, and removes
+/// the files `old` named that the new manifest does not.
+fn install_base(
+    names: &Names,
+    old: Option<&Manifest>,
+    bytes: &[u8],
+    incrs: Vec<Part>,
+) -> io::Result<Manifest> {
+    let base = names.base(old.map_or(1, Manifest::next_base_seq));
+    let temp = temp_base(names);
+    write_file(&temp, bytes)?;
+    std::fs::rename(&temp, names.path(&base))?;
+    let manifest = Manifest {
+        base: Some(base),
+        incrs,
+    };
+    names.write(&manifest)?;
+    if let Some(old) = old {
+        remove_unlisted(names, old, &manifest);
+    }
+    Ok(manifest)
 }
 
 fn reader_at_end(feed: &Feed) -> io::Result<Arc<AtomicU64>> {
@@ -204,6 +208,7 @@ impl Log {
         Log {
             manifest,
             incr,
+            read_to: reader.load(Relaxed),
             reader,
             carry: Vec::new(),
             out: Vec::new(),
@@ -221,6 +226,9 @@ impl Log {
 
     /// Copies what the stream holds (up to `upto`) into the increment.
     fn drain(&mut self, feed: &Feed, upto: Option<u64>) -> io::Result<()> {
+        if self.reader.load(Relaxed) != self.read_to {
+            self.carry.clear();
+        }
         loop {
             let max = match upto {
                 Some(end) => (end.saturating_sub(self.reader.load(Relaxed)) as usize).min(CHUNK),
@@ -233,6 +241,7 @@ impl Log {
             if !feed.read(&self.reader, &mut self.carry, max) {
                 return Err(io::Error::other("the log fell behind the stream"));
             }
+            self.read_to = self.reader.load(Relaxed);
             if self.carry.len() == before {
                 return Ok(());
             }
@@ -288,10 +297,9 @@ impl Log {
     }
 }
 
-/// The log's synced part grew, or the log closed: replies held for `appendfsync always` and
-/// WAITAOF look again.
+/// The log's synced part grew, or the log closed: replies held back and WAITAOF look again.
 fn wake_waiters(shared: &Shared) {
-    shared.aof.synced_grown.notify_waiters();
+    shared.aof.progressed.notify_waiters();
     shared.replication.master.acks.wake_all_where(|_| true);
 }
 
@@ -385,10 +393,18 @@ impl Writer {
         let Some(log) = &mut self.log else {
             return Ok(());
         };
+        let waits = match policy {
+            Fsync::Always => super::Wait::Synced,
+            Fsync::Everysec | Fsync::No => super::Wait::Written,
+        };
+        aof.reply_waits.store(waits as u8, Relaxed);
         log.drain(&shared.store.feed, None)?;
+        let done = log.done();
+        if aof.written.swap(done, Relaxed) != done {
+            aof.progressed.notify_waiters();
+        }
         log.sync(&shared, policy, false)?;
         log.publish_sizes(&shared);
-        aof.always.store(policy == Fsync::Always, Relaxed);
         let due = aof.rewrite_wanted.load(Relaxed) || log.rewrite_due(&shared.config.read());
         if self.running.is_none() && due {
             aof.rewrite_wanted.store(false, Relaxed);
@@ -406,11 +422,7 @@ impl Writer {
             // instant would be in neither: let such commands finish first.
             std::thread::sleep(crate::replication::feed::ACTIVATION_GRACE);
         }
-        let (dir, name) = names(&shared.config.read());
-        let names = Names {
-            dir: &dir,
-            name: &name,
-        };
+        let names = Names::of(&shared.config.read());
         let started = Instant::now();
         self.mark_rewriting(true);
         let opened = begin(&shared, &names);
@@ -426,30 +438,14 @@ impl Writer {
     /// BGREWRITEAOF while the log is off: a base of the dataset and a manifest naming only it.
     fn rewrite_closed(&mut self) -> io::Result<()> {
         let shared = self.shared.clone();
-        let (dir, name) = names(&shared.config.read());
-        let names = Names {
-            dir: &dir,
-            name: &name,
-        };
+        let names = Names::of(&shared.config.read());
         let started = Instant::now();
         self.mark_rewriting(true);
         let result = (|| {
-            std::fs::create_dir_all(&dir)?;
+            std::fs::create_dir_all(&names.dir)?;
             let old = names.read().ok().flatten();
             let (bytes, ()) = crate::snapshot::image(&shared, || ())?;
-            let base = names.base(old.as_ref().map_or(1, Manifest::next_base_seq));
-            let temp = temp_base(&names);
-            write_file(&temp, &bytes)?;
-            std::fs::rename(&temp, names.path(&base))?;
-            let manifest = Manifest {
-                base: Some(base),
-                incrs: Vec::new(),
-            };
-            names.write(&manifest)?;
-            if let Some(old) = &old {
-                remove_unlisted(&names, old, &manifest);
-            }
-            Ok(())
+            install_base(&names, old.as_ref(), &bytes, Vec::new()).map(drop)
         })();
         self.mark_rewriting(false);
         self.rewrite_done(result.is_ok(), started);
@@ -461,11 +457,7 @@ impl Writer {
     fn start_rewrite(&mut self, policy: Fsync) -> io::Result<()> {
         let shared = self.shared.clone();
         let feed = &shared.store.feed;
-        let (dir, name) = names(&shared.config.read());
-        let names = Names {
-            dir: &dir,
-            name: &name,
-        };
+        let names = Names::of(&shared.config.read());
         if self.log.is_none() {
             return Ok(());
         }
@@ -499,6 +491,7 @@ impl Writer {
         };
         let log = self.log.as_mut().expect("checked above");
         feed.drop_reader(&log.reader);
+        log.read_to = reader.load(Relaxed);
         log.reader = reader;
         log.carry.clear();
         log.incr = incr;
@@ -525,18 +518,14 @@ impl Writer {
             return;
         };
         let shared = self.shared.clone();
-        let (dir, name) = names(&shared.config.read());
-        let names = Names {
-            dir: &dir,
-            name: &name,
-        };
+        let names = Names::of(&shared.config.read());
         let written = running
             .thread
             .join()
             .unwrap_or_else(|_| Err(io::Error::other("the base writer panicked")));
         let installed = written.and_then(|size| {
             std::fs::rename(&running.temp, names.path(&running.base))?;
-            sync_dir(&dir)?;
+            sync_dir(&names.dir)?;
             Ok(size)
         });
         let ok = match (installed, self.log.as_mut()) {
@@ -603,7 +592,7 @@ impl Writer {
             shared.store.feed.drop_reader(&log.reader);
         }
         aof.on.store(false, Relaxed);
-        aof.always.store(false, Relaxed);
+        aof.reply_waits.store(super::Wait::Nothing as u8, Relaxed);
         wake_waiters(&shared);
     }
 
@@ -623,7 +612,10 @@ impl Writer {
         }
         self.mark_rewriting(false);
         shared.aof.on.store(false, Relaxed);
-        shared.aof.always.store(false, Relaxed);
+        shared
+            .aof
+            .reply_waits
+            .store(super::Wait::Nothing as u8, Relaxed);
         wake_waiters(&shared);
         self.retry_at = Some(Instant::now() + RETRY_AFTER);
     }
