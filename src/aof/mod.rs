@@ -103,6 +103,11 @@ pub struct Aof {
     /// after the last rewrite (`aof_base_size`): the automatic rewrite compares them.
     current_size: AtomicU64,
     base_size: AtomicU64,
+    /// A replica's marks: its own stream's end after commands of its primary were applied, and
+    /// the primary's offset then; read off as the log syncs, for `REPLCONF ACK … FACK`.
+    applied_marks: parking_lot::Mutex<std::collections::VecDeque<(u64, u64)>>,
+    /// The primary's offset up to which this replica's log is synced.
+    primary_synced: AtomicU64,
 }
 
 impl Default for Aof {
@@ -125,6 +130,8 @@ impl Default for Aof {
             last_write_ok: AtomicBool::new(true),
             current_size: AtomicU64::new(0),
             base_size: AtomicU64::new(0),
+            applied_marks: Default::default(),
+            primary_synced: AtomicU64::new(0),
         }
     }
 }
@@ -200,6 +207,35 @@ impl Aof {
             // Bounded, so a log closed meanwhile never leaves a client waiting.
             let _ = tokio::time::timeout(Duration::from_millis(100), progressed).await;
         }
+    }
+
+    /// A replica applied its primary's commands up to `primary_offset`, which its own stream
+    /// (the log's source) holds up to `stream_end`.
+    pub fn mark_applied(&self, stream_end: u64, primary_offset: u64) {
+        if self.on() {
+            let mut marks = self.applied_marks.lock();
+            if marks.back().is_none_or(|&(end, _)| end != stream_end) {
+                marks.push_back((stream_end, primary_offset));
+            }
+        }
+    }
+
+    /// A replica's `FACK`: the primary's offset up to which the log is synced; None while the log
+    /// is off (nothing to report, as a replica without a log).
+    pub fn synced_primary_offset(&self) -> Option<u64> {
+        if !self.on() {
+            return None;
+        }
+        let synced = self.synced();
+        let mut marks = self.applied_marks.lock();
+        while let Some(&(end, primary)) = marks.front() {
+            if end > synced {
+                break;
+            }
+            self.primary_synced.fetch_max(primary, Relaxed);
+            marks.pop_front();
+        }
+        Some(self.primary_synced.load(Relaxed))
     }
 
     /// Tells the writer to finish: the last writes go into the file and it is synced.

@@ -150,15 +150,14 @@ pub fn waitaof(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             "ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.",
         ));
     }
-    // Replicas report what their logs hold with `REPLCONF ACK <offset> FACK <offset>`; stmd's
-    // replicas do not (yet), so none counts.
-    let replicas = 0;
+    // Replicas report how far their logs are synced with `REPLCONF ACK <offset> FACK <offset>`.
+    let master = &shared.replication.master;
+    let replicas = master.aof_acked_at_least(ctx.conn.repl_offset) as i64;
     let local = i64::from(shared.aof.on() && shared.aof.synced() >= ctx.conn.repl_offset);
     let counts = Reply::Array(vec![Reply::Int(local), Reply::Int(replicas)]);
     if (local >= numlocal && replicas >= numreplicas) || ctx.in_exec() {
         return Ok(counts);
     }
-    let master = &shared.replication.master;
     let first = ctx.conn.wait.is_none();
     if first {
         ctx.conn.wait = Some(master.acks.register(vec![Bytes::from_static(b"wait")]));

@@ -428,6 +428,13 @@ async fn a_replica_logs_what_it_applies() {
     ok(&mut primary, &["SET", "streamed", "v", "EX", "100"]).await;
     capture(&mut primary, "u1", "c1", "s1", "3", "-", "the secret word").await;
     crate::replication_primary::caught_up(&mut primary, &mut replica).await;
+    // The replica reports how far its log is synced (REPLCONF ACK … FACK): the primary's
+    // WAITAOF counts it once the replica's log holds this client's last write.
+    primary.set_response_timeout(Duration::from_secs(10));
+    assert_eq!(
+        ok(&mut primary, &["WAITAOF", "0", "1", "5000"]).await,
+        Value::Array(vec![Value::Int(0), Value::Int(1)])
+    );
     assert_eq!(
         run(&mut replica, &["WAITAOF", "1", "0", "0"]).await,
         Err("ERR WAITAOF cannot be used with replica instances. Please also note that writes to replicas are just local and are not propagated.".into())
