@@ -182,6 +182,32 @@ pub struct Config {
     /// The RDB snapshot's file name in `--dir`, loaded at start when it exists.
     #[arg(long, env = "STMD_DBFILENAME", default_value = "dump.rdb", value_parser = parse_file_name, help_heading = "Storage")]
     pub dbfilename: String,
+    /// Log every write to an append-only file as Redis's `appendonly` (yes|no): restarts replay it,
+    /// losing at most what `--appendfsync` allows. CONFIG SET turns it on (with a rewrite) or off.
+    #[arg(long, env = "STMD_APPENDONLY", default_value = "no", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "Storage")]
+    pub appendonly: bool,
+    /// When the append-only file is flushed to the disk: `always` (before each reply),
+    /// `everysec` (once a second) or `no` (when the system decides).
+    #[arg(long, env = "STMD_APPENDFSYNC", default_value = "everysec", value_parser = crate::aof::Fsync::parse, help_heading = "Storage")]
+    pub appendfsync: crate::aof::Fsync,
+    /// The base name of the append-only files (`<name>.<seq>.base.rdb`, `<name>.<seq>.incr.aof`,
+    /// `<name>.manifest`).
+    #[arg(long, env = "STMD_APPENDFILENAME", default_value = "appendonly.aof", value_parser = parse_file_name, help_heading = "Storage")]
+    pub appendfilename: String,
+    /// The directory in `--dir` that holds the append-only files.
+    #[arg(long, env = "STMD_APPENDDIRNAME", default_value = "appendonlydir", value_parser = parse_file_name, help_heading = "Storage")]
+    pub appenddirname: String,
+    /// Rewrite the append-only file when it has grown by this percentage over its size after the
+    /// last rewrite (0: never by itself).
+    #[arg(long, env = "STMD_AUTO_AOF_REWRITE_PERCENTAGE", default_value_t = 100, value_parser = clap::value_parser!(u64).range(0..=i32::MAX as u64), help_heading = "Storage")]
+    pub auto_aof_rewrite_percentage: u64,
+    /// ... and is at least this large (units as --maxmemory).
+    #[arg(long, env = "STMD_AUTO_AOF_REWRITE_MIN_SIZE", default_value = "64mb", value_parser = parse_memory, help_heading = "Storage")]
+    pub auto_aof_rewrite_min_size: u64,
+    /// At start, load an append-only file whose last command was cut short (a crash mid-write),
+    /// dropping that command, instead of refusing to start (yes|no).
+    #[arg(long, env = "STMD_AOF_LOAD_TRUNCATED", default_value = "yes", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "Storage")]
+    pub aof_load_truncated: bool,
 
     /// Messages kept per STM entry (the newest ones).
     #[arg(
@@ -768,6 +794,47 @@ pub static PARAMS: &[Param] = &[
         get: |c| c.dbfilename.clone(),
         set: None,
     },
+    Param {
+        name: "appendonly",
+        get: |c| if c.appendonly { "yes" } else { "no" }.to_string(),
+        set: Some(|c, v| {
+            c.appendonly = parse_yes_no(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "appendfsync",
+        get: |c| c.appendfsync.to_string(),
+        set: Some(|c, v| {
+            c.appendfsync = crate::aof::Fsync::parse(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "appendfilename",
+        get: |c| c.appendfilename.clone(),
+        set: None,
+    },
+    Param {
+        name: "appenddirname",
+        get: |c| c.appenddirname.clone(),
+        set: None,
+    },
+    number_param!(
+        "auto-aof-rewrite-percentage",
+        auto_aof_rewrite_percentage,
+        0,
+        i32::MAX as i64
+    ),
+    memory_param!("auto-aof-rewrite-min-size", auto_aof_rewrite_min_size),
+    Param {
+        name: "aof-load-truncated",
+        get: |c| if c.aof_load_truncated { "yes" } else { "no" }.to_string(),
+        set: Some(|c, v| {
+            c.aof_load_truncated = parse_yes_no(v)?;
+            Ok(())
+        }),
+    },
     number_param!("stm-max-messages", stm_max_messages),
     number_param!("stm-ttl", stm_ttl),
     number_param!("stm-summary-ttl", stm_summary_ttl),
@@ -1040,16 +1107,16 @@ pub fn find_setting(name: &[u8]) -> Option<Setting> {
     settings().find(|s| s.name().as_bytes().eq_ignore_ascii_case(name))
 }
 
-/// Parses a memory size the way redis.conf does: a plain number of bytes or a number with a unit
-/// (`k`/`kb` are 1000/1024, `m`/`mb`, `g`/`gb` likewise), case-insensitive.
-/// A file name without a directory (`dbfilename`), as Redis requires.
+/// A file name without a directory (`dbfilename`, `appendfilename`), as Redis requires.
 fn parse_file_name(text: &str) -> Result<String, String> {
     if text.is_empty() || text.contains('/') || text == "." || text == ".." {
-        return Err("dbfilename can't be a path, just a filename".into());
+        return Err("a file name can't be a path, just a filename".into());
     }
     Ok(text.to_string())
 }
 
+/// Parses a memory size the way redis.conf does: a plain number of bytes or a number with a unit
+/// (`k`/`kb` are 1000/1024, `m`/`mb`, `g`/`gb` likewise), case-insensitive.
 pub fn parse_memory(text: &str) -> Result<u64, String> {
     let lower = text.trim().to_ascii_lowercase();
     let split = lower

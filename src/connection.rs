@@ -179,6 +179,9 @@ async fn serve_loop(
         if !out.is_empty() && out.len() <= DEFERRED_REPLY_MAX && matches!(batch, Batch::Done) {
             behind_ready_tasks().await;
         }
+        // With the append-only file on, replies to writes go once the writes are in it (and on the
+        // disk under `appendfsync always`).
+        shared.aof.before_reply(conn.repl_offset).await;
         // `biased`: polled in this order, without the random start (and its RNG) of a fair
         // select. The write, which usually completes at once, comes first.
         tokio::select! {

@@ -2,6 +2,7 @@
 //! memory. The library does the work; `main.rs` only parses flags, sets up logging and binds.
 
 pub mod acl;
+pub mod aof;
 pub mod blocking;
 pub mod clients;
 pub mod clock;

@@ -66,6 +66,8 @@ pub struct Shared {
     pub snapshots: crate::snapshot::Snapshots,
     /// Replication: this node's id and offset, its replicas, or its primary.
     pub replication: crate::replication::Replication,
+    /// The append-only file (`appendonly`).
+    pub aof: crate::aof::Aof,
 }
 
 impl Shared {
@@ -126,6 +128,7 @@ impl Shared {
             cluster: None,
             snapshots: Default::default(),
             replication: Default::default(),
+            aof: Default::default(),
         })
     }
 }
@@ -268,7 +271,13 @@ pub async fn run(
     };
     let store = Arc::new(Store::with_databases(config.databases as usize));
     // The snapshot is in place before the warm start merges the scope rows over it.
-    let loaded = crate::snapshot::load(&config, &store).map_err(Error::Config)?;
+    // With `appendonly`, the log holds the dataset (Redis ignores `dump.rdb` then).
+    let loaded = if config.appendonly {
+        crate::aof::load::load(&config, &store, local_addr)
+    } else {
+        crate::snapshot::load(&config, &store)
+    }
+    .map_err(Error::Config)?;
     // The writer stops only after the connections have drained, so their last operations land.
     let (writer_stop_tx, writer_stop_rx) = watch::channel(false);
     let persist::Started {
@@ -292,6 +301,8 @@ pub async fn run(
             .map_err(|e| Error::Config(format!("cannot load the snapshot's functions: {e}")))?;
     }
     let shared = Arc::new(shared);
+    let aof_log = crate::aof::open_at_start(&shared).map_err(Error::Config)?;
+    let aof_thread = crate::aof::spawn(shared.clone(), aof_log)?;
     // `replicaof` in the configuration: follow that primary from the start.
     let replicaof = shared.config.read().replicaof.clone();
     if let Some((host, port)) = replicaof.split_once(' ') {
@@ -474,6 +485,8 @@ pub async fn run(
     let _ = snapshot_task.await;
     let _ = replica_task.await;
     let _ = failover_task.await;
+    shared.aof.stop(); // the last writes go into the log and are synced
+    let _ = tokio::task::spawn_blocking(move || aof_thread.join()).await;
     {
         let shared = shared.clone();
         let _ = tokio::task::spawn_blocking(move || crate::snapshot::at_shutdown(&shared)).await;

@@ -145,6 +145,11 @@ pub const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, bu
 pub const MISCONF_SCRIPT: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Writable scripts are blocked. Use 'no-writes' flag for read only scripts.";
 
 impl Snapshots {
+    /// True while a save is being written.
+    pub fn busy(&self) -> bool {
+        self.busy.load(Relaxed)
+    }
+
     fn claim(&self) -> bool {
         self.busy
             .compare_exchange(false, true, Relaxed, Relaxed)

@@ -61,6 +61,12 @@ def client_setinfo(a, b, args):
     return a.raw == b.raw or (b.raw.startswith(b"-ERR unknown subcommand") and a.raw == b"+OK\r\n")
 
 
+def waitaof(a, b, args):
+    """WAITAOF is Redis 7.2; the reference redis-server (7.0) answers `unknown command`. stmd's
+    replies (counts and 7.2's errors) are checked exactly by tests/integration/ops_aof.rs."""
+    return a.raw == b.raw or (b.raw.startswith(b"-ERR unknown command") and not a.raw.startswith(b"-ERR unknown command"))
+
+
 def bit_range_args(a, b, args):
     """Redis 7.2 parses BITCOUNT's and BITPOS's range arguments before looking at the key (#11734):
     a missing key with bad range arguments is an error, and a bad range on a non-string key is
@@ -85,7 +91,8 @@ def scan_plain(a, b, args):
 # replicas and no bus: those CLUSTER subcommands are not served.
 # CLUSTER PEER is stmd's own node-to-node form (README: Cluster, "STM in cluster mode"):
 # a node asks another for its local STM.RECENT / STM.FORGET USER answer, or forwards a PUBLISH.
-NEWER_SUBCOMMANDS = {b"client|setinfo", b"client|no-touch", b"cluster|myshardid", b"cluster|peer"}
+# Redis 7.2 commands and subcommands the 7.0 reference lacks (its COMMAND INFO entry is nil).
+NEWER_SUBCOMMANDS = {b"client|setinfo", b"client|no-touch", b"cluster|myshardid", b"cluster|peer", b"waitaof"}
 UNSERVED_SUBCOMMANDS: set[bytes] = {
     b"cluster|" + name
     for name in (
@@ -328,6 +335,7 @@ ALLOWED = {
     "CLIENT INFO": (errors_exact_else_kind, "per-client fields (addr, fd, ids, ages, memory) differ"),
     "CLIENT ID": (same_kind, "client ids are per server"),
     "CLIENT SETINFO": (client_setinfo, "Redis 7.2 command; the reference server is 7.0"),
+    "WAITAOF": (waitaof, "Redis 7.2 command; the reference server is 7.0"),
     "RANDOMKEY": (randomkey, "random choice"),
     "MEMORY USAGE": (errors_exact_else_kind, "byte counts are each server's own estimate (errors compared exactly)"),
     "MEMORY STATS": (errors_exact_else_kind, "each server's own memory figures"),

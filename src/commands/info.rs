@@ -116,20 +116,14 @@ fn render(ctx: &Ctx, section: &str, out: &mut String) {
         }
         "memory" => memory(ctx, &mut lines),
         "persistence" => {
-            // The snapshot is loaded before any client connects; there is no AOF.
+            // The snapshot or the log is loaded before any client connects.
             lines.add("loading", 0);
             lines.add("async_loading", 0);
             for (field, value) in shared.snapshots.info_fields(&shared.store) {
                 lines.add(field, value);
             }
-            for field in [
-                "aof_enabled",
-                "aof_rewrite_in_progress",
-                "aof_rewrite_scheduled",
-                "aof_rewrites",
-                "module_fork_in_progress",
-            ] {
-                lines.add(field, 0);
+            for (field, value) in shared.aof.info_fields() {
+                lines.add(field, value);
             }
         }
         "stats" => stats(ctx, &mut lines),

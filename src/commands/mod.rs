@@ -607,8 +607,10 @@ pub fn run(ctx: &mut Ctx<'_, '_>, cmd: &'static Command, args: &[&[u8]]) -> Repl
     // and EXEC are not sent themselves: the commands they run are.
     let feed = &ctx.shared.store.feed;
     let replicating = feed.active();
+    // A replica's applied commands go into its own stream only for its append-only log (no
+    // replica follows a replica).
     let propagating = replicating
-        && !ctx.conn.from_primary
+        && (!ctx.conn.from_primary || ctx.shared.aof.on())
         && (effective.has(table::WRITE) || effective.has(table::MAY_REPLICATE))
         && !cmd.has(table::RUNS_SCRIPT);
     if propagating {

@@ -127,6 +127,57 @@ pub fn wait(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     Ok(Reply::Nil)
 }
 
+/// WAITAOF: blocks until this client's last write is synced to the local log (`numlocal` 1) and
+/// to the logs of `numreplicas` replicas; answers how many of each have it.
+pub fn waitaof(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let numlocal = args::int(args[1])?;
+    if !(0..=1).contains(&numlocal) {
+        return Err(Reply::error(
+            "ERR value is out of range, value must between 0 and 1",
+        ));
+    }
+    let numreplicas = args::int(args[2])?;
+    if numreplicas < 0 {
+        return Err(Reply::error("ERR value is out of range, must be positive"));
+    }
+    let timeout = args::int(args[3])
+        .map_err(|_| Reply::error("ERR timeout is not an integer or out of range"))?;
+    if timeout < 0 {
+        return Err(Reply::error("ERR timeout is negative"));
+    }
+    let shared = ctx.shared;
+    if shared.replication.replica.following() {
+        return Err(Reply::error("ERR WAITAOF cannot be used with replica instances. Please also note that writes to replicas are just local and are not propagated."));
+    }
+    if numlocal > 0 && !shared.aof.on() {
+        return Err(Reply::error(
+            "ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.",
+        ));
+    }
+    // Replicas report how far their logs are synced with `REPLCONF ACK <offset> FACK <offset>`.
+    let master = &shared.replication.master;
+    let replicas = master.aof_acked_at_least(ctx.conn.repl_offset) as i64;
+    let local = i64::from(shared.aof.on() && shared.aof.synced() >= ctx.conn.repl_offset);
+    let counts = Reply::Array(vec![Reply::Int(local), Reply::Int(replicas)]);
+    if (local >= numlocal && replicas >= numreplicas) || ctx.in_exec() {
+        return Ok(counts);
+    }
+    let first = ctx.conn.wait.is_none();
+    if first {
+        ctx.conn.wait = Some(master.acks.register(vec![Bytes::from_static(b"wait")]));
+        if numreplicas > 0 {
+            request_acks(&shared.store.feed);
+        }
+    }
+    let deadline = (timeout > 0)
+        .then(|| std::time::Instant::now() + std::time::Duration::from_millis(timeout as u64));
+    ctx.conn.block = Some(BlockRequest {
+        deadline: if first { deadline } else { None },
+        timeout_reply: counts,
+    });
+    Ok(Reply::Nil)
+}
+
 /// ROLE's answer on a primary: its offset and each replica's address and acknowledged offset.
 pub fn primary_role(ctx: &Ctx) -> Reply {
     let replication = &ctx.shared.replication;

@@ -82,6 +82,7 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         }
         ctx.shared.acl.log.lock().trim(updated.acllog_max_len);
         *ctx.shared.config.write() = updated;
+        ctx.shared.aof.configure();
         Ok(Reply::OK)
     } else if is(sub, "RESETSTAT") {
         ctx.shared.stats.reset();
@@ -190,6 +191,11 @@ pub fn bgsave(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         [word] if is(word, "SCHEDULE") => true,
         _ => return Err(Reply::error(err::SYNTAX)),
     };
+    // The log's rewrite and a save could run together here (no fork), but Redis runs one child
+    // at a time and answers so.
+    if ctx.shared.aof.rewriting() && !schedule {
+        return Err(Reply::error(crate::aof::BGSAVE_REFUSED));
+    }
     match ctx.shared.snapshots.request_background(schedule) {
         Ok(crate::snapshot::Background::Started) => {
             Ok(Reply::Status("Background saving started".into()))
@@ -197,6 +203,19 @@ pub fn bgsave(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         Ok(crate::snapshot::Background::Scheduled) => {
             Ok(Reply::Status("Background saving scheduled".into()))
         }
+        Err(text) => Err(Reply::error(text)),
+    }
+}
+
+pub fn bgrewriteaof(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
+    let shared = ctx.shared;
+    match shared.aof.request_rewrite(shared.snapshots.busy()) {
+        Ok(crate::aof::Rewrite::Started) => Ok(Reply::Status(
+            "Background append only file rewriting started".into(),
+        )),
+        Ok(crate::aof::Rewrite::Scheduled) => Ok(Reply::Status(
+            "Background append only file rewriting scheduled".into(),
+        )),
         Err(text) => Err(Reply::error(text)),
     }
 }

@@ -315,6 +315,8 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(N), N the keys of every database: every database is locked while the file is written.";
     "bgsave", -1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, (0, 0, 0), "server", "1.0.0", server::bgsave, "[SCHEDULE]", "Asynchronously saves the database(s) to disk.",
         complexity: "O(1) to start; the save walks the keys one shard at a time in the background.";
+    "bgrewriteaof", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, (0, 0, 0), "server", "1.0.0", server::bgrewriteaof, "", "Asynchronously rewrites the append-only file to disk.",
+        complexity: "O(N), N the keys of every database, locked while the new base is encoded; it is written in the background.";
     "lastsave", 1, LOADING | STALE | FAST, (0, 0, 0), "server", "1.0.0", server::lastsave, "", "Returns the Unix timestamp of the last successful save to disk.",
         complexity: "O(1)", acl: cat::ADMIN | cat::DANGEROUS, tips: &["nondeterministic_output"];
     "latency", -2, 0, (0, 0, 0), "server", "2.8.13", introspection::latency, "", "A container for latency diagnostics commands.",
@@ -330,6 +332,8 @@ pub static COMMANDS: &[Command] = commands![
     "failover", -1, ADMIN | NOSCRIPT | STALE, (0, 0, 0), "server", "6.2.0", crate::replication::failover::failover, "[TO host port [FORCE]] [ABORT] [TIMEOUT milliseconds]", "Starts a coordinated failover from this primary to one of its replicas.",
         complexity: "O(1)";
     "wait", 3, 0, (0, 0, 0), "generic", "3.0.0", replication::wait, "numreplicas timeout", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.",
+        complexity: "O(1)", acl: cat::NO_GROUP | cat::CONNECTION, tips: &["request_policy:all_shards", "response_policy:agg_min"];
+    "waitaof", 4, BLOCKING, (0, 0, 0), "generic", "7.2.0", replication::waitaof, "numlocal numreplicas timeout", "Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the primary and/or replicas.",
         complexity: "O(1)", acl: cat::NO_GROUP | cat::CONNECTION, tips: &["request_policy:all_shards", "response_policy:agg_min"];
     "sync", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, (0, 0, 0), "server", "1.0.0", replication::sync, "", "An internal command used in replication.";
     "psync", -3, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, (0, 0, 0), "server", "2.8.0", replication::psync, "replicationid offset", "An internal command used in replication.";

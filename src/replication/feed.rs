@@ -18,6 +18,10 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
+/// How long a reader that started the stream waits before it takes its starting point (see
+/// [`Feed::activate_at`]).
+pub const ACTIVATION_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Redis's default `repl-backlog-size`.
 pub const DEFAULT_BACKLOG: usize = 1 << 20;
 /// What a lagging replica may leave unread before it is dropped (Redis's default
@@ -84,6 +88,18 @@ impl Feed {
         self.active.store(true, Relaxed);
     }
 
+    /// Starts keeping the stream at `offset` unless it is kept already; true when it starts now.
+    /// A command that looked at [`Feed::active`] just before may still write unrecorded: whoever
+    /// reads the stream from here waits [`ACTIVATION_GRACE`] before it takes its starting point.
+    pub fn activate_at(&self, offset: u64) -> bool {
+        if self.active() {
+            return false;
+        }
+        self.restart_at(offset);
+        self.activate();
+        true
+    }
+
     /// The offset of the stream's end (`master_repl_offset`).
     pub fn end(&self) -> u64 {
         self.backlog.lock().end
@@ -97,6 +113,9 @@ impl Feed {
         backlog.start = offset;
         backlog.end = offset;
         backlog.db = None;
+        for reader in &backlog.readers {
+            reader.store(offset, Relaxed); // the append-only log goes on from here
+        }
     }
 
     /// The next command will SELECT its database (a replica synced from here starts in 0).

@@ -79,9 +79,12 @@ struct Conn {
 
 impl Conn {
     async fn send(&mut self, args: &[&[u8]]) -> Result<(), String> {
-        let frame = super::feed::encode(args);
+        self.send_raw(&super::feed::encode(args)).await
+    }
+
+    async fn send_raw(&mut self, frame: &[u8]) -> Result<(), String> {
         self.stream
-            .write_all(&frame)
+            .write_all(frame)
             .await
             .map_err(|e| format!("write to the primary failed: {e}"))
     }
@@ -248,7 +251,7 @@ async fn link(
         );
         // A diskless primary puts this replica online at its first ACK.
         if diskless {
-            send_ack(&mut conn, shared.replication.offset()).await?;
+            send_ack(&mut conn, shared).await?;
         }
     } else if let Some(rest) = reply.strip_prefix("+CONTINUE") {
         if !history {
@@ -355,13 +358,41 @@ fn load_sync(shared: &Shared, payload: &[u8]) -> Result<u64, String> {
         )
         .map_err(|e| format!("cannot load the primary's functions: {e}"))?;
     shared.snapshots.note_load(&loaded, store);
+    shared.aof.rewrite_after_sync();
     crate::events::after_background_work(shared);
     Ok(loaded.keys)
 }
 
-async fn send_ack(conn: &mut Conn, offset: u64) -> Result<(), String> {
-    conn.send(&[b"REPLCONF", b"ACK", offset.to_string().as_bytes()])
-        .await
+async fn send_ack(conn: &mut Conn, shared: &Shared) -> Result<(), String> {
+    let mut frame = Vec::new();
+    ack_frame(shared, &mut frame);
+    conn.send_raw(&frame).await
+}
+
+/// `REPLCONF ACK <offset>`, with `FACK <offset>` (Redis 7.2: how far the replica's append-only
+/// log is synced, for the primary's WAITAOF) while the log is on.
+fn ack_frame(shared: &Shared, out: &mut Vec<u8>) {
+    let offset = shared.replication.offset().to_string();
+    match shared.aof.synced_primary_offset() {
+        Some(fack) => {
+            let fack = fack.to_string();
+            super::feed::encode_into(
+                out,
+                [
+                    &b"REPLCONF"[..],
+                    b"ACK",
+                    offset.as_bytes(),
+                    b"FACK",
+                    fack.as_bytes(),
+                ]
+                .into_iter(),
+            );
+        }
+        None => super::feed::encode_into(
+            out,
+            [&b"REPLCONF"[..], b"ACK", offset.as_bytes()].into_iter(),
+        ),
+    }
 }
 
 /// Unregisters the primary's client record when the link ends, however it ends.
@@ -461,8 +492,7 @@ async fn stream_commands(
                 if silent > conn.timeout.as_millis() as u64 {
                     break Err("timeout: no data from the primary".into());
                 }
-                let offset = shared.replication.offset();
-                if let Err(why) = send_ack(conn, offset).await {
+                if let Err(why) = send_ack(conn, shared).await {
                     break Err(why);
                 }
             }
@@ -537,11 +567,7 @@ async fn apply(
                 .get(1)
                 .is_some_and(|a| a.eq_ignore_ascii_case(b"getack"))
             {
-                let offset = shared.replication.offset().to_string();
-                super::feed::encode_into(
-                    out,
-                    [&b"REPLCONF"[..], b"ACK", offset.as_bytes()].into_iter(),
-                );
+                ack_frame(shared, out);
             }
             shared.replication.offset.fetch_add(used, Relaxed);
             continue;
@@ -579,6 +605,9 @@ async fn apply(
     };
     conn.inbuf.advance(pos);
     if applied > 0 {
+        shared
+            .aof
+            .mark_applied(shared.store.feed.end(), shared.replication.offset());
         crate::metrics::Stats::add(&shared.stats.total_commands_processed, applied);
         state
             .info

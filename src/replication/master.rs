@@ -18,9 +18,6 @@ const PING_EVERY: Duration = Duration::from_secs(10);
 const FINAL_DRAIN: Duration = Duration::from_secs(2);
 /// The most of the stream copied per write to a replica.
 const CHUNK: usize = 256 * 1024;
-/// A command that started before the first replica attached and had not locked its keys yet
-/// finishes within this; the full sync waits it out (see [`serve_replica`]).
-const ACTIVATION_GRACE: Duration = Duration::from_millis(100);
 
 /// The replicas attached to this node.
 #[derive(Default)]
@@ -68,6 +65,8 @@ pub struct Attached {
     sent: Arc<AtomicU64>,
     /// How far it says it has applied (REPLCONF ACK).
     pub acked: AtomicU64,
+    /// How far it says its append-only log is synced (`REPLCONF ACK … FACK`, Redis 7.2).
+    pub aof_acked: AtomicU64,
     /// When it last acknowledged (Unix ms).
     pub last_ack_ms: AtomicU64,
 }
@@ -97,10 +96,19 @@ impl Master {
 
     /// How many replicas have acknowledged the stream up to `offset`.
     pub fn acked_at_least(&self, offset: u64) -> usize {
+        self.count_online(|r| r.acked.load(Relaxed) >= offset)
+    }
+
+    /// Replicas whose append-only log is synced up to `offset` (WAITAOF).
+    pub fn aof_acked_at_least(&self, offset: u64) -> usize {
+        self.count_online(|r| r.aof_acked.load(Relaxed) >= offset)
+    }
+
+    fn count_online(&self, counted: impl Fn(&Attached) -> bool) -> usize {
         self.replicas
             .lock()
             .iter()
-            .filter(|r| r.online() && r.acked.load(Relaxed) >= offset)
+            .filter(|r| r.online() && counted(r))
             .count()
     }
 
@@ -128,10 +136,8 @@ pub async fn serve_replica(
         .fetch_or(crate::clients::flag::REPLICA, Relaxed);
     let feed = &shared.store.feed;
     let replication = &shared.replication;
-    if !feed.active() {
-        feed.restart_at(replication.offset());
-        feed.activate();
-        tokio::time::sleep(ACTIVATION_GRACE).await;
+    if feed.activate_at(replication.offset()) {
+        tokio::time::sleep(super::feed::ACTIVATION_GRACE).await;
     }
     start_pinger(shared);
     let replid = replication.replid.lock().clone();
@@ -169,6 +175,7 @@ pub async fn serve_replica(
             state: AtomicU8::new(state),
             sent: reader,
             acked: AtomicU64::new(0),
+            aof_acked: AtomicU64::new(0),
             last_ack_ms: AtomicU64::new(crate::store::now_ms()),
         });
         master.replicas.lock().push(replica.clone());
@@ -316,8 +323,16 @@ fn read_acks(shared: &Shared, replica: &Attached, inbuf: &mut BytesMut) {
                 let arg = |i: usize| ranges.get(i).map(|&(a, b)| &inbuf[a..b]);
                 let is_ack = arg(0).is_some_and(|a| a.eq_ignore_ascii_case(b"replconf"))
                     && arg(1).is_some_and(|a| a.eq_ignore_ascii_case(b"ack"));
-                let offset = arg(2).and_then(|a| std::str::from_utf8(a).ok()?.parse::<u64>().ok());
-                (consumed, offset.filter(|_| is_ack))
+                let number =
+                    |i| arg(i).and_then(|a| std::str::from_utf8(a).ok()?.parse::<u64>().ok());
+                let fack = arg(3)
+                    .is_some_and(|a| a.eq_ignore_ascii_case(b"fack"))
+                    .then(|| number(4))
+                    .flatten();
+                (
+                    consumed,
+                    number(2).filter(|_| is_ack).map(|offset| (offset, fack)),
+                )
             }
             crate::protocol::Parsed::Inline(consumed, _) => (consumed, None),
             crate::protocol::Parsed::Incomplete { .. } => return,
@@ -326,8 +341,11 @@ fn read_acks(shared: &Shared, replica: &Attached, inbuf: &mut BytesMut) {
                 return;
             }
         };
-        if let Some(offset) = ack {
+        if let Some((offset, fack)) = ack {
             replica.acked.fetch_max(offset, Relaxed);
+            if let Some(fack) = fack {
+                replica.aof_acked.fetch_max(fack, Relaxed);
+            }
             replica.last_ack_ms.store(crate::store::now_ms(), Relaxed);
             shared.replication.master.acks.wake_all_where(|_| true);
         }

@@ -28,6 +28,7 @@ mod events_tracking;
 mod fuzz_props;
 mod keys_dump;
 mod keys_migrate;
+mod ops_aof;
 mod ops_config_file;
 mod ops_docker;
 mod ops_introspection;

@@ -184,11 +184,11 @@ async fn without_a_file_rewrite_is_refused_and_redis_options_are_listed() {
     }
     // Accepted, and changes nothing stmd does not do.
     let () = redis::cmd("CONFIG")
-        .arg(&["SET", "appendonly", "yes"])
+        .arg(&["SET", "activedefrag", "yes"])
         .query_async(&mut con)
         .await
         .expect("accepted");
-    assert_eq!(config_get(&mut con, "appendonly").await, "no");
+    assert_eq!(config_get(&mut con, "activedefrag").await, "no");
 }
 
 /// `stmd --help` lists the environment variables each flag reads, but never their values: the

@@ -24,7 +24,7 @@ async fn start_in(dir: &Path, save: &str) -> TestServer {
     .await
 }
 
-fn info_field(info: &str, name: &str) -> String {
+pub(crate) fn info_field(info: &str, name: &str) -> String {
     info.lines()
         .find_map(|l| l.strip_prefix(&format!("{name}:")))
         .unwrap_or_else(|| panic!("{name} in {info}"))
@@ -32,7 +32,7 @@ fn info_field(info: &str, name: &str) -> String {
         .to_string()
 }
 
-async fn persistence(con: &mut Conn) -> String {
+pub(crate) async fn persistence(con: &mut Conn) -> String {
     match ok(con, &["INFO", "persistence"]).await {
         Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
         Value::VerbatimString { text, .. } => text,
@@ -41,7 +41,7 @@ async fn persistence(con: &mut Conn) -> String {
 }
 
 /// What `fill_everything` wrote is all there (contents compared with `reference`).
-async fn check_everything(con: &mut Conn, reference: &mut Conn, keys: &[String]) {
+pub(crate) async fn check_everything(con: &mut Conn, reference: &mut Conn, keys: &[String]) {
     for key in keys {
         assert_eq!(
             contents(con, key).await,

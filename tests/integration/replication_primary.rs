@@ -36,7 +36,7 @@ async fn int(con: &mut Conn, words: &[&str]) -> i64 {
 }
 
 /// Waits until the replica has applied everything the primary produced so far.
-async fn caught_up(primary: &mut Conn, replica: &mut Conn) {
+pub(crate) async fn caught_up(primary: &mut Conn, replica: &mut Conn) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let produced = field(&info(primary, "replication").await, "master_repl_offset");

@@ -1,0 +1,641 @@
+//! The thread that owns the append-only files: it opens the log (at start, or when CONFIG SET
+//! turns it on), copies the stream into the increment, syncs it as `appendfsync` says, rewrites
+//! the base (BGREWRITEAOF, or when the log has grown `auto-aof-rewrite-percentage` over its last
+//! base) and closes the log (CONFIG SET appendonly no, shutdown).
+//!
+//! A rewrite takes the dataset at one instant (`snapshot::image`, every database locked, as a full
+//! sync does) and starts a new increment at the stream's offset of that instant, so the new base
+//! and the increments after it are exactly the dataset; the base is written by a second thread
+//! while this one goes on logging, and the manifest names the new set once the base is on disk.
+//! Until then the manifest names the old base, the old increments and the new one: a crash
+//! mid-rewrite loads the old set and replays on.
+
+use super::manifest::{sync_dir, Manifest, Names, Part};
+use super::{keep_loggable, Fsync};
+use crate::replication::feed::Feed;
+use crate::server::Shared;
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How much of the stream is copied per read.
+const CHUNK: usize = 4 << 20;
+/// How often the thread looks at its settings and a rewrite's progress when nothing is written.
+const TICK: Duration = Duration::from_millis(100);
+/// How long after a failure to open the log it is tried again.
+const RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// The open log: the files the manifest names and the place in the stream.
+pub struct Log {
+    manifest: Manifest,
+    incr: File,
+    /// Where the log reads the stream.
+    reader: Arc<AtomicU64>,
+    /// Stream bytes read that do not make a whole command yet.
+    carry: Vec<u8>,
+    /// Where the last read ended: the reader elsewhere means the stream was renumbered (a
+    /// replica promoted by REPLICAOF NO ONE), and the carried bytes belong to no command.
+    read_to: u64,
+    out: Vec<u8>,
+    unsynced: bool,
+    last_sync: Instant,
+    base_size: u64,
+    incr_size: u64,
+}
+
+/// A rewrite whose base is being written by its own thread.
+struct Running {
+    base: Part,
+    temp: PathBuf,
+    /// The first increment after the new base.
+    first_incr: u64,
+    thread: std::thread::JoinHandle<io::Result<u64>>,
+    started: Instant,
+}
+
+/// Opens the log at start, before any client is served: the files the manifest names (the last
+/// increment continued), or a first base of the loaded dataset and an increment.
+pub fn open_at_start(shared: &Shared) -> Result<Option<Log>, String> {
+    if !shared.config.read().appendonly {
+        return Ok(None);
+    }
+    shared.store.feed.activate(); // nobody runs a command yet: no grace needed
+    let names = Names::of(&shared.config.read());
+    let failed = |err: io::Error| {
+        format!(
+            "cannot open the append only file in {}: {err}",
+            names.dir.display()
+        )
+    };
+    match names.read()? {
+        Some(manifest) => continue_log(shared, &names, manifest).map_err(failed),
+        None => begin(shared, &names).map_err(failed),
+    }
+    .map(Some)
+}
+
+/// The log of a manifest loaded at start: its last increment continued (a new one if it names
+/// none).
+fn continue_log(shared: &Shared, names: &Names, mut manifest: Manifest) -> io::Result<Log> {
+    let feed = &shared.store.feed;
+    feed.forget_db();
+    let reader = reader_at_end(feed)?;
+    let (incr, new) = match manifest.incrs.last() {
+        Some(last) => (
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(names.path(last))?,
+            false,
+        ),
+        None => {
+            let part = names.incr(manifest.next_incr_seq());
+            let file = create(&names.path(&part))?;
+            manifest.incrs.push(part);
+            (file, true)
+        }
+    };
+    if new {
+        names.write(&manifest)?;
+    }
+    let log = Log::new(manifest, incr, reader, names);
+    log.publish_sizes(shared);
+    Ok(log)
+}
+
+/// A new log from the dataset as it is: a base, an empty increment and a manifest naming just
+/// them (files of an earlier log are removed). The stream is read from the base's instant on.
+fn begin(shared: &Shared, names: &Names) -> io::Result<Log> {
+    std::fs::create_dir_all(&names.dir)?;
+    let old = names.read().ok().flatten();
+    let feed = &shared.store.feed;
+    let (bytes, reader) = crate::snapshot::image(shared, || {
+        feed.forget_db();
+        reader_at_end(feed)
+    })?;
+    let reader = reader?;
+    let written = (|| {
+        let incr_part = names.incr(old.as_ref().map_or(1, Manifest::next_incr_seq));
+        let incr = create(&names.path(&incr_part))?;
+        let manifest = install_base(names, old.as_ref(), &bytes, vec![incr_part])?;
+        Ok((manifest, incr))
+    })();
+    match written {
+        Ok((manifest, incr)) => {
+            let log = Log::new(manifest, incr, reader, names);
+            log.publish_sizes(shared);
+            tracing::info!(dir = %names.dir.display(), "append only file opened with a new base");
+            Ok(log)
+        }
+        Err(err) => {
+            feed.drop_reader(&reader);
+            Err(err)
+        }
+    }
+}
+
+/// Writes `bytes` as the base after `old`'s, then a manifest naming it and `incrs`, and removes
+/// the files `old` named that the new manifest does not.
+fn install_base(
+    names: &Names,
+    old: Option<&Manifest>,
+    bytes: &[u8],
+    incrs: Vec<Part>,
+) -> io::Result<Manifest> {
+    let base = names.base(old.map_or(1, Manifest::next_base_seq));
+    let temp = temp_base(names);
+    write_file(&temp, bytes)?;
+    std::fs::rename(&temp, names.path(&base))?;
+    let manifest = Manifest {
+        base: Some(base),
+        incrs,
+    };
+    names.write(&manifest)?;
+    if let Some(old) = old {
+        remove_unlisted(names, old, &manifest);
+    }
+    Ok(manifest)
+}
+
+fn reader_at_end(feed: &Feed) -> io::Result<Arc<AtomicU64>> {
+    feed.reader_at(feed.end())
+        .ok_or_else(|| io::Error::other("the stream's end is not readable"))
+}
+
+fn create(path: &std::path::Path) -> io::Result<File> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+}
+
+fn temp_base(names: &Names) -> PathBuf {
+    names
+        .dir
+        .join(format!("temp-rewriteaof-bg-{}.rdb", std::process::id()))
+}
+
+/// Writes `bytes` to `path` and syncs it; the size written.
+fn write_file(path: &std::path::Path, bytes: &[u8]) -> io::Result<u64> {
+    let mut file = File::create(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    Ok(bytes.len() as u64)
+}
+
+/// Removes the files `old` named that `new` does not (after `new` is the manifest).
+fn remove_unlisted(names: &Names, old: &Manifest, new: &Manifest) {
+    let listed = |part: &Part| new.base.as_ref() == Some(part) || new.incrs.contains(part);
+    for part in old.base.iter().chain(old.incrs.iter()) {
+        if !listed(part) {
+            if let Err(err) = std::fs::remove_file(names.path(part)) {
+                tracing::warn!(file = %part.name, %err, "cannot remove an old append only file");
+            }
+        }
+    }
+}
+
+fn file_size(names: &Names, part: &Part) -> u64 {
+    std::fs::metadata(names.path(part)).map_or(0, |m| m.len())
+}
+
+impl Log {
+    fn new(manifest: Manifest, incr: File, reader: Arc<AtomicU64>, names: &Names) -> Log {
+        let base_size = manifest.base.as_ref().map_or(0, |b| file_size(names, b));
+        let incr_size = manifest.incrs.iter().map(|i| file_size(names, i)).sum();
+        Log {
+            manifest,
+            incr,
+            read_to: reader.load(Relaxed),
+            reader,
+            carry: Vec::new(),
+            out: Vec::new(),
+            unsynced: false,
+            last_sync: Instant::now(),
+            base_size,
+            incr_size,
+        }
+    }
+
+    /// The stream's offset up to which every command is in the file (written, maybe not synced).
+    fn done(&self) -> u64 {
+        self.reader.load(Relaxed) - self.carry.len() as u64
+    }
+
+    /// Copies what the stream holds (up to `upto`) into the increment.
+    fn drain(&mut self, feed: &Feed, upto: Option<u64>) -> io::Result<()> {
+        if self.reader.load(Relaxed) != self.read_to {
+            self.carry.clear();
+        }
+        loop {
+            let max = match upto {
+                Some(end) => (end.saturating_sub(self.reader.load(Relaxed)) as usize).min(CHUNK),
+                None => CHUNK,
+            };
+            let before = self.carry.len();
+            if max == 0 {
+                return Ok(());
+            }
+            if !feed.read(&self.reader, &mut self.carry, max) {
+                return Err(io::Error::other("the log fell behind the stream"));
+            }
+            self.read_to = self.reader.load(Relaxed);
+            if self.carry.len() == before {
+                return Ok(());
+            }
+            let used = keep_loggable(&self.carry, &mut self.out);
+            self.carry.drain(..used);
+            if !self.out.is_empty() {
+                self.incr.write_all(&self.out)?;
+                self.incr_size += self.out.len() as u64;
+                self.unsynced = true;
+                self.out.clear();
+            }
+        }
+    }
+
+    /// Syncs the increment as `policy` says (`force`: now, whatever it says); publishes how far
+    /// the log is on the disk.
+    fn sync(&mut self, shared: &Shared, policy: Fsync, force: bool) -> io::Result<()> {
+        let aof = &shared.aof;
+        let done = self.done();
+        let due = match policy {
+            Fsync::Always => true,
+            Fsync::Everysec => self.last_sync.elapsed() >= Duration::from_secs(1),
+            Fsync::No => false,
+        };
+        if self.unsynced && (due || force) {
+            self.incr.sync_data()?;
+            self.unsynced = false;
+            self.last_sync = Instant::now();
+        }
+        let on_disk = !self.unsynced || policy == Fsync::No;
+        if on_disk && aof.synced.swap(done, Relaxed) != done {
+            wake_waiters(shared);
+        }
+        Ok(())
+    }
+
+    fn publish_sizes(&self, shared: &Shared) {
+        let aof = &shared.aof;
+        aof.base_size.store(self.base_size, Relaxed);
+        aof.current_size
+            .store(self.base_size + self.incr_size, Relaxed);
+    }
+
+    /// True when the log has grown enough over its base for an automatic rewrite.
+    fn rewrite_due(&self, config: &crate::config::Config) -> bool {
+        let percentage = config.auto_aof_rewrite_percentage;
+        let current = self.base_size + self.incr_size;
+        if percentage == 0 || current < config.auto_aof_rewrite_min_size {
+            return false;
+        }
+        let base = self.base_size.max(1);
+        (current * 100 / base).saturating_sub(100) >= percentage
+    }
+}
+
+/// The log's synced part grew, or the log closed: replies held back and WAITAOF look again.
+fn wake_waiters(shared: &Shared) {
+    shared.aof.progressed.notify_waiters();
+    shared.replication.master.acks.wake_all_where(|_| true);
+}
+
+/// Starts the writer thread; it runs until [`super::Aof::stop`].
+pub fn spawn(shared: Arc<Shared>, log: Option<Log>) -> io::Result<std::thread::JoinHandle<()>> {
+    // A runtime of its own for its waits (the notifications and a timer), so the server's
+    // runtime shutting down never pulls the timer from under a last write.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()?;
+    shared.aof.on.store(log.is_some(), Relaxed);
+    std::thread::Builder::new()
+        .name("stmd-aof".into())
+        .spawn(move || {
+            Writer {
+                shared,
+                log,
+                running: None,
+                retry_at: None,
+            }
+            .run(&runtime)
+        })
+}
+
+struct Writer {
+    shared: Arc<Shared>,
+    log: Option<Log>,
+    running: Option<Running>,
+    /// After a failure to open or write the log: when to open it again.
+    retry_at: Option<Instant>,
+}
+
+impl Writer {
+    fn run(mut self, runtime: &tokio::runtime::Runtime) {
+        let shared = self.shared.clone();
+        let aof = &shared.aof;
+        let feed = &shared.store.feed;
+        loop {
+            if aof.stop.load(Relaxed) {
+                break;
+            }
+            let (wanted, policy) = {
+                let config = shared.config.read();
+                (config.appendonly, config.appendfsync)
+            };
+            if let Err(err) = self.step(wanted, policy) {
+                self.fail(&err);
+            }
+            runtime.block_on(async {
+                let grown = feed.grown.notified();
+                tokio::pin!(grown);
+                grown.as_mut().enable();
+                if let Some(log) = &self.log {
+                    if feed.end() > log.reader.load(Relaxed) {
+                        return;
+                    }
+                }
+                tokio::select! {
+                    _ = grown => {}
+                    _ = aof.wake.notified() => {}
+                    _ = tokio::time::sleep(TICK) => {}
+                }
+            });
+        }
+        self.close();
+    }
+
+    /// One turn: open or close the log as wanted, rewrite if asked, copy and sync the stream.
+    fn step(&mut self, wanted: bool, policy: Fsync) -> io::Result<()> {
+        let shared = self.shared.clone();
+        let aof = &shared.aof;
+        if !wanted {
+            self.close();
+            if aof.rewrite_wanted.swap(false, Relaxed) {
+                self.rewrite_closed()?;
+            }
+        } else if self.log.is_none() && self.retry_at.is_none_or(|at| Instant::now() >= at) {
+            self.open_now()?;
+        }
+        if aof.rewrite_scheduled.load(Relaxed) && !shared.snapshots.busy() {
+            aof.rewrite_scheduled.store(false, Relaxed);
+            aof.rewrite_wanted.store(true, Relaxed);
+        }
+        if self
+            .running
+            .as_ref()
+            .is_some_and(|r| r.thread.is_finished())
+        {
+            self.finish_running();
+        }
+        let Some(log) = &mut self.log else {
+            return Ok(());
+        };
+        let waits = match policy {
+            Fsync::Always => super::Wait::Synced,
+            Fsync::Everysec | Fsync::No => super::Wait::Written,
+        };
+        aof.reply_waits.store(waits as u8, Relaxed);
+        log.drain(&shared.store.feed, None)?;
+        let done = log.done();
+        if aof.written.swap(done, Relaxed) != done {
+            aof.progressed.notify_waiters();
+        }
+        log.sync(&shared, policy, false)?;
+        log.publish_sizes(&shared);
+        let due = aof.rewrite_wanted.load(Relaxed) || log.rewrite_due(&shared.config.read());
+        if self.running.is_none() && due {
+            aof.rewrite_wanted.store(false, Relaxed);
+            self.start_rewrite(policy)?;
+        }
+        Ok(())
+    }
+
+    /// Opens the log when CONFIG SET (or a retry) asks for it: a rewrite of the dataset as it is.
+    fn open_now(&mut self) -> io::Result<()> {
+        let shared = self.shared.clone();
+        let feed = &shared.store.feed;
+        if feed.activate_at(shared.replication.offset()) {
+            // A command that looked at the stream before it was kept and writes after the base's
+            // instant would be in neither: let such commands finish first.
+            std::thread::sleep(crate::replication::feed::ACTIVATION_GRACE);
+        }
+        let names = Names::of(&shared.config.read());
+        let started = Instant::now();
+        self.mark_rewriting(true);
+        let opened = begin(&shared, &names);
+        self.mark_rewriting(false);
+        self.rewrite_done(opened.is_ok(), started);
+        shared.aof.rewrite_wanted.store(false, Relaxed); // the opening was one
+        self.log = Some(opened?);
+        self.retry_at = None;
+        shared.aof.on.store(true, Relaxed);
+        Ok(())
+    }
+
+    /// BGREWRITEAOF while the log is off: a base of the dataset and a manifest naming only it.
+    fn rewrite_closed(&mut self) -> io::Result<()> {
+        let shared = self.shared.clone();
+        let names = Names::of(&shared.config.read());
+        let started = Instant::now();
+        self.mark_rewriting(true);
+        let result = (|| {
+            std::fs::create_dir_all(&names.dir)?;
+            let old = names.read().ok().flatten();
+            let (bytes, ()) = crate::snapshot::image(&shared, || ())?;
+            install_base(&names, old.as_ref(), &bytes, Vec::new()).map(drop)
+        })();
+        self.mark_rewriting(false);
+        self.rewrite_done(result.is_ok(), started);
+        result
+    }
+
+    /// A rewrite while the log is open: the dataset at one instant, a new increment from there,
+    /// the base written by another thread.
+    fn start_rewrite(&mut self, policy: Fsync) -> io::Result<()> {
+        let shared = self.shared.clone();
+        let feed = &shared.store.feed;
+        let names = Names::of(&shared.config.read());
+        if self.log.is_none() {
+            return Ok(());
+        }
+        let started = Instant::now();
+        self.mark_rewriting(true);
+        let (bytes, reader) = crate::snapshot::image(&shared, || {
+            feed.forget_db();
+            reader_at_end(feed)
+        })?;
+        let reader = reader?;
+        // What came before the base's instant goes to the old increment.
+        let split = reader.load(Relaxed);
+        let log = self.log.as_mut().expect("checked above");
+        let switched = (|| {
+            log.drain(feed, Some(split))?;
+            log.sync(&shared, policy, true)?;
+            let part = names.incr(log.manifest.next_incr_seq());
+            let incr = create(&names.path(&part))?;
+            log.manifest.incrs.push(part.clone());
+            names.write(&log.manifest)?;
+            Ok((part, incr))
+        })();
+        let (part, incr) = match switched {
+            Ok(switched) => switched,
+            Err(err) => {
+                feed.drop_reader(&reader);
+                self.mark_rewriting(false);
+                self.rewrite_done(false, started);
+                return Err(err);
+            }
+        };
+        let log = self.log.as_mut().expect("checked above");
+        feed.drop_reader(&log.reader);
+        log.read_to = reader.load(Relaxed);
+        log.reader = reader;
+        log.carry.clear();
+        log.incr = incr;
+        let temp = temp_base(&names);
+        let base = names.base(log.manifest.next_base_seq());
+        let writing = temp.clone();
+        let thread = std::thread::Builder::new()
+            .name("stmd-aof-base".into())
+            .spawn(move || write_file(&writing, &bytes))?;
+        self.running = Some(Running {
+            base,
+            temp,
+            first_incr: part.seq,
+            thread,
+            started,
+        });
+        Ok(())
+    }
+
+    /// The base of a rewrite is written (or failed): the manifest names the new set, the old
+    /// files go.
+    fn finish_running(&mut self) {
+        let Some(running) = self.running.take() else {
+            return;
+        };
+        let shared = self.shared.clone();
+        let names = Names::of(&shared.config.read());
+        let written = running
+            .thread
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the base writer panicked")));
+        let installed = written.and_then(|size| {
+            std::fs::rename(&running.temp, names.path(&running.base))?;
+            sync_dir(&names.dir)?;
+            Ok(size)
+        });
+        let ok = match (installed, self.log.as_mut()) {
+            (Ok(size), Some(log)) => {
+                let old = log.manifest.clone();
+                log.manifest = Manifest {
+                    base: Some(running.base.clone()),
+                    incrs: old
+                        .incrs
+                        .iter()
+                        .filter(|i| i.seq >= running.first_incr)
+                        .cloned()
+                        .collect(),
+                };
+                match names.write(&log.manifest) {
+                    Ok(()) => {
+                        remove_unlisted(&names, &old, &log.manifest);
+                        log.base_size = size;
+                        log.incr_size = log
+                            .manifest
+                            .incrs
+                            .iter()
+                            .map(|i| file_size(&names, i))
+                            .sum();
+                        log.publish_sizes(&shared);
+                        true
+                    }
+                    Err(err) => {
+                        log.manifest = old;
+                        tracing::warn!(%err, "cannot write the append only file's manifest");
+                        false
+                    }
+                }
+            }
+            (Ok(_), None) => false, // closed meanwhile: the new base is not named
+            (Err(err), _) => {
+                tracing::warn!(%err, "cannot write the append only file's new base");
+                false
+            }
+        };
+        if !ok {
+            let _ = std::fs::remove_file(&running.temp);
+            let _ = std::fs::remove_file(names.path(&running.base));
+        }
+        self.mark_rewriting(false);
+        self.rewrite_done(ok, running.started);
+    }
+
+    /// Closes the log: the last writes go in and are synced.
+    fn close(&mut self) {
+        if self.log.is_none() {
+            return;
+        }
+        self.finish_running();
+        let shared = self.shared.clone();
+        let aof = &shared.aof;
+        if let Some(mut log) = self.log.take() {
+            let closed = log
+                .drain(&shared.store.feed, None)
+                .and_then(|()| log.sync(&shared, Fsync::Always, true));
+            if let Err(err) = closed {
+                tracing::warn!(%err, "cannot finish the append only file");
+            }
+            shared.store.feed.drop_reader(&log.reader);
+        }
+        aof.on.store(false, Relaxed);
+        aof.reply_waits.store(super::Wait::Nothing as u8, Relaxed);
+        wake_waiters(&shared);
+    }
+
+    /// Writing failed: the log is given up and opened again (a new base of everything) after a
+    /// pause, so nothing acknowledged meanwhile is missing from it.
+    fn fail(&mut self, err: &io::Error) {
+        tracing::warn!(%err, "append only file: writing failed; it is rewritten in a moment");
+        let shared = self.shared.clone();
+        shared.aof.last_write_ok.store(false, Relaxed);
+        if let Some(running) = self.running.take() {
+            let _ = running.thread.join();
+            let _ = std::fs::remove_file(&running.temp);
+            self.rewrite_done(false, running.started);
+        }
+        if let Some(log) = self.log.take() {
+            shared.store.feed.drop_reader(&log.reader);
+        }
+        self.mark_rewriting(false);
+        shared.aof.on.store(false, Relaxed);
+        shared
+            .aof
+            .reply_waits
+            .store(super::Wait::Nothing as u8, Relaxed);
+        wake_waiters(&shared);
+        self.retry_at = Some(Instant::now() + RETRY_AFTER);
+    }
+
+    fn mark_rewriting(&self, running: bool) {
+        let at = if running { crate::store::now_ms() } else { 0 };
+        self.shared.aof.rewriting_since_ms.store(at, Relaxed);
+    }
+
+    fn rewrite_done(&self, ok: bool, started: Instant) {
+        let aof = &self.shared.aof;
+        aof.rewrites.fetch_add(1, Relaxed);
+        aof.last_rewrite_ok.store(ok, Relaxed);
+        aof.last_rewrite_secs
+            .store(started.elapsed().as_secs() as i64, Relaxed);
+        if ok {
+            aof.consecutive_failures.store(0, Relaxed);
+            aof.last_write_ok.store(true, Relaxed);
+        } else {
+            aof.consecutive_failures.fetch_add(1, Relaxed);
+        }
+    }
+}
