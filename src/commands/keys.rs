@@ -110,12 +110,13 @@ pub fn expire(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     Ok(Reply::Int(1))
 }
 
-/// TTL, PTTL, EXPIRETIME, PEXPIRETIME: -2 for a missing key, -1 for a key without expiry.
+/// TTL, PTTL, EXPIRETIME, PEXPIRETIME: -2 for a missing key, -1 for a key without expiry. They
+/// look at the key without using it (its idle time stays, as Redis's `LOOKUP_NOTOUCH`).
 pub fn ttl(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let name = String::from_utf8_lossy(args[0]).to_ascii_lowercase();
     let mut locked = ctx.lock(&args[1..2]);
     let now = locked.now;
-    let Some(entry) = locked.get(args[1]) else {
+    let Some(entry) = locked.get_untouched(args[1]) else {
         return Ok(Reply::Int(-2));
     };
     if entry.expire_at() == 0 {

@@ -655,8 +655,8 @@ impl<'a> Locked<'a> {
         self.get_untouched(key).map(Entry::version)
     }
 
-    /// The live entry at `key` without refreshing its access clock: TYPE, EXISTS and WATCH look
-    /// at a key without using it (Redis's `LOOKUP_NOTOUCH`).
+    /// The live entry at `key` without refreshing its access clock: TYPE, EXISTS, TTL and WATCH
+    /// look at a key without using it (Redis's `LOOKUP_NOTOUCH`).
     pub fn get_untouched(&mut self, key: &[u8]) -> Option<&Entry> {
         let (store, db) = (self.store, self.db);
         match self.live_entry(key) {

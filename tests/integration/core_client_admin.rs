@@ -252,7 +252,7 @@ async fn reply_off_and_skip_drop_exactly_the_replies_redis_drops() {
 }
 
 #[tokio::test]
-async fn no_touch_clients_leave_idle_time_alone_and_type_exists_watch_never_touch() {
+async fn no_touch_clients_leave_idle_time_alone_and_type_exists_watch_ttl_never_touch() {
     let server = TestServer::start().await;
     let mut normal = server.client().await;
     let mut quiet = server.client().await;
@@ -262,6 +262,9 @@ async fn no_touch_clients_leave_idle_time_alone_and_type_exists_watch_never_touc
     let _: String = cmd(&mut quiet, &["GET", "k"]).await;
     let _: String = cmd(&mut normal, &["TYPE", "k"]).await;
     let _: i64 = cmd(&mut normal, &["EXISTS", "k"]).await;
+    for ttl in ["TTL", "PTTL", "EXPIRETIME", "PEXPIRETIME"] {
+        let _: i64 = cmd(&mut normal, &[ttl, "k"]).await;
+    }
     let _: () = cmd(&mut normal, &["WATCH", "k"]).await;
     let idle: i64 = cmd(&mut normal, &["OBJECT", "IDLETIME", "k"]).await;
     assert!(idle >= 2, "idle {idle}");
