@@ -42,6 +42,14 @@ pub fn monotonic_ms() -> u64 {
     monotonic_ns() / 1_000_000
 }
 
+/// INFO's "seconds since" a millisecond mark on the same clock as `now_ms`: -1 for no mark (0).
+pub fn secs_since(mark_ms: u64, now_ms: u64) -> i64 {
+    match mark_ms {
+        0 => -1,
+        at => (now_ms.saturating_sub(at) / 1000) as i64,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

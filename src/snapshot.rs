@@ -199,10 +199,7 @@ impl Snapshots {
     /// INFO persistence's snapshot fields, in Redis's order.
     pub fn info_fields(&self, store: &Store) -> Vec<(&'static str, String)> {
         let running_since = self.bgsave_started_ms.load(Relaxed);
-        let current = match running_since {
-            0 => -1,
-            at => (crate::store::now_ms().saturating_sub(at) / 1000) as i64,
-        };
+        let current = crate::clock::secs_since(running_since, crate::store::now_ms());
         vec![
             (
                 "rdb_changes_since_last_save",

@@ -247,10 +247,7 @@ impl Aof {
     /// INFO persistence's AOF fields, in Redis's order (after the snapshot fields).
     pub fn info_fields(&self) -> Vec<(&'static str, String)> {
         let since = self.rewriting_since_ms.load(Relaxed);
-        let current = match since {
-            0 => -1,
-            at => (crate::store::now_ms().saturating_sub(at) / 1000) as i64,
-        };
+        let current = crate::clock::secs_since(since, crate::store::now_ms());
         let status = |ok: &AtomicBool| if ok.load(Relaxed) { "ok" } else { "err" }.to_string();
         let mut fields = vec![
             ("aof_enabled", u8::from(self.on()).to_string()),

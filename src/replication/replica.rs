@@ -281,10 +281,7 @@ pub fn info_fields(shared: &Shared) -> Vec<(&'static str, String)> {
         ]);
     }
     if !up {
-        let down = match status.down_since_ms {
-            0 => -1,
-            at => (now.saturating_sub(at) / 1000) as i64,
-        };
+        let down = crate::clock::secs_since(status.down_since_ms, now);
         fields.push(("master_link_down_since_seconds", down.to_string()));
     }
     fields.extend([
