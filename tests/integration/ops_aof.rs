@@ -15,6 +15,7 @@ use redis::aio::MultiplexedConnection as Conn;
 use redis::Value;
 use std::path::Path;
 use std::time::Duration;
+use tokio::io::AsyncWriteExt;
 
 async fn start_in(dir: &Path, appendonly: bool) -> TestServer {
     let dir = dir.to_path_buf();
@@ -236,6 +237,23 @@ async fn nothing_acknowledged_is_lost_to_a_kill() {
     assert_eq!(
         ok(&mut con, &["GET", "acked"]).await,
         Value::BulkString(b"350".to_vec())
+    );
+    // A write no reply waits for (connections write the log before their replies) goes into the
+    // log too, within the second of `everysec`.
+    let mut unanswered = tokio::net::TcpStream::connect(("127.0.0.1", server.port))
+        .await
+        .expect("connect");
+    unanswered
+        .write_all(b"CLIENT REPLY OFF\r\nSET unanswered yes\r\n")
+        .await
+        .expect("write");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    drop(server);
+    let server = Binary::start(&["--dir", &dir_arg, "--appendonly", "yes"]);
+    let mut con = server.client().await;
+    assert_eq!(
+        ok(&mut con, &["GET", "unanswered"]).await,
+        Value::BulkString(b"yes".to_vec())
     );
 }
 
