@@ -284,6 +284,11 @@ pub enum Reply {
     Push(Vec<Reply>),
     /// Already encoded bytes, written as they are (used for replies shared by many clients).
     Raw(bytes::Bytes),
+    /// RESP3 big number (`(digits`); a bulk string in RESP2.
+    BigNum(String),
+    /// RESP3 attribute map followed by the reply it describes; RESP2 has no attributes, so only
+    /// the reply goes out. Boxed: rare, and it must not make every reply bigger.
+    Attribute(Box<(Vec<(Reply, Reply)>, Reply)>),
 }
 
 impl Reply {
@@ -368,6 +373,24 @@ impl Reply {
                 }
             }
             Reply::Raw(bytes) => out.put_slice(bytes),
+            Reply::BigNum(digits) => {
+                if resp3 {
+                    line(out, b'(', digits.as_bytes());
+                } else {
+                    bulk(out, digits.as_bytes());
+                }
+            }
+            Reply::Attribute(described) => {
+                let (attributes, reply) = &**described;
+                if resp3 {
+                    int_line(out, b'|', attributes.len() as i64);
+                    for (k, v) in attributes {
+                        k.encode(resp3, out);
+                        v.encode(resp3, out);
+                    }
+                }
+                reply.encode(resp3, out);
+            }
         }
     }
 }

@@ -521,11 +521,63 @@ pub fn load_bytes<'s>(
         store,
         databases: store.databases(),
         now: crate::store::now_ms(),
+        keep_expired: held.is_some(),
         held,
+        merge: false,
         loaded: Loaded::default(),
     };
     read_file(bytes, &store.encoding_limits, &mut sink)?;
     Ok(sink.loaded)
+}
+
+/// DEBUG RELOAD's load: every database locked while it is (unless `!flush`) emptied and loaded
+/// from `bytes`, so no client sees half of it. Keys already expired are skipped, as at start; a
+/// key already there is an error, or replaced when `merge`.
+pub fn reload_bytes(
+    shared: &Shared,
+    bytes: &[u8],
+    flush: bool,
+    merge: bool,
+) -> Result<Loaded, String> {
+    let store = &shared.store;
+    let dbs: Vec<usize> = (0..store.databases()).collect();
+    let mut locked = store.lock_dbs(&dbs);
+    if flush {
+        for keys in locked.iter_mut() {
+            clear_keeping_stm(keys);
+        }
+    }
+    let mut sink = Loader {
+        store,
+        databases: store.databases(),
+        now: crate::store::now_ms(),
+        keep_expired: false,
+        held: Some(&mut locked[..]),
+        merge,
+        loaded: Loaded::default(),
+    };
+    read_file(bytes, &store.encoding_limits, &mut sink)?;
+    Ok(sink.loaded)
+}
+
+/// Empties a database locked whole but for its STM entries, which no file holds (their rows
+/// bring them back at start): a reload from a file must not lose them.
+pub fn clear_keeping_stm(keys: &mut crate::store::Locked<'_>) {
+    let mut names = Vec::new();
+    keys.for_each(|name, entry| {
+        if matches!(entry.value, Value::Stm(_)) {
+            names.push(Bytes::copy_from_slice(name));
+        }
+    });
+    let kept: Vec<_> = names
+        .into_iter()
+        .filter_map(|name| keys.remove(&name).map(|entry| (name, entry)))
+        .collect();
+    keys.clear();
+    for (name, entry) in kept {
+        let at = entry.expire_at();
+        keys.set(&name, entry.value, at);
+    }
 }
 
 impl Snapshots {
@@ -545,6 +597,10 @@ struct Loader<'h, 's> {
     /// Every database, locked whole by the caller (a replica's full sync, which loads keys already
     /// expired too: the primary's DEL removes them); None: each key locks its own shard.
     held: Option<&'h mut [crate::store::Locked<'s>]>,
+    /// Load keys whose expiry passed (a replica's full sync: its primary's DEL follows).
+    keep_expired: bool,
+    /// A key already there is replaced rather than an error (DEBUG RELOAD MERGE).
+    merge: bool,
     loaded: Loaded,
 }
 
@@ -559,7 +615,7 @@ impl FileSink for Loader<'_, '_> {
         if matches!(value, Value::Stm(_)) {
             return Ok(()); // never written by a save: STM entries come back from their rows
         }
-        if self.held.is_none() && expire_at != 0 && expire_at <= self.now {
+        if !self.keep_expired && expire_at != 0 && expire_at <= self.now {
             self.loaded.expired += 1; // as a primary does: an expired key is not loaded
             return Ok(());
         }
@@ -571,7 +627,7 @@ impl FileSink for Loader<'_, '_> {
                 &mut own
             }
         };
-        if keys.contains_stored(&name) {
+        if !self.merge && keys.contains_stored(&name) {
             return Err(format!(
                 "Duplicate key '{}' found in RDB file",
                 String::from_utf8_lossy(&name)

@@ -1,10 +1,9 @@
-//! Introspection commands: LATENCY, MEMORY, ROLE, WAIT, LOLWUT, DEBUG. Texts are Redis 7's, measured against a real redis-server.
+//! Introspection commands: LATENCY, MEMORY, ROLE, WAIT, LOLWUT (DEBUG is in `debug.rs`). Texts are Redis 7's, measured against a real redis-server.
 
 use super::args::is;
 use super::connection::{help_reply, REDIS_VERSION};
 use super::info::{human_bytes, Allocator};
 use super::{err, CmdResult, Ctx};
-use crate::config::ProtectedCommand;
 use crate::protocol::Reply;
 use crate::store::Value;
 use std::fmt::Write;
@@ -237,7 +236,7 @@ fn memory_usage(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 /// Estimated bytes of a value: exact for strings and for the one buffer of a small hash, set or
 /// sorted set; for other collections the average of up to `samples` elements times the element
 /// count (Redis's sampling rule).
-fn value_size(value: &Value, samples: usize) -> usize {
+pub(crate) fn value_size(value: &Value, samples: usize) -> usize {
     fn sampled(count: usize, items: impl Iterator<Item = usize>, samples: usize) -> usize {
         if count == 0 {
             return 0;
@@ -459,76 +458,4 @@ pub fn lolwut(_ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         }
     }
     Ok(Reply::Verbatim(format!("Redis ver. {REDIS_VERSION}\n")))
-}
-
-/// DEBUG SLEEP / OBJECT / SET-ACTIVE-EXPIRE / HELP, behind `enable-debug-command`.
-pub fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let setting = ctx.shared.config.read().enable_debug_command;
-    if !setting.allows(ctx.conn.info.addr.ip()) {
-        return Err(Reply::Error(
-            ProtectedCommand::refusal("DEBUG", "enable-debug-command").into(),
-        ));
-    }
-    let sub = args[1];
-    if is(sub, "SLEEP") && args.len() == 3 {
-        let seconds: f64 = std::str::from_utf8(args[2])
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .filter(|s: &f64| s.is_finite())
-            .ok_or_else(|| Reply::error(err::NOT_FLOAT))?;
-        // Blocks this worker thread on purpose: DEBUG SLEEP exists to simulate a slow command.
-        std::thread::sleep(std::time::Duration::from_secs_f64(
-            seconds.clamp(0.0, 3600.0),
-        ));
-        Ok(Reply::OK)
-    } else if is(sub, "OBJECT") && args.len() == 3 {
-        let thresholds = ctx.shared.config.read().encoding_thresholds();
-        let locked = ctx.lock(&[args[2]]);
-        let Some(entry) = locked.peek(args[2]) else {
-            return Err(Reply::error(err::NO_SUCH_KEY));
-        };
-        let encoding = crate::store::encoding::name(&entry.value, entry.outgrown(), &thresholds);
-        let length = match &entry.value {
-            Value::Str(b) => b.len(),
-            Value::List(l) => l.len(),
-            Value::Hash(h) => h.len(),
-            Value::Set(s) => s.len(),
-            Value::ZSet(z) => z.len(),
-            Value::Stm(e) => e.messages.len(),
-            Value::Stream(s) => s.len(),
-        };
-        let serialized = value_size(&entry.value, usize::MAX);
-        Ok(Reply::Status(
-            format!(
-                "Value at:0x0 refcount:1 encoding:{encoding} serializedlength:{serialized} lru:0 lru_seconds_idle:{} ql_nodes:{length}",
-                entry.idle_secs(locked.now)
-            )
-            .into(),
-        ))
-    } else if is(sub, "SET-ACTIVE-EXPIRE") && args.len() == 3 {
-        let on = super::args::int(args[2])? != 0;
-        ctx.shared
-            .store
-            .active_expire
-            .store(on, std::sync::atomic::Ordering::Relaxed);
-        Ok(Reply::OK)
-    } else if is(sub, "HELP") && args.len() == 2 {
-        Ok(help_reply(&[
-            "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-            "OBJECT <key>",
-            "    Show low level info about the `key` and associated value.",
-            "SET-ACTIVE-EXPIRE <0|1>",
-            "    Setting it to 0 disables expiring keys in background when they are not",
-            "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
-            "    default.",
-            "SLEEP <seconds>",
-            "    Stop the server for <seconds>. Decimals allowed.",
-            "HELP",
-            "    Prints this help.",
-        ]))
-    } else {
-        Err(Reply::error(
-            "ERR unknown subcommand or wrong number of arguments for 'DEBUG'. Try DEBUG HELP.",
-        ))
-    }
 }

@@ -12,6 +12,7 @@ pub mod collection_scan;
 pub mod command_info;
 pub mod connection;
 pub mod databases;
+pub mod debug;
 pub mod docs;
 pub mod dump;
 pub mod functions;

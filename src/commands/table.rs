@@ -22,7 +22,7 @@ use super::streams;
 use super::subcommands::*;
 use super::{acl, command_info, CmdResult, Ctx};
 use super::{
-    bitmaps, blocking_lists as blists, geo, hashes, hyperloglog as hll, info, introspection, lcs,
+    bitmaps, blocking_lists as blists, debug, geo, hashes, hyperloglog as hll, info, introspection, lcs,
     lists, mpop, pubsub, replication, sets, sort, zalgebra, zrange, zsets,
 };
 use super::{connection as conn, keys, ops, server, stm, strings, transactions as tx, Handler};
@@ -340,7 +340,7 @@ pub static COMMANDS: &[Command] = commands![
     "replconf", -1, ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, (0, 0, 0), "server", "3.0.0", replication::replconf, "", "An internal command for configuring the replication stream.",
         complexity: "O(1)", doc_flags: &["syscmd"];
     "lolwut", -1, READONLY | FAST, (0, 0, 0), "server", "5.0.0", introspection::lolwut, "[VERSION version]", "Displays computer art and the Redis version.";
-    "debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "1.0.0", introspection::debug, "", "A container for debugging commands.",
+    "debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "1.0.0", debug::debug, "", "A container for debugging commands.",
         complexity: "Depends on the subcommand.", doc_flags: &["syscmd"];
     // transactions
     "multi", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | NOT_QUEUED, (0, 0, 0), "transactions", "1.2.0", tx::multi, "", "Starts a transaction.",

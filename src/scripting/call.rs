@@ -219,6 +219,14 @@ unsafe fn push_reply(l: *mut ffi::lua_State, reply: Reply, resp3: bool) {
             wrap_in_field(l, c"verbatim_string");
         }
         Reply::Verbatim(text) => push_bytes(l, text.as_bytes()),
+        // As Redis's Lua conversion: `{big_number = digits}` under RESP3, a string under RESP2;
+        // an attribute is dropped and the reply it describes converted.
+        Reply::BigNum(digits) if resp3 => {
+            push_bytes(l, digits.as_bytes());
+            wrap_in_field(l, c"big_number");
+        }
+        Reply::BigNum(digits) => push_bytes(l, digits.as_bytes()),
+        Reply::Attribute(described) => push_reply(l, described.1, resp3),
         Reply::Status(text) => {
             push_bytes(l, text.as_bytes());
             wrap_in_field(l, c"ok");

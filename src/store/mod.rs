@@ -12,6 +12,7 @@ pub mod hash;
 mod held;
 pub use held::in_order;
 pub mod compact;
+pub mod digest;
 pub mod hyperloglog;
 pub mod packed;
 pub mod ranked;
