@@ -315,7 +315,16 @@ def acl_cat(a, b, args):
     return a.kind == b.kind
 
 
+def debug_help(a, b, args):
+    """stmd's lines are Redis's, in Redis's order, for the subcommands it serves: a subsequence."""
+    if a.kind != "*" or b.kind != "*" or not a.value or a.value[0].raw != b.value[0].raw:
+        return a.raw == b.raw
+    theirs = iter([x.raw for x in b.value])
+    return all(line in theirs for line in (x.raw for x in a.value))
+
+
 ALLOWED = {
+    "DEBUG HELP": (debug_help, "Redis's lines for the subcommands stmd serves, in Redis's order (no crash, leak, allocator or hash-table ones)"),
     "ACL DRYRUN": (noperm_7_2, NOPERM_REASON),
     "ACL LOG": (acl_log, "entries: count, reason, context, object and username compared; age, client-info and 7.2's entry-id/timestamps not"),
     "ACL GENPASS": (genpass, "random passwords: the length is compared"),

@@ -36,14 +36,12 @@ fn mix(sum: &mut Sum, data: &[u8]) {
 }
 
 /// The digest of one element made of ordered parts (a hash's field and value, a sorted set's
-/// member and score), xored into `sum`.
+/// member and score), added to `sum` as Redis does (the SHA1 of the element's digest, xored).
 fn xor_pair(sum: &mut Sum, first: &[u8], second: &[u8]) {
     let mut element = [0u8; 20];
     mix(&mut element, first);
     mix(&mut element, second);
-    for (byte, e) in sum.iter_mut().zip(element.iter()) {
-        *byte ^= e;
-    }
+    xor(sum, &element);
 }
 
 /// Mixes a value's type and contents into `sum`, and marks an expiry (Redis's `xorObjectDigest`).
@@ -103,18 +101,20 @@ pub fn key_digest(name: &[u8], entry: &Entry) -> Sum {
     sum
 }
 
-/// Xors a key's digest into a database's running total.
+/// Adds a key's digest to a database's running total (xor of its SHA1: the keys' order does not
+/// matter).
 pub fn add(total: &mut Sum, key: &Sum) {
-    for (byte, k) in total.iter_mut().zip(key.iter()) {
-        *byte ^= k;
-    }
+    xor(total, key);
 }
 
 /// Folds one non-empty database's total into the dataset digest: its index is mixed in first, so
-/// the same data in another database digests differently.
+/// the same data in another database digests differently. `keys` is the plain xor of the keys'
+/// [`add`]s made from zero, so xoring it in equals adding each key here.
 pub fn add_database(dataset: &mut Sum, db: usize, keys: &Sum) {
     mix(dataset, &(db as u32).to_be_bytes());
-    add(dataset, keys);
+    for (byte, k) in dataset.iter_mut().zip(keys.iter()) {
+        *byte ^= k;
+    }
 }
 
 /// Forty lowercase hex digits.
