@@ -110,8 +110,10 @@ const INERT_SWITCHES: &[&str] = &[
 fn unknown(sub: &[u8]) -> Reply {
     let name = String::from_utf8_lossy(&sub[..sub.len().min(128)]).into_owned();
     Reply::Error(
-        format!("ERR unknown subcommand or wrong number of arguments for '{name}'. Try DEBUG HELP.")
-            .into(),
+        format!(
+            "ERR unknown subcommand or wrong number of arguments for '{name}'. Try DEBUG HELP."
+        )
+        .into(),
     )
 }
 
@@ -284,12 +286,7 @@ fn object(ctx: &mut Ctx, key: &[u8]) -> CmdResult {
 /// DEBUG DIGEST: every database, each locked whole while it is read.
 fn digest_dataset(ctx: &mut Ctx) -> String {
     let mut dataset = [0u8; 20];
-    let dbs: Vec<usize> = ctx
-        .shared
-        .store
-        .existing_dbs()
-        .map(|(db, _)| db)
-        .collect();
+    let dbs: Vec<usize> = ctx.shared.store.existing_dbs().map(|(db, _)| db).collect();
     for db in dbs {
         let locked = ctx.lock_all_of(db);
         let mut keys = [0u8; 20];
@@ -420,7 +417,11 @@ fn protocol(resp3: bool, name: &[u8]) -> CmdResult {
     } else if is(name, "set") {
         Reply::Set(ints())
     } else if is(name, "map") {
-        Reply::Map((0..3).map(|j| (Reply::Int(j), Reply::Bool(j == 1))).collect())
+        Reply::Map(
+            (0..3)
+                .map(|j| (Reply::Int(j), Reply::Bool(j == 1)))
+                .collect(),
+        )
     } else if is(name, "attrib") {
         Reply::Attribute(Box::new((
             vec![(
@@ -435,7 +436,8 @@ fn protocol(resp3: bool, name: &[u8]) -> CmdResult {
         }
         // A push frame and then the command's own reply, as two frames in one write.
         let mut out = bytes::BytesMut::new();
-        Reply::Push(vec![Reply::bulk_str("server-cpu-usage"), Reply::Int(42)]).encode(true, &mut out);
+        Reply::Push(vec![Reply::bulk_str("server-cpu-usage"), Reply::Int(42)])
+            .encode(true, &mut out);
         Reply::bulk_str("Some real reply following the push reply").encode(true, &mut out);
         Reply::Raw(out.freeze())
     } else if is(name, "true") {

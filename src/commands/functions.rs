@@ -23,7 +23,17 @@ pub fn fcall(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 
 pub fn function(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let sub = args[1].to_ascii_lowercase();
-    match &sub[..] {
+    let outcome = run_subcommand(ctx, args, &sub);
+    // A library change touches no key, so the store never notes it: say it wrote, so that it goes
+    // to the replicas and into the append-only log as Redis propagates it (found by DEBUG LOADAOF).
+    if outcome.is_ok() && matches!(&sub[..], b"load" | b"delete" | b"flush" | b"restore") {
+        crate::replication::feed::note_write();
+    }
+    outcome
+}
+
+fn run_subcommand(ctx: &mut Ctx, args: &[&[u8]], sub: &[u8]) -> CmdResult {
+    match sub {
         b"kill" => ctx
             .shared
             .scripting

@@ -22,8 +22,8 @@ use super::streams;
 use super::subcommands::*;
 use super::{acl, command_info, CmdResult, Ctx};
 use super::{
-    bitmaps, blocking_lists as blists, debug, geo, hashes, hyperloglog as hll, info, introspection, lcs,
-    lists, mpop, pubsub, replication, sets, sort, zalgebra, zrange, zsets,
+    bitmaps, blocking_lists as blists, debug, geo, hashes, hyperloglog as hll, info, introspection,
+    lcs, lists, mpop, pubsub, replication, sets, sort, zalgebra, zrange, zsets,
 };
 use super::{connection as conn, keys, ops, server, stm, strings, transactions as tx, Handler};
 use crate::protocol::Reply;

@@ -63,7 +63,11 @@ pub fn value_into(sum: &mut Sum, entry: &Entry) {
         Value::ZSet(z) => {
             for (member, score) in z.iter() {
                 // 7.2 prints scores in their shortest round-trip form, as its replies do.
-                xor_pair(sum, member, crate::protocol::format_double(score).as_bytes());
+                xor_pair(
+                    sum,
+                    member,
+                    crate::protocol::format_double(score).as_bytes(),
+                );
             }
         }
         Value::Hash(hash) => hash.iter().for_each(|(f, v)| xor_pair(sum, f, v)),

@@ -30,6 +30,7 @@ mod keys_dump;
 mod keys_migrate;
 mod ops_aof;
 mod ops_config_file;
+mod ops_debug;
 mod ops_docker;
 mod ops_introspection;
 mod ops_logs;

@@ -44,7 +44,8 @@ pub fn reload(ctx: &mut Ctx, options: &[&[u8]]) -> CmdResult {
     }
     let path = crate::snapshot::file_path(shared);
     let loaded = crate::scripting::off_worker(|| {
-        let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let bytes =
+            std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         crate::snapshot::reload_bytes(shared, &bytes, flush, merge)
     })
     .map_err(|why| {
