@@ -399,6 +399,10 @@ fn populate(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     Ok(Reply::OK)
 }
 
+/// The double Redis's DEBUG PROTOCOL answers: its literal, not an approximation of pi.
+#[allow(clippy::approx_constant)]
+const REDIS_TEST_DOUBLE: f64 = 3.141;
+
 /// DEBUG PROTOCOL type: one value of each RESP3 type, downgraded for RESP2 as Redis does.
 fn protocol(resp3: bool, name: &[u8]) -> CmdResult {
     let ints = || (0..3).map(Reply::Int).collect::<Vec<_>>();
@@ -407,7 +411,7 @@ fn protocol(resp3: bool, name: &[u8]) -> CmdResult {
     } else if is(name, "integer") {
         Reply::Int(12345)
     } else if is(name, "double") {
-        Reply::Double(3.141)
+        Reply::Double(REDIS_TEST_DOUBLE)
     } else if is(name, "bignum") {
         Reply::BigNum("1234567999999999999999999999999999999".into())
     } else if is(name, "null") {
