@@ -21,13 +21,16 @@ fn cluster_of<'a>(ctx: &'a Ctx) -> Result<&'a Cluster, Reply> {
         .ok_or_else(|| Reply::error(DISABLED))
 }
 
-/// READONLY, READWRITE, ASKING: accepted in cluster mode. READONLY and READWRITE change nothing
-/// (there are no replicas to read from); ASKING lets the next command, when it is RESTORE or DEL,
-/// touch a slot this node does not own yet (a slot migration's copy, see `crate::cluster::migrate`).
+/// READONLY, READWRITE, ASKING: accepted in cluster mode. READONLY lets a replica serve this
+/// connection's reads of its primary's slots (READWRITE ends that; see
+/// `crate::cluster::routing`); ASKING lets the next command, when it is RESTORE or DEL, touch a
+/// slot this node does not own yet (a slot migration's copy, see `crate::cluster::migrate`).
 pub fn accept(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     cluster_of(ctx)?;
     if is(args[0], "ASKING") {
         ctx.conn.asking = true;
+    } else {
+        ctx.conn.readonly = is(args[0], "READONLY");
     }
     Ok(Reply::OK)
 }

@@ -125,6 +125,9 @@ pub struct ConnState {
     /// Set by ASKING (cluster mode): the next command may RESTORE or DEL a key of a slot this
     /// node does not own (a slot migration's copy).
     pub asking: bool,
+    /// Set by READONLY, cleared by READWRITE (cluster mode): on a replica, reads of its primary's
+    /// slots are served here instead of redirected.
+    pub readonly: bool,
     /// The link to the primary this node follows (Redis's master client): its commands are
     /// obeyed whatever the ACL, READONLY, MISCONF, OOM or CLIENT PAUSE would say.
     pub from_primary: bool,
@@ -171,6 +174,7 @@ impl ConnState {
             postponed: false,
             blocked_read: None,
             asking: false,
+            readonly: false,
             from_primary: false,
             repl_offset: 0,
             replica_handoff: None,
@@ -472,7 +476,7 @@ fn writes_or_ping(ctx: &Ctx<'_, '_>, cmd: &Command, effective: &Command) -> bool
 }
 
 /// True when the transaction queued a write (what EXEC would run).
-fn queued_write(ctx: &Ctx<'_, '_>) -> bool {
+pub(crate) fn queued_write(ctx: &Ctx<'_, '_>) -> bool {
     ctx.conn.multi.iter().flatten().any(|queued| {
         ctx.shared
             .commands
