@@ -555,6 +555,7 @@ pub async fn follow(
                 _ = stop.changed() => Event::Stop,
                 _ = beat.tick() => Event::Beat,
                 _ = poll.tick() => Event::Reload,
+                () = cluster.manual.wake.notified() => Event::Manual,
                 () = warmed => Event::Warmed,
                 result = notified => match result {
                     Ok(()) => Event::Reload,
@@ -592,6 +593,22 @@ pub async fn follow(
                 }
                 // A newer map may have come meanwhile.
                 poll.reset_immediately();
+            }
+            Event::Manual => {
+                if let Some(mode) = cluster.manual.take() {
+                    if !cluster
+                        .manual
+                        .running
+                        .swap(true, std::sync::atomic::Ordering::Relaxed)
+                    {
+                        tokio::spawn(super::replicas::manual_failover(
+                            cluster.clone(),
+                            coordinator.clone(),
+                            warm.shared.clone(),
+                            mode,
+                        ));
+                    }
+                }
             }
             // While a warm runs, the map it is for waits; the poll after it reads the latest.
             Event::Reload if warming.is_some() => {}
@@ -776,6 +793,7 @@ enum Event {
     Beat,
     Reload,
     Warmed,
+    Manual,
     Lost(sqlx::Error),
 }
 

@@ -393,6 +393,8 @@ pub struct Cluster {
     pub gate: migrate::SlotGate,
     /// Connections to the other nodes (owner-wide STM, PUBLISH forwarding).
     pub peers: peers::Peers,
+    /// CLUSTER FAILOVER's request to the configuration follower.
+    pub manual: replicas::ManualRequest,
 }
 
 impl Cluster {
@@ -404,6 +406,7 @@ impl Cluster {
             stats: ClusterStats::default(),
             gate: migrate::SlotGate::default(),
             peers: peers::Peers::default(),
+            manual: replicas::ManualRequest::default(),
         }
     }
 

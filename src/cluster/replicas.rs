@@ -221,6 +221,193 @@ pub fn apply_role(cluster: &Cluster, shared: &Shared, map: &SlotMap) {
     }
 }
 
+/// CLUSTER FAILOVER's modes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Manual {
+    /// The primary pauses its clients' writes, this replica catches up with its offset, then the
+    /// map swaps their roles: nothing acknowledged is lost.
+    Coordinated,
+    /// The map swaps the roles at once (what the replica had not received is lost).
+    Force,
+    /// As FORCE: there is no vote to skip, the map in Postgres is the authority.
+    Takeover,
+}
+
+/// CLUSTER FAILOVER's request to the configuration follower, which runs it in a task of its own
+/// (it needs Postgres, and heartbeats must go on meanwhile).
+#[derive(Default)]
+pub struct ManualRequest {
+    mode: parking_lot::Mutex<Option<Manual>>,
+    pub wake: tokio::sync::Notify,
+    /// A manual failover is running.
+    pub running: std::sync::atomic::AtomicBool,
+}
+
+impl ManualRequest {
+    pub fn request(&self, mode: Manual) {
+        *self.mode.lock() = Some(mode);
+        self.wake.notify_one();
+    }
+
+    pub fn take(&self) -> Option<Manual> {
+        self.mode.lock().take()
+    }
+}
+
+/// How long a coordinated failover waits for this replica to reach its primary's offset (Redis's
+/// manual failover timeout), and how long the primary's writes stay paused at most.
+const CATCH_UP: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Runs a manual failover of this replica (CLUSTER FAILOVER). Coordinated: pauses the primary's
+/// client writes (`CLIENT PAUSE … WRITE` over a node-to-node connection), reads its offset
+/// (`ROLE`), waits until this node has applied as much, then swaps the roles in one configuration
+/// transaction, waits (at most 2 s) for the old primary to follow it and lets its writes go (they
+/// are redirected here by then). FORCE and TAKEOVER swap at once. Failures are logged (the command
+/// answered `+OK` when it started, as Redis's does).
+pub async fn manual_failover(
+    cluster: std::sync::Arc<Cluster>,
+    coordinator: super::coordinator::Coordinator,
+    shared: std::sync::Arc<Shared>,
+    mode: Manual,
+) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let map = cluster.map();
+    let Some(primary) = map.primary_of(&cluster.me.id).cloned() else {
+        cluster.manual.running.store(false, Relaxed);
+        return;
+    };
+    let password = shared.config.read().requirepass.clone();
+    let mut paused = None;
+    if mode == Manual::Coordinated {
+        match catch_up(&shared, &primary, &password).await {
+            Ok(link) => paused = Some(link),
+            Err(why) => {
+                tracing::warn!(primary = %primary.id, %why, "manual failover aborted");
+                cluster.manual.running.store(false, Relaxed);
+                return;
+            }
+        }
+    }
+    let me = cluster.me.id.clone();
+    let swapped = coordinator
+        .change_roles(|nodes, owners, roles| {
+            let map = SlotMap::from_owners(nodes.to_vec(), owners);
+            if map.primary_of(&me).map(|p| &p.id) != Some(&primary.id) {
+                return Err(
+                    "this node is no longer a replica of the primary it caught up with".into(),
+                );
+            }
+            for owner in owners.iter_mut() {
+                if owner.as_deref() == Some(primary.id.as_str()) {
+                    *owner = Some(me.clone());
+                }
+            }
+            roles.push((me.clone(), None));
+            for node in map.replicas_of(&primary.id) {
+                if node.id != me {
+                    roles.push((node.id.clone(), Some(me.clone())));
+                }
+            }
+            roles.push((primary.id.clone(), Some(me.clone())));
+            Ok(String::new())
+        })
+        .await;
+    match &swapped {
+        Ok((old, new, _)) => tracing::warn!(
+            old_primary = %primary.id, ?mode, epoch_before = old, epoch = new,
+            "manual failover: this replica is the primary of the shard now"
+        ),
+        Err(why) => tracing::warn!(primary = %primary.id, %why, "manual failover failed"),
+    }
+    if let Some(mut link) = paused {
+        if let Ok((_, new, _)) = swapped {
+            // The old primary's paused writes must meet the new map (and be redirected here),
+            // not run there: wait for it to follow the new epoch before letting them go.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+            while std::time::Instant::now() < deadline {
+                match request(&mut link, &[b"CLUSTER", b"INFO"]).await {
+                    Ok(text) if epoch_of(&text) >= Some(new) => break,
+                    Ok(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+                    Err(_) => break,
+                }
+            }
+        }
+        let _ = request(&mut link, &[b"CLIENT", b"UNPAUSE"]).await;
+    }
+    cluster.manual.running.store(false, Relaxed);
+}
+
+/// The coordinated part: the primary's writes paused, this node caught up with its offset. The
+/// link is returned to unpause it.
+async fn catch_up(
+    shared: &Shared,
+    primary: &NodeInfo,
+    password: &str,
+) -> Result<super::peers::Link, String> {
+    let bounded =
+        |what: &'static str| move |_| format!("the primary did not answer {what} in time");
+    let mut link = tokio::time::timeout(
+        CATCH_UP,
+        super::peers::Link::connect(primary.addr(), password),
+    )
+    .await
+    .map_err(bounded("the connection"))?
+    .map_err(|e| format!("cannot reach the primary: {e}"))?;
+    let pause_ms = (CATCH_UP.as_millis() + 2000).to_string();
+    tokio::time::timeout(
+        CATCH_UP,
+        request(
+            &mut link,
+            &[b"CLIENT", b"PAUSE", pause_ms.as_bytes(), b"WRITE"],
+        ),
+    )
+    .await
+    .map_err(bounded("CLIENT PAUSE"))??;
+    let role = tokio::time::timeout(CATCH_UP, request(&mut link, &[b"INFO", b"replication"]))
+        .await
+        .map_err(bounded("INFO"))??;
+    let target: u64 = role
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("master_repl_offset:"))
+        .and_then(|v| v.parse().ok())
+        .ok_or("the primary's INFO has no master_repl_offset")?;
+    let started = std::time::Instant::now();
+    while shared.replication.offset() < target {
+        if started.elapsed() > CATCH_UP {
+            let _ = request(&mut link, &[b"CLIENT", b"UNPAUSE"]).await;
+            return Err(format!(
+                "this replica did not reach the primary's offset {target} within {} ms (at {})",
+                CATCH_UP.as_millis(),
+                shared.replication.offset()
+            ));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    Ok(link)
+}
+
+/// One request on a node-to-node link: its reply as text, or the error.
+async fn request(link: &mut super::peers::Link, args: &[&[u8]]) -> Result<String, String> {
+    let mut bytes = Vec::new();
+    super::peers::encode(&mut bytes, args);
+    link.send(&bytes).await.map_err(|e| e.to_string())?;
+    use redis_protocol::resp2::types::OwnedFrame;
+    match link.reply().await.map_err(|e| e.to_string())? {
+        OwnedFrame::Error(e) => Err(e.to_string()),
+        OwnedFrame::SimpleString(s) | OwnedFrame::BulkString(s) => {
+            Ok(String::from_utf8_lossy(&s).into_owned())
+        }
+        _ => Ok(String::new()),
+    }
+}
+
+/// `cluster_current_epoch` of a CLUSTER INFO text.
+fn epoch_of(text: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("cluster_current_epoch:"))
+        .and_then(|v| v.parse().ok())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
