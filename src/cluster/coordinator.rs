@@ -656,6 +656,11 @@ pub async fn follow(
                         ));
                         warming = Some((task, map));
                     } else {
+                        // A replica made primary (CLUSTER FAILOVER) stops following before it
+                        // serves the slots, so no write meets READONLY there.
+                        if super::replicas::promoted(&current, &map, &cluster.me.id) {
+                            super::replicas::apply_role(&cluster, &warm.shared, &map);
+                        }
                         if cluster.follow(map, &warm.shared.pubsub) {
                             tracing::info!(epoch, "cluster configuration changed");
                         }
