@@ -462,12 +462,8 @@ mod tests {
             member('e', None, true, 0),
         ];
         let mut owners: Owners = vec![None; SLOTS];
-        for slot in 0..100 {
-            owners[slot] = Some(id('a'));
-        }
-        for slot in 100..200 {
-            owners[slot] = Some(id('b'));
-        }
+        owners[..100].fill(Some(id('a')));
+        owners[100..200].fill(Some(id('b')));
         let plan = plan_failover(&members, &mut owners);
         assert_eq!(plan.dead, [id('a'), id('b')]);
         assert_eq!(plan.promoted, [(id('a'), id('c'))]);

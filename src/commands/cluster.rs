@@ -301,7 +301,7 @@ fn replicas(_ctx: &Ctx, cluster: &Cluster, map: &SlotMap, id: &[u8]) -> CmdResul
         map.replicas_of(&node.id)
             .into_iter()
             .map(|r| {
-                Reply::bulk(&node_line(
+                Reply::bulk(node_line(
                     map,
                     r,
                     &cluster.me.id,
@@ -498,4 +498,63 @@ pub fn info_lines(ctx: &Ctx, line: &mut dyn FnMut(&str, String)) {
             .load(Ordering::Relaxed)
             .to_string(),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(c: char, port: u16, primary: Option<char>, age: u64) -> NodeInfo {
+        NodeInfo {
+            id: c.to_string().repeat(40),
+            ip: "127.0.0.2".into(),
+            port,
+            heartbeat_age_ms: age,
+            primary: primary.map(|p| p.to_string().repeat(40)),
+            repl_offset: 0,
+        }
+    }
+
+    #[test]
+    fn nodes_lines_show_replicas_as_redis() {
+        let (a, b, c) = (
+            node('a', 7001, None, 0),
+            node('b', 7002, Some('a'), 100),
+            node('c', 7003, Some('a'), 9000),
+        );
+        let map = SlotMap::new(
+            4,
+            vec![a.clone(), b.clone(), c.clone()],
+            &[(0, 99, a.id.clone()), (200, 200, a.id.clone())],
+        );
+        let now = 1_000_000;
+        assert_eq!(
+            node_line(&map, &a, &a.id, 2000, now),
+            format!(
+                "{} 127.0.0.2:7001@0 myself,master - 0 0 4 connected 0-99 200\n",
+                a.id
+            )
+        );
+        assert_eq!(
+            node_line(&map, &b, &a.id, 2000, now),
+            format!(
+                "{} 127.0.0.2:7002@0 slave {} 0 999900 4 connected\n",
+                b.id, a.id
+            )
+        );
+        assert_eq!(
+            node_line(&map, &b, &b.id, 2000, now),
+            format!(
+                "{} 127.0.0.2:7002@0 myself,slave {} 0 0 4 connected\n",
+                b.id, a.id
+            )
+        );
+        assert_eq!(
+            node_line(&map, &c, &a.id, 2000, now),
+            format!(
+                "{} 127.0.0.2:7003@0 slave,fail? {} 0 991000 4 disconnected\n",
+                c.id, a.id
+            )
+        );
+    }
 }

@@ -77,7 +77,7 @@ fn four_nodes(url: &str) -> Vec<Node> {
     }
     for replica in &nodes[2..] {
         eventually("the replicas' links up", Duration::from_secs(15), || {
-            repl(&replica, "master_link_status") == "up"
+            repl(replica, "master_link_status") == "up"
         });
     }
     nodes
