@@ -24,6 +24,57 @@ fn repl(node: &Node, field: &str) -> String {
         .to_string()
 }
 
+/// `cmdstat_<name>`'s calls on a node (0 when it never ran).
+fn calls(node: &Node, name: &str) -> u64 {
+    let text = node.cli(&["INFO", "commandstats"]);
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("cmdstat_{name}:calls=")))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// redis-py's `RedisCluster(read_from_replicas=True)` reads the keys back, some of them from the
+/// replicas (which it puts in READONLY mode). Needs a Python with redis-py: STMD_CLUSTER_PYTHON
+/// (`.ci/run` sets it, and then it must work) or the conformance venv; skipped, loudly, without.
+fn read_from_replicas_with_redis_py(nodes: &[Node]) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let python = std::env::var_os("STMD_CLUSTER_PYTHON")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| root.join("conformance/.venv/bin/python"));
+    let has_redis_py = std::process::Command::new(&python)
+        .args(["-c", "import redis"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_redis_py {
+        assert!(
+            std::env::var_os("STMD_CLUSTER_PYTHON").is_none(),
+            "STMD_CLUSTER_PYTHON={} has no redis-py",
+            python.display()
+        );
+        eprintln!("\n*** SKIPPED: no Python with redis-py; the read_from_replicas check did not run ***\n");
+        return;
+    }
+    let before: u64 = nodes[2..].iter().map(|n| calls(n, "get")).sum();
+    let script = "import sys\n\
+from redis.cluster import RedisCluster\n\
+host, port = sys.argv[1].split(':')\n\
+rc = RedisCluster(host=host, port=int(port), read_from_replicas=True, decode_responses=True)\n\
+assert all(rc.get(f'rk:{i}') == str(i) for i in range(200))\n\
+rc.close()\n";
+    let output = std::process::Command::new(&python)
+        .args(["-c", script, &nodes[0].addr()])
+        .output()
+        .expect("run python");
+    assert!(output.status.success(), "{}", text(&output));
+    let after: u64 = nodes[2..].iter().map(|n| calls(n, "get")).sum();
+    assert!(
+        after > before,
+        "no GET reached a replica ({before} -> {after})"
+    );
+    assert!(nodes[2..].iter().all(|n| calls(n, "readonly") > 0));
+}
+
 fn connect(node: &Node) -> redis::Connection {
     redis::Client::open(format!("redis://{}/", node.addr()))
         .expect("client")
@@ -146,6 +197,8 @@ fn replicas_follow_serve_readonly_reads_and_take_over_with_the_keys() {
     assert_eq!(query(&mut replica, &["READWRITE"]), Ok(redis::Value::Okay));
     assert_eq!(get(&mut replica, low[0]), Err(moved));
     drop(replica);
+
+    read_from_replicas_with_redis_py(&nodes);
 
     // Topology as Redis shows it.
     let lines = nodes[1].cli(&["CLUSTER", "NODES"]);
