@@ -187,16 +187,7 @@ impl Coordinator {
         // Ages by the database's clock, read under the lock (in the map's node order): no node's
         // clock is trusted.
         let current = self.load_in(&mut tx).await.map_err(db)?;
-        let members: Vec<super::replicas::Member> = current
-            .nodes
-            .iter()
-            .map(|n| super::replicas::Member {
-                id: n.id.clone(),
-                primary: n.primary.clone(),
-                live: n.heartbeat_age_ms <= timeout_ms,
-                offset: n.repl_offset,
-            })
-            .collect();
+        let members = super::replicas::members(&current, timeout_ms);
         if !members.iter().any(|m| m.id == me && m.live) {
             return Ok(None);
         }
@@ -594,22 +585,7 @@ pub async fn follow(
                 // A newer map may have come meanwhile.
                 poll.reset_immediately();
             }
-            Event::Manual => {
-                if let Some(mode) = cluster.manual.take() {
-                    if !cluster
-                        .manual
-                        .running
-                        .swap(true, std::sync::atomic::Ordering::Relaxed)
-                    {
-                        tokio::spawn(super::replicas::manual_failover(
-                            cluster.clone(),
-                            coordinator.clone(),
-                            warm.shared.clone(),
-                            mode,
-                        ));
-                    }
-                }
-            }
+            Event::Manual => super::replicas::start_manual(&cluster, &coordinator, &warm.shared),
             // While a warm runs, the map it is for waits; the poll after it reads the latest.
             Event::Reload if warming.is_some() => {}
             Event::Reload => match coordinator.load().await {

@@ -39,6 +39,20 @@ pub struct Plan {
     pub roles: Roles,
 }
 
+/// The nodes of `map` as the failover sees them: live when their heartbeat (by the database's
+/// clock) is within `timeout_ms`.
+pub fn members(map: &SlotMap, timeout_ms: u64) -> Vec<Member> {
+    map.nodes
+        .iter()
+        .map(|n| Member {
+            id: n.id.clone(),
+            primary: n.primary.clone(),
+            live: n.heartbeat_age_ms <= timeout_ms,
+            offset: n.repl_offset,
+        })
+        .collect()
+}
+
 /// The replica to promote in place of the dead primary `dead`: its live replica with the largest
 /// replication offset (the most of the primary's writes), the smallest id on a tie.
 pub fn choose_replica<'m>(dead: &str, members: &'m [Member]) -> Option<&'m Member> {
@@ -251,6 +265,29 @@ impl ManualRequest {
 
     pub fn take(&self) -> Option<Manual> {
         self.mode.lock().take()
+    }
+}
+
+/// Starts the manual failover CLUSTER FAILOVER asked for, unless one is running.
+pub fn start_manual(
+    cluster: &std::sync::Arc<Cluster>,
+    coordinator: &super::coordinator::Coordinator,
+    shared: &std::sync::Arc<Shared>,
+) {
+    let Some(mode) = cluster.manual.take() else {
+        return;
+    };
+    if !cluster
+        .manual
+        .running
+        .swap(true, std::sync::atomic::Ordering::Relaxed)
+    {
+        tokio::spawn(manual_failover(
+            cluster.clone(),
+            coordinator.clone(),
+            shared.clone(),
+            mode,
+        ));
     }
 }
 
