@@ -208,6 +208,10 @@ pub struct Config {
     /// dropping that command, instead of refusing to start (yes|no).
     #[arg(long, env = "STMD_AOF_LOAD_TRUNCATED", default_value = "yes", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "Storage")]
     pub aof_load_truncated: bool,
+    /// Write `#TS:<unix seconds>` annotations into the append-only file as the seconds pass, as
+    /// Redis 7's option (yes|no); annotations are skipped on load either way.
+    #[arg(long, env = "STMD_AOF_TIMESTAMP_ENABLED", default_value = "no", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "Storage")]
+    pub aof_timestamp_enabled: bool,
 
     /// Messages kept per STM entry (the newest ones).
     #[arg(
@@ -832,6 +836,14 @@ pub static PARAMS: &[Param] = &[
         get: |c| if c.aof_load_truncated { "yes" } else { "no" }.to_string(),
         set: Some(|c, v| {
             c.aof_load_truncated = parse_yes_no(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "aof-timestamp-enabled",
+        get: |c| if c.aof_timestamp_enabled { "yes" } else { "no" }.to_string(),
+        set: Some(|c, v| {
+            c.aof_timestamp_enabled = parse_yes_no(v)?;
             Ok(())
         }),
     },

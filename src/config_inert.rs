@@ -22,7 +22,6 @@ pub static INERT_PARAMS: &[(&str, &str)] = &[
     ("always-show-logo", "no"),
     ("aof-disable-auto-gc", "no"),
     ("aof-rewrite-incremental-fsync", "yes"),
-    ("aof-timestamp-enabled", "no"),
     ("aof-use-rdb-preamble", "yes"),
     ("aof_rewrite_cpulist", ""),
     ("bgsave_cpulist", ""),
