@@ -181,7 +181,7 @@ async fn serve_loop(
         }
         // With the append-only file on, replies to writes go once the writes are in it (and on the
         // disk under `appendfsync always`).
-        shared.aof.before_reply(conn.repl_offset).await;
+        crate::aof::before_reply(shared, conn.repl_offset).await;
         // `biased`: polled in this order, without the random start (and its RNG) of a fair
         // select. The write, which usually completes at once, comes first.
         tokio::select! {

@@ -13,10 +13,13 @@
 
 pub mod load;
 pub mod manifest;
+mod tail;
 mod writer;
 
+pub use tail::write_now;
 pub use writer::{open_at_start, spawn};
 
+use crate::server::Shared;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::time::Duration;
@@ -57,15 +60,6 @@ pub const REWRITE_IN_PROGRESS: &str =
     "ERR Background append only file rewriting already in progress";
 pub const BGSAVE_REFUSED: &str = "ERR An AOF log rewriting in progress: can't BGSAVE right now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.";
 
-/// What a reply to a write waits for (see [`Aof::reply_waits`]).
-#[derive(Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Wait {
-    Nothing = 0,
-    Written = 1,
-    Synced = 2,
-}
-
 /// What BGREWRITEAOF did.
 pub enum Rewrite {
     Started,
@@ -77,10 +71,14 @@ pub enum Rewrite {
 pub struct Aof {
     /// The log is open and every write goes into it (INFO's `aof_enabled`).
     on: AtomicBool,
-    /// What a reply to a write waits for (a [`Wait`]): nothing while the log is off; its write
-    /// in the file (`everysec`, `no`: as Redis writes the log before it replies, so a crash of
-    /// the process loses nothing acknowledged); its write synced (`always`).
-    reply_waits: AtomicU8,
+    /// The open log's `appendfsync` (0 while the log is off), which says what a reply to a write
+    /// waits for: its write in the file (`everysec`, `no`: as Redis writes the log before it
+    /// replies, so a crash of the process loses nothing acknowledged), or synced (`always`).
+    mode: AtomicU8,
+    /// The increment, written by whichever thread gets there first (see [`tail`]).
+    tail: parking_lot::Mutex<Option<tail::Tail>>,
+    /// `aof-timestamp-enabled`, as the writer thread last read it.
+    timestamps: AtomicBool,
     /// The stream's offset up to which every write is in the file.
     written: AtomicU64,
     /// The stream's offset up to which every write is in the file and synced (`no`: written).
@@ -114,7 +112,9 @@ impl Default for Aof {
     fn default() -> Self {
         Aof {
             on: AtomicBool::new(false),
-            reply_waits: AtomicU8::new(Wait::Nothing as u8),
+            mode: AtomicU8::new(0),
+            tail: parking_lot::Mutex::new(None),
+            timestamps: AtomicBool::new(false),
             written: AtomicU64::new(0),
             synced: AtomicU64::new(0),
             progressed: tokio::sync::Notify::new(),
@@ -141,6 +141,26 @@ impl Aof {
     #[inline]
     pub fn on(&self) -> bool {
         self.on.load(Relaxed)
+    }
+
+    /// The open log's `appendfsync`; None while the log is off.
+    fn policy(&self) -> Option<Fsync> {
+        match self.mode.load(Relaxed) {
+            1 => Some(Fsync::Always),
+            2 => Some(Fsync::Everysec),
+            3 => Some(Fsync::No),
+            _ => None,
+        }
+    }
+
+    fn set_policy(&self, policy: Option<Fsync>) {
+        let mode = match policy {
+            None => 0,
+            Some(Fsync::Always) => 1,
+            Some(Fsync::Everysec) => 2,
+            Some(Fsync::No) => 3,
+        };
+        self.mode.store(mode, Relaxed);
     }
 
     /// The stream offset up to which the log is on the disk.
@@ -183,29 +203,6 @@ impl Aof {
         if self.on() {
             self.rewrite_wanted.store(true, Relaxed);
             self.wake.notify_one();
-        }
-    }
-
-    /// Before replies go out: waits until the client's last write (`offset` in the stream) is as
-    /// far as [`Aof::reply_waits`] says. One load while the log is off.
-    pub async fn before_reply(&self, offset: u64) {
-        loop {
-            let reached = match self.reply_waits.load(Relaxed) {
-                w if w == Wait::Written as u8 => &self.written,
-                w if w == Wait::Synced as u8 => &self.synced,
-                _ => return,
-            };
-            if reached.load(Relaxed) >= offset {
-                return;
-            }
-            let progressed = self.progressed.notified();
-            tokio::pin!(progressed);
-            progressed.as_mut().enable();
-            if reached.load(Relaxed) >= offset {
-                return;
-            }
-            // Bounded, so a log closed meanwhile never leaves a client waiting.
-            let _ = tokio::time::timeout(Duration::from_millis(100), progressed).await;
         }
     }
 
@@ -290,6 +287,40 @@ impl Aof {
         }
         fields
     }
+}
+
+/// Before replies go out: makes sure the client's last write (`offset` in the stream) is in the
+/// log (synced under `appendfsync always`), writing it on this thread when no one has yet. One load
+/// while the log is off.
+pub async fn before_reply(shared: &Shared, offset: u64) {
+    let aof = &shared.aof;
+    let reached = |aof: &Aof| match aof.policy() {
+        None => true,
+        Some(Fsync::Always) => aof.synced.load(Relaxed) >= offset,
+        Some(_) => aof.written.load(Relaxed) >= offset,
+    };
+    if reached(aof) {
+        return;
+    }
+    write_now(shared);
+    // Not there yet only while the writer thread has the log (a failure, a rewrite's switch).
+    while !reached(aof) {
+        let progressed = aof.progressed.notified();
+        tokio::pin!(progressed);
+        progressed.as_mut().enable();
+        if reached(aof) {
+            return;
+        }
+        // Bounded, so a log closed meanwhile never leaves a client waiting.
+        let _ = tokio::time::timeout(Duration::from_millis(100), progressed).await;
+        write_now(shared);
+    }
+}
+
+/// The log's synced part grew, or the log closed: replies held back and WAITAOF look again.
+fn wake_waiters(shared: &Shared) {
+    shared.aof.progressed.notify_waiters();
+    shared.replication.master.acks.wake_all_where(|_| true);
 }
 
 /// The stream's commands that stay out of the log: what only replicas need, and the STM commands

@@ -11,7 +11,8 @@
 //! mid-rewrite loads the old set and replays on.
 
 use super::manifest::{sync_dir, Manifest, Names, Part};
-use super::{keep_loggable, Fsync};
+use super::tail::Tail;
+use super::{wake_waiters, Fsync};
 use crate::replication::feed::Feed;
 use crate::server::Shared;
 use std::fs::File;
@@ -21,29 +22,20 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// How much of the stream is copied per read.
-const CHUNK: usize = 4 << 20;
-/// How often the thread looks at its settings and a rewrite's progress when nothing is written.
+/// How often the thread writes what no reply waited for, and looks at its settings and a
+/// rewrite's progress.
 const TICK: Duration = Duration::from_millis(100);
 /// How long after a failure to open the log it is tried again.
 const RETRY_AFTER: Duration = Duration::from_secs(1);
 
-/// The open log: the files the manifest names and the place in the stream.
+/// The open log: the files the manifest names (the increment being written is in
+/// [`super::Aof`]'s tail, shared with the connections).
 pub struct Log {
     manifest: Manifest,
-    incr: File,
-    /// Where the log reads the stream.
-    reader: Arc<AtomicU64>,
-    /// Stream bytes read that do not make a whole command yet.
-    carry: Vec<u8>,
-    /// Where the last read ended: the reader elsewhere means the stream was renumbered (a
-    /// replica promoted by REPLICAOF NO ONE), and the carried bytes belong to no command.
-    read_to: u64,
-    out: Vec<u8>,
-    unsynced: bool,
+    /// The increment opened a second time, to sync it without holding the tail.
+    sync_handle: File,
     last_sync: Instant,
     base_size: u64,
-    incr_size: u64,
 }
 
 /// A rewrite whose base is being written by its own thread.
@@ -100,9 +92,7 @@ fn continue_log(shared: &Shared, names: &Names, mut manifest: Manifest) -> io::R
     if new {
         names.write(&manifest)?;
     }
-    let log = Log::new(manifest, incr, reader, names);
-    log.publish_sizes(shared);
-    Ok(log)
+    Log::new(shared, manifest, incr, reader, names)
 }
 
 /// A new log from the dataset as it is: a base, an empty increment and a manifest naming just
@@ -124,8 +114,7 @@ fn begin(shared: &Shared, names: &Names) -> io::Result<Log> {
     })();
     match written {
         Ok((manifest, incr)) => {
-            let log = Log::new(manifest, incr, reader, names);
-            log.publish_sizes(shared);
+            let log = Log::new(shared, manifest, incr, reader, names)?;
             tracing::info!(dir = %names.dir.display(), "append only file opened with a new base");
             Ok(log)
         }
@@ -202,105 +191,101 @@ fn file_size(names: &Names, part: &Part) -> u64 {
 }
 
 impl Log {
-    fn new(manifest: Manifest, incr: File, reader: Arc<AtomicU64>, names: &Names) -> Log {
+    /// The log of these files; the increment goes into the tail the connections share.
+    fn new(
+        shared: &Shared,
+        manifest: Manifest,
+        incr: File,
+        reader: Arc<AtomicU64>,
+        names: &Names,
+    ) -> io::Result<Log> {
         let base_size = manifest.base.as_ref().map_or(0, |b| file_size(names, b));
         let incr_size = manifest.incrs.iter().map(|i| file_size(names, i)).sum();
-        Log {
+        let log = Log {
             manifest,
-            incr,
-            read_to: reader.load(Relaxed),
-            reader,
-            carry: Vec::new(),
-            out: Vec::new(),
-            unsynced: false,
+            sync_handle: incr.try_clone()?,
             last_sync: Instant::now(),
             base_size,
-            incr_size,
-        }
-    }
-
-    /// The stream's offset up to which every command is in the file (written, maybe not synced).
-    fn done(&self) -> u64 {
-        self.reader.load(Relaxed) - self.carry.len() as u64
-    }
-
-    /// Copies what the stream holds (up to `upto`) into the increment.
-    fn drain(&mut self, feed: &Feed, upto: Option<u64>) -> io::Result<()> {
-        if self.reader.load(Relaxed) != self.read_to {
-            self.carry.clear();
-        }
-        loop {
-            let max = match upto {
-                Some(end) => (end.saturating_sub(self.reader.load(Relaxed)) as usize).min(CHUNK),
-                None => CHUNK,
-            };
-            let before = self.carry.len();
-            if max == 0 {
-                return Ok(());
-            }
-            if !feed.read(&self.reader, &mut self.carry, max) {
-                return Err(io::Error::other("the log fell behind the stream"));
-            }
-            self.read_to = self.reader.load(Relaxed);
-            if self.carry.len() == before {
-                return Ok(());
-            }
-            let used = keep_loggable(&self.carry, &mut self.out);
-            self.carry.drain(..used);
-            if !self.out.is_empty() {
-                self.incr.write_all(&self.out)?;
-                self.incr_size += self.out.len() as u64;
-                self.unsynced = true;
-                self.out.clear();
-            }
-        }
-    }
-
-    /// Syncs the increment as `policy` says (`force`: now, whatever it says); publishes how far
-    /// the log is on the disk.
-    fn sync(&mut self, shared: &Shared, policy: Fsync, force: bool) -> io::Result<()> {
-        let aof = &shared.aof;
-        let done = self.done();
-        let due = match policy {
-            Fsync::Always => true,
-            Fsync::Everysec => self.last_sync.elapsed() >= Duration::from_secs(1),
-            Fsync::No => false,
         };
-        if self.unsynced && (due || force) {
-            self.incr.sync_data()?;
-            self.unsynced = false;
+        *shared.aof.tail.lock() = Some(Tail::new(incr, reader, incr_size));
+        log.publish_sizes(shared);
+        Ok(log)
+    }
+
+    /// Writes what the stream holds (up to `upto`) and syncs as `policy` says (`force`: now,
+    /// whatever it says); publishes how far the log is. The sync runs without the tail's lock
+    /// (connections go on writing meanwhile), on the increment opened a second time.
+    fn write(
+        &mut self,
+        shared: &Shared,
+        policy: Fsync,
+        upto: Option<u64>,
+        force: bool,
+    ) -> io::Result<()> {
+        let aof = &shared.aof;
+        let due = force
+            || match policy {
+                Fsync::Always => true,
+                Fsync::Everysec => self.last_sync.elapsed() >= Duration::from_secs(1),
+                Fsync::No => false,
+            };
+        let (done, numbering, sync) = {
+            let mut tail = aof.tail.lock();
+            let Some(tail) = tail.as_mut() else {
+                return Ok(());
+            };
+            if let Some(err) = tail.failed.take() {
+                return Err(err);
+            }
+            tail.append(&shared.store.feed, upto, aof.timestamps.load(Relaxed))?;
+            let done = tail.done();
+            if aof.written.swap(done, Relaxed) != done {
+                aof.progressed.notify_waiters();
+            }
+            let sync = tail.unsynced && due;
+            if sync {
+                tail.unsynced = false;
+                tail.syncing = true;
+            } else if !tail.unsynced || policy == Fsync::No {
+                // On the disk as far as it goes (`no`: as far as it is written).
+                if aof.synced.swap(done, Relaxed) != done {
+                    wake_waiters(shared);
+                }
+            }
+            (done, tail.numbering, sync)
+        };
+        if sync {
+            self.sync_handle.sync_data()?;
             self.last_sync = Instant::now();
-        }
-        let on_disk = !self.unsynced || policy == Fsync::No;
-        if on_disk && aof.synced.swap(done, Relaxed) != done {
-            wake_waiters(shared);
+            let mut tail = aof.tail.lock();
+            if let Some(tail) = tail.as_mut() {
+                tail.syncing = false;
+                if tail.numbering == numbering && aof.synced.fetch_max(done, Relaxed) < done {
+                    wake_waiters(shared);
+                }
+            }
         }
         Ok(())
     }
 
     fn publish_sizes(&self, shared: &Shared) {
         let aof = &shared.aof;
+        let incr_size = aof.tail.lock().as_ref().map_or(0, |t| t.incr_size);
         aof.base_size.store(self.base_size, Relaxed);
-        aof.current_size
-            .store(self.base_size + self.incr_size, Relaxed);
+        aof.current_size.store(self.base_size + incr_size, Relaxed);
     }
 
     /// True when the log has grown enough over its base for an automatic rewrite.
-    fn rewrite_due(&self, config: &crate::config::Config) -> bool {
+    fn rewrite_due(&self, shared: &Shared) -> bool {
+        let config = shared.config.read();
         let percentage = config.auto_aof_rewrite_percentage;
-        let current = self.base_size + self.incr_size;
+        let current = shared.aof.current_size.load(Relaxed);
         if percentage == 0 || current < config.auto_aof_rewrite_min_size {
             return false;
         }
         let base = self.base_size.max(1);
         (current * 100 / base).saturating_sub(100) >= percentage
     }
-}
-
-/// The log's synced part grew, or the log closed: replies held back and WAITAOF look again.
-fn wake_waiters(shared: &Shared) {
-    shared.aof.progressed.notify_waiters();
-    shared.replication.master.acks.wake_all_where(|_| true);
 }
 
 /// Starts the writer thread; it runs until [`super::Aof::stop`].
@@ -336,29 +321,23 @@ impl Writer {
     fn run(mut self, runtime: &tokio::runtime::Runtime) {
         let shared = self.shared.clone();
         let aof = &shared.aof;
-        let feed = &shared.store.feed;
         loop {
             if aof.stop.load(Relaxed) {
                 break;
             }
             let (wanted, policy) = {
                 let config = shared.config.read();
+                aof.timestamps.store(config.aof_timestamp_enabled, Relaxed);
                 (config.appendonly, config.appendfsync)
             };
             if let Err(err) = self.step(wanted, policy) {
                 self.fail(&err);
             }
+            // Not woken by the stream's growth: the connections write what their replies wait
+            // for (see `tail`), and a wake-up per write would cost the workers' core more than
+            // the write itself.
             runtime.block_on(async {
-                let grown = feed.grown.notified();
-                tokio::pin!(grown);
-                grown.as_mut().enable();
-                if let Some(log) = &self.log {
-                    if feed.end() > log.reader.load(Relaxed) {
-                        return;
-                    }
-                }
                 tokio::select! {
-                    _ = grown => {}
                     _ = aof.wake.notified() => {}
                     _ = tokio::time::sleep(TICK) => {}
                 }
@@ -393,22 +372,13 @@ impl Writer {
         let Some(log) = &mut self.log else {
             return Ok(());
         };
-        let waits = match policy {
-            Fsync::Always => super::Wait::Synced,
-            Fsync::Everysec | Fsync::No => super::Wait::Written,
-        };
-        aof.reply_waits.store(waits as u8, Relaxed);
-        log.drain(&shared.store.feed, None)?;
-        let done = log.done();
-        if aof.written.swap(done, Relaxed) != done {
-            aof.progressed.notify_waiters();
-        }
-        log.sync(&shared, policy, false)?;
+        aof.set_policy(Some(policy));
+        log.write(&shared, policy, None, false)?;
         log.publish_sizes(&shared);
-        let due = aof.rewrite_wanted.load(Relaxed) || log.rewrite_due(&shared.config.read());
+        let due = aof.rewrite_wanted.load(Relaxed) || log.rewrite_due(&shared);
         if self.running.is_none() && due {
             aof.rewrite_wanted.store(false, Relaxed);
-            self.start_rewrite(policy)?;
+            self.start_rewrite()?;
         }
         Ok(())
     }
@@ -454,8 +424,9 @@ impl Writer {
 
     /// A rewrite while the log is open: the dataset at one instant, a new increment from there,
     /// the base written by another thread.
-    fn start_rewrite(&mut self, policy: Fsync) -> io::Result<()> {
+    fn start_rewrite(&mut self) -> io::Result<()> {
         let shared = self.shared.clone();
+        let aof = &shared.aof;
         let feed = &shared.store.feed;
         let names = Names::of(&shared.config.read());
         if self.log.is_none() {
@@ -463,38 +434,48 @@ impl Writer {
         }
         let started = Instant::now();
         self.mark_rewriting(true);
-        let (bytes, reader) = crate::snapshot::image(&shared, || {
+        // The tail is taken at the base's instant, so no connection writes past it into the old
+        // increment.
+        let (bytes, (reader, mut tail)) = crate::snapshot::image(&shared, || {
             feed.forget_db();
-            reader_at_end(feed)
+            (reader_at_end(feed), aof.tail.lock())
         })?;
         let reader = reader?;
-        // What came before the base's instant goes to the old increment.
+        // What came before the base's instant goes to the old increment, synced.
         let split = reader.load(Relaxed);
         let log = self.log.as_mut().expect("checked above");
         let switched = (|| {
-            log.drain(feed, Some(split))?;
-            log.sync(&shared, policy, true)?;
+            let open = tail
+                .as_mut()
+                .ok_or_else(|| io::Error::other("the log is closed"))?;
+            if let Some(err) = open.failed.take() {
+                return Err(err);
+            }
+            open.append(feed, Some(split), aof.timestamps.load(Relaxed))?;
+            open.incr.sync_data()?;
             let part = names.incr(log.manifest.next_incr_seq());
             let incr = create(&names.path(&part))?;
             log.manifest.incrs.push(part.clone());
             names.write(&log.manifest)?;
-            Ok((part, incr))
+            log.sync_handle = incr.try_clone()?;
+            log.last_sync = Instant::now();
+            feed.drop_reader(&open.switch(incr, reader.clone()));
+            Ok(part)
         })();
-        let (part, incr) = match switched {
-            Ok(switched) => switched,
+        let part = match switched {
+            Ok(part) => part,
             Err(err) => {
+                drop(tail);
                 feed.drop_reader(&reader);
                 self.mark_rewriting(false);
                 self.rewrite_done(false, started);
                 return Err(err);
             }
         };
-        let log = self.log.as_mut().expect("checked above");
-        feed.drop_reader(&log.reader);
-        log.read_to = reader.load(Relaxed);
-        log.reader = reader;
-        log.carry.clear();
-        log.incr = incr;
+        aof.written.store(split, Relaxed);
+        aof.synced.store(split, Relaxed);
+        drop(tail);
+        wake_waiters(&shared);
         let temp = temp_base(&names);
         let base = names.base(log.manifest.next_base_seq());
         let writing = temp.clone();
@@ -544,12 +525,15 @@ impl Writer {
                     Ok(()) => {
                         remove_unlisted(&names, &old, &log.manifest);
                         log.base_size = size;
-                        log.incr_size = log
+                        let incr_size = log
                             .manifest
                             .incrs
                             .iter()
                             .map(|i| file_size(&names, i))
                             .sum();
+                        if let Some(tail) = shared.aof.tail.lock().as_mut() {
+                            tail.incr_size = incr_size;
+                        }
                         log.publish_sizes(&shared);
                         true
                     }
@@ -583,16 +567,12 @@ impl Writer {
         let shared = self.shared.clone();
         let aof = &shared.aof;
         if let Some(mut log) = self.log.take() {
-            let closed = log
-                .drain(&shared.store.feed, None)
-                .and_then(|()| log.sync(&shared, Fsync::Always, true));
-            if let Err(err) = closed {
+            if let Err(err) = log.write(&shared, Fsync::Always, None, true) {
                 tracing::warn!(%err, "cannot finish the append only file");
             }
-            shared.store.feed.drop_reader(&log.reader);
         }
+        self.give_up_tail();
         aof.on.store(false, Relaxed);
-        aof.reply_waits.store(super::Wait::Nothing as u8, Relaxed);
         wake_waiters(&shared);
     }
 
@@ -607,17 +587,21 @@ impl Writer {
             let _ = std::fs::remove_file(&running.temp);
             self.rewrite_done(false, running.started);
         }
-        if let Some(log) = self.log.take() {
-            shared.store.feed.drop_reader(&log.reader);
-        }
+        self.log = None;
+        self.give_up_tail();
         self.mark_rewriting(false);
         shared.aof.on.store(false, Relaxed);
-        shared
-            .aof
-            .reply_waits
-            .store(super::Wait::Nothing as u8, Relaxed);
         wake_waiters(&shared);
         self.retry_at = Some(Instant::now() + RETRY_AFTER);
+    }
+
+    /// The connections stop writing the log, and the stream stops keeping bytes for it.
+    fn give_up_tail(&self) {
+        let aof = &self.shared.aof;
+        aof.set_policy(None);
+        if let Some(tail) = aof.tail.lock().take() {
+            self.shared.store.feed.drop_reader(&tail.reader);
+        }
     }
 
     fn mark_rewriting(&self, running: bool) {

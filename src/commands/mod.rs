@@ -416,21 +416,22 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
     {
         return reject(ctx, Some(cmd), args, crate::snapshot::MISCONF.to_string());
     }
-    // A replica refuses its clients' writes (an EXEC with a queued write too), after MISCONF as in Redis.
+    // A primary without enough good replicas (`min-replicas-to-write`), then a replica, refuse
+    // their clients' writes (an EXEC with a queued write too), after MISCONF as in Redis.
+    let replication = &ctx.shared.replication;
+    let write = || effective.has(table::WRITE) || (cmd.name == "exec" && queued_write(ctx));
     if !obey
-        && ctx
-            .shared
-            .replication
-            .replica
-            .refuses_writes(&ctx.shared.config)
-        && (effective.has(table::WRITE) || (cmd.name == "exec" && queued_write(ctx)))
+        && replication
+            .master
+            .refuses_writes(replication.replica.following())
+        && write()
     {
-        return reject(
-            ctx,
-            Some(cmd),
-            args,
-            crate::replication::replica::READONLY.to_string(),
-        );
+        let refusal = crate::replication::master::NOREPLICAS.to_string();
+        return reject(ctx, Some(cmd), args, refusal);
+    }
+    if !obey && replication.replica.refuses_writes(&ctx.shared.config) && write() {
+        let refusal = crate::replication::replica::READONLY.to_string();
+        return reject(ctx, Some(cmd), args, refusal);
     }
     if ctx.conn.multi.is_some() && !cmd.has(table::NOT_QUEUED) {
         if effective.has(table::NO_MULTI) {

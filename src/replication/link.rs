@@ -378,6 +378,8 @@ async fn send_ack(conn: &mut Conn, shared: &Shared) -> Result<(), String> {
 /// log is synced, for the primary's WAITAOF) while the log is on.
 fn ack_frame(shared: &Shared, out: &mut Vec<u8>) {
     let offset = shared.replication.offset().to_string();
+    // The applied commands go into the log now rather than on the writer's next tick.
+    crate::aof::write_now(shared);
     match shared.aof.synced_primary_offset() {
         Some(fack) => {
             let fack = fack.to_string();
