@@ -298,7 +298,10 @@ async fn writes_wait_for_enough_good_replicas() {
         Err("NOREPLICAS Not enough good replicas to write.".to_string())
     );
     let state = info(&mut primary, "replication").await;
-    assert_eq!(field(&state, "min_slaves_good_slaves").as_deref(), Some("0"));
+    assert_eq!(
+        field(&state, "min_slaves_good_slaves").as_deref(),
+        Some("0")
+    );
     // Reads and the replica's own traffic still go.
     assert_eq!(ok(&mut primary, &["GET", "k"]).await, Value::Nil);
 
@@ -308,7 +311,10 @@ async fn writes_wait_for_enough_good_replicas() {
     caught_up(&mut primary, &mut replica).await;
     ok(&mut primary, &["SET", "k", "v"]).await;
     let state = info(&mut primary, "replication").await;
-    assert_eq!(field(&state, "min_slaves_good_slaves").as_deref(), Some("1"));
+    assert_eq!(
+        field(&state, "min_slaves_good_slaves").as_deref(),
+        Some("1")
+    );
     caught_up(&mut primary, &mut replica).await;
     assert_eq!(
         ok(&mut replica, &["GET", "k"]).await,
