@@ -172,6 +172,14 @@ pub struct Config {
     /// While following a primary, refuse writes from clients (`-READONLY`) (yes|no).
     #[arg(long, env = "STMD_REPLICA_READ_ONLY", default_value = "yes", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "Replication")]
     pub replica_read_only: bool,
+    /// A primary refuses writes (`-NOREPLICAS`) unless at least this many replicas acknowledged
+    /// within `min-replicas-max-lag` seconds (0: never refuses; alias `min-slaves-to-write`).
+    #[arg(long, env = "STMD_MIN_REPLICAS_TO_WRITE", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=i32::MAX as u64), help_heading = "Replication")]
+    pub min_replicas_to_write: u64,
+    /// How old, in seconds, a replica's last acknowledgement may be for it to count toward
+    /// `min-replicas-to-write` (0: the check is off; alias `min-slaves-max-lag`).
+    #[arg(long, env = "STMD_MIN_REPLICAS_MAX_LAG", default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=i32::MAX as u64), help_heading = "Replication")]
+    pub min_replicas_max_lag: u64,
     /// The replication backlog: the stream's recent bytes kept for replicas that reconnect
     /// (PSYNC), at least 16kb (units as --maxmemory).
     #[arg(long, env = "STMD_REPL_BACKLOG_SIZE", default_value = "1mb", value_parser = parse_memory, help_heading = "Replication")]
@@ -208,6 +216,10 @@ pub struct Config {
     /// dropping that command, instead of refusing to start (yes|no).
     #[arg(long, env = "STMD_AOF_LOAD_TRUNCATED", default_value = "yes", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "Storage")]
     pub aof_load_truncated: bool,
+    /// Write `#TS:<unix seconds>` annotations into the append-only file as the seconds pass, as
+    /// Redis 7's option (yes|no); annotations are skipped on load either way.
+    #[arg(long, env = "STMD_AOF_TIMESTAMP_ENABLED", default_value = "no", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "Storage")]
+    pub aof_timestamp_enabled: bool,
 
     /// Messages kept per STM entry (the newest ones).
     #[arg(
@@ -789,6 +801,30 @@ pub static PARAMS: &[Param] = &[
         }),
     },
     number_param!("repl-timeout", repl_timeout, 1, i32::MAX as i64),
+    number_param!(
+        "min-replicas-to-write",
+        min_replicas_to_write,
+        0,
+        i32::MAX as i64
+    ),
+    number_param!(
+        "min-slaves-to-write",
+        min_replicas_to_write,
+        0,
+        i32::MAX as i64
+    ),
+    number_param!(
+        "min-replicas-max-lag",
+        min_replicas_max_lag,
+        0,
+        i32::MAX as i64
+    ),
+    number_param!(
+        "min-slaves-max-lag",
+        min_replicas_max_lag,
+        0,
+        i32::MAX as i64
+    ),
     Param {
         name: "dbfilename",
         get: |c| c.dbfilename.clone(),
@@ -832,6 +868,14 @@ pub static PARAMS: &[Param] = &[
         get: |c| if c.aof_load_truncated { "yes" } else { "no" }.to_string(),
         set: Some(|c, v| {
             c.aof_load_truncated = parse_yes_no(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "aof-timestamp-enabled",
+        get: |c| if c.aof_timestamp_enabled { "yes" } else { "no" }.to_string(),
+        set: Some(|c, v| {
+            c.aof_timestamp_enabled = parse_yes_no(v)?;
             Ok(())
         }),
     },

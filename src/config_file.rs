@@ -292,6 +292,8 @@ fn flags_for(directive: &Directive, env_is_set: &impl Fn(&str) -> bool) -> Resul
         // Redis's older names for the replication directives.
         "slaveof" => ("replicaof", directive.args.clone()),
         "slave-read-only" => ("replica-read-only", directive.args.clone()),
+        "min-slaves-to-write" => ("min-replicas-to-write", directive.args.clone()),
+        "min-slaves-max-lag" => ("min-replicas-max-lag", directive.args.clone()),
         other => (other, directive.args.clone()),
     };
     let command = Config::command();

@@ -95,6 +95,8 @@ impl Shared {
         if !config.requirepass.is_empty() {
             acl.set_requirepass(&config.requirepass);
         }
+        let replication = crate::replication::Replication::default();
+        replication.master.configure(&config);
         Ok(Shared {
             acl,
             events,
@@ -127,7 +129,7 @@ impl Shared {
             scripting: crate::scripting::Scripting::new(),
             cluster: None,
             snapshots: Default::default(),
-            replication: Default::default(),
+            replication,
             aof: Default::default(),
         })
     }

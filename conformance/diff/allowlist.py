@@ -86,9 +86,9 @@ def scan_plain(a, b, args):
 
 # Subcommands one side has and the other lacks, with the reason: Redis 7.2 added these to CLIENT
 # (the reference server is 7.0).
-# CLUSTER MYSHARDID is 7.2 (the reference is 7.0). Cluster mode phase 1 (README: Cluster) has no
-# slot administration by command (`stmd cluster …` changes the configuration in Postgres), no
-# replicas and no bus: those CLUSTER subcommands are not served.
+# CLUSTER MYSHARDID is 7.2 (the reference is 7.0). Cluster mode (README: Cluster) has no slot or
+# replica administration by command (`stmd cluster …` changes the configuration in Postgres) and
+# no bus: those CLUSTER subcommands are not served (REPLICAS, SLAVES and FAILOVER are).
 # CLUSTER PEER is stmd's own node-to-node form (README: Cluster, "STM in cluster mode"):
 # a node asks another for its local STM.RECENT / STM.FORGET USER answer, or forwards a PUBLISH.
 # Redis 7.2 commands and subcommands the 7.0 reference lacks (its COMMAND INFO entry is nil).
@@ -97,8 +97,8 @@ UNSERVED_SUBCOMMANDS: set[bytes] = {
     b"cluster|" + name
     for name in (
         b"addslots", b"addslotsrange", b"bumpepoch", b"count-failure-reports", b"delslots",
-        b"delslotsrange", b"failover", b"flushslots", b"forget", b"links", b"meet", b"replicas",
-        b"replicate", b"reset", b"saveconfig", b"set-config-epoch", b"setslot", b"slaves",
+        b"delslotsrange", b"flushslots", b"forget", b"links", b"meet",
+        b"replicate", b"reset", b"saveconfig", b"set-config-epoch", b"setslot",
     )
 }
 

@@ -135,6 +135,17 @@ impl Replay {
         // Where the open transaction began: a file that ends inside it is whole only up to there.
         let mut multi_at = None;
         while pos < bytes.len() {
+            // An annotation line (`#TS:<seconds>` of `aof-timestamp-enabled`) is skipped, as Redis
+            // skips them.
+            if bytes[pos] == b'#' {
+                match bytes[pos..].iter().position(|&b| b == b'\n') {
+                    Some(end) => {
+                        pos += end + 1;
+                        continue;
+                    }
+                    None => break,
+                }
+            }
             let used = match parse_request(&bytes[pos..], self.limits, &mut self.ranges) {
                 Parsed::Request(used) => used,
                 Parsed::Incomplete { .. } => break,

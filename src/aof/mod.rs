@@ -77,6 +77,8 @@ pub struct Aof {
     mode: AtomicU8,
     /// The increment, written by whichever thread gets there first (see [`tail`]).
     tail: parking_lot::Mutex<Option<tail::Tail>>,
+    /// `aof-timestamp-enabled`, as the writer thread last read it.
+    timestamps: AtomicBool,
     /// The stream's offset up to which every write is in the file.
     written: AtomicU64,
     /// The stream's offset up to which every write is in the file and synced (`no`: written).
@@ -112,6 +114,7 @@ impl Default for Aof {
             on: AtomicBool::new(false),
             mode: AtomicU8::new(0),
             tail: parking_lot::Mutex::new(None),
+            timestamps: AtomicBool::new(false),
             written: AtomicU64::new(0),
             synced: AtomicU64::new(0),
             progressed: tokio::sync::Notify::new(),

@@ -41,6 +41,8 @@ pub(super) struct Tail {
     pub(super) failed: Option<io::Error>,
     /// Counts the stream's renumberings: a sync's offset is published only in its numbering.
     pub(super) numbering: u64,
+    /// The second of the last `#TS:` annotation (`aof-timestamp-enabled`).
+    stamped: u64,
 }
 
 impl Tail {
@@ -56,6 +58,7 @@ impl Tail {
             syncing: false,
             failed: None,
             numbering: 0,
+            stamped: 0,
         }
     }
 
@@ -64,8 +67,10 @@ impl Tail {
         self.reader.load(Relaxed) - self.carry.len() as u64
     }
 
-    /// Copies what the stream holds (up to `upto`) into the increment.
-    pub(super) fn append(&mut self, feed: &Feed, upto: Option<u64>) -> io::Result<()> {
+    /// Copies what the stream holds (up to `upto`) into the increment; with `stamp`
+    /// (`aof-timestamp-enabled`), a `#TS:<unix seconds>` line goes before the commands of each new
+    /// second, as Redis writes it.
+    pub(super) fn append(&mut self, feed: &Feed, upto: Option<u64>, stamp: bool) -> io::Result<()> {
         if self.reader.load(Relaxed) != self.read_to {
             self.carry.clear();
             self.numbering += 1;
@@ -86,8 +91,20 @@ impl Tail {
             if self.carry.len() == before {
                 return Ok(());
             }
+            let now = crate::store::now_ms() / 1000;
+            let stamped = stamp && now > self.stamped;
+            if stamped {
+                self.out
+                    .extend_from_slice(format!("#TS:{now}\r\n").as_bytes());
+            }
+            let annotation = self.out.len();
             let used = keep_loggable(&self.carry, &mut self.out);
             self.carry.drain(..used);
+            if self.out.len() == annotation {
+                self.out.clear(); // no command to annotate
+            } else if stamped {
+                self.stamped = now;
+            }
             if !self.out.is_empty() {
                 self.incr.write_all(&self.out)?;
                 self.incr_size += self.out.len() as u64;
@@ -103,6 +120,7 @@ impl Tail {
         self.read_to = reader.load(Relaxed);
         self.carry.clear();
         self.unsynced = false;
+        self.stamped = 0; // a new increment starts with its time
         std::mem::replace(&mut self.reader, reader)
     }
 }
@@ -119,7 +137,8 @@ pub fn write_now(shared: &Shared) {
     let Some(open) = tail.as_mut().filter(|t| t.failed.is_none()) else {
         return;
     };
-    let result = open.append(&shared.store.feed, None).and_then(|()| {
+    let stamp = aof.timestamps.load(Relaxed);
+    let result = open.append(&shared.store.feed, None, stamp).and_then(|()| {
         if policy == Fsync::Always && (open.unsynced || open.syncing) {
             open.incr.sync_data()?;
             open.unsynced = false;

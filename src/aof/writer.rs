@@ -237,7 +237,7 @@ impl Log {
             if let Some(err) = tail.failed.take() {
                 return Err(err);
             }
-            tail.append(&shared.store.feed, upto)?;
+            tail.append(&shared.store.feed, upto, aof.timestamps.load(Relaxed))?;
             let done = tail.done();
             if aof.written.swap(done, Relaxed) != done {
                 aof.progressed.notify_waiters();
@@ -327,6 +327,7 @@ impl Writer {
             }
             let (wanted, policy) = {
                 let config = shared.config.read();
+                aof.timestamps.store(config.aof_timestamp_enabled, Relaxed);
                 (config.appendonly, config.appendfsync)
             };
             if let Err(err) = self.step(wanted, policy) {
@@ -450,7 +451,7 @@ impl Writer {
             if let Some(err) = open.failed.take() {
                 return Err(err);
             }
-            open.append(feed, Some(split))?;
+            open.append(feed, Some(split), aof.timestamps.load(Relaxed))?;
             open.incr.sync_data()?;
             let part = names.incr(log.manifest.next_incr_seq());
             let incr = create(&names.path(&part))?;

@@ -28,6 +28,19 @@ enum Action {
         /// with --cluster-enabled yes).
         #[arg(long, value_delimiter = ',')]
         nodes: Vec<String>,
+        /// Replicas per primary: the first nodes (count / (replicas + 1)) get the slots, the
+        /// others follow them round-robin.
+        #[arg(long, default_value_t = 0)]
+        replicas: usize,
+    },
+    /// Makes a node (owning no slots) a replica of a primary: it follows the primary's data and
+    /// takes over its slots, with the keys, when the primary fails.
+    Replicate {
+        /// The node to make a replica: a node id, a unique prefix of one, or ip:port.
+        node: String,
+        /// Its primary.
+        #[arg(long)]
+        of: String,
     },
     /// Prints the configuration: epoch, nodes, their heartbeats and slots.
     Status,
@@ -82,7 +95,8 @@ async fn run(cli: ClusterCli) -> Result<String, String> {
         .ok_or("--database-url postgres://… is required (or STMD_DATABASE_URL)")?;
     let coordinator = Coordinator::connect(&url).await?;
     let out = match cli.action {
-        Action::Create { nodes } => create(&coordinator, &nodes).await,
+        Action::Create { nodes, replicas } => create(&coordinator, &nodes, replicas).await,
+        Action::Replicate { node, of } => replicate(&coordinator, &node, &of).await,
         Action::Status => coordinator
             .load()
             .await
@@ -142,16 +156,20 @@ pub(super) fn render_ranges(ranges: &[(u16, u16)]) -> String {
         .join(",")
 }
 
-async fn create(coordinator: &Coordinator, named: &[String]) -> Result<String, String> {
+async fn create(
+    coordinator: &Coordinator,
+    named: &[String],
+    replicas: usize,
+) -> Result<String, String> {
     let (old, new, said) = coordinator
-        .change(|nodes, owners| {
+        .change_roles(|nodes, owners, roles| {
             if let Some(taken) = owners.iter().position(Option::is_some) {
                 return Err(format!(
                     "the cluster already has a configuration (slot {taken} is assigned); use move-slots"
                 ));
             }
             let chosen: Vec<&NodeInfo> = if named.is_empty() {
-                nodes.iter().collect()
+                nodes.iter().filter(|n| n.primary.is_none() || replicas > 0).collect()
             } else {
                 named
                     .iter()
@@ -169,6 +187,14 @@ async fn create(coordinator: &Coordinator, named: &[String]) -> Result<String, S
             if ids.len() != chosen.len() {
                 return Err("a node is named twice".into());
             }
+            let (primaries, pairs) = super::replicas::split(chosen.len(), replicas)?;
+            let (chosen, followers) = chosen.split_at(primaries);
+            if let Some(replica) = chosen.iter().find(|n| n.primary.is_some()) {
+                return Err(format!(
+                    "node {} is a replica: it cannot own slots (name it after the primaries with --replicas, or make it a primary again)",
+                    replica.id
+                ));
+            }
             let mut lines = Vec::new();
             for (node, (first, last)) in chosen.iter().zip(even_ranges(chosen.len())) {
                 for owner in &mut owners[first as usize..=last as usize] {
@@ -179,6 +205,21 @@ async fn create(coordinator: &Coordinator, named: &[String]) -> Result<String, S
                     node.id,
                     node.addr(),
                     usize::from(last - first) + 1
+                ));
+            }
+            for node in chosen {
+                if node.primary.is_some() {
+                    roles.push((node.id.clone(), None));
+                }
+            }
+            for (replica, primary) in pairs {
+                let (replica, primary) = (followers[replica - primaries], chosen[primary]);
+                roles.push((replica.id.clone(), Some(primary.id.clone())));
+                lines.push(format!(
+                    "  {} {} replica of {}",
+                    replica.id,
+                    replica.addr(),
+                    primary.id
                 ));
             }
             Ok(lines.join("\n"))
@@ -203,6 +244,12 @@ async fn move_slots(
         .await
         .map_err(|e| format!("Postgres: {e}"))?;
     let target = resolve(&map.nodes, to)?.clone();
+    if let Some(primary) = &target.primary {
+        return Err(format!(
+            "node {} is a replica (of {primary}): replicas own no slots; make it a primary first",
+            target.id
+        ));
+    }
     let mut by_source: Vec<(String, Vec<u16>)> = Vec::new();
     let mut unassigned = Vec::new();
     let mut already = 0usize;
@@ -305,12 +352,40 @@ async fn remove_node(coordinator: &Coordinator, name: &str) -> Result<String, St
         .await
         .map_err(|e| format!("Postgres: {e}"))?;
     let node = resolve(&map.nodes, name)?.clone();
+    let followers = map.replicas_of(&node.id).len();
+    if followers > 0 {
+        return Err(format!(
+            "node {} is the primary of {followers} replicas: give them another primary (stmd cluster replicate) or remove them first",
+            node.id
+        ));
+    }
     let (old, new) = coordinator.remove_node(&node.id).await?;
     Ok(format!(
         "removed node {} {}; epoch {old} -> {new}",
         node.id,
         node.addr()
     ))
+}
+
+/// `replicate <node> --of <primary>`: one configuration transaction (the epoch bumped, the nodes
+/// notified); the node starts following at its next read of the configuration.
+async fn replicate(coordinator: &Coordinator, name: &str, of: &str) -> Result<String, String> {
+    let (old, new, said) = coordinator
+        .change_roles(|nodes, owners, roles| {
+            let map = SlotMap::from_owners(nodes.to_vec(), owners);
+            let node = resolve(nodes, name)?;
+            let primary = resolve(nodes, of)?;
+            roles.push(super::replicas::replicate(&map, node, primary)?);
+            Ok(format!(
+                "node {} {} is now a replica of {} {}",
+                node.id,
+                node.addr(),
+                primary.id,
+                primary.addr()
+            ))
+        })
+        .await?;
+    Ok(format!("{said}; epoch {old} -> {new}"))
 }
 
 /// `stmd cluster status`: the configuration as a table people read.
@@ -328,13 +403,15 @@ pub fn status(map: &SlotMap) -> String {
     )];
     for node in &map.nodes {
         let ranges = map.ranges_of(&node.id);
+        let role = match &node.primary {
+            Some(primary) => format!("replica of {primary}, offset {}", node.repl_offset),
+            None => format!("{} slots: {}", slot_count(&ranges), render_ranges(&ranges)),
+        };
         out.push(format!(
-            "  {} {} heartbeat {:.1}s ago, {} slots: {}",
+            "  {} {} heartbeat {:.1}s ago, {role}",
             node.id,
             node.addr(),
             node.heartbeat_age_ms as f64 / 1000.0,
-            slot_count(&ranges),
-            render_ranges(&ranges)
         ));
     }
     out.join("\n")
@@ -352,12 +429,16 @@ mod tests {
                 ip: "127.0.0.2".into(),
                 port: 7501,
                 heartbeat_age_ms: 0,
+                primary: None,
+                repl_offset: 0,
             },
             NodeInfo {
                 id: "cd".repeat(20),
                 ip: "127.0.0.3".into(),
                 port: 7501,
                 heartbeat_age_ms: 0,
+                primary: None,
+                repl_offset: 0,
             },
         ];
         assert_eq!(resolve(&nodes, "127.0.0.3:7501").map(|n| n.port), Ok(7501));

@@ -36,6 +36,8 @@ pub struct Takeover {
     pub dead: Vec<String>,
     /// How many slots each live node received.
     pub given: Vec<(String, usize)>,
+    /// (dead primary, the replica promoted in its place, with its slots and keys).
+    pub promoted: Vec<(String, String)>,
 }
 
 impl Coordinator {
@@ -77,13 +79,16 @@ impl Coordinator {
         Ok(())
     }
 
-    /// Records that the node is alive; false when its row is gone (removed by `remove-node`).
-    pub async fn heartbeat(&self, id: &str) -> Result<bool, sqlx::Error> {
-        let done =
-            sqlx::query("UPDATE stmd_cluster_nodes SET last_heartbeat = now() WHERE node_id = $1")
-                .bind(id)
-                .execute(&self.pool)
-                .await?;
+    /// Records that the node is alive and how far its replication stream has got; false when its
+    /// row is gone (removed by `remove-node`).
+    pub async fn heartbeat(&self, id: &str, repl_offset: u64) -> Result<bool, sqlx::Error> {
+        let done = sqlx::query(
+            "UPDATE stmd_cluster_nodes SET last_heartbeat = now(), repl_offset = $2 WHERE node_id = $1",
+        )
+        .bind(id)
+        .bind(i64::try_from(repl_offset).unwrap_or(i64::MAX))
+        .execute(&self.pool)
+        .await?;
         Ok(done.rows_affected() == 1)
     }
 
@@ -115,6 +120,20 @@ impl Coordinator {
         &self,
         edit: impl FnOnce(&[NodeInfo], &mut Owners) -> Result<String, String>,
     ) -> Result<(u64, u64, String), String> {
+        self.change_roles(|nodes, owners, _| edit(nodes, owners))
+            .await
+    }
+
+    /// [`Coordinator::change`] that may also change which primary nodes follow: `edit` pushes
+    /// `(node, Some(primary) | None)` onto the roles, written in the same transaction.
+    pub async fn change_roles(
+        &self,
+        edit: impl FnOnce(
+            &[NodeInfo],
+            &mut Owners,
+            &mut super::replicas::Roles,
+        ) -> Result<String, String>,
+    ) -> Result<(u64, u64, String), String> {
         let db = |e: sqlx::Error| format!("Postgres: {e}");
         let mut tx = self.pool.begin().await.map_err(db)?;
         let epoch: i64 =
@@ -127,7 +146,11 @@ impl Coordinator {
         let mut owners: Owners = (0..SLOTS as u16)
             .map(|slot| current.owner(slot).map(|n| n.id.clone()))
             .collect();
-        let said = edit(&current.nodes, &mut owners)?;
+        let mut roles = Vec::new();
+        let said = edit(&current.nodes, &mut owners, &mut roles)?;
+        super::replicas::write_roles(&mut tx, &roles)
+            .await
+            .map_err(db)?;
         let new_epoch = write_owners(&mut tx, &owners, epoch).await.map_err(db)?;
         tx.commit().await.map_err(db)?;
         Ok((epoch as u64, new_epoch as u64, said))
@@ -143,8 +166,9 @@ impl Coordinator {
     }
 
     /// Failover: in one transaction holding the configuration row's lock, gives the slots of every
-    /// node whose heartbeat is older than `timeout_ms` to the live nodes, evenly, bumps the epoch
-    /// and notifies. Several live nodes may try at once: the lock serialises them and the later
+    /// node whose heartbeat is older than `timeout_ms` to its live replica with the largest
+    /// offset (promoted: see [`super::replicas::plan_failover`]), or without one to the live
+    /// primaries, evenly; bumps the epoch and notifies. Several live nodes may try at once: the lock serialises them and the later
     /// ones find no slot left on a dead node, so exactly one changes the map (no split brain).
     /// Nothing is done when `me` itself is not live by the database's clock, or when no dead node
     /// owns slots. Returns what was reassigned.
@@ -160,32 +184,25 @@ impl Coordinator {
         else {
             return Ok(None);
         };
-        // Ages by the database's clock, read under the lock: no node's clock is trusted.
-        let ages: Vec<(String, i64)> = sqlx::query(
-            "SELECT node_id, GREATEST(0, (EXTRACT(EPOCH FROM (now() - last_heartbeat)) * 1000))::BIGINT \
-             FROM stmd_cluster_nodes ORDER BY ip, port, node_id",
-        )
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(db)?
-        .into_iter()
-        .map(|row| (row.get(0), row.get(1)))
-        .collect();
-        let timeout = i64::try_from(timeout_ms).unwrap_or(i64::MAX);
-        let (dead, live): (Vec<_>, Vec<_>) = ages.into_iter().partition(|(_, age)| *age > timeout);
-        if !live.iter().any(|(id, _)| id == me) {
+        // Ages by the database's clock, read under the lock (in the map's node order): no node's
+        // clock is trusted.
+        let current = self.load_in(&mut tx).await.map_err(db)?;
+        let members = super::replicas::members(&current, timeout_ms);
+        if !members.iter().any(|m| m.id == me && m.live) {
             return Ok(None);
         }
-        let current = self.load_in(&mut tx).await.map_err(db)?;
         let mut owners: Owners = (0..SLOTS as u16)
             .map(|slot| current.owner(slot).map(|n| n.id.clone()))
             .collect();
-        let dead: Vec<String> = dead.into_iter().map(|(id, _)| id).collect();
-        let live: Vec<String> = live.into_iter().map(|(id, _)| id).collect();
-        let given = super::take_over(&mut owners, &dead, &live);
-        if given.is_empty() {
+        let plan = super::replicas::plan_failover(&members, &mut owners);
+        if plan.given.is_empty() {
             return Ok(None);
         }
+        let dead = plan.dead;
+        let given = plan.given;
+        super::replicas::write_roles(&mut tx, &plan.roles)
+            .await
+            .map_err(db)?;
         let new_epoch = write_owners(&mut tx, &owners, epoch).await.map_err(db)?;
         sqlx::query(
             "INSERT INTO stmd_cluster_failovers (epoch, node_id) SELECT $1, unnest($2::TEXT[]) \
@@ -202,6 +219,7 @@ impl Coordinator {
             new_epoch: new_epoch as u64,
             dead,
             given,
+            promoted: plan.promoted,
         }))
     }
 
@@ -382,7 +400,8 @@ async fn read_nodes_and_ranges(
 ) -> Result<(Vec<NodeInfo>, Vec<(u16, u16, String)>), sqlx::Error> {
     let nodes = sqlx::query(
         "SELECT node_id, ip, port, \
-         GREATEST(0, (EXTRACT(EPOCH FROM (now() - last_heartbeat)) * 1000))::BIGINT \
+         GREATEST(0, (EXTRACT(EPOCH FROM (now() - last_heartbeat)) * 1000))::BIGINT, \
+         primary_id, repl_offset \
          FROM stmd_cluster_nodes ORDER BY ip, port, node_id",
     )
     .fetch_all(&mut *executor)
@@ -393,6 +412,8 @@ async fn read_nodes_and_ranges(
         ip: row.get(1),
         port: u16::try_from(row.get::<i32, _>(2)).unwrap_or(0),
         heartbeat_age_ms: u64::try_from(row.get::<i64, _>(3)).unwrap_or(0),
+        primary: row.get(4),
+        repl_offset: u64::try_from(row.get::<i64, _>(5)).unwrap_or(0),
     })
     .collect();
     let ranges = sqlx::query(
@@ -500,6 +521,8 @@ pub async fn follow(
     let mut removed_logged = false;
     // The warm in progress, and the map to install when it is done.
     let mut warming: Option<(tokio::task::JoinHandle<()>, SlotMap)> = None;
+    // The map installed by `join`: a replica starts following its primary now.
+    super::replicas::apply_role(&cluster, &warm.shared, &cluster.map());
     loop {
         if listener.is_none() {
             listener = listen(&coordinator).await;
@@ -523,6 +546,7 @@ pub async fn follow(
                 _ = stop.changed() => Event::Stop,
                 _ = beat.tick() => Event::Beat,
                 _ = poll.tick() => Event::Reload,
+                () = cluster.manual.wake.notified() => Event::Manual,
                 () = warmed => Event::Warmed,
                 result = notified => match result {
                     Ok(()) => Event::Reload,
@@ -532,7 +556,10 @@ pub async fn follow(
         };
         match event {
             Event::Stop => break,
-            Event::Beat => match coordinator.heartbeat(&cluster.me.id).await {
+            Event::Beat => match coordinator
+                .heartbeat(&cluster.me.id, super::replicas::offset(&warm.shared))
+                .await
+            {
                 Ok(true) => removed_logged = false,
                 Ok(false) if !removed_logged => {
                     removed_logged = true;
@@ -553,10 +580,12 @@ pub async fn follow(
                     if cluster.follow(map, &warm.shared.pubsub) {
                         tracing::info!(epoch, "cluster configuration changed");
                     }
+                    super::replicas::apply_role(&cluster, &warm.shared, &cluster.map());
                 }
                 // A newer map may have come meanwhile.
                 poll.reset_immediately();
             }
+            Event::Manual => super::replicas::start_manual(&cluster, &coordinator, &warm.shared),
             // While a warm runs, the map it is for waits; the poll after it reads the latest.
             Event::Reload if warming.is_some() => {}
             Event::Reload => match coordinator.load().await {
@@ -586,6 +615,12 @@ pub async fn follow(
                         false => Vec::new(),
                     };
                     if !gained.is_empty() {
+                        // A replica promoted in its primary's place stops following it at once
+                        // (its keys are the slots' data) and keeps them through the warm.
+                        let promoted = super::replicas::promoted(&current, &map, &cluster.me.id);
+                        if promoted {
+                            super::replicas::apply_role(&cluster, &warm.shared, &map);
+                        }
                         // Warm first, then serve: a client sent here by the new map finds the
                         // summaries already in place.
                         let task = tokio::spawn(warm_taken_over(
@@ -593,10 +628,19 @@ pub async fn follow(
                             coordinator.clone(),
                             warm.clone(),
                             gained,
+                            promoted,
                         ));
                         warming = Some((task, map));
-                    } else if cluster.follow(map, &warm.shared.pubsub) {
-                        tracing::info!(epoch, "cluster configuration changed");
+                    } else {
+                        // A replica made primary (CLUSTER FAILOVER) stops following before it
+                        // serves the slots, so no write meets READONLY there.
+                        if super::replicas::promoted(&current, &map, &cluster.me.id) {
+                            super::replicas::apply_role(&cluster, &warm.shared, &map);
+                        }
+                        if cluster.follow(map, &warm.shared.pubsub) {
+                            tracing::info!(epoch, "cluster configuration changed");
+                        }
+                        super::replicas::apply_role(&cluster, &warm.shared, &cluster.map());
                     }
                     super::migrate::take_request(&cluster, &warm.shared, &coordinator).await;
                 }
@@ -639,6 +683,7 @@ async fn fail_over(cluster: &Cluster, coordinator: &Coordinator) {
             tracing::warn!(
                 dead = ?done.dead,
                 given = ?done.given,
+                promoted = ?done.promoted,
                 epoch = done.new_epoch,
                 "failover: the slots of failed nodes were reassigned to the live nodes"
             );
@@ -651,12 +696,14 @@ async fn fail_over(cluster: &Cluster, coordinator: &Coordinator) {
 /// Warms the slots a failover gave this node from the scope rows, as the start-up warm does, and
 /// counts them. It runs beside the heartbeat (see [`follow`]); reading the rows is bounded by the
 /// node timeout (at least 1 s), after which the slots are served without their summaries (they
-/// stay in the database, and the error is logged).
+/// stay in the database, and the error is logged). A `promoted` replica keeps its keys of the
+/// slots (its copy of its primary's) and only fills in from the rows what they lack.
 async fn warm_taken_over(
     cluster: Arc<Cluster>,
     coordinator: Coordinator,
     warm: Warm,
     gained: Vec<u16>,
+    promoted: bool,
 ) {
     use std::sync::atomic::Ordering::Relaxed;
     cluster
@@ -689,6 +736,7 @@ async fn warm_taken_over(
             &rows,
             |key| mine[super::key_slot(key) as usize],
             summary_ttl_secs.saturating_mul(1000),
+            promoted,
         )
     })
     .await;
@@ -704,12 +752,20 @@ async fn warm_taken_over(
         .stats
         .takeover_stale_keys_dropped
         .fetch_add(dropped, Relaxed);
-    tracing::warn!(
-        slots = gained.len(),
-        warmed,
-        stale_keys_dropped = dropped,
-        "failover: took over slots of a failed node (its plain keys are lost; STM summaries warmed from the rows)"
-    );
+    if promoted {
+        tracing::warn!(
+            slots = gained.len(),
+            warmed,
+            "failover: this replica was promoted in its failed primary's place (its keys kept; STM summaries filled in from the rows)"
+        );
+    } else {
+        tracing::warn!(
+            slots = gained.len(),
+            warmed,
+            stale_keys_dropped = dropped,
+            "failover: took over slots of a failed node (its plain keys are lost; STM summaries warmed from the rows)"
+        );
+    }
 }
 
 /// What woke the follower.
@@ -718,6 +774,7 @@ enum Event {
     Beat,
     Reload,
     Warmed,
+    Manual,
     Lost(sqlx::Error),
 }
 

@@ -14,6 +14,7 @@ pub mod admin;
 pub mod coordinator;
 pub mod migrate;
 pub mod peers;
+pub mod replicas;
 pub mod routing;
 
 use parking_lot::RwLock;
@@ -56,6 +57,11 @@ pub struct NodeInfo {
     pub port: u16,
     /// Milliseconds since the node's last heartbeat, when the map was read.
     pub heartbeat_age_ms: u64,
+    /// The primary this node is a replica of ([`replicas`]); None for a primary.
+    pub primary: Option<String>,
+    /// How far its replication stream had got at its last heartbeat (produced by a primary,
+    /// applied by a replica): a failover promotes the replica with the most.
+    pub repl_offset: u64,
 }
 
 impl NodeInfo {
@@ -98,6 +104,20 @@ impl SlotMap {
             };
             for slot in *first..=(*last).min(SLOTS as u16 - 1) {
                 map.owners[slot as usize] = index as u16;
+            }
+        }
+        map
+    }
+
+    /// A map of `nodes` with the owners of a configuration being changed (epoch 0).
+    pub fn from_owners(nodes: Vec<NodeInfo>, owners: &[Option<String>]) -> SlotMap {
+        let mut map = SlotMap {
+            nodes,
+            ..SlotMap::default()
+        };
+        for (slot, owner) in owners.iter().enumerate().take(SLOTS) {
+            if let Some(index) = owner.as_deref().and_then(|id| map.index_of(id)) {
+                map.owners[slot] = index as u16;
             }
         }
         map
@@ -150,6 +170,22 @@ impl SlotMap {
     /// How many slots have an owner.
     pub fn assigned(&self) -> usize {
         self.owners.iter().filter(|&&o| o != UNASSIGNED).count()
+    }
+
+    /// The replicas of `primary`, in the map's (address) order.
+    pub fn replicas_of(&self, primary: &str) -> Vec<&NodeInfo> {
+        self.nodes
+            .iter()
+            .filter(|n| n.primary.as_deref() == Some(primary))
+            .collect()
+    }
+
+    /// The primary `id` follows, when it is a replica of a node in the map.
+    pub fn primary_of(&self, id: &str) -> Option<&NodeInfo> {
+        self.node(id)
+            .and_then(|n| n.primary.as_deref())
+            .and_then(|p| self.node(p))
+            .filter(|p| p.id != id)
     }
 
     /// Nodes that own at least one slot (CLUSTER INFO's `cluster_size`).
@@ -357,6 +393,8 @@ pub struct Cluster {
     pub gate: migrate::SlotGate,
     /// Connections to the other nodes (owner-wide STM, PUBLISH forwarding).
     pub peers: peers::Peers,
+    /// CLUSTER FAILOVER's request to the configuration follower.
+    pub manual: replicas::ManualRequest,
 }
 
 impl Cluster {
@@ -368,6 +406,7 @@ impl Cluster {
             stats: ClusterStats::default(),
             gate: migrate::SlotGate::default(),
             peers: peers::Peers::default(),
+            manual: replicas::ManualRequest::default(),
         }
     }
 
@@ -414,9 +453,23 @@ impl Cluster {
 
     /// Whether this node serves `slot`: Ok, or Redis's redirection or CLUSTERDOWN error text.
     pub fn serves(&self, slot: u16) -> Result<(), String> {
+        self.serves_for(slot, false)
+    }
+
+    /// [`Cluster::serves`], where `replica_read` (a read on a READONLY connection) is also served
+    /// by a replica of the slot's owner, as Redis's replicas serve them.
+    pub fn serves_for(&self, slot: u16, replica_read: bool) -> Result<(), String> {
         let map = self.map.read();
         match map.owner(slot) {
             Some(node) if node.id == self.me.id => Ok(()),
+            Some(node)
+                if replica_read
+                    && map
+                        .primary_of(&self.me.id)
+                        .is_some_and(|primary| primary.id == node.id) =>
+            {
+                Ok(())
+            }
             Some(node) => {
                 self.stats
                     .moved
@@ -471,6 +524,8 @@ pub fn prepare(
             ip,
             port,
             heartbeat_age_ms: 0,
+            primary: None,
+            repl_offset: 0,
         },
         config.cluster_node_timeout,
     )))
@@ -538,6 +593,8 @@ mod tests {
             ip: "127.0.0.2".into(),
             port,
             heartbeat_age_ms: 0,
+            primary: None,
+            repl_offset: 0,
         }
     }
 

@@ -116,6 +116,17 @@ fn other_primaries(cluster: &Cluster) -> Vec<(String, String)> {
     out
 }
 
+/// The nodes a PUBLISH is forwarded to: every other node, replicas included, except this node's
+/// own replicas (its replication stream carries the PUBLISH to them).
+fn publish_targets(cluster: &Cluster) -> Vec<(String, String)> {
+    let map = cluster.map();
+    map.nodes
+        .iter()
+        .filter(|n| n.id != cluster.me.id && n.primary.as_deref() != Some(cluster.me.id.as_str()))
+        .map(|n| (n.id.clone(), n.addr()))
+        .collect()
+}
+
 /// `CLUSTER PEER <peer-id> <request…>` in RESP.
 fn peer_request(id: &str, request: &[&[u8]]) -> Vec<u8> {
     let mut args: Vec<&[u8]> = vec![b"CLUSTER", b"PEER", id.as_bytes()];
@@ -229,11 +240,12 @@ async fn exchange(link: &mut Link, request: &[u8]) -> std::io::Result<OwnedFrame
     link.reply().await
 }
 
-/// Queues `CLUSTER PEER <peer-id> <request…>` for every other primary, without waiting.
-/// Returns how many peers dropped it (queue full, or no runtime to forward it on).
+/// Queues `CLUSTER PEER <peer-id> <request…>` for every other node but this node's replicas
+/// ([`publish_targets`]), without waiting. Returns how many peers dropped it (queue full, or no
+/// runtime to forward it on).
 pub fn forward(cluster: &Cluster, password: &str, request: &[&[u8]]) -> usize {
     let mut dropped = 0;
-    for (id, addr) in other_primaries(cluster) {
+    for (id, addr) in publish_targets(cluster) {
         let bytes = peer_request(&id, request);
         let mut forwarders = cluster.peers.forwarders.lock();
         let sender = match forwarders.get(&addr).filter(|s| !s.is_closed()) {

@@ -4,6 +4,10 @@
 //! without keys run on any node. A command on a slot a migration has paused waits
 //! ([`super::migrate::SlotGate`]).
 //!
+//! On a replica, the primary's stream is applied whatever the slot, and a READONLY connection's
+//! reads (commands without the `write` flag; EXEC without a queued write) of the primary's slots
+//! are served here (Redis's rule); everything else is redirected to the owner.
+//!
 //! STM commands need nothing special here: their key specs name the CHANNEL argument (or the KEY),
 //! and in cluster mode the channel is the hash tag of every key they touch
 //! ([`crate::stm::ScopeKey::key`]), so the argument hashes to the keys' slot. That is also what
@@ -12,7 +16,7 @@
 use super::migrate::Inside;
 use super::{key_slot, Cluster, CROSSSLOT};
 use crate::commands::keyspec;
-use crate::commands::table::{Command, ASKING};
+use crate::commands::table::{Command, ASKING, WRITE};
 use crate::commands::Ctx;
 
 /// What dispatch does with a request in cluster mode.
@@ -39,6 +43,9 @@ pub fn admit<'c>(
     args: &[&[u8]],
 ) -> Admission<'c> {
     let asking = std::mem::take(&mut ctx.conn.asking);
+    if ctx.conn.from_primary {
+        return Admission::Run(None);
+    }
     let slot = match check(ctx, cmd, effective, args) {
         Ok(Some(slot)) => slot,
         Ok(None) => return Admission::Run(None),
@@ -54,7 +61,10 @@ pub fn admit<'c>(
             None => return Admission::Wait,
         },
     };
-    match cluster.serves(slot) {
+    let replica_read = ctx.conn.readonly
+        && !effective.has(WRITE)
+        && !(cmd.name == "exec" && crate::commands::queued_write(ctx));
+    match cluster.serves_for(slot, replica_read) {
         Ok(()) => Admission::Run(inside),
         Err(error) => Admission::Refuse(error),
     }

@@ -21,13 +21,16 @@ fn cluster_of<'a>(ctx: &'a Ctx) -> Result<&'a Cluster, Reply> {
         .ok_or_else(|| Reply::error(DISABLED))
 }
 
-/// READONLY, READWRITE, ASKING: accepted in cluster mode. READONLY and READWRITE change nothing
-/// (there are no replicas to read from); ASKING lets the next command, when it is RESTORE or DEL,
-/// touch a slot this node does not own yet (a slot migration's copy, see `crate::cluster::migrate`).
+/// READONLY, READWRITE, ASKING: accepted in cluster mode. READONLY lets a replica serve this
+/// connection's reads of its primary's slots (READWRITE ends that; see
+/// `crate::cluster::routing`); ASKING lets the next command, when it is RESTORE or DEL, touch a
+/// slot this node does not own yet (a slot migration's copy, see `crate::cluster::migrate`).
 pub fn accept(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     cluster_of(ctx)?;
     if is(args[0], "ASKING") {
         ctx.conn.asking = true;
+    } else {
+        ctx.conn.readonly = is(args[0], "READONLY");
     }
     Ok(Reply::OK)
 }
@@ -43,17 +46,24 @@ pub fn cluster(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         Ok(help())
     } else if is(sub, "KEYSLOT") {
         Ok(Reply::Int(i64::from(key_slot(args[2]))))
-    } else if is(sub, "MYID") || is(sub, "MYSHARDID") {
-        // Every node is a primary of its own shard (no replicas yet): the shard id is the node id.
+    } else if is(sub, "MYID") {
         Ok(Reply::bulk(&cluster.me.id))
+    } else if is(sub, "MYSHARDID") {
+        // A shard is a primary and its replicas: its id is the primary's node id.
+        let primary = map.primary_of(&cluster.me.id);
+        Ok(Reply::bulk(primary.map_or(&cluster.me.id, |p| &p.id)))
     } else if is(sub, "INFO") {
         Ok(Reply::Verbatim(info(cluster, &map)))
     } else if is(sub, "NODES") {
         Ok(Reply::Verbatim(nodes(cluster, &map)))
+    } else if is(sub, "REPLICAS") || is(sub, "SLAVES") {
+        replicas(ctx, cluster, &map, args[2])
+    } else if is(sub, "FAILOVER") {
+        failover(ctx, cluster, &map, args)
     } else if is(sub, "SLOTS") {
-        Ok(slots(&map))
+        Ok(slots(ctx, cluster, &map))
     } else if is(sub, "SHARDS") {
-        Ok(shards(cluster, &map))
+        Ok(shards(ctx, cluster, &map))
     } else if is(sub, "COUNTKEYSINSLOT") {
         let slot = int(args[2])?;
         let slot = u16::try_from(slot)
@@ -157,9 +167,13 @@ fn help() -> Reply {
         "    Return the node id.",
         "MYSHARDID",
         "    Return the node's shard id.",
+        "FAILOVER [FORCE|TAKEOVER]",
+        "    Promote current replica node to being a master.",
         "NODES",
         "    Return cluster configuration seen by node. Output format:",
         "    <id> <ip:port@bus-port> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
+        "REPLICAS <node-id>",
+        "    Return <node-id> replicas.",
         "SHARDS",
         "    Return information about slot range mappings and the nodes associated with them.",
         "SLOTS",
@@ -215,94 +229,202 @@ fn info(cluster: &Cluster, map: &SlotMap) -> String {
     out
 }
 
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
 /// CLUSTER NODES: one line per node, in the format `redis-cli --cluster check` parses. There is
 /// no cluster bus, so the bus port is 0 and the link is "connected" while the heartbeats come.
 fn nodes(cluster: &Cluster, map: &SlotMap) -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0);
-    let mut out = String::new();
-    for node in &map.nodes {
-        let me = node.id == cluster.me.id;
-        let down = failing(cluster, node);
-        let flags = match (me, down) {
-            (true, _) => "myself,master",
-            (false, true) => "master,fail?",
-            (false, false) => "master",
-        };
-        let pong = if me {
-            0
-        } else {
-            now.saturating_sub(node.heartbeat_age_ms)
-        };
-        out.push_str(&format!(
-            "{} {}:{}@0 {flags} - 0 {pong} {} {}",
-            node.id,
-            node.ip,
-            node.port,
-            map.epoch,
-            if down { "disconnected" } else { "connected" }
-        ));
-        for (a, b) in map.ranges_of(&node.id) {
-            if a == b {
-                out.push_str(&format!(" {a}"));
-            } else {
-                out.push_str(&format!(" {a}-{b}"));
-            }
-        }
-        out.push('\n');
-    }
-    out
+    let now = unix_ms();
+    map.nodes
+        .iter()
+        .map(|node| node_line(map, node, &cluster.me.id, cluster.node_timeout_ms, now))
+        .collect()
 }
 
-fn slots(map: &SlotMap) -> Reply {
+/// One CLUSTER NODES line (with its newline): `<id> <ip:port@0> <flags> <primary id or -> 0
+/// <pong ms> <epoch> <link> <slots…>`. Flags as Redis orders them: `myself`, `master` or `slave`,
+/// `fail?` for a node whose heartbeat is older than the node timeout.
+pub fn node_line(map: &SlotMap, node: &NodeInfo, me: &str, timeout_ms: u64, now: u64) -> String {
+    let mine = node.id == me;
+    let down = !mine && node.heartbeat_age_ms > timeout_ms;
+    let primary = map.primary_of(&node.id);
+    let mut flags = Vec::with_capacity(3);
+    if mine {
+        flags.push("myself");
+    }
+    flags.push(if primary.is_some() { "slave" } else { "master" });
+    if down {
+        flags.push("fail?");
+    }
+    let pong = if mine {
+        0
+    } else {
+        now.saturating_sub(node.heartbeat_age_ms)
+    };
+    let mut line = format!(
+        "{} {}:{}@0 {} {} 0 {pong} {} {}",
+        node.id,
+        node.ip,
+        node.port,
+        flags.join(","),
+        primary.map_or("-", |p| p.id.as_str()),
+        map.epoch,
+        if down { "disconnected" } else { "connected" }
+    );
+    for (a, b) in map.ranges_of(&node.id) {
+        if a == b {
+            line.push_str(&format!(" {a}"));
+        } else {
+            line.push_str(&format!(" {a}-{b}"));
+        }
+    }
+    line.push('\n');
+    line
+}
+
+/// CLUSTER REPLICAS|SLAVES <node-id>: the NODES lines of the node's replicas, as Redis.
+fn replicas(_ctx: &Ctx, cluster: &Cluster, map: &SlotMap, id: &[u8]) -> CmdResult {
+    let id = String::from_utf8_lossy(id);
+    let Some(node) = map.node(&id) else {
+        return Err(Reply::error(format!("ERR Unknown node {id}")));
+    };
+    if map.primary_of(&node.id).is_some() {
+        return Err(Reply::error("ERR The specified node is not a master"));
+    }
+    let now = unix_ms();
+    Ok(Reply::Array(
+        map.replicas_of(&node.id)
+            .into_iter()
+            .map(|r| {
+                Reply::bulk(node_line(
+                    map,
+                    r,
+                    &cluster.me.id,
+                    cluster.node_timeout_ms,
+                    now,
+                ))
+            })
+            .collect(),
+    ))
+}
+
+/// CLUSTER FAILOVER [FORCE|TAKEOVER] on a replica: a manual failover, carried out by the
+/// configuration follower ([`crate::cluster::replicas::manual_failover`]); `+OK` once started,
+/// as in Redis.
+fn failover(_ctx: &Ctx, cluster: &Cluster, map: &SlotMap, args: &[&[u8]]) -> CmdResult {
+    use crate::cluster::replicas::Manual;
+    let mode = match args.get(2) {
+        None => Manual::Coordinated,
+        Some(option) if args.len() == 3 && is(option, "FORCE") => Manual::Force,
+        Some(option) if args.len() == 3 && is(option, "TAKEOVER") => Manual::Takeover,
+        Some(_) => return Err(Reply::error(super::err::SYNTAX)),
+    };
+    let Some(primary) = map.primary_of(&cluster.me.id) else {
+        return Err(Reply::error(
+            "ERR You should send CLUSTER FAILOVER to a replica",
+        ));
+    };
+    if mode == Manual::Coordinated && primary.heartbeat_age_ms > cluster.node_timeout_ms {
+        return Err(Reply::error(
+            "ERR Master is down or failed, please use CLUSTER FAILOVER FORCE",
+        ));
+    }
+    cluster.manual.request(mode);
+    Ok(Reply::OK)
+}
+
+/// One node's entry in CLUSTER SLOTS: ip, port, id, and the (empty) map of other endpoints.
+fn slot_node(node: &NodeInfo) -> Reply {
+    Reply::Array(vec![
+        Reply::bulk(&node.ip),
+        Reply::Int(i64::from(node.port)),
+        Reply::bulk(&node.id),
+        Reply::Map(Vec::new()),
+    ])
+}
+
+/// CLUSTER SLOTS: each range with its owner, then the owner's replicas that are not failing
+/// (Redis leaves failed replicas out).
+fn slots(_ctx: &Ctx, cluster: &Cluster, map: &SlotMap) -> Reply {
     Reply::Array(
         map.assigned_ranges()
             .into_iter()
             .map(|(first, last, node)| {
-                Reply::Array(vec![
+                let mut entry = vec![
                     Reply::Int(i64::from(first)),
                     Reply::Int(i64::from(last)),
-                    Reply::Array(vec![
-                        Reply::bulk(&node.ip),
-                        Reply::Int(i64::from(node.port)),
-                        Reply::bulk(&node.id),
-                        Reply::Map(Vec::new()),
-                    ]),
-                ])
+                    slot_node(node),
+                ];
+                entry.extend(
+                    map.replicas_of(&node.id)
+                        .into_iter()
+                        .filter(|r| !failing(cluster, r))
+                        .map(slot_node),
+                );
+                Reply::Array(entry)
             })
             .collect(),
     )
 }
 
-fn shards(cluster: &Cluster, map: &SlotMap) -> Reply {
+/// CLUSTER SHARDS: one shard per primary (owning slots or not), its node entries the primary's
+/// then its replicas'. A node's `replication-offset` is this node's own for itself, else the one
+/// of its last heartbeat; `health` is `fail` for a failing node, `loading` for a replica that has
+/// no data yet (offset 0, as Redis), else `online`.
+fn shards(ctx: &Ctx, cluster: &Cluster, map: &SlotMap) -> Reply {
+    let own_offset = crate::replication::repl_offset(ctx.shared);
+    let details = |node: &NodeInfo, replica: bool| {
+        let offset = match node.id == cluster.me.id {
+            true => own_offset,
+            false => node.repl_offset,
+        };
+        let health = if failing(cluster, node) {
+            "fail"
+        } else if replica && offset == 0 {
+            "loading"
+        } else {
+            "online"
+        };
+        Reply::Map(vec![
+            (Reply::bulk_str("id"), Reply::bulk(&node.id)),
+            (Reply::bulk_str("port"), Reply::Int(i64::from(node.port))),
+            (Reply::bulk_str("ip"), Reply::bulk(&node.ip)),
+            (Reply::bulk_str("endpoint"), Reply::bulk(&node.ip)),
+            (
+                Reply::bulk_str("role"),
+                Reply::bulk_str(if replica { "replica" } else { "master" }),
+            ),
+            (
+                Reply::bulk_str("replication-offset"),
+                Reply::Int(i64::try_from(offset).unwrap_or(i64::MAX)),
+            ),
+            (Reply::bulk_str("health"), Reply::bulk_str(health)),
+        ])
+    };
     Reply::Array(
         map.nodes
             .iter()
+            .filter(|node| map.primary_of(&node.id).is_none())
             .map(|node| {
                 let slots = map
                     .ranges_of(&node.id)
                     .into_iter()
                     .flat_map(|(a, b)| [Reply::Int(i64::from(a)), Reply::Int(i64::from(b))])
                     .collect();
-                let health = if failing(cluster, node) {
-                    "fail"
-                } else {
-                    "online"
-                };
-                let details = Reply::Map(vec![
-                    (Reply::bulk_str("id"), Reply::bulk(&node.id)),
-                    (Reply::bulk_str("port"), Reply::Int(i64::from(node.port))),
-                    (Reply::bulk_str("ip"), Reply::bulk(&node.ip)),
-                    (Reply::bulk_str("endpoint"), Reply::bulk(&node.ip)),
-                    (Reply::bulk_str("role"), Reply::bulk_str("master")),
-                    (Reply::bulk_str("replication-offset"), Reply::Int(0)),
-                    (Reply::bulk_str("health"), Reply::bulk_str(health)),
-                ]);
+                let mut members = vec![details(node, false)];
+                members.extend(
+                    map.replicas_of(&node.id)
+                        .into_iter()
+                        .map(|r| details(r, true)),
+                );
                 Reply::Map(vec![
                     (Reply::bulk_str("slots"), Reply::Array(slots)),
-                    (Reply::bulk_str("nodes"), Reply::Array(vec![details])),
+                    (Reply::bulk_str("nodes"), Reply::Array(members)),
                 ])
             })
             .collect(),
@@ -376,4 +498,63 @@ pub fn info_lines(ctx: &Ctx, line: &mut dyn FnMut(&str, String)) {
             .load(Ordering::Relaxed)
             .to_string(),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(c: char, port: u16, primary: Option<char>, age: u64) -> NodeInfo {
+        NodeInfo {
+            id: c.to_string().repeat(40),
+            ip: "127.0.0.2".into(),
+            port,
+            heartbeat_age_ms: age,
+            primary: primary.map(|p| p.to_string().repeat(40)),
+            repl_offset: 0,
+        }
+    }
+
+    #[test]
+    fn nodes_lines_show_replicas_as_redis() {
+        let (a, b, c) = (
+            node('a', 7001, None, 0),
+            node('b', 7002, Some('a'), 100),
+            node('c', 7003, Some('a'), 9000),
+        );
+        let map = SlotMap::new(
+            4,
+            vec![a.clone(), b.clone(), c.clone()],
+            &[(0, 99, a.id.clone()), (200, 200, a.id.clone())],
+        );
+        let now = 1_000_000;
+        assert_eq!(
+            node_line(&map, &a, &a.id, 2000, now),
+            format!(
+                "{} 127.0.0.2:7001@0 myself,master - 0 0 4 connected 0-99 200\n",
+                a.id
+            )
+        );
+        assert_eq!(
+            node_line(&map, &b, &a.id, 2000, now),
+            format!(
+                "{} 127.0.0.2:7002@0 slave {} 0 999900 4 connected\n",
+                b.id, a.id
+            )
+        );
+        assert_eq!(
+            node_line(&map, &b, &b.id, 2000, now),
+            format!(
+                "{} 127.0.0.2:7002@0 myself,slave {} 0 0 4 connected\n",
+                b.id, a.id
+            )
+        );
+        assert_eq!(
+            node_line(&map, &c, &a.id, 2000, now),
+            format!(
+                "{} 127.0.0.2:7003@0 slave,fail? {} 0 991000 4 disconnected\n",
+                c.id, a.id
+            )
+        );
+    }
 }

@@ -156,6 +156,7 @@ pub fn reset(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
         ctx.conn.monitor = false;
     }
     let conn = &mut *ctx.conn;
+    conn.readonly = false;
     conn.resp3 = false;
     conn.info.resp.store(2, Ordering::Relaxed);
     *conn.info.name.lock() = None;

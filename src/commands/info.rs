@@ -139,6 +139,9 @@ fn render(ctx: &Ctx, section: &str, out: &mut String) {
             let replication = &shared.replication;
             let replicas = replication.master.replicas();
             lines.add("connected_slaves", replicas.len());
+            if let Some(good) = replication.master.good_replicas() {
+                lines.add("min_slaves_good_slaves", good);
+            }
             let now = crate::store::now_ms();
             for (i, r) in replicas.iter().enumerate() {
                 let lag = now.saturating_sub(r.last_ack_ms.load(Relaxed)) / 1000;

@@ -126,6 +126,9 @@ pub struct ConnState {
     /// Set by ASKING (cluster mode): the next command may RESTORE or DEL a key of a slot this
     /// node does not own (a slot migration's copy).
     pub asking: bool,
+    /// Set by READONLY, cleared by READWRITE (cluster mode): on a replica, reads of its primary's
+    /// slots are served here instead of redirected.
+    pub readonly: bool,
     /// The link to the primary this node follows (Redis's master client): its commands are
     /// obeyed whatever the ACL, READONLY, MISCONF, OOM or CLIENT PAUSE would say.
     pub from_primary: bool,
@@ -172,6 +175,7 @@ impl ConnState {
             postponed: false,
             blocked_read: None,
             asking: false,
+            readonly: false,
             from_primary: false,
             repl_offset: 0,
             replica_handoff: None,
@@ -413,21 +417,22 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
     {
         return reject(ctx, Some(cmd), args, crate::snapshot::MISCONF.to_string());
     }
-    // A replica refuses its clients' writes (an EXEC with a queued write too), after MISCONF as in Redis.
+    // A primary without enough good replicas (`min-replicas-to-write`), then a replica, refuse
+    // their clients' writes (an EXEC with a queued write too), after MISCONF as in Redis.
+    let replication = &ctx.shared.replication;
+    let write = || effective.has(table::WRITE) || (cmd.name == "exec" && queued_write(ctx));
     if !obey
-        && ctx
-            .shared
-            .replication
-            .replica
-            .refuses_writes(&ctx.shared.config)
-        && (effective.has(table::WRITE) || (cmd.name == "exec" && queued_write(ctx)))
+        && replication
+            .master
+            .refuses_writes(replication.replica.following())
+        && write()
     {
-        return reject(
-            ctx,
-            Some(cmd),
-            args,
-            crate::replication::replica::READONLY.to_string(),
-        );
+        let refusal = crate::replication::master::NOREPLICAS.to_string();
+        return reject(ctx, Some(cmd), args, refusal);
+    }
+    if !obey && replication.replica.refuses_writes(&ctx.shared.config) && write() {
+        let refusal = crate::replication::replica::READONLY.to_string();
+        return reject(ctx, Some(cmd), args, refusal);
     }
     if ctx.conn.multi.is_some() && !cmd.has(table::NOT_QUEUED) {
         if effective.has(table::NO_MULTI) {
@@ -473,7 +478,7 @@ fn writes_or_ping(ctx: &Ctx<'_, '_>, cmd: &Command, effective: &Command) -> bool
 }
 
 /// True when the transaction queued a write (what EXEC would run).
-fn queued_write(ctx: &Ctx<'_, '_>) -> bool {
+pub(crate) fn queued_write(ctx: &Ctx<'_, '_>) -> bool {
     ctx.conn.multi.iter().flatten().any(|queued| {
         ctx.shared
             .commands

@@ -167,7 +167,13 @@ pub fn reset(ctx: &mut Ctx) {
 
 pub fn publish(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let received = ctx.shared.pubsub.publish(args[1], args[2]) as i64;
-    if let Some(cluster) = &ctx.shared.cluster {
+    // A replica applying its primary's stream delivers locally only: the primary forwarded it.
+    if let Some(cluster) = ctx
+        .shared
+        .cluster
+        .as_ref()
+        .filter(|_| !ctx.conn.from_primary)
+    {
         // Every other node delivers it to its own subscribers; as in Redis Cluster, the reply
         // counts this node's receivers only.
         let password = ctx.shared.config.read().requirepass.clone();

@@ -153,6 +153,15 @@ fn execute<'s>(
     {
         return Err(Reply::error(crate::replication::replica::READONLY));
     }
+    let replication = &shared.replication;
+    if flags.shebang
+        && !flags.no_writes
+        && replication
+            .master
+            .refuses_writes(replication.replica.following())
+    {
+        return Err(Reply::error(crate::replication::master::NOREPLICAS));
+    }
     if flags.shebang && !flags.no_writes && !flags.allow_oom && script.out_of_memory {
         return Err(Reply::error(OOM));
     }
@@ -258,6 +267,14 @@ fn call_from_script(ctx: &mut Ctx, args: &[&[u8]], resp3: bool, may: &Permission
         }
         if ctx.shared.snapshots.refuses_writes(&ctx.shared.config) {
             return Reply::error(crate::snapshot::MISCONF);
+        }
+        let replication = &ctx.shared.replication;
+        if !ctx.conn.from_primary
+            && replication
+                .master
+                .refuses_writes(replication.replica.following())
+        {
+            return Reply::error(crate::replication::master::NOREPLICAS);
         }
         if cmd.has(table::DENYOOM) && may.out_of_memory {
             return Reply::error(OOM);

@@ -69,6 +69,7 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             .encoding_limits
             .configure(&updated.encoding_thresholds());
         ctx.shared.events.configure(&updated);
+        ctx.shared.replication.master.configure(&updated);
         ctx.shared
             .latency
             .set_threshold(updated.latency_monitor_threshold);

@@ -103,6 +103,12 @@ pub const CLUSTER_SUBCOMMANDS: &[Command] = commands![
         complexity: "O(N), N the shards of the cluster.", tips: &["nondeterministic_output"];
     "cluster|slots", 2, STALE, (0, 0, 0), "cluster", "3.0.0", super::cluster::cluster, "", "Returns the mapping of cluster slots to nodes.",
         complexity: "O(N), N the slot ranges of the cluster.", tips: &["nondeterministic_output"];
+    "cluster|replicas", 3, ADMIN | STALE, (0, 0, 0), "cluster", "5.0.0", super::cluster::cluster, "node-id", "Lists the replica nodes of a master node.",
+        complexity: "O(N), N the nodes of the cluster.", tips: &["nondeterministic_output"];
+    "cluster|slaves", 3, ADMIN | STALE, (0, 0, 0), "cluster", "3.0.0", super::cluster::cluster, "node-id", "Lists the replica nodes of a master node.",
+        complexity: "O(N), N the nodes of the cluster.", tips: &["nondeterministic_output"], doc_flags: &["deprecated"], deprecated_since: "5.0.0", replaced_by: "`CLUSTER REPLICAS`";
+    "cluster|failover", -2, ADMIN | STALE | NO_ASYNC_LOADING, (0, 0, 0), "cluster", "3.0.0", super::cluster::cluster, "[FORCE | TAKEOVER]", "Forces a replica to perform a manual failover of its master.",
+        complexity: "O(1)";
     "cluster|help", 2, LOADING | STALE, (0, 0, 0), "cluster", "5.0.0", super::cluster::cluster, "", "Returns helpful text about the different subcommands.",
         complexity: "O(1)";
     "cluster|peer", -4, ADMIN | NOSCRIPT | STALE, (0, 0, 0), "cluster", "0.1.0", super::cluster::cluster, "node-id <STM.RECENT <2 | 3> arguments | STM.FORGET USER user-id | PUBLISH channel message>", "stmd's node-to-node form of the owner-wide STM commands and PUBLISH forwarding (internal).",

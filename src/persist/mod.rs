@@ -124,6 +124,9 @@ pub struct PersistHandle {
     /// "postgres", "sqlite", or "none".
     backend: &'static str,
     pub stats: Arc<PersistStats>,
+    /// Set while this node is a cluster replica: its primary writes the rows of the scopes its
+    /// stream changes here, so the replica sends none (they are counted as emitted only).
+    muted: AtomicBool,
 }
 
 /// What [`start`] hands the server: the commands' sink, the writer task, and the warm start's
@@ -163,6 +166,7 @@ pub fn start(
         queue: Some(tx),
         backend: db.kind(),
         stats: stats.clone(),
+        muted: AtomicBool::new(false),
     };
     tracing::info!(database = db.kind(), "scope rows go to the database");
     let (restored_tx, restored) = watch::channel(false);
@@ -194,13 +198,24 @@ impl PersistHandle {
             queue: None,
             backend: "none",
             stats: Arc::new(PersistStats::default()),
+            muted: AtomicBool::new(false),
         }
+    }
+
+    /// Stops (or resumes) sending operations to the writer: a cluster replica's rows are its
+    /// primary's to write.
+    pub fn mute(&self, muted: bool) {
+        self.muted.store(muted, Ordering::Relaxed);
     }
 
     /// Hands `op` to the writer without waiting; a full queue drops it (counted).
     pub fn send(&self, op: PersistOp) {
         self.stats.emitted[op.kind()].fetch_add(1, Ordering::Relaxed);
-        let Some(queue) = &self.queue else {
+        let Some(queue) = self
+            .queue
+            .as_ref()
+            .filter(|_| !self.muted.load(Ordering::Relaxed))
+        else {
             return;
         };
         match queue.try_send(op) {

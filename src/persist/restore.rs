@@ -33,6 +33,13 @@ fn has_distilled_write_since_start(entry: &StmEntry) -> bool {
 /// `updated_at`, or the row's distilled memory and counters added to an entry that commands made
 /// since the start and that has no newer summary or categories.
 pub fn merge_row(store: &Store, row: &WarmRow, summary_ttl_ms: u64) -> Merge {
+    merge_row_as(store, row, summary_ttl_ms, false)
+}
+
+/// [`merge_row`]; with `replicated`, the live entry's turn count came from its primary's stream
+/// (turns the primary had already counted into the row, when its writer got to them), so the
+/// larger of the two is kept instead of their sum.
+fn merge_row_as(store: &Store, row: &WarmRow, summary_ttl_ms: u64, replicated: bool) -> Merge {
     let key = row.scope.key();
     let mut locked = store.lock_one(0, &key);
     let now = locked.now;
@@ -46,9 +53,12 @@ pub fn merge_row(store: &Store, row: &WarmRow, summary_ttl_ms: u64) -> Merge {
         entry.summary = row.summary.clone().filter(|s| !s.is_empty());
         entry.categories = row.categories.clone();
         // The entry's count holds the turns captured since the start; the row's, those before.
-        entry.turns_since_refresh = entry
-            .turns_since_refresh
-            .saturating_add(row.turns_since_refresh);
+        entry.turns_since_refresh = match replicated {
+            true => entry.turns_since_refresh.max(row.turns_since_refresh),
+            false => entry
+                .turns_since_refresh
+                .saturating_add(row.turns_since_refresh),
+        };
         entry.last_refreshed_turn = row.last_refreshed_turn;
         // Distilled memory earns the longer expiry from the entry's last write; an entry without
         // expiry (PERSIST) or with a later one keeps it.
@@ -76,14 +86,23 @@ pub fn merge_row(store: &Store, row: &WarmRow, summary_ttl_ms: u64) -> Merge {
 /// `move-slots`: none of them is newer than the rows), then brings in the `rows` of scopes in
 /// those slots exactly as the start-up warm does ([`merge_row`]). Returns (keys dropped, rows
 /// warmed).
+///
+/// A `promoted` replica drops nothing: its keys of those slots are its primary's data, as far as
+/// the stream had brought them. Its STM entries made or written by the stream are newer than (or
+/// as new as) the rows, except for a summary its primary wrote in the replication lag: an entry
+/// with a summary or categories write from the stream keeps it; one without gets the row's; the
+/// turn count is the larger of the two (not their sum: the stream's turns are mostly in the row
+/// already); a scope with no entry here (last written before the replica's full sync, which
+/// carries no STM entries) comes back from its row as after a restart.
 pub fn take_over_slots(
     store: &Store,
     rows: &[WarmRow],
     in_slots: impl Fn(&[u8]) -> bool,
     summary_ttl_ms: u64,
+    promoted: bool,
 ) -> (u64, u64) {
     let mut dropped = 0u64;
-    if store.existing(0).is_some() {
+    if store.existing(0).is_some() && !promoted {
         for shard in 0..store.shard_count() {
             let mut locked = store.lock_shard(0, shard);
             let mut stale = Vec::new();
@@ -101,7 +120,7 @@ pub fn take_over_slots(
     }
     let mut warmed = 0u64;
     for row in rows.iter().filter(|row| in_slots(&row.scope.key())) {
-        if merge_row(store, row, summary_ttl_ms) != Merge::Kept {
+        if merge_row_as(store, row, summary_ttl_ms, promoted) != Merge::Kept {
             warmed += 1;
         }
     }

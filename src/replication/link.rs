@@ -138,10 +138,15 @@ async fn link(
     let replica = &shared.replication.replica;
     let (timeout, user, password) = {
         let config = shared.config.read();
+        // A cluster replica's primary shares its `requirepass` (as the nodes' peer links do).
+        let password = match config.masterauth.is_empty() && shared.cluster.is_some() {
+            true => config.requirepass.clone(),
+            false => config.masterauth.clone(),
+        };
         (
             Duration::from_secs(config.repl_timeout.max(1)),
             config.masteruser.clone(),
-            config.masterauth.clone(),
+            password,
         )
     };
     replica.set_state(generation, LinkState::Connecting);

@@ -31,7 +31,13 @@ pub struct Master {
     pub sync_full: AtomicU64,
     pub sync_partial_ok: AtomicU64,
     pub sync_partial_err: AtomicU64,
+    /// `min-replicas-to-write` and `min-replicas-max-lag` (seconds), as last configured.
+    pub min_to_write: AtomicU64,
+    pub min_max_lag: AtomicU64,
 }
+
+/// A write refused for want of replicas (`min-replicas-to-write`).
+pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 
 /// What a replica said about itself before SYNC/PSYNC (REPLCONF).
 #[derive(Default, Debug, Clone)]
@@ -92,6 +98,39 @@ impl Master {
     /// True when a replica is attached.
     pub fn any(&self) -> bool {
         !self.replicas.lock().is_empty()
+    }
+
+    /// Takes `min-replicas-to-write` and `min-replicas-max-lag` from the configuration.
+    pub fn configure(&self, config: &crate::config::Config) {
+        self.min_to_write
+            .store(config.min_replicas_to_write, Relaxed);
+        self.min_max_lag.store(config.min_replicas_max_lag, Relaxed);
+    }
+
+    /// Replicas that acknowledged within `min-replicas-max-lag` (INFO's `min_slaves_good_slaves`);
+    /// None while the check is off.
+    pub fn good_replicas(&self) -> Option<usize> {
+        let max_lag = self.min_max_lag.load(Relaxed);
+        if self.min_to_write.load(Relaxed) == 0 || max_lag == 0 {
+            return None;
+        }
+        let now = crate::store::now_ms();
+        Some(
+            self.count_online(|r| {
+                now.saturating_sub(r.last_ack_ms.load(Relaxed)) / 1000 <= max_lag
+            }),
+        )
+    }
+
+    /// A primary refuses writes while fewer than `min-replicas-to-write` replicas are good (one
+    /// relaxed load while the setting is 0, its default). A replica never refuses for this.
+    pub fn refuses_writes(&self, following: bool) -> bool {
+        let need = self.min_to_write.load(Relaxed);
+        need != 0
+            && !following
+            && self
+                .good_replicas()
+                .is_some_and(|good| (good as u64) < need)
     }
 
     /// How many replicas have acknowledged the stream up to `offset`.

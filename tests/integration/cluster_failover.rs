@@ -269,6 +269,8 @@ fn a_takeover_is_told_from_a_move_even_when_the_dead_node_is_back() {
         ip: ip.to_string(),
         port: 7000,
         heartbeat_age_ms: 0,
+        primary: None,
+        repl_offset: 0,
     };
     let (a, b, c) = (
         node("127.0.0.2", 'a'),
@@ -288,7 +290,7 @@ fn a_takeover_is_told_from_a_move_even_when_the_dead_node_is_back() {
         let started = Instant::now();
         loop {
             for n in [&a, &b] {
-                assert!(coordinator.heartbeat(&n.id).await.expect("heartbeat"));
+                assert!(coordinator.heartbeat(&n.id, 0).await.expect("heartbeat"));
             }
             let map = coordinator.load().await.expect("load");
             if map

@@ -16,6 +16,7 @@ mod cluster_failover;
 mod cluster_fanout;
 mod cluster_migration;
 mod cluster_mode;
+mod cluster_replicas;
 mod core_client_admin;
 mod core_clients;
 mod core_databases;

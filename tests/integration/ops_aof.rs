@@ -26,6 +26,28 @@ async fn start_in(dir: &Path, appendonly: bool) -> TestServer {
     .await
 }
 
+/// The `#TS:<seconds>` annotations in the increments of `dir`'s log.
+fn timestamps(dir: &Path) -> Vec<u64> {
+    let mut found = Vec::new();
+    for file in log_files(dir).iter().filter(|f| f.ends_with(".incr.aof")) {
+        let text = std::fs::read(dir.join("appendonlydir").join(file)).expect("read");
+        for line in text.split(|&b| b == b'\n') {
+            if let Some(seconds) = line.strip_prefix(b"#TS:") {
+                let seconds = std::str::from_utf8(seconds).expect("utf-8").trim_end();
+                found.push(seconds.parse().expect("seconds"));
+            }
+        }
+    }
+    found
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs()
+}
+
 /// The files of `dir/appendonlydir`, by name.
 fn log_files(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir.join("appendonlydir"))
@@ -119,9 +141,19 @@ const MORE: &[&[&str]] = &[
 
 #[tokio::test]
 async fn logs_move_between_stmd_and_redis_both_ways() {
-    // stmd writes, Redis reads (the log copied as a crash would leave it).
+    // stmd writes, Redis reads (the log copied as a crash would leave it), with timestamp
+    // annotations both ways.
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = start_in(dir.path(), true).await;
+    let began = unix_now();
+    let server = {
+        let dir = dir.path().to_path_buf();
+        TestServer::start_with(move |c| {
+            c.dir = dir;
+            c.appendonly = true;
+            c.aof_timestamp_enabled = true;
+        })
+        .await
+    };
     let mut stmd = server.client().await;
     let keys = fill_everything(&mut stmd).await;
     assert_eq!(
@@ -140,6 +172,17 @@ async fn logs_move_between_stmd_and_redis_both_ways() {
             "an STM message reached {file}"
         );
     }
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    ok(&mut stmd, &["SET", "a-second-later", "1"]).await;
+    synced(&mut stmd).await;
+    // One annotation per second with writes, in order, within the test's time.
+    let stamps = timestamps(dir.path());
+    assert!(stamps.len() >= 2, "{stamps:?}");
+    assert!(stamps.windows(2).all(|w| w[0] < w[1]), "{stamps:?}");
+    assert!(
+        stamps[0] >= began && stamps[stamps.len() - 1] <= unix_now(),
+        "{stamps:?}"
+    );
     let copy = copy_log(dir.path());
     let redis_server = RealRedis::start_with(&[
         "--dir",
@@ -164,12 +207,18 @@ async fn logs_move_between_stmd_and_redis_both_ways() {
         &redis_dir.path().display().to_string(),
         "--appendonly",
         "yes",
+        "--aof-timestamp-enabled",
+        "yes",
     ]);
     let mut from_redis = writer.client().await;
     let keys = fill_everything(&mut from_redis).await;
     write_more(&mut from_redis).await;
     tokio::time::sleep(Duration::from_millis(1500)).await; // Redis's everysec
     let copy = copy_log(redis_dir.path());
+    assert!(
+        !timestamps(copy.path()).is_empty(),
+        "Redis wrote no annotation"
+    );
     let server = start_in(copy.path(), true).await;
     let mut stmd = server.client().await;
     check_everything(&mut stmd, &mut from_redis, &keys).await;

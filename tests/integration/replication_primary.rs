@@ -302,3 +302,65 @@ async fn stmd_follows_stmd() {
     let refused = common::stm::run(&mut replica, &["PSYNC", "?", "-1"]).await;
     assert!(refused.is_err(), "{refused:?}");
 }
+
+/// `min-replicas-to-write`: a primary refuses writes until enough replicas acknowledge within
+/// `min-replicas-max-lag` seconds, and again once the only one is gone that long.
+#[tokio::test]
+async fn writes_wait_for_enough_good_replicas() {
+    let primary_server = TestServer::start().await;
+    let mut primary = primary_server.client().await;
+    ok(
+        &mut primary,
+        &[
+            "CONFIG",
+            "SET",
+            "min-replicas-to-write",
+            "1",
+            "min-replicas-max-lag",
+            "2",
+        ],
+    )
+    .await;
+    let refused = common::stm::run(&mut primary, &["SET", "k", "v"]).await;
+    assert_eq!(
+        refused,
+        Err("NOREPLICAS Not enough good replicas to write.".to_string())
+    );
+    let state = info(&mut primary, "replication").await;
+    assert_eq!(
+        field(&state, "min_slaves_good_slaves").as_deref(),
+        Some("0")
+    );
+    // Reads and the replica's own traffic still go.
+    assert_eq!(ok(&mut primary, &["GET", "k"]).await, Value::Nil);
+
+    let target = format!("127.0.0.1 {}", primary_server.addr.port());
+    let replica_server = TestServer::start_with(move |c| c.replicaof = target).await;
+    let mut replica = replica_server.client().await;
+    caught_up(&mut primary, &mut replica).await;
+    ok(&mut primary, &["SET", "k", "v"]).await;
+    let state = info(&mut primary, "replication").await;
+    assert_eq!(
+        field(&state, "min_slaves_good_slaves").as_deref(),
+        Some("1")
+    );
+    caught_up(&mut primary, &mut replica).await;
+    assert_eq!(
+        ok(&mut replica, &["GET", "k"]).await,
+        Value::BulkString(b"v".to_vec())
+    );
+
+    // The replica goes: once its last acknowledgement is over 2 s old, writes are refused again.
+    drop(replica);
+    drop(replica_server);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match common::stm::run(&mut primary, &["SET", "k", "w"]).await {
+            Err(e) if e.starts_with("NOREPLICAS") => break,
+            Ok(_) => {}
+            Err(e) => panic!("{e}"),
+        }
+        assert!(std::time::Instant::now() < deadline, "writes never refused");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
