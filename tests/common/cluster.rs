@@ -1,7 +1,9 @@
 //! Cluster-mode test harness: real `stmd` nodes (the release binary) on 127.0.0.x ports, driven
 //! with redis-cli, and the `stmd cluster` admin tool.
 
+use std::ffi::OsStr;
 use std::net::TcpListener;
+use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -107,16 +109,16 @@ impl Node {
     }
 
     /// redis-cli's output, trimmed (errors print as their text when stdout is not a terminal).
-    pub fn cli(&self, args: &[&str]) -> String {
+    pub fn cli<S: AsRef<OsStr>>(&self, args: &[S]) -> String {
         self.cli_with(&[], args)
     }
 
     /// redis-cli -c: follows MOVED redirections as a cluster client.
-    pub fn cli_c(&self, args: &[&str]) -> String {
+    pub fn cli_c<S: AsRef<OsStr>>(&self, args: &[S]) -> String {
         self.cli_with(&["-c"], args)
     }
 
-    pub fn cli_with(&self, flags: &[&str], args: &[&str]) -> String {
+    pub fn cli_with<S: AsRef<OsStr>>(&self, flags: &[&str], args: &[S]) -> String {
         let output = Command::new("redis-cli")
             .args(["-h", self.ip, "-p", &self.port.to_string()])
             .args(flags)
@@ -148,6 +150,64 @@ impl Drop for Node {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// The arguments of an STM.CAPTURE of one exchange: `user` says `said` in `channel` of `server`
+/// (`DM` for none), and the bot answers `answer` in `lineage` (`-` for none).
+pub fn stm_capture(
+    user: &str,
+    channel: &str,
+    server: &str,
+    said: &str,
+    lineage: &str,
+    answer: &str,
+) -> Vec<String> {
+    [
+        "STM.CAPTURE",
+        "USER",
+        user,
+        "CHANNEL",
+        channel,
+        "SERVER",
+        server,
+        "MSG",
+        "user",
+        "-",
+        said,
+        "REPLY",
+        "-",
+        lineage,
+        "-",
+        answer,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// A Python that has redis-py, for the checks run with redis-py's cluster client: the one
+/// STMD_CLUSTER_PYTHON names (`.ci/run` sets it, and then it must have redis-py), else the
+/// conformance venv's (`conformance/venv` makes it). None, with a loud message naming the `check`
+/// that did not run, when there is none.
+pub fn python_with_redis_py(check: &str) -> Option<PathBuf> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let python = std::env::var_os("STMD_CLUSTER_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("conformance/.venv/bin/python"));
+    let has_redis_py = Command::new(&python)
+        .args(["-c", "import redis"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if has_redis_py {
+        return Some(python);
+    }
+    assert!(
+        std::env::var_os("STMD_CLUSTER_PYTHON").is_none(),
+        "STMD_CLUSTER_PYTHON={} has no redis-py",
+        python.display()
+    );
+    eprintln!("\n*** SKIPPED: no Python with redis-py (set STMD_CLUSTER_PYTHON or run conformance/venv); {check} did not run ***\n");
+    None
 }
 
 /// `stmd cluster <args> --database-url <url>`.

@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use common::cluster::{cluster_prerequisites, eventually, free_port, Node};
+use common::cluster::{cluster_prerequisites, eventually, free_port, stm_capture, Node};
 use common::postgres::PgCluster;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -96,24 +96,7 @@ fn a_killed_nodes_slots_are_taken_over_and_its_summaries_come_back() {
         }
     }
     for (_, channel) in &all {
-        let capture = [
-            "STM.CAPTURE",
-            "USER",
-            "u1",
-            "CHANNEL",
-            channel,
-            "SERVER",
-            "DM",
-            "MSG",
-            "user",
-            "-",
-            "hello",
-            "REPLY",
-            "-",
-            "-",
-            "-",
-            "hi",
-        ];
+        let capture = stm_capture("u1", channel, "DM", "hello", "-", "hi");
         assert!(nodes[2].cli_c(&capture).contains("shortterm:user:u1"));
         let text = format!("draft of {channel}");
         assert_eq!(

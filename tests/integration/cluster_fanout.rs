@@ -6,7 +6,9 @@
 
 use crate::common;
 
-use common::cluster::{admin, cluster_prerequisites, eventually, free_port, text, Node};
+use common::cluster::{
+    admin, cluster_prerequisites, eventually, free_port, stm_capture, text, Node,
+};
 use common::postgres::PgCluster;
 use common::stm_context::{context, items, keys, MINUTE};
 use common::Binary;
@@ -73,27 +75,7 @@ fn capture(user: &str, channel: &str, n: usize) -> Vec<String> {
 /// `lineage` (`-` for none).
 fn capture_in(user: &str, channel: &str, server: &str, lineage: &str, n: usize) -> Vec<String> {
     let (question, answer) = (format!("question {n}"), format!("answer {n}"));
-    [
-        "STM.CAPTURE",
-        "USER",
-        user,
-        "CHANNEL",
-        channel,
-        "SERVER",
-        server,
-        "MSG",
-        "user",
-        "-",
-        question.as_str(),
-        "REPLY",
-        "-",
-        lineage,
-        "-",
-        answer.as_str(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
+    stm_capture(user, channel, server, &question, lineage, &answer)
 }
 
 /// `kill <sig> <pid>` for a node (`-STOP`, `-CONT`).

@@ -6,7 +6,9 @@
 
 use crate::common;
 
-use common::cluster::{admin, cluster_prerequisites, eventually, free_port, text, Node};
+use common::cluster::{
+    admin, cluster_prerequisites, eventually, free_port, stm_capture, text, Node,
+};
 use redis::aio::MultiplexedConnection;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -129,24 +131,14 @@ fn slots_move_with_their_keys_under_write_load() {
         assert_eq!(reply, "OK");
     }
     let channel = keys_in(MOVED, "chan", 1).remove(0);
-    let capture = [
-        "STM.CAPTURE",
-        "USER",
+    let capture = stm_capture(
         "u9",
-        "CHANNEL",
         &channel,
-        "SERVER",
         "DM",
-        "MSG",
-        "user",
-        "-",
         "remember the moved slot",
-        "REPLY",
-        "-",
-        "-",
         "-",
         "noted",
-    ];
+    );
     assert!(source.cli(&capture).contains(&channel));
     let summary = [
         "STM.SUMMARY",

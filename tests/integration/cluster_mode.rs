@@ -5,7 +5,10 @@
 
 use crate::common;
 
-use common::cluster::{admin, cluster_prerequisites, eventually, free_port, text, Node};
+use common::cluster::{
+    admin, cluster_prerequisites, eventually, free_port, python_with_redis_py, stm_capture, text,
+    Node,
+};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use stmd::cluster::key_slot;
@@ -202,24 +205,7 @@ fn three_nodes_serve_route_and_follow_the_configuration() {
     assert_eq!(nodes[0].cli(&["EVAL", &allowed, "1", a]), "");
 
     // STM: the channel is the hash tag, so a capture touches one slot and routes by its channel.
-    let capture = [
-        "STM.CAPTURE",
-        "USER",
-        "u1",
-        "CHANNEL",
-        "c1",
-        "SERVER",
-        "s1",
-        "MSG",
-        "user",
-        "-",
-        "hello",
-        "REPLY",
-        "-",
-        "-",
-        "-",
-        "hi there",
-    ];
+    let capture = stm_capture("u1", "c1", "s1", "hello", "-", "hi there");
     let keys = nodes[0].cli_c(&capture);
     assert!(keys.contains("shortterm:user:u1:{c1}"), "{keys}");
     assert!(keys.contains("shortterm:server:s1:{c1}"), "{keys}");
@@ -241,24 +227,7 @@ fn three_nodes_serve_route_and_follow_the_configuration() {
     assert!(nodes[1]
         .cli_c(&["STM.GET", "shortterm:user:u1:{c1}"])
         .contains("hi there"));
-    let braced = nodes[0].cli_c(&[
-        "STM.CAPTURE",
-        "USER",
-        "u{1}",
-        "CHANNEL",
-        "c1",
-        "SERVER",
-        "s1",
-        "MSG",
-        "user",
-        "-",
-        "hi",
-        "REPLY",
-        "-",
-        "-",
-        "-",
-        "hi",
-    ]);
+    let braced = nodes[0].cli_c(&stm_capture("u{1}", "c1", "s1", "hi", "-", "hi"));
     assert_eq!(
         braced, "ERR invalid user id",
         "a brace would move the hash tag"
@@ -398,28 +367,13 @@ fn pipe(node: &Node, script: &str) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-/// conformance/python/cluster_client.py with a Python that has redis-py: STMD_CLUSTER_PYTHON, or
-/// the conformance venv (`conformance/venv` makes it). Skipped, loudly, without one, unless
-/// STMD_CLUSTER_PYTHON names it.
+/// conformance/python/cluster_client.py with a Python that has redis-py (skipped, loudly, without
+/// one unless STMD_CLUSTER_PYTHON names it).
 fn run_redis_py(node: &Node) {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let python = std::env::var_os("STMD_CLUSTER_PYTHON")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| root.join("conformance/.venv/bin/python"));
-    let has_redis_py = Command::new(&python)
-        .args(["-c", "import redis"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !has_redis_py {
-        // Asked for by name (.ci/run does): it must be there.
-        assert!(
-            std::env::var_os("STMD_CLUSTER_PYTHON").is_none(),
-            "STMD_CLUSTER_PYTHON={} has no redis-py",
-            python.display()
-        );
-        eprintln!("\n*** SKIPPED: no Python with redis-py (set STMD_CLUSTER_PYTHON or run conformance/run once); the RedisCluster check did not run ***\n");
+    let Some(python) = python_with_redis_py("the RedisCluster check") else {
         return;
-    }
+    };
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let output = Command::new(&python)
         .arg(root.join("conformance/python/cluster_client.py"))
         .arg(node.addr())

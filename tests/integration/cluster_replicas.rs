@@ -7,7 +7,10 @@
 
 use crate::common;
 
-use common::cluster::{admin, cluster_prerequisites, eventually, free_port, text, Node};
+use common::cluster::{
+    admin, cluster_prerequisites, eventually, free_port, python_with_redis_py, stm_capture, text,
+    Node,
+};
 use std::time::{Duration, Instant};
 use stmd::cluster::key_slot;
 
@@ -38,23 +41,9 @@ fn calls(node: &Node, name: &str) -> u64 {
 /// replicas (which it puts in READONLY mode). Needs a Python with redis-py: STMD_CLUSTER_PYTHON
 /// (`.ci/run` sets it, and then it must work) or the conformance venv; skipped, loudly, without.
 fn read_from_replicas_with_redis_py(nodes: &[Node]) {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let python = std::env::var_os("STMD_CLUSTER_PYTHON")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| root.join("conformance/.venv/bin/python"));
-    let has_redis_py = std::process::Command::new(&python)
-        .args(["-c", "import redis"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !has_redis_py {
-        assert!(
-            std::env::var_os("STMD_CLUSTER_PYTHON").is_none(),
-            "STMD_CLUSTER_PYTHON={} has no redis-py",
-            python.display()
-        );
-        eprintln!("\n*** SKIPPED: no Python with redis-py; the read_from_replicas check did not run ***\n");
+    let Some(python) = python_with_redis_py("the read_from_replicas check") else {
         return;
-    }
+    };
     let before: u64 = nodes[2..].iter().map(|n| calls(n, "get")).sum();
     let script = "import sys\n\
 from redis.cluster import RedisCluster\n\
@@ -322,24 +311,7 @@ fn replicas_follow_serve_readonly_reads_and_take_over_with_the_keys() {
         .map(|i| format!("rc{i}"))
         .find(|c| key_slot(c.as_bytes()) <= 8191)
         .expect("a channel of the first shard");
-    let capture = [
-        "STM.CAPTURE",
-        "USER",
-        "u1",
-        "CHANNEL",
-        &channel,
-        "SERVER",
-        "DM",
-        "MSG",
-        "user",
-        "-",
-        "hello",
-        "REPLY",
-        "-",
-        "-",
-        "-",
-        "hi",
-    ];
+    let capture = stm_capture("u1", &channel, "DM", "hello", "-", "hi");
     assert!(nodes[1].cli_c(&capture).contains("shortterm:user:u1"));
     assert_eq!(nodes[0].cli(&["WAIT", "1", "2000"]), "1");
     eventually("the primary's row", Duration::from_secs(10), || {
