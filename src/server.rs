@@ -262,7 +262,7 @@ pub async fn run(
     // A cluster node joins before the warm start, which restores only the slots it owns then.
     let coordinator = match &cluster {
         Some(cluster) => Some(
-            crate::cluster::coordinator::join(
+            crate::cluster::membership::join(
                 cluster,
                 config.database_url.as_deref().unwrap_or_default(),
             )
@@ -332,10 +332,10 @@ pub async fn run(
     let (stop_tx, stop_rx) = watch::channel(false);
     let cluster_task = match (&cluster, coordinator) {
         (Some(cluster), Some(coordinator)) => {
-            Some(tokio::spawn(crate::cluster::coordinator::follow(
+            Some(tokio::spawn(crate::cluster::membership::follow(
                 cluster.clone(),
                 coordinator,
-                crate::cluster::coordinator::Warm {
+                crate::cluster::membership::Warm {
                     shared: shared.clone(),
                 },
                 stop_rx.clone(),

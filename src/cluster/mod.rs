@@ -12,6 +12,7 @@
 
 pub mod admin;
 pub mod coordinator;
+pub mod membership;
 pub mod migrate;
 pub mod peers;
 pub mod replicas;
