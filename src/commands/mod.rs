@@ -606,7 +606,7 @@ pub fn run(ctx: &mut Ctx<'_, '_>, cmd: &'static Command, args: &[&[u8]]) -> Repl
     if ctx.conn.tracking.mode.is_some() {
         crate::events::tracking::before_command(ctx, effective, args);
     }
-    let started = crate::clock::monotonic_ns();
+    let time = crate::clock::CommandTime::start();
     // Checked when the command runs, not when MULTI queues it: a SELECT earlier in the same
     // transaction changes the database the command runs in.
     // Replication: a write (or PUBLISH) goes into the stream if it changed something. Scripts
@@ -617,10 +617,10 @@ pub fn run(ctx: &mut Ctx<'_, '_>, cmd: &'static Command, args: &[&[u8]]) -> Repl
     // replica follows a replica).
     let propagating = replicating
         && (!ctx.conn.from_primary || ctx.shared.aof.on())
-        && (effective.has(table::WRITE) || effective.has(table::MAY_REPLICATE))
+        && effective.has(table::WRITE | table::MAY_REPLICATE | table::REWRITES_ON_READ)
         && !cmd.has(table::RUNS_SCRIPT);
     if propagating {
-        let writes = effective.has(table::WRITE);
+        let writes = effective.has(table::WRITE | table::REWRITES_ON_READ);
         let db = writes.then_some(ctx.conn.db);
         crate::replication::feed::arm(cmd.name, db, args, !writes);
     }
@@ -653,7 +653,7 @@ pub fn run(ctx: &mut Ctx<'_, '_>, cmd: &'static Command, args: &[&[u8]]) -> Repl
     if ctx.conn.tracking.caching {
         crate::events::tracking::after_command(ctx, cmd);
     }
-    let nanos = crate::clock::monotonic_ns().saturating_sub(started);
+    let nanos = time.elapsed_ns();
     let micros = nanos / 1000;
     let shared = ctx.shared;
     // Per-thread counters: no cache line shared with other cores is written here.

@@ -62,6 +62,10 @@ pub const RUNS_SCRIPT: u32 = 1 << 20;
 /// Acts as if ASKING came first (RESTORE-ASKING): in cluster mode it may write a slot this node
 /// does not own yet.
 pub const ASKING: u32 = 1 << 21;
+/// A read that may rewrite its key's stored bytes (PFCOUNT caches the cardinality in the HLL):
+/// when it does, it goes into the replication stream and the append-only file, as in Redis, so
+/// that replicas and a restart hold the same bytes. Ours, not rendered.
+pub const REWRITES_ON_READ: u32 = 1 << 22;
 
 const FLAG_NAMES: &[(u32, &str)] = &[
     (WRITE, "write"),
@@ -468,7 +472,7 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(1) per subcommand.", keys: &[key(RO | ACCESS, 1)];
     "pfadd", -2, WRITE | DENYOOM | FAST, (1, 1, 1), "hyperloglog", "2.8.9", hll::pfadd, "key [element [element ...]]", "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist.",
         complexity: "O(1) per element.", keys: &[key(RW | INSERT, 1)];
-    "pfcount", -2, READONLY, (1, -1, 1), "hyperloglog", "2.8.9", hll::pfcount, "key [key ...]", "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).",
+    "pfcount", -2, READONLY | REWRITES_ON_READ, (1, -1, 1), "hyperloglog", "2.8.9", hll::pfcount, "key [key ...]", "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).",
         complexity: "O(1) for one key (cached), O(N) for N keys merged.", keys: &[keys_to_end(RW | ACCESS, 1).with_notes("RW because it may change the internal representation of the key, and propagate to replicas")];
     "pfmerge", -2, WRITE | DENYOOM, (1, -1, 1), "hyperloglog", "2.8.9", hll::pfmerge, "destkey [sourcekey [sourcekey ...]]", "Merges one or more HyperLogLog values into a single key.",
         complexity: "O(N), N the HyperLogLogs merged.", keys: &[key(RW | ACCESS | INSERT, 1), keys_to_end(RO | ACCESS, 2)];

@@ -105,6 +105,9 @@ async fn a_real_redis_replica_follows_stmd() {
     ok(&mut primary, &["SADD", "pool", "a", "b", "c", "d", "e"]).await;
     ok(&mut primary, &["SPOP", "pool", "2"]).await;
     ok(&mut primary, &["XADD", "stream", "*", "g", "w"]).await;
+    // PFCOUNT caches the cardinality in the value: Redis propagates it, so the bytes agree.
+    ok(&mut primary, &["PFADD", "hll", "a", "b", "c"]).await;
+    assert_eq!(int(&mut primary, &["PFCOUNT", "hll"]).await, 3);
     ok(
         &mut primary,
         &[
@@ -144,6 +147,7 @@ async fn a_real_redis_replica_follows_stmd() {
         "pool",
         "scripted",
         "queued",
+        "hll",
     ] {
         assert_eq!(
             contents(&mut replica, key).await,
