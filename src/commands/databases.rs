@@ -87,11 +87,6 @@ impl<'s> HeldLocks<'s> {
         (first, second)
     }
 
-    /// Refreshes every held clock (EXEC runs many commands under these locks).
-    pub fn refresh_clock(&mut self) {
-        self.views.iter_mut().for_each(Locked::refresh_clock);
-    }
-
     /// EXEC's views of the databases `dbs` (sorted, no repeats), shards taken as reached, and
     /// of any other it selects; `engine` (which allows that) is held until they are released.
     pub fn for_exec(store: &'s Store, dbs: &[usize], engine: EngineGuard<'s>) -> Self {

@@ -71,7 +71,6 @@ pub fn exec(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
         let args: Vec<&[u8]> = command.iter().map(|a| &a[..]).collect();
         let reply = match shared.commands.lookup(args[0]) {
             Some(cmd) => {
-                all.refresh_clock();
                 let mut inner = Ctx {
                     shared,
                     conn: &mut *ctx.conn,

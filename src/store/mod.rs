@@ -523,7 +523,7 @@ impl<'a> Locked<'a> {
             space,
             db,
             held,
-            now: now_ms(),
+            now: crate::clock::command_time_ms(),
             touch: true,
         }
     }
@@ -540,11 +540,6 @@ impl<'a> Locked<'a> {
     /// The index of that database.
     pub fn db(&self) -> usize {
         self.db
-    }
-
-    /// Refreshes the clock (EXEC runs many commands under one lock).
-    pub fn refresh_clock(&mut self) {
-        self.now = now_ms();
     }
 
     /// Hashes `key` once and finds its shard's guard: every lookup below reuses the hash.

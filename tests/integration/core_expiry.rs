@@ -184,3 +184,78 @@ async fn expired_stale_perc_estimates_the_expired_share() {
         .expect("a percentage");
     assert!(percent > 0.0 && percent <= 50.0, "{percent}");
 }
+
+fn unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_millis() as i64
+}
+
+/// Redis 7.2's command time snapshot: EXEC's commands and a script's `redis.call`s run at the
+/// time their EXEC or script started. A key that expires meanwhile is still there for them, and
+/// relative expiry times count from that time, not from when each command ran.
+#[tokio::test]
+async fn exec_and_scripts_run_at_the_time_they_started() {
+    let server =
+        TestServer::start_with(|c| c.enable_debug_command = stmd::config::ProtectedCommand::Yes)
+            .await;
+    let mut con = server.raw().await;
+    assert_eq!(con.command(&[b"MULTI"]).await, b"+OK\r\n");
+    for queued in [
+        &[&b"SET"[..], b"k", b"v", b"PX", b"100"][..],
+        &[b"DEBUG", b"SLEEP", b"0.2"],
+        &[b"GET", b"k"],
+        &[b"SET", b"j", b"v", b"PX", b"100000"],
+        &[b"PEXPIRETIME", b"j"],
+    ] {
+        assert_eq!(con.command(queued).await, b"+QUEUED\r\n");
+    }
+    let before = unix_ms();
+    let reply = con.command(&[b"EXEC"]).await;
+    let after = unix_ms();
+    let text = String::from_utf8_lossy(&reply).into_owned();
+    assert!(
+        text.starts_with("*5\r\n+OK\r\n+OK\r\n$1\r\nv\r\n+OK\r\n:"),
+        "{text}"
+    );
+    let expires_at: i64 = text
+        .trim_end()
+        .rsplit(':')
+        .next()
+        .expect("int")
+        .parse()
+        .expect("int");
+    let started = expires_at - 100_000;
+    assert!(
+        (before..=after - 200).contains(&started),
+        "EXEC's time {started} is not its start (sent {before}, answered {after})"
+    );
+    assert_eq!(con.command(&[b"GET", b"k"]).await, b"$-1\r\n");
+
+    // A script: busy for 150 ms by the real clock (TIME), yet its commands see its start.
+    con.command(&[b"SET", b"k", b"v", b"PX", b"50"]).await;
+    let script =
+        b"local function now() local t = redis.call('TIME') return t[1] * 1000 + t[2] / 1000 end \
+        local start = now() repeat until now() - start >= 150 \
+        redis.call('SET', KEYS[2], 'v', 'PX', 100000) \
+        return {redis.call('GET', KEYS[1]), redis.call('PEXPIRETIME', KEYS[2])}";
+    let before = unix_ms();
+    let reply = con.command(&[b"EVAL", script, b"2", b"k", b"j"]).await;
+    let after = unix_ms();
+    let text = String::from_utf8_lossy(&reply).into_owned();
+    assert!(text.starts_with("*2\r\n$1\r\nv\r\n:"), "{text}");
+    let expires_at: i64 = text
+        .trim_end()
+        .rsplit(':')
+        .next()
+        .expect("int")
+        .parse()
+        .expect("int");
+    let started = expires_at - 100_000;
+    assert!(
+        (before..=after - 150).contains(&started),
+        "the script's time {started} is not its start (sent {before}, answered {after})"
+    );
+    assert_eq!(con.command(&[b"GET", b"k"]).await, b"$-1\r\n");
+}
