@@ -86,21 +86,14 @@ def scan_plain(a, b, args):
 
 # Subcommands one side has and the other lacks, with the reason: Redis 7.2 added these to CLIENT
 # (the reference server is 7.0).
-# CLUSTER MYSHARDID is 7.2 (the reference is 7.0). Cluster mode (README: Cluster) has no slot or
-# replica administration by command (`stmd cluster …` changes the configuration in Postgres) and
-# no bus: those CLUSTER subcommands are not served (REPLICAS, SLAVES and FAILOVER are).
+# CLUSTER MYSHARDID is 7.2 (the reference is 7.0). Every other CLUSTER subcommand of Redis 7.0
+# is served, the administration ones included (README: "CLUSTER administration subcommands").
 # CLUSTER PEER is stmd's own node-to-node form (README: Cluster, "STM in cluster mode"):
 # a node asks another for its local STM.RECENT / STM.FORGET USER answer, or forwards a PUBLISH.
 # Redis 7.2 commands and subcommands the 7.0 reference lacks (its COMMAND INFO entry is nil).
 NEWER_SUBCOMMANDS = {b"client|setinfo", b"client|no-touch", b"cluster|myshardid", b"cluster|peer", b"waitaof"}
-UNSERVED_SUBCOMMANDS: set[bytes] = {
-    b"cluster|" + name
-    for name in (
-        b"addslots", b"addslotsrange", b"bumpepoch", b"count-failure-reports", b"delslots",
-        b"delslotsrange", b"flushslots", b"forget", b"links", b"meet",
-        b"replicate", b"reset", b"saveconfig", b"set-config-epoch", b"setslot",
-    )
-}
+# Subcommands redis-server has and stmd does not serve: none left.
+UNSERVED_SUBCOMMANDS: set[bytes] = set()
 
 
 def without_notes(spec):

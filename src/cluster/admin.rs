@@ -352,6 +352,21 @@ async fn remove_node(coordinator: &Coordinator, name: &str) -> Result<String, St
         .await
         .map_err(|e| format!("Postgres: {e}"))?;
     let node = resolve(&map.nodes, name)?.clone();
+    let (old, new) = remove_checked(coordinator, &map, &node).await?;
+    Ok(format!(
+        "removed node {} {}; epoch {old} -> {new}",
+        node.id,
+        node.addr()
+    ))
+}
+
+/// Removes `node` from the configuration (`remove-node`, CLUSTER FORGET): refused while it is the
+/// primary of replicas, or (in the transaction) while it owns slots. Returns (old, new) epoch.
+pub(super) async fn remove_checked(
+    coordinator: &Coordinator,
+    map: &SlotMap,
+    node: &NodeInfo,
+) -> Result<(u64, u64), String> {
     let followers = map.replicas_of(&node.id).len();
     if followers > 0 {
         return Err(format!(
@@ -359,12 +374,7 @@ async fn remove_node(coordinator: &Coordinator, name: &str) -> Result<String, St
             node.id
         ));
     }
-    let (old, new) = coordinator.remove_node(&node.id).await?;
-    Ok(format!(
-        "removed node {} {}; epoch {old} -> {new}",
-        node.id,
-        node.addr()
-    ))
+    coordinator.remove_node(&node.id).await
 }
 
 /// `replicate <node> --of <primary>`: one configuration transaction (the epoch bumped, the nodes

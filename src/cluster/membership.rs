@@ -39,6 +39,8 @@ pub async fn join(cluster: &Cluster, url: &str) -> Result<Coordinator, String> {
         "cluster node registered"
     );
     cluster.install(map);
+    // A second handle on the same pool, for CLUSTER's administration subcommands.
+    let _ = cluster.coordinator.set(coordinator.clone());
     Ok(coordinator)
 }
 

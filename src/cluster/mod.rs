@@ -12,6 +12,7 @@
 
 pub mod admin;
 pub mod coordinator;
+pub mod manage;
 pub mod membership;
 pub mod migrate;
 pub mod peers;
@@ -396,6 +397,9 @@ pub struct Cluster {
     pub peers: peers::Peers,
     /// CLUSTER FAILOVER's request to the configuration follower.
     pub manual: replicas::ManualRequest,
+    /// The coordinator, once joined: CLUSTER's administration subcommands ([`manage`]) change the
+    /// configuration through it.
+    pub coordinator: std::sync::OnceLock<coordinator::Coordinator>,
 }
 
 impl Cluster {
@@ -408,6 +412,7 @@ impl Cluster {
             gate: migrate::SlotGate::default(),
             peers: peers::Peers::default(),
             manual: replicas::ManualRequest::default(),
+            coordinator: std::sync::OnceLock::new(),
         }
     }
 

@@ -144,7 +144,17 @@ pub fn ask_all(
     password: &str,
     request: &[&[u8]],
 ) -> Result<Vec<OwnedFrame>, String> {
-    let peers = other_primaries(cluster);
+    ask_these(cluster, password, other_primaries(cluster), request)
+}
+
+/// [`ask_all`] for the named nodes only, `(id, address)`: their replies in that order, or the
+/// error of the first that failed.
+pub fn ask_these(
+    cluster: &Arc<Cluster>,
+    password: &str,
+    peers: Vec<(String, String)>,
+    request: &[&[u8]],
+) -> Result<Vec<OwnedFrame>, String> {
     if peers.is_empty() {
         return Ok(Vec::new());
     }

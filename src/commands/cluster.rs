@@ -1,5 +1,6 @@
 //! CLUSTER (SHARDS, SLOTS, NODES, INFO, MYID, MYSHARDID, KEYSLOT, COUNTKEYSINSLOT,
-//! GETKEYSINSLOT, HELP), READONLY, READWRITE and ASKING, with Redis 7's reply shapes. In
+//! GETKEYSINSLOT, HELP), READONLY, READWRITE and ASKING, with Redis 7's reply shapes; the
+//! administration subcommands (ADDSLOTS, SETSLOT, FORGET, …) are in `super::cluster_admin`. In
 //! single-node mode they answer Redis's `This instance has cluster support disabled`.
 //!
 //! COUNTKEYSINSLOT and GETKEYSINSLOT scan the keyspace one shard at a time instead of keeping a
@@ -39,6 +40,9 @@ pub fn cluster(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let sub = args[1];
     if is(sub, "PEER") {
         return peer(ctx, args);
+    }
+    if let Some(result) = super::cluster_admin::admin(ctx, args) {
+        return result;
     }
     let cluster = cluster_of(ctx)?;
     let map = cluster.map();
@@ -105,7 +109,9 @@ pub fn cluster(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 /// - `STM.CONTEXT <STM.CONTEXT's arguments>`: this node's other-channel blocks (see
 ///   `stm_context::context_peer`);
 /// - `STM.FORGET USER <user>`: deletes this node's entries of the user, answers the count;
-/// - `PUBLISH <channel> <message>`: delivers to this node's subscribers, answers their count.
+/// - `PUBLISH <channel> <message>`: delivers to this node's subscribers, answers their count;
+/// - `SLOTKEYS <slots as 0-99,200>`: the lowest of the slots in which this node holds a key, or
+///   -1 (CLUSTER DELSLOTS and SETSLOT check that a slot leaving its owner holds no keys).
 fn peer(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let addressed = cluster_of(ctx)?.me.id.as_bytes() == args[2];
     if !addressed {
@@ -121,6 +127,17 @@ fn peer(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         super::stm_context::context_peer(ctx, request)
     } else if is(op, "STM.FORGET") && request.len() == 3 && is(request[1], "USER") {
         super::stm::forget_local(ctx, request)
+    } else if is(op, "SLOTKEYS") && request.len() == 2 {
+        let ranges = crate::cluster::parse_slot_ranges(&String::from_utf8_lossy(request[1]))
+            .map_err(|e| Reply::error(format!("ERR {e}")))?;
+        let mut wanted = vec![false; SLOTS];
+        for (first, last) in ranges {
+            for slot in first..=last {
+                wanted[usize::from(slot)] = true;
+            }
+        }
+        let lowest = super::cluster_admin::lowest_slot_with_keys(ctx, &wanted);
+        Ok(Reply::Int(lowest.map_or(-1, i64::from)))
     } else if is(op, "PUBLISH") && request.len() == 3 {
         Ok(Reply::Int(
             ctx.shared.pubsub.publish(request[1], request[2]) as i64,
@@ -167,18 +184,49 @@ fn help() -> Reply {
         "    Return the node id.",
         "MYSHARDID",
         "    Return the node's shard id.",
-        "FAILOVER [FORCE|TAKEOVER]",
-        "    Promote current replica node to being a master.",
         "NODES",
         "    Return cluster configuration seen by node. Output format:",
         "    <id> <ip:port@bus-port> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
         "REPLICAS <node-id>",
         "    Return <node-id> replicas.",
-        "SHARDS",
-        "    Return information about slot range mappings and the nodes associated with them.",
         "SLOTS",
         "    Return information about slots range mappings. Each range is made of:",
         "    start, end, master and replicas IP addresses, ports and ids",
+        "SHARDS",
+        "    Return information about slot range mappings and the nodes associated with them.",
+        "ADDSLOTS <slot> [<slot> ...]",
+        "    Assign slots to current node.",
+        "ADDSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]",
+        "    Assign slots which are between <start-slot> and <end-slot> to current node.",
+        "BUMPEPOCH",
+        "    Advance the cluster config epoch.",
+        "COUNT-FAILURE-REPORTS <node-id>",
+        "    Return number of failure reports for <node-id>.",
+        "DELSLOTS <slot> [<slot> ...]",
+        "    Delete slots information from current node.",
+        "DELSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]",
+        "    Delete slots information which are between <start-slot> and <end-slot> from current node.",
+        "FAILOVER [FORCE|TAKEOVER]",
+        "    Promote current replica node to being a master.",
+        "FORGET <node-id>",
+        "    Remove a node from the cluster.",
+        "FLUSHSLOTS",
+        "    Delete current node own slots information.",
+        "MEET <ip> <port> [<bus-port>]",
+        "    Connect nodes into a working cluster.",
+        "REPLICATE <node-id>",
+        "    Configure current node as replica to <node-id>.",
+        "RESET [HARD|SOFT]",
+        "    Reset current node (default: soft).",
+        "SET-CONFIG-EPOCH <epoch>",
+        "    Set config epoch of current node.",
+        "SETSLOT <slot> (IMPORTING <node-id>|MIGRATING <node-id>|STABLE|NODE <node-id>)",
+        "    Set slot state.",
+        "SAVECONFIG",
+        "    Force saving cluster configuration on disk.",
+        "LINKS",
+        "    Return information about all network links between this node and its peers.",
+        "    Output format is an array where each array element is a map containing attributes of a link",
         "HELP",
         "    Print this help.",
     ])

@@ -8,6 +8,7 @@ pub mod blocking_lists;
 pub mod categories;
 pub mod client;
 pub mod cluster;
+pub mod cluster_admin;
 pub mod collection_scan;
 pub mod command_info;
 pub mod connection;

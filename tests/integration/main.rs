@@ -11,6 +11,7 @@ mod common;
 mod fuzz_support;
 mod types_support;
 
+mod cluster_admin;
 mod cluster_clients;
 mod cluster_failover;
 mod cluster_fanout;
