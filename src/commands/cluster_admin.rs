@@ -20,29 +20,31 @@ type Handler = fn(&mut Ctx, &Arc<Cluster>, &[&[u8]]) -> CmdResult;
 /// Runs the subcommand when it is one of this module's; None otherwise.
 pub fn admin(ctx: &mut Ctx, args: &[&[u8]]) -> Option<CmdResult> {
     let sub = args[1];
-    let handlers: [(&str, Handler); 15] = [
-        ("ADDSLOTS", addslots),
-        ("ADDSLOTSRANGE", addslotsrange),
-        ("DELSLOTS", delslots),
-        ("DELSLOTSRANGE", delslotsrange),
-        ("FLUSHSLOTS", flushslots),
-        ("SETSLOT", setslot),
-        ("MEET", meet),
-        ("FORGET", forget),
-        ("REPLICATE", replicate),
-        ("RESET", reset),
-        ("SAVECONFIG", |_, _, _| Ok(Reply::OK)),
-        ("BUMPEPOCH", bumpepoch),
-        ("SET-CONFIG-EPOCH", set_config_epoch),
-        ("COUNT-FAILURE-REPORTS", count_failure_reports),
-        ("LINKS", |_, _, _| Ok(Reply::Array(Vec::new()))),
+    // (name, handler, whether it changes the configuration: those wait for it, and some scan
+    // the keyspace, which EXEC holds).
+    let handlers: [(&str, Handler, bool); 15] = [
+        ("ADDSLOTS", addslots, true),
+        ("ADDSLOTSRANGE", addslotsrange, true),
+        ("DELSLOTS", delslots, true),
+        ("DELSLOTSRANGE", delslotsrange, true),
+        ("FLUSHSLOTS", flushslots, true),
+        ("SETSLOT", setslot, true),
+        ("MEET", meet, false),
+        ("FORGET", forget, true),
+        ("REPLICATE", replicate, true),
+        ("RESET", reset, true),
+        ("SAVECONFIG", |_, _, _| Ok(Reply::OK), false),
+        ("BUMPEPOCH", bumpepoch, true),
+        ("SET-CONFIG-EPOCH", set_config_epoch, false),
+        ("COUNT-FAILURE-REPORTS", count_failure_reports, false),
+        ("LINKS", |_, _, _| Ok(Reply::Array(Vec::new())), false),
     ];
-    let handler = handlers.iter().find(|(name, _)| is(sub, name))?.1;
+    let &(_, handler, changes) = handlers.iter().find(|(name, _, _)| is(sub, name))?;
     let Some(cluster) = ctx.shared.cluster.clone() else {
         return Some(Err(Reply::error(DISABLED)));
     };
-    if ctx.in_exec() {
-        // EXEC holds the keyspace's locks: the key checks below would wait for them.
+    if changes && ctx.in_exec() {
+        // EXEC holds the keyspace's locks: the key checks would wait for them.
         return Some(Err(Reply::error(format!(
             "ERR CLUSTER {} cannot run inside MULTI/EXEC in stmd (it waits for the cluster configuration)",
             String::from_utf8_lossy(sub).to_uppercase()

@@ -206,6 +206,25 @@ fn cluster_admin_subcommands_change_the_shared_configuration() {
         assert!(help.contains(line), "{line} in {help}");
     }
     assert_eq!(a.cli(&["CLUSTER", "LINKS"]), "");
+    // Inside MULTI/EXEC a configuration change is refused (EXEC holds the keyspace it scans).
+    let mut multi = Command::new("redis-cli")
+        .args(["-h", a.ip, "-p", &a.port.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("redis-cli");
+    std::io::Write::write_all(
+        multi.stdin.as_mut().expect("stdin"),
+        b"MULTI\nCLUSTER ADDSLOTS 1\nCLUSTER SAVECONFIG\nEXEC\n",
+    )
+    .expect("write");
+    drop(multi.stdin.take());
+    let exec = multi.wait_with_output().expect("redis-cli");
+    let exec = String::from_utf8_lossy(&exec.stdout);
+    assert!(
+        exec.contains("ERR CLUSTER ADDSLOTS cannot run inside MULTI/EXEC") && exec.contains("OK"),
+        "{exec}"
+    );
     assert_eq!(a.cli(&["CLUSTER", "SAVECONFIG"]), "OK");
     drop(redis);
 
