@@ -115,9 +115,12 @@ pub fn forget(cluster: &Cluster, id: &str) -> Result<(), String> {
         .node(id)
         .ok_or_else(|| format!("ERR Unknown node {id}"))?
         .clone();
-    let (_, new_epoch) =
-        block_on(super::admin::remove_checked(coordinator, &map, &node))?.map_err(err)?;
-    wait_followed(cluster, new_epoch)
+    match block_on(super::admin::remove_checked(coordinator, &map, &node))? {
+        Ok((_, new_epoch)) => wait_followed(cluster, new_epoch),
+        // Another node's FORGET removed it after this node's map was read: forgotten, as asked.
+        Err(e) if e.starts_with("no registered node") => Ok(()),
+        Err(e) => Err(err(e)),
+    }
 }
 
 /// Waits (bounded) until this node follows configuration `epoch` or a later one; the change is

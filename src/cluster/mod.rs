@@ -400,7 +400,15 @@ pub struct Cluster {
     /// The coordinator, once joined: CLUSTER's administration subcommands ([`manage`]) change the
     /// configuration through it.
     pub coordinator: std::sync::OnceLock<coordinator::Coordinator>,
+    /// The nodes that left the configuration this node follows, and when it saw them go: CLUSTER
+    /// FORGET of one of them answers OK for [`FORGOTTEN_FOR`], as Redis's does for a node it
+    /// forgot (`redis-cli --cluster del-node` sends FORGET to every node, and the first one
+    /// already removes the node for all).
+    forgotten: parking_lot::Mutex<Vec<(String, std::time::Instant)>>,
 }
+
+/// How long a node that left the configuration is remembered as forgotten (Redis's blacklist TTL).
+pub const FORGOTTEN_FOR: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl Cluster {
     pub fn new(me: NodeInfo, node_timeout_ms: u64) -> Cluster {
@@ -413,6 +421,7 @@ impl Cluster {
             peers: peers::Peers::default(),
             manual: replicas::ManualRequest::default(),
             coordinator: std::sync::OnceLock::new(),
+            forgotten: parking_lot::Mutex::new(Vec::new()),
         }
     }
 
@@ -429,6 +438,13 @@ impl Cluster {
             return false;
         }
         let newer = map.epoch > current.epoch;
+        if newer {
+            let mut forgotten = self.forgotten.lock();
+            forgotten.retain(|(_, at)| at.elapsed() < FORGOTTEN_FOR);
+            for gone in current.nodes.iter().filter(|n| map.node(&n.id).is_none()) {
+                forgotten.push((gone.id.clone(), std::time::Instant::now()));
+            }
+        }
         *current = Arc::new(map);
         if newer {
             self.stats
@@ -447,6 +463,14 @@ impl Cluster {
             pubsub.drop_shard_channels(|channel| self.owns(key_slot(channel)));
         }
         newer
+    }
+
+    /// Whether `id` left the configuration this node follows within [`FORGOTTEN_FOR`].
+    pub fn recently_forgotten(&self, id: &str) -> bool {
+        self.forgotten
+            .lock()
+            .iter()
+            .any(|(gone, at)| gone == id && at.elapsed() < FORGOTTEN_FOR)
     }
 
     /// Whether this node owns `slot` in the configuration in force.

@@ -347,11 +347,18 @@ fn meet(_ctx: &mut Ctx, cluster: &Arc<Cluster>, args: &[&[u8]]) -> CmdResult {
     Ok(Reply::OK)
 }
 
-/// FORGET <node-id>: removes the node from the configuration, as `stmd cluster remove-node`.
+/// FORGET <node-id>: removes the node from the configuration, as `stmd cluster remove-node`; a
+/// node that left it within the last minute answers OK (so `redis-cli --cluster del-node`, which
+/// asks every node, succeeds).
 fn forget(_ctx: &mut Ctx, cluster: &Arc<Cluster>, args: &[&[u8]]) -> CmdResult {
     let id = String::from_utf8_lossy(args[2]).into_owned();
     let map = cluster.map();
     if map.node(&id).is_none() {
+        // Already forgotten for every node (another node's FORGET): OK, as Redis answers a
+        // FORGET of a node it forgot within the minute.
+        if cluster.recently_forgotten(&id) {
+            return Ok(Reply::OK);
+        }
         return Err(error(format!("ERR Unknown node {id}")));
     }
     if id == cluster.me.id {
