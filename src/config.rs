@@ -1,6 +1,7 @@
 //! Configuration: clap flags with Redis's option names (each also an `STMD_*` environment variable),
 //! and the `CONFIG GET/SET` view of the same settings, driven by one parameter table.
 
+use crate::acl::rules::ChannelDefault;
 use crate::output_limit::OutputBufferLimits;
 use crate::store::eviction::Policy;
 use clap::Parser;
@@ -48,6 +49,15 @@ pub struct Config {
         help_heading = "Network"
     )]
     pub maxclients: usize,
+    /// TCP keepalive for clients: probe an idle connection after this many seconds, so a peer
+    /// that vanished (host down, cable cut) is noticed and its connection closed (0: off).
+    #[arg(
+        long,
+        env = "STMD_TCP_KEEPALIVE",
+        default_value_t = 300,
+        help_heading = "Network"
+    )]
+    pub tcp_keepalive: u64,
     /// Close a client idle for this many seconds (0: never).
     #[arg(
         long,
@@ -95,6 +105,10 @@ pub struct Config {
         help_heading = "Security"
     )]
     pub acllog_max_len: usize,
+    /// The channels a new ACL user or selector starts with, and `reset` gives: resetchannels
+    /// (none, Redis 7's default) or allchannels (Redis 6's).
+    #[arg(long, env = "STMD_ACL_PUBSUB_DEFAULT", default_value = "resetchannels", value_parser = ChannelDefault::parse, help_heading = "Security")]
+    pub acl_pubsub_default: ChannelDefault,
     /// Rename a command (e.g. `--rename-command FLUSHALL ""` disables it; `--rename-command CONFIG
     /// ADMINCONFIG` hides it behind a new name). Repeatable.
     #[arg(long = "rename-command", num_args = 2, value_names = ["COMMAND", "NEW_NAME"], action = clap::ArgAction::Append, help_heading = "Security")]
@@ -172,6 +186,11 @@ pub struct Config {
     /// While following a primary, refuse writes from clients (`-READONLY`) (yes|no).
     #[arg(long, env = "STMD_REPLICA_READ_ONLY", default_value = "yes", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "Replication")]
     pub replica_read_only: bool,
+    /// While following a primary whose link is down (or still syncing), serve clients the data as
+    /// it is (yes), or answer `-MASTERDOWN` to every command not flagged `stale` (no; alias
+    /// `slave-serve-stale-data`).
+    #[arg(long, env = "STMD_REPLICA_SERVE_STALE_DATA", default_value = "yes", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "Replication")]
+    pub replica_serve_stale_data: bool,
     /// A primary refuses writes (`-NOREPLICAS`) unless at least this many replicas acknowledged
     /// within `min-replicas-max-lag` seconds (0: never refuses; alias `min-slaves-to-write`).
     #[arg(long, env = "STMD_MIN_REPLICAS_TO_WRITE", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=i32::MAX as u64), help_heading = "Replication")]
@@ -342,6 +361,23 @@ pub struct Config {
         help_heading = "Logging"
     )]
     pub log_format: LogFormat,
+    /// Log to this file (appended to, opened anew for each line so that logrotate can move it)
+    /// instead of standard output ("": standard output).
+    #[arg(
+        long,
+        env = "STMD_LOGFILE",
+        default_value = "",
+        help_heading = "Logging"
+    )]
+    pub logfile: String,
+    /// Write the server's process id to this file at start, and remove it at shutdown ("": none).
+    #[arg(
+        long,
+        env = "STMD_PIDFILE",
+        default_value = "",
+        help_heading = "Logging"
+    )]
+    pub pidfile: String,
 
     /// Commands taking at least this many microseconds go to the SLOWLOG (negative: none; 0: all).
     #[arg(
@@ -674,6 +710,17 @@ pub static PARAMS: &[Param] = &[
     },
     number_param!("maxclients", maxclients, 1, i64::MAX),
     number_param!("timeout", timeout, 0, i32::MAX as i64),
+    number_param!("tcp-keepalive", tcp_keepalive, 0, i32::MAX as i64),
+    Param {
+        name: "logfile",
+        get: |c| c.logfile.clone(),
+        set: None,
+    },
+    Param {
+        name: "pidfile",
+        get: |c| c.pidfile.clone(),
+        set: None,
+    },
     Param {
         name: "tls-port",
         get: |c| c.tls_port.to_string(),
@@ -789,6 +836,36 @@ pub static PARAMS: &[Param] = &[
         get: |c| if c.replica_read_only { "yes" } else { "no" }.to_string(),
         set: Some(|c, v| {
             c.replica_read_only = parse_yes_no(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "replica-serve-stale-data",
+        get: |c| {
+            if c.replica_serve_stale_data {
+                "yes"
+            } else {
+                "no"
+            }
+            .to_string()
+        },
+        set: Some(|c, v| {
+            c.replica_serve_stale_data = parse_yes_no(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "slave-serve-stale-data",
+        get: |c| {
+            if c.replica_serve_stale_data {
+                "yes"
+            } else {
+                "no"
+            }
+            .to_string()
+        },
+        set: Some(|c, v| {
+            c.replica_serve_stale_data = parse_yes_no(v)?;
             Ok(())
         }),
     },
@@ -927,6 +1004,14 @@ pub static PARAMS: &[Param] = &[
     ),
     number_param!("slowlog-max-len", slowlog_max_len),
     number_param!("acllog-max-len", acllog_max_len),
+    Param {
+        name: "acl-pubsub-default",
+        get: |c| c.acl_pubsub_default.name().to_string(),
+        set: Some(|c, v| {
+            c.acl_pubsub_default = ChannelDefault::parse(v)?;
+            Ok(())
+        }),
+    },
     Param {
         name: "aclfile",
         get: |c| c.aclfile.clone().unwrap_or_default(),

@@ -1,9 +1,12 @@
 //! The `stmd` binary: flags → logging → bind → `server::run` until SIGINT or SIGTERM; or, as
 //! `stmd cluster …`, the cluster admin tool.
 
+use std::fs::OpenOptions;
+use std::path::PathBuf;
 use stmd::config::{Config, LogFormat};
 use stmd::server::Listeners;
 use tokio::net::TcpListener;
+use tracing_subscriber::fmt::writer::{BoxMakeWriter, MakeWriter};
 use tracing_subscriber::EnvFilter;
 
 fn main() -> std::process::ExitCode {
@@ -21,7 +24,20 @@ fn main() -> std::process::ExitCode {
         }
     };
     let filter = EnvFilter::try_new(&config.log_level).unwrap_or_else(|_| EnvFilter::new("info"));
-    let logs = tracing_subscriber::fmt().with_env_filter(filter);
+    let writer = match config.logfile.as_str() {
+        "" => BoxMakeWriter::new(std::io::stdout),
+        path => match LogFile::open(path) {
+            Ok(file) => BoxMakeWriter::new(file),
+            Err(err) => {
+                eprintln!("Can't open the log file: {err}");
+                return std::process::ExitCode::FAILURE;
+            }
+        },
+    };
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(config.logfile.is_empty())
+        .with_writer(writer);
     match config.log_format {
         // One JSON object per line, fields flattened, so collectors need no parsing rules.
         LogFormat::Json => logs
@@ -45,11 +61,70 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(serve(config)) {
+    let pidfile = PidFile::write(&config.pidfile);
+    let served = runtime.block_on(serve(config));
+    drop(pidfile);
+    match served {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {
             tracing::error!(%err, "stmd failed");
             std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// `--logfile`: each line is appended to the file opened anew, as Redis does, so that a file moved
+/// away by logrotate is followed at once by a new one. A line that cannot be written goes to
+/// standard error.
+struct LogFile(PathBuf);
+
+impl LogFile {
+    /// Checks at start that the file can be opened (Redis refuses to start otherwise).
+    fn open(path: &str) -> std::io::Result<LogFile> {
+        let file = LogFile(PathBuf::from(path));
+        file.append()?;
+        Ok(file)
+    }
+
+    fn append(&self) -> std::io::Result<std::fs::File> {
+        OpenOptions::new().create(true).append(true).open(&self.0)
+    }
+}
+
+impl<'a> MakeWriter<'a> for LogFile {
+    type Writer = Box<dyn std::io::Write>;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        match self.append() {
+            Ok(file) => Box::new(file),
+            Err(_) => Box::new(std::io::stderr()),
+        }
+    }
+}
+
+/// `--pidfile`: the process id, written at start and removed when the server stops (a failure to
+/// write it is logged, as Redis does, and the server runs on).
+struct PidFile(Option<PathBuf>);
+
+impl PidFile {
+    fn write(path: &str) -> PidFile {
+        if path.is_empty() {
+            return PidFile(None);
+        }
+        match std::fs::write(path, format!("{}\n", std::process::id())) {
+            Ok(()) => PidFile(Some(PathBuf::from(path))),
+            Err(err) => {
+                tracing::warn!(path, %err, "failed to write the PID file");
+                PidFile(None)
+            }
+        }
+    }
+}
+
+impl Drop for PidFile {
+    fn drop(&mut self) {
+        if let Some(path) = &self.0 {
+            let _ = std::fs::remove_file(path);
         }
     }
 }

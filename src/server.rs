@@ -89,7 +89,8 @@ impl Shared {
         let acl = crate::acl::Acl::new();
         if let Some(path) = config.aclfile.as_deref().filter(|p| !p.is_empty()) {
             let users =
-                crate::acl::file::load(std::path::Path::new(path)).map_err(Error::Config)?;
+                crate::acl::file::load(std::path::Path::new(path), config.acl_pubsub_default)
+                    .map_err(Error::Config)?;
             acl.replace_all(users);
         }
         if !config.requirepass.is_empty() {
@@ -155,6 +156,22 @@ async fn accept(listener: &Option<TcpListener>) -> std::io::Result<(TcpStream, S
     match listener {
         Some(listener) => listener.accept().await,
         None => std::future::pending().await,
+    }
+}
+
+/// `tcp-keepalive`: the kernel probes a connection idle for `secs`, then every third of that, and
+/// closes it after three unanswered probes (Redis's settings), so a client whose host vanished is
+/// dropped. 0: off.
+fn keep_alive(stream: &TcpStream, secs: u64) {
+    if secs == 0 {
+        return;
+    }
+    let probes = socket2::TcpKeepalive::new()
+        .with_time(Duration::from_secs(secs))
+        .with_interval(Duration::from_secs((secs / 3).max(1)))
+        .with_retries(3);
+    if let Err(err) = socket2::SockRef::from(stream).set_tcp_keepalive(&probes) {
+        tracing::debug!(%err, "cannot set TCP keepalive");
     }
 }
 
@@ -444,6 +461,7 @@ pub async fn run(
             .stats
             .total_connections_received
             .fetch_add(1, Ordering::Relaxed);
+        keep_alive(&stream, shared.config.read().tcp_keepalive);
         let shared = shared.clone();
         let done = done_tx.clone();
         match (&tls, is_tls) {

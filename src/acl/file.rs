@@ -1,11 +1,12 @@
 //! The ACL file: one `user <name> <rule> …` line per user, as ACL LIST prints them. Loading is
 //! all-or-nothing (an error names the line); saving writes a temporary file then renames it.
 
-use super::rules::{merge_selector_args, User};
+use super::rules::{merge_selector_args, ChannelDefault, User};
 use std::path::Path;
 
-/// Parses a whole ACL file. The error is Redis's text, naming the line.
-pub fn parse(text: &str) -> Result<Vec<User>, String> {
+/// Parses a whole ACL file, under the server's `acl-pubsub-default` (`channels`). The error is
+/// Redis's text, naming the line.
+pub fn parse(text: &str, channels: ChannelDefault) -> Result<Vec<User>, String> {
     let mut users: Vec<User> = Vec::new();
     let mut errors = Vec::new();
     for (index, raw) in text.lines().enumerate() {
@@ -34,10 +35,10 @@ pub fn parse(text: &str) -> Result<Vec<User>, String> {
                 continue;
             }
         };
-        let mut user = User::new(name.as_bytes());
+        let mut user = User::new(name.as_bytes(), channels);
         let mut bad = None;
         for rule in &rules {
-            if let Err(e) = user.apply(rule) {
+            if let Err(e) = user.apply(rule, channels) {
                 bad = Some(format!(
                     "/{lineno}: Error in applying operation '{}': {}. ",
                     String::from_utf8_lossy(rule),
@@ -60,10 +61,10 @@ pub fn parse(text: &str) -> Result<Vec<User>, String> {
 }
 
 /// Reads and parses the ACL file at `path`; the error names the file and the line.
-pub fn load(path: &Path) -> Result<Vec<User>, String> {
+pub fn load(path: &Path, channels: ChannelDefault) -> Result<Vec<User>, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("Error loading ACLs, opening file '{}': {e}", path.display()))?;
-    parse(&text).map_err(|e| format!("{}{e}", path.display()))
+    parse(&text, channels).map_err(|e| format!("{}{e}", path.display()))
 }
 
 /// Writes `users` to `path` atomically (a temporary file in the same directory, then rename).
@@ -91,17 +92,19 @@ mod tests {
 
     #[test]
     fn parses_and_names_bad_lines() {
-        let users = parse("user default on nopass ~* &* +@all\n\nuser bot on #f64551fcd6f07823cb87971cfb91446425da18286b3ab1ef935e0cbd7a69f68a ~a* (+get ~b*) -@all +@stm\n").unwrap();
+        let users = parse("user default on nopass ~* &* +@all\n\nuser bot on #f64551fcd6f07823cb87971cfb91446425da18286b3ab1ef935e0cbd7a69f68a ~a* (+get ~b*) -@all +@stm\n", ChannelDefault::Reset).unwrap();
         assert_eq!(users.len(), 2);
         assert_eq!(
             users[1].describe(),
             "user bot on #f64551fcd6f07823cb87971cfb91446425da18286b3ab1ef935e0cbd7a69f68a ~a* resetchannels -@all +@stm (~b* resetchannels -@all +get)"
         );
-        let err = parse("user a on\nuser b +nosuch\n").unwrap_err();
+        let err = parse("user a on\nuser b +nosuch\n", ChannelDefault::Reset).unwrap_err();
         assert_eq!(
             err,
             "/2: Error in applying operation '+nosuch': Unknown command or category name in ACL."
         );
-        assert!(parse("bogus\n").unwrap_err().starts_with("/1: "));
+        assert!(parse("bogus\n", ChannelDefault::Reset)
+            .unwrap_err()
+            .starts_with("/1: "));
     }
 }

@@ -13,7 +13,7 @@ pub mod rules;
 use crate::commands::keyspec::{self, KeyFlags};
 use crate::commands::table::Command;
 use parking_lot::{Mutex, RwLock};
-pub use rules::{User, IDS};
+pub use rules::{ChannelDefault, User, IDS};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -150,13 +150,13 @@ impl Acl {
     /// `requirepass`: the default user gets this one password, or `nopass` when empty.
     pub fn set_requirepass(&self, password: &str) {
         let mut user = (*self.default_user()).clone();
-        let _ = user.apply(b"resetpass");
+        let _ = user.apply(b"resetpass", ChannelDefault::Reset);
         if password.is_empty() {
-            let _ = user.apply(b"nopass");
+            let _ = user.apply(b"nopass", ChannelDefault::Reset);
         } else {
             let mut rule = b">".to_vec();
             rule.extend_from_slice(password.as_bytes());
-            let _ = user.apply(&rule);
+            let _ = user.apply(&rule, ChannelDefault::Reset);
         }
         user.refresh();
         self.put(user);

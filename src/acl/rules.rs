@@ -99,6 +99,36 @@ impl RuleError {
     }
 }
 
+/// The channels a new selector starts with (`acl-pubsub-default`): none (`resetchannels`, Redis
+/// 7's default) or all (`allchannels`, Redis 6's). It applies to a new user, a new `(…)` selector
+/// and the `reset` rule, as the setting is when they are applied.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ChannelDefault {
+    #[default]
+    Reset,
+    All,
+}
+
+impl ChannelDefault {
+    /// CONFIG's name of it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ChannelDefault::Reset => "resetchannels",
+            ChannelDefault::All => "allchannels",
+        }
+    }
+
+    /// Parses the CONFIG value (case-insensitive), with Redis's CONFIG SET text on failure.
+    pub fn parse(text: &str) -> Result<ChannelDefault, String> {
+        [ChannelDefault::All, ChannelDefault::Reset]
+            .into_iter()
+            .find(|d| d.name().eq_ignore_ascii_case(text))
+            .ok_or_else(|| {
+                "argument(s) must be one of the following: allchannels, resetchannels".to_string()
+            })
+    }
+}
+
 impl Selector {
     /// A selector that allows nothing (`-@all`, no keys, no channels).
     pub fn new() -> Selector {
@@ -110,6 +140,14 @@ impl Selector {
             all_keys: false,
             channels: Vec::new(),
             all_channels: false,
+        }
+    }
+
+    /// A new selector: nothing allowed but the channels of `channels`.
+    pub fn starting(channels: ChannelDefault) -> Selector {
+        Selector {
+            all_channels: channels == ChannelDefault::All,
+            ..Selector::new()
         }
     }
 
@@ -425,15 +463,15 @@ fn valid_hash(hash: &[u8]) -> bool {
 }
 
 impl User {
-    /// A new user: off, no passwords, no permissions.
-    pub fn new(name: &[u8]) -> User {
+    /// A new user: off, no passwords, no permissions but the channels of `channels`.
+    pub fn new(name: &[u8], channels: ChannelDefault) -> User {
         User {
             name: name.to_vec(),
             enabled: false,
             nopass: false,
             sanitize: None,
             passwords: Vec::new(),
-            root: Selector::new(),
+            root: Selector::starting(channels),
             selectors: Vec::new(),
             unrestricted: false,
         }
@@ -441,9 +479,9 @@ impl User {
 
     /// The `default` user of a fresh server: on, nopass, everything allowed.
     pub fn default_user() -> User {
-        let mut user = User::new(b"default");
+        let mut user = User::new(b"default", ChannelDefault::Reset);
         for rule in ["on", "nopass", "~*", "&*", "+@all"] {
-            let _ = user.apply(rule.as_bytes());
+            let _ = user.apply(rule.as_bytes(), ChannelDefault::Reset);
         }
         user.refresh();
         user
@@ -467,10 +505,11 @@ impl User {
         self.passwords.contains(&hash)
     }
 
-    /// Applies one rule (one SETUSER argument, a whole `(…)` selector included).
-    pub fn apply(&mut self, op: &[u8]) -> Result<(), RuleError> {
+    /// Applies one rule (one SETUSER argument, a whole `(…)` selector included), under the
+    /// server's `acl-pubsub-default` (`channels`).
+    pub fn apply(&mut self, op: &[u8], channels: ChannelDefault) -> Result<(), RuleError> {
         if op.len() >= 2 && op[0] == b'(' && op[op.len() - 1] == b')' {
-            let mut selector = Selector::new();
+            let mut selector = Selector::starting(channels);
             for part in op[1..op.len() - 1].split(|&b| b == b' ') {
                 if part.is_empty() {
                     continue;
@@ -504,7 +543,10 @@ impl User {
                     "clearselectors",
                     "-@all",
                 ] {
-                    self.apply(rule.as_bytes())?;
+                    self.apply(rule.as_bytes(), channels)?;
+                }
+                if channels == ChannelDefault::All {
+                    self.apply(b"allchannels", channels)?;
                 }
                 self.sanitize = Some(true);
             }
@@ -620,9 +662,9 @@ mod tests {
     use super::*;
 
     fn user(rules: &[&str]) -> Result<User, RuleError> {
-        let mut u = User::new(b"u");
+        let mut u = User::new(b"u", ChannelDefault::Reset);
         for r in rules {
-            u.apply(r.as_bytes())?;
+            u.apply(r.as_bytes(), ChannelDefault::Reset)?;
         }
         u.refresh();
         Ok(u)

@@ -102,12 +102,13 @@ fn setuser(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let name = args[2];
     let rules =
         merge_selector_args(&args[3..]).map_err(|e| Reply::Error(format!("ERR {e}").into()))?;
+    let channels = ctx.shared.config.read().acl_pubsub_default;
     let mut user = match ctx.shared.acl.get(name) {
         Some(existing) => (*existing).clone(),
-        None => User::new(name),
+        None => User::new(name, channels),
     };
     for rule in &rules {
-        user.apply(rule).map_err(|e| {
+        user.apply(rule, channels).map_err(|e| {
             Reply::Error(
                 format!(
                     "ERR Error in ACL SETUSER modifier '{}': {}",
@@ -337,7 +338,9 @@ fn load(ctx: &mut Ctx) -> CmdResult {
     let Some(path) = aclfile(ctx) else {
         return Err(Reply::error(NO_ACLFILE));
     };
-    let users = acl::file::load(&path).map_err(|e| Reply::Error(format!("ERR {e}").into()))?;
+    let channels = ctx.shared.config.read().acl_pubsub_default;
+    let users =
+        acl::file::load(&path, channels).map_err(|e| Reply::Error(format!("ERR {e}").into()))?;
     let before = ctx.shared.acl.names();
     ctx.shared.acl.replace_all(users);
     // Connections of users that are gone or now disabled are closed, as Redis does.

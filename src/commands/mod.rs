@@ -435,6 +435,16 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
         let refusal = crate::replication::replica::READONLY.to_string();
         return reject(ctx, Some(cmd), args, refusal);
     }
+    // A stale replica (`replica-serve-stale-data no`) serves only the commands flagged `stale`
+    // (INFO, REPLICAOF, CONFIG…), and EXEC only when all it queued are.
+    if !obey
+        && replication.replica.is_stale(&ctx.shared.config)
+        && (!effective.has(table::STALE)
+            || (cmd.name == "exec" && queued_any(ctx, |c| !c.has(table::STALE))))
+    {
+        let refusal = crate::replication::replica::MASTERDOWN.to_string();
+        return reject(ctx, Some(cmd), args, refusal);
+    }
     if ctx.conn.multi.is_some() && !cmd.has(table::NOT_QUEUED) {
         if effective.has(table::NO_MULTI) {
             return reject(ctx, Some(cmd), args, err::NOT_IN_MULTI.to_string());
@@ -480,6 +490,11 @@ fn writes_or_ping(ctx: &Ctx<'_, '_>, cmd: &Command, effective: &Command) -> bool
 
 /// True when the transaction queued a write (what EXEC would run).
 pub(crate) fn queued_write(ctx: &Ctx<'_, '_>) -> bool {
+    queued_any(ctx, |c| c.has(table::WRITE))
+}
+
+/// True when some command queued in MULTI (its subcommand's row for a container) is `such`.
+fn queued_any(ctx: &Ctx<'_, '_>, such: impl Fn(&Command) -> bool) -> bool {
     ctx.conn.multi.iter().flatten().any(|queued| {
         ctx.shared
             .commands
@@ -488,7 +503,7 @@ pub(crate) fn queued_write(ctx: &Ctx<'_, '_>) -> bool {
                 Some(sub) if !c.subcommands.is_empty() => c.subcommand(sub).unwrap_or(c),
                 _ => c,
             })
-            .is_some_and(|c| c.has(table::WRITE))
+            .is_some_and(&such)
     })
 }
 

@@ -162,6 +162,12 @@ fn execute<'s>(
     {
         return Err(Reply::error(crate::replication::master::NOREPLICAS));
     }
+    // A script without `allow-stale` (one without a shebang included) does not run on a stale
+    // replica.
+    if !flags.allow_stale && !ctx.conn.from_primary && replication.replica.is_stale(&shared.config)
+    {
+        return Err(Reply::error(crate::replication::replica::MASTERDOWN));
+    }
     if flags.shebang && !flags.no_writes && !flags.allow_oom && script.out_of_memory {
         return Err(Reply::error(OOM));
     }
@@ -213,20 +219,26 @@ fn execute<'s>(
 /// One `redis.call` / `redis.pcall`: Redis's script checks in Redis's order, then the handler.
 fn call_from_script(ctx: &mut Ctx, args: &[&[u8]], resp3: bool, may: &Permissions) -> Reply {
     ctx.shared.scripting.run.maybe_hand_off();
+    const UNKNOWN: &str = "ERR Unknown Redis command called from script";
     let Some(cmd) = ctx.shared.commands.lookup(args[0]) else {
-        return Reply::error("ERR Unknown Redis command called from script");
+        return Reply::error(UNKNOWN);
     };
-    if !cmd.arity_ok(args.len()) {
+    // A container's subcommand is looked up as Redis does (an unknown one is an unknown command),
+    // and its own arity and flags apply (`CONFIG GET` is `noscript`, as `CONFIG` is not).
+    let effective = match (cmd.subcommands.is_empty(), args.get(1)) {
+        (false, Some(sub)) => match cmd.subcommand(sub) {
+            Some(effective) => effective,
+            None => return Reply::error(UNKNOWN),
+        },
+        _ => cmd,
+    };
+    if !effective.arity_ok(args.len()) {
         return Reply::error("ERR Wrong number of args calling Redis command from script");
     }
-    if cmd.has(table::NOSCRIPT) {
+    if effective.has(table::NOSCRIPT) {
         return Reply::error("ERR This Redis command is not allowed from script");
     }
     // The script runs as its caller's user: a denied command fails inside the script.
-    let effective = match cmd.resolve(args) {
-        Ok(effective) => effective,
-        Err(text) => return Reply::Error(text.into()),
-    };
     if let Err(error) = super::acl_check(ctx, effective, args, "lua") {
         return Reply::Error(error.into());
     }
@@ -252,7 +264,7 @@ fn call_from_script(ctx: &mut Ctx, args: &[&[u8]], resp3: bool, may: &Permission
             _ => {}
         }
     }
-    if cmd.has(table::WRITE) {
+    if effective.has(table::WRITE) {
         if may.read_only {
             return Reply::error("ERR Write commands are not allowed from read-only scripts.");
         }
@@ -276,10 +288,16 @@ fn call_from_script(ctx: &mut Ctx, args: &[&[u8]], resp3: bool, may: &Permission
         {
             return Reply::error(crate::replication::master::NOREPLICAS);
         }
-        if cmd.has(table::DENYOOM) && may.out_of_memory {
+        if effective.has(table::DENYOOM) && may.out_of_memory {
             return Reply::error(OOM);
         }
         ctx.shared.scripting.run.mark_write();
+    }
+    if !effective.has(table::STALE)
+        && !ctx.conn.from_primary
+        && ctx.shared.replication.replica.is_stale(&ctx.shared.config)
+    {
+        return Reply::error(crate::replication::replica::STALE_IN_SCRIPT);
     }
     // The script has its own protocol (redis.setresp), not its caller's.
     let caller_resp3 = std::mem::replace(&mut ctx.conn.resp3, resp3);

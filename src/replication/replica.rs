@@ -18,6 +18,11 @@ use tokio::sync::watch;
 
 /// Redis's refusal of a client's write on a read-only replica.
 pub const READONLY: &str = "READONLY You can't write against a read only replica.";
+/// A stale replica's answer to a command not flagged `stale` (`replica-serve-stale-data no`).
+pub const MASTERDOWN: &str =
+    "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
+/// The same, to a script's `redis.call`.
+pub const STALE_IN_SCRIPT: &str = "ERR Can not execute the command on a stale replica";
 
 /// The link's state, as ROLE names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,6 +122,15 @@ impl Replica {
     #[inline]
     pub fn refuses_writes(&self, config: &parking_lot::RwLock<crate::config::Config>) -> bool {
         self.following() && config.read().replica_read_only
+    }
+
+    /// True when clients get [`MASTERDOWN`] for commands not flagged `stale`: following a primary
+    /// whose link is not up (connecting, or syncing) with `replica-serve-stale-data no`.
+    #[inline]
+    pub fn is_stale(&self, config: &parking_lot::RwLock<crate::config::Config>) -> bool {
+        self.following()
+            && self.state() != LinkState::Connected
+            && !config.read().replica_serve_stale_data
     }
 
     pub fn state(&self) -> LinkState {

@@ -43,6 +43,9 @@ pub struct ScriptFlags {
     /// `allow-cross-slot-keys`: in cluster mode, `redis.call` may touch keys of several slots
     /// (of this node).
     pub allow_cross_slot_keys: bool,
+    /// `allow-stale`: runs on a stale replica (`replica-serve-stale-data no`), where its
+    /// `redis.call`s of commands not flagged `stale` fail.
+    pub allow_stale: bool,
 }
 
 /// The Lua state and the cache of compiled scripts.
@@ -593,7 +596,7 @@ pub fn parse_shebang(body: &[u8]) -> Result<(ScriptFlags, std::borrow::Cow<'_, [
                 "allow-oom" => flags.allow_oom = true,
                 "no-cluster" => flags.no_cluster = true,
                 "allow-cross-slot-keys" => flags.allow_cross_slot_keys = true,
-                "allow-stale" => {}
+                "allow-stale" => flags.allow_stale = true,
                 other => return Err(format!("ERR Unexpected flag in script shebang: {other}")),
             }
         }

@@ -170,6 +170,7 @@ pub fn function_flags(names: &[String]) -> ScriptFlags {
         allow_oom: has("allow-oom"),
         no_cluster: has("no-cluster"),
         allow_cross_slot_keys: has("allow-cross-slot-keys"),
+        allow_stale: has("allow-stale"),
     }
 }
 

@@ -458,3 +458,55 @@ async fn quit_replies_then_closes_and_reset_restores_defaults() {
     assert_eq!(con.read_n(5).await, b"+OK\r\n");
     assert!(con.is_closed().await, "nothing after QUIT is answered");
 }
+
+/// `tcp-keepalive` (Redis's default 300 s; `CONFIG SET` applies to new clients): the kernel probes
+/// an idle client after that long, then every third of it, three times. Read on the server's own
+/// socket: the test server runs in this process, and CLIENT INFO names the descriptor.
+#[tokio::test]
+async fn clients_get_tcp_keepalive_probes() {
+    use std::os::fd::BorrowedFd;
+    let server = TestServer::start().await;
+    let server = &server;
+    // (idle time, interval, probes) of the server's socket of a new client; None when off.
+    let probes = |secs: Option<u64>| async move {
+        let mut con = server.raw().await;
+        if let Some(secs) = secs {
+            let set = con
+                .command(&[
+                    b"CONFIG",
+                    b"SET",
+                    b"tcp-keepalive",
+                    secs.to_string().as_bytes(),
+                ])
+                .await;
+            assert_eq!(set, b"+OK\r\n");
+            con = server.raw().await;
+        }
+        let info = String::from_utf8(con.command(&[b"CLIENT", b"INFO"]).await).expect("utf-8");
+        let fd: i32 = info
+            .split(' ')
+            .find_map(|f| f.strip_prefix("fd="))
+            .and_then(|n| n.parse().ok())
+            .expect("fd= in CLIENT INFO");
+        // SAFETY: `fd` is the server's socket of `con`'s connection, in this process, and stays
+        // open while `con` is connected: it outlives the borrow, which ends in this block.
+        let socket = unsafe { BorrowedFd::borrow_raw(fd) };
+        let socket = socket2::SockRef::from(&socket);
+        let on = socket.keepalive().expect("SO_KEEPALIVE");
+        let probes = on.then(|| {
+            (
+                socket.tcp_keepalive_time().expect("TCP_KEEPIDLE").as_secs(),
+                socket
+                    .tcp_keepalive_interval()
+                    .expect("TCP_KEEPINTVL")
+                    .as_secs(),
+                socket.tcp_keepalive_retries().expect("TCP_KEEPCNT"),
+            )
+        });
+        drop(con);
+        probes
+    };
+    assert_eq!(probes(None).await, Some((300, 100, 3)));
+    assert_eq!(probes(Some(0)).await, None);
+    assert_eq!(probes(Some(2)).await, Some((2, 1, 3)));
+}

@@ -131,3 +131,97 @@ fn json_logs_are_one_object_per_line_from_start_to_stop() {
     assert_eq!(refusal["maxclients"], 1);
     assert_eq!(refusal["rejected"], 1);
 }
+
+/// `--logfile` (appended to, opened anew per line: a file moved away by logrotate is followed by
+/// a new one) and `--pidfile` (written at start, removed at shutdown); a log file that cannot be
+/// opened stops the start, as in Redis.
+#[test]
+fn logfile_and_pidfile() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (log, pid) = (dir.path().join("stmd.log"), dir.path().join("stmd.pid"));
+    let mut child = stmd()
+        .args(["--log-format", "json", "--port", "0", "--bind", "127.0.0.1"])
+        .args(["--enable-debug-command", "yes"])
+        .arg("--logfile")
+        .arg(&log)
+        .arg("--pidfile")
+        .arg(&pid)
+        .arg("--dir")
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn stmd");
+    let lines = |path: &std::path::Path| -> Vec<serde_json::Value> {
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect()
+    };
+    let wait_for = |path: &std::path::Path, message: &str| -> serde_json::Value {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(line) = lines(path).into_iter().find(|l| l["message"] == message) {
+                return line;
+            }
+            assert!(Instant::now() < deadline, "no {message:?} in {path:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let ready = wait_for(&log, "stmd ready to accept connections");
+    assert_eq!(
+        std::fs::read_to_string(&pid).expect("pidfile"),
+        format!("{}\n", child.id())
+    );
+    let addr = ready["addr"].as_str().expect("addr").to_string();
+    let mut conn = TcpStream::connect(&addr).expect("connect");
+    conn.set_read_timeout(Some(Duration::from_secs(10))).ok();
+    let mut ask = |request: &[u8], expected: &[u8]| {
+        conn.write_all(request).expect("write");
+        let mut got = vec![0u8; expected.len()];
+        conn.read_exact(&mut got).expect("read");
+        assert_eq!(got, expected);
+    };
+    ask(
+        b"*3\r\n$6\r\nCONFIG\r\n$3\r\nGET\r\n$7\r\npidfile\r\n",
+        format!(
+            "*2\r\n$7\r\npidfile\r\n${}\r\n{}\r\n",
+            pid.display().to_string().len(),
+            pid.display()
+        )
+        .as_bytes(),
+    );
+    // logrotate moves the file away: the next line starts a new one.
+    let rotated = dir.path().join("stmd.log.1");
+    std::fs::rename(&log, &rotated).expect("rotate");
+    ask(
+        b"*3\r\n$5\r\nDEBUG\r\n$3\r\nLOG\r\n$7\r\nrotated\r\n",
+        b"+OK\r\n",
+    );
+    wait_for(&log, "DEBUG LOG: rotated");
+    ask(b"*1\r\n$8\r\nSHUTDOWN\r\n", b"");
+    assert!(child.wait().expect("wait").success());
+    wait_for(&log, "stmd stopped");
+    assert!(!pid.exists(), "the pidfile is removed at shutdown");
+    assert!(lines(&rotated).iter().any(|l| l == &ready));
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_string(&mut stdout)
+        .ok();
+    assert_eq!(stdout, "", "the log went to the file only");
+
+    let out = stmd()
+        .args(["--port", "0", "--logfile"])
+        .arg(dir.path().join("missing/stmd.log"))
+        .output()
+        .expect("run stmd");
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).starts_with("Can't open the log file: "),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

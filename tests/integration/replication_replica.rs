@@ -363,6 +363,38 @@ async fn a_password_protected_primary_and_a_broken_link() {
         field(&info(&mut replica, "replication").await, "master_replid"),
         field(&info(&mut primary, "replication").await, "master_replid")
     );
+
+    // replica-serve-stale-data no: served while the link is up, MASTERDOWN once it is down.
+    ok(
+        &mut replica,
+        &["CONFIG", "SET", "replica-serve-stale-data", "no"],
+    )
+    .await;
+    assert_eq!(
+        ok(&mut replica, &["GET", "fresh"]).await,
+        Value::BulkString(b"3".to_vec())
+    );
+    drop(primary);
+    drop(redis);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let refused = loop {
+        match redis::cmd("GET")
+            .arg("fresh")
+            .query_async::<Value>(&mut replica)
+            .await
+        {
+            Err(err) => break err,
+            Ok(_) => {
+                assert!(
+                    Instant::now() < deadline,
+                    "still served after the link went down"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    };
+    assert_eq!(refused.code(), Some("MASTERDOWN"), "{refused}");
+    assert_ne!(link_state(&mut replica).await, "connected");
 }
 
 #[tokio::test]
