@@ -664,6 +664,19 @@ macro_rules! number_param {
     };
 }
 
+macro_rules! yes_no_param {
+    ($name:literal, $field:ident) => {
+        Param {
+            name: $name,
+            get: |c| if c.$field { "yes" } else { "no" }.to_string(),
+            set: Some(|c, v| {
+                c.$field = parse_yes_no(v)?;
+                Ok(())
+            }),
+        }
+    };
+}
+
 macro_rules! memory_param {
     ($name:literal, $field:ident) => {
         Param {
@@ -749,14 +762,7 @@ pub static PARAMS: &[Param] = &[
             Ok(())
         }),
     },
-    Param {
-        name: "protected-mode",
-        get: |c| if c.protected_mode { "yes" } else { "no" }.to_string(),
-        set: Some(|c, v| {
-            c.protected_mode = parse_yes_no(v)?;
-            Ok(())
-        }),
-    },
+    yes_no_param!("protected-mode", protected_mode),
     memory_param!("proto-max-bulk-len", proto_max_bulk_len),
     number_param!("proto-max-multibulk-len", proto_max_multibulk_len),
     memory_param!("hll-sparse-max-bytes", hll_sparse_max_bytes),
@@ -831,52 +837,10 @@ pub static PARAMS: &[Param] = &[
             Ok(())
         }),
     },
-    Param {
-        name: "replica-read-only",
-        get: |c| if c.replica_read_only { "yes" } else { "no" }.to_string(),
-        set: Some(|c, v| {
-            c.replica_read_only = parse_yes_no(v)?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "replica-serve-stale-data",
-        get: |c| {
-            if c.replica_serve_stale_data {
-                "yes"
-            } else {
-                "no"
-            }
-            .to_string()
-        },
-        set: Some(|c, v| {
-            c.replica_serve_stale_data = parse_yes_no(v)?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "slave-serve-stale-data",
-        get: |c| {
-            if c.replica_serve_stale_data {
-                "yes"
-            } else {
-                "no"
-            }
-            .to_string()
-        },
-        set: Some(|c, v| {
-            c.replica_serve_stale_data = parse_yes_no(v)?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "slave-read-only",
-        get: |c| if c.replica_read_only { "yes" } else { "no" }.to_string(),
-        set: Some(|c, v| {
-            c.replica_read_only = parse_yes_no(v)?;
-            Ok(())
-        }),
-    },
+    yes_no_param!("replica-read-only", replica_read_only),
+    yes_no_param!("replica-serve-stale-data", replica_serve_stale_data),
+    yes_no_param!("slave-serve-stale-data", replica_serve_stale_data),
+    yes_no_param!("slave-read-only", replica_read_only),
     number_param!("repl-timeout", repl_timeout, 1, i32::MAX as i64),
     number_param!(
         "min-replicas-to-write",
@@ -907,14 +871,7 @@ pub static PARAMS: &[Param] = &[
         get: |c| c.dbfilename.clone(),
         set: None,
     },
-    Param {
-        name: "appendonly",
-        get: |c| if c.appendonly { "yes" } else { "no" }.to_string(),
-        set: Some(|c, v| {
-            c.appendonly = parse_yes_no(v)?;
-            Ok(())
-        }),
-    },
+    yes_no_param!("appendonly", appendonly),
     Param {
         name: "appendfsync",
         get: |c| c.appendfsync.to_string(),
@@ -940,22 +897,8 @@ pub static PARAMS: &[Param] = &[
         i32::MAX as i64
     ),
     memory_param!("auto-aof-rewrite-min-size", auto_aof_rewrite_min_size),
-    Param {
-        name: "aof-load-truncated",
-        get: |c| if c.aof_load_truncated { "yes" } else { "no" }.to_string(),
-        set: Some(|c, v| {
-            c.aof_load_truncated = parse_yes_no(v)?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "aof-timestamp-enabled",
-        get: |c| if c.aof_timestamp_enabled { "yes" } else { "no" }.to_string(),
-        set: Some(|c, v| {
-            c.aof_timestamp_enabled = parse_yes_no(v)?;
-            Ok(())
-        }),
-    },
+    yes_no_param!("aof-load-truncated", aof_load_truncated),
+    yes_no_param!("aof-timestamp-enabled", aof_timestamp_enabled),
     number_param!("stm-max-messages", stm_max_messages),
     number_param!("stm-ttl", stm_ttl),
     number_param!("stm-summary-ttl", stm_summary_ttl),
@@ -1027,14 +970,7 @@ pub static PARAMS: &[Param] = &[
     },
     number_param!("tracking-table-max-keys", tracking_table_max_keys),
     number_param!("latency-monitor-threshold", latency_monitor_threshold),
-    Param {
-        name: "latency-tracking",
-        get: |c| if c.latency_tracking { "yes" } else { "no" }.to_string(),
-        set: Some(|c, v| {
-            c.latency_tracking = parse_yes_no(v)?;
-            Ok(())
-        }),
-    },
+    yes_no_param!("latency-tracking", latency_tracking),
     Param {
         name: "latency-tracking-info-percentiles",
         get: |c| c.latency_tracking_info_percentiles.to_string(),
