@@ -41,9 +41,6 @@ pub fn cluster(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     if is(sub, "PEER") {
         return peer(ctx, args);
     }
-    if let Some(result) = super::cluster_admin::admin(ctx, args) {
-        return result;
-    }
     let cluster = cluster_of(ctx)?;
     let map = cluster.map();
     if is(sub, "HELP") {

@@ -15,42 +15,12 @@ use crate::cluster::{key_slot, manage, Cluster, SlotMap, DISABLED, SLOTS};
 use crate::protocol::Reply;
 use std::sync::Arc;
 
-type Handler = fn(&mut Ctx, &Arc<Cluster>, &[&[u8]]) -> CmdResult;
-
-/// Runs the subcommand when it is one of this module's; None otherwise.
-pub fn admin(ctx: &mut Ctx, args: &[&[u8]]) -> Option<CmdResult> {
-    let sub = args[1];
-    // (name, handler, whether it changes the configuration: those wait for it, and some scan
-    // the keyspace, which EXEC holds).
-    let handlers: [(&str, Handler, bool); 15] = [
-        ("ADDSLOTS", addslots, true),
-        ("ADDSLOTSRANGE", addslotsrange, true),
-        ("DELSLOTS", delslots, true),
-        ("DELSLOTSRANGE", delslotsrange, true),
-        ("FLUSHSLOTS", flushslots, true),
-        ("SETSLOT", setslot, true),
-        ("MEET", meet, false),
-        ("FORGET", forget, true),
-        ("REPLICATE", replicate, true),
-        ("RESET", reset, true),
-        ("SAVECONFIG", |_, _, _| Ok(Reply::OK), false),
-        ("BUMPEPOCH", bumpepoch, true),
-        ("SET-CONFIG-EPOCH", set_config_epoch, false),
-        ("COUNT-FAILURE-REPORTS", count_failure_reports, false),
-        ("LINKS", |_, _, _| Ok(Reply::Array(Vec::new())), false),
-    ];
-    let &(_, handler, changes) = handlers.iter().find(|(name, _, _)| is(sub, name))?;
-    let Some(cluster) = ctx.shared.cluster.clone() else {
-        return Some(Err(Reply::error(DISABLED)));
-    };
-    if changes && ctx.in_exec() {
-        // EXEC holds the keyspace's locks: the key checks would wait for them.
-        return Some(Err(Reply::error(format!(
-            "ERR CLUSTER {} cannot run inside MULTI/EXEC in stmd (it waits for the cluster configuration)",
-            String::from_utf8_lossy(sub).to_uppercase()
-        ))));
-    }
-    Some(handler(ctx, &cluster, args))
+/// The cluster of a cluster-mode node, or Redis's "cluster support disabled".
+fn configured(ctx: &Ctx) -> Result<Arc<Cluster>, Reply> {
+    ctx.shared
+        .cluster
+        .clone()
+        .ok_or_else(|| Reply::error(DISABLED))
 }
 
 fn error(text: String) -> Reply {
@@ -107,20 +77,23 @@ fn check_assignments(map: &SlotMap, slots: &[u16], adding: bool) -> Result<(), R
     Ok(())
 }
 
-fn addslots(ctx: &mut Ctx, cluster: &Arc<Cluster>, args: &[&[u8]]) -> CmdResult {
+pub fn addslots(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let cluster = &configured(ctx)?;
     let slots = args[2..]
         .iter()
         .map(|a| slot_arg(a))
         .collect::<Result<Vec<_>, _>>()?;
-    add(ctx, cluster, &slots)
+    add(cluster, &slots)
 }
 
-fn addslotsrange(ctx: &mut Ctx, cluster: &Arc<Cluster>, args: &[&[u8]]) -> CmdResult {
+pub fn addslotsrange(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let cluster = &configured(ctx)?;
     let slots = range_args(args)?;
-    add(ctx, cluster, &slots)
+    add(cluster, &slots)
 }
 
-fn delslots(ctx: &mut Ctx, cluster: &Arc<Cluster>, args: &[&[u8]]) -> CmdResult {
+pub fn delslots(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let cluster = &configured(ctx)?;
     let slots = args[2..]
         .iter()
         .map(|a| slot_arg(a))
@@ -128,13 +101,14 @@ fn delslots(ctx: &mut Ctx, cluster: &Arc<Cluster>, args: &[&[u8]]) -> CmdResult 
     delete(ctx, cluster, &slots)
 }
 
-fn delslotsrange(ctx: &mut Ctx, cluster: &Arc<Cluster>, args: &[&[u8]]) -> CmdResult {
+pub fn delslotsrange(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let cluster = &configured(ctx)?;
     let slots = range_args(args)?;
     delete(ctx, cluster, &slots)
 }
 
 /// ADDSLOTS: the free slots become this node's (they hold no keys anywhere).
-fn add(_ctx: &mut Ctx, cluster: &Arc<Cluster>, slots: &[u16]) -> CmdResult {
+fn add(cluster: &Arc<Cluster>, slots: &[u16]) -> CmdResult {
     let map = cluster.map();
     check_assignments(&map, slots, true)?;
     if let Some(primary) = map.primary_of(&cluster.me.id) {
@@ -162,7 +136,8 @@ fn delete(ctx: &mut Ctx, cluster: &Arc<Cluster>, slots: &[u16]) -> CmdResult {
 }
 
 /// FLUSHSLOTS: this node gives up all its slots; as Redis, only with an empty database.
-fn flushslots(ctx: &mut Ctx, cluster: &Arc<Cluster>, _args: &[&[u8]]) -> CmdResult {
+pub fn flushslots(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
+    let cluster = &configured(ctx)?;
     if ctx.shared.store.db_len(0) > 0 {
         return Err(Reply::error(
             "ERR DB must be empty to perform CLUSTER FLUSHSLOTS.",
@@ -183,7 +158,8 @@ fn my_slots(map: &SlotMap, me: &str) -> Vec<u16> {
 
 /// SETSLOT <slot> NODE <node-id> | STABLE. IMPORTING and MIGRATING are not stmd's way of moving
 /// a slot: `stmd cluster move-slots` moves it with its keys.
-fn setslot(ctx: &mut Ctx, cluster: &Arc<Cluster>, args: &[&[u8]]) -> CmdResult {
+pub fn setslot(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let cluster = &configured(ctx)?;
     let slot = slot_arg(args[2])?;
     let action = args[3];
     if is(action, "STABLE") && args.len() == 4 {
@@ -309,7 +285,8 @@ pub fn lowest_slot_with_keys(ctx: &Ctx, wanted: &[bool]) -> Option<u16> {
 
 /// MEET <ip> <port> [<bus-port>]: stmd nodes join by registering in Postgres when they start, so
 /// MEET only checks the address (Redis's errors) and that a node there is registered.
-fn meet(_ctx: &mut Ctx, cluster: &Arc<Cluster>, args: &[&[u8]]) -> CmdResult {
+pub fn meet(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let cluster = &configured(ctx)?;
     if args.len() > 5 {
         return Err(Reply::error(
             "ERR wrong number of arguments for 'cluster|meet' command",
@@ -350,7 +327,8 @@ fn meet(_ctx: &mut Ctx, cluster: &Arc<Cluster>, args: &[&[u8]]) -> CmdResult {
 /// FORGET <node-id>: removes the node from the configuration, as `stmd cluster remove-node`; a
 /// node that left it within the last minute answers OK (so `redis-cli --cluster del-node`, which
 /// asks every node, succeeds).
-fn forget(_ctx: &mut Ctx, cluster: &Arc<Cluster>, args: &[&[u8]]) -> CmdResult {
+pub fn forget(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let cluster = &configured(ctx)?;
     let id = String::from_utf8_lossy(args[2]).into_owned();
     let map = cluster.map();
     if map.node(&id).is_none() {
@@ -374,7 +352,8 @@ fn forget(_ctx: &mut Ctx, cluster: &Arc<Cluster>, args: &[&[u8]]) -> CmdResult {
 }
 
 /// REPLICATE <node-id>: this node follows the primary, as `stmd cluster replicate <me> --of`.
-fn replicate(ctx: &mut Ctx, cluster: &Arc<Cluster>, args: &[&[u8]]) -> CmdResult {
+pub fn replicate(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let cluster = &configured(ctx)?;
     let id = String::from_utf8_lossy(args[2]).into_owned();
     let map = cluster.map();
     let Some(primary) = map.node(&id) else {
@@ -414,7 +393,8 @@ fn replicate(ctx: &mut Ctx, cluster: &Arc<Cluster>, args: &[&[u8]]) -> CmdResult
 /// RESET [HARD|SOFT]: a primary gives up its slots (only without keys, as Redis), a replica stops
 /// following and empties its keyspace (as Redis). Both kinds do the same: stmd keeps its node id
 /// (its identity in the configuration) and the configuration's one epoch.
-fn reset(ctx: &mut Ctx, cluster: &Arc<Cluster>, args: &[&[u8]]) -> CmdResult {
+pub fn reset(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let cluster = &configured(ctx)?;
     match args.len() {
         2 => {}
         3 if is(args[2], "HARD") || is(args[2], "SOFT") => {}
@@ -450,7 +430,8 @@ fn reset(ctx: &mut Ctx, cluster: &Arc<Cluster>, args: &[&[u8]]) -> CmdResult {
 
 /// BUMPEPOCH: stmd's nodes share the configuration's one epoch, always the greatest, so the
 /// answer is `STILL <epoch>`, except on a fresh configuration (epoch 0), which is bumped.
-fn bumpepoch(_ctx: &mut Ctx, cluster: &Arc<Cluster>, _args: &[&[u8]]) -> CmdResult {
+pub fn bumpepoch(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
+    let cluster = &configured(ctx)?;
     let map = cluster.map();
     if map.epoch > 0 {
         return Ok(Reply::Status(format!("STILL {}", map.epoch).into()));
@@ -461,7 +442,8 @@ fn bumpepoch(_ctx: &mut Ctx, cluster: &Arc<Cluster>, _args: &[&[u8]]) -> CmdResu
 
 /// SET-CONFIG-EPOCH <epoch>: Redis's checks, then a refusal: the epoch is the configuration's,
 /// bumped by each change, never set by hand.
-fn set_config_epoch(_ctx: &mut Ctx, cluster: &Arc<Cluster>, args: &[&[u8]]) -> CmdResult {
+pub fn set_config_epoch(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let cluster = &configured(ctx)?;
     let epoch = int(args[2])?;
     if epoch < 0 {
         return Err(error(format!(
@@ -486,7 +468,8 @@ fn set_config_epoch(_ctx: &mut Ctx, cluster: &Arc<Cluster>, args: &[&[u8]]) -> C
 /// clock), so a node whose heartbeat is older than the node timeout is seen failing by every
 /// other live node; as in Redis, the reports counted are the other primaries' (not this node's
 /// own view, not replicas'); 0 for a live node.
-fn count_failure_reports(_ctx: &mut Ctx, cluster: &Arc<Cluster>, args: &[&[u8]]) -> CmdResult {
+pub fn count_failure_reports(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let cluster = &configured(ctx)?;
     let id = String::from_utf8_lossy(args[2]).into_owned();
     let map = cluster.map();
     let Some(node) = map.node(&id) else {
@@ -504,4 +487,16 @@ fn count_failure_reports(_ctx: &mut Ctx, cluster: &Arc<Cluster>, args: &[&[u8]])
         .filter(|n| n.id != node.id && n.id != cluster.me.id && n.primary.is_none() && !failing(n))
         .count();
     Ok(Reply::Int(reporters as i64))
+}
+
+/// SAVECONFIG: the configuration is in the database, saved by every change.
+pub fn saveconfig(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
+    configured(ctx)?;
+    Ok(Reply::OK)
+}
+
+/// LINKS: stmd has no cluster bus, so no links.
+pub fn links(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
+    configured(ctx)?;
+    Ok(Reply::Array(Vec::new()))
 }

@@ -642,8 +642,14 @@ pub fn run(ctx: &mut Ctx<'_, '_>, cmd: &'static Command, args: &[&[u8]]) -> Repl
     }
     let outcome = if ctx.conn.db != 0 && cmd.has(table::DB_ZERO_ONLY) {
         Err(databases::db_zero_only(ctx.conn.db))
+    } else if effective.has(table::CHANGES_CLUSTER) && ctx.in_exec() && ctx.shared.cluster.is_some()
+    {
+        Err(Reply::error(format!(
+            "ERR {} cannot run inside MULTI/EXEC or a script in stmd (it waits for the cluster configuration)",
+            effective.name.replace('|', " ").to_uppercase()
+        )))
     } else {
-        (cmd.handler)(ctx, args)
+        (effective.handler)(ctx, args)
     };
     if propagating {
         crate::replication::propagate_after(ctx);

@@ -1,7 +1,8 @@
 //! The subcommands of the container commands (CLIENT, CONFIG, COMMAND, …), rows like the
 //! top-level ones in `table.rs`, named `container|sub` as Redis names them. Dispatch checks a
-//! request's subcommand and its arity against these before the container's handler runs; COMMAND
-//! INFO and DOCS render them under their container.
+//! request's subcommand and its arity against these, then runs the row's handler (the
+//! container's, which reads the subcommand itself, or one of the subcommand's own); COMMAND INFO
+//! and DOCS render them under their container.
 
 use super::categories as cat;
 use super::keyspec::*;
@@ -109,35 +110,35 @@ pub const CLUSTER_SUBCOMMANDS: &[Command] = commands![
         complexity: "O(N), N the nodes of the cluster.", tips: &["nondeterministic_output"], doc_flags: &["deprecated"], deprecated_since: "5.0.0", replaced_by: "`CLUSTER REPLICAS`";
     "cluster|failover", -2, ADMIN | STALE | NO_ASYNC_LOADING, (0, 0, 0), "cluster", "3.0.0", super::cluster::cluster, "[FORCE | TAKEOVER]", "Forces a replica to perform a manual failover of its master.",
         complexity: "O(1)";
-    "cluster|addslots", -3, ADMIN | STALE | NO_ASYNC_LOADING, (0, 0, 0), "cluster", "3.0.0", super::cluster::cluster, "slot [slot ...]", "Assigns new hash slots to a node.",
+    "cluster|addslots", -3, ADMIN | STALE | NO_ASYNC_LOADING | CHANGES_CLUSTER, (0, 0, 0), "cluster", "3.0.0", super::cluster_admin::addslots, "slot [slot ...]", "Assigns new hash slots to a node.",
         complexity: "O(N) where N is the total number of hash slot arguments";
-    "cluster|addslotsrange", -4, ADMIN | STALE | NO_ASYNC_LOADING, (0, 0, 0), "cluster", "7.0.0", super::cluster::cluster, "start-slot end-slot [start-slot end-slot ...]", "Assigns new hash slot ranges to a node.",
+    "cluster|addslotsrange", -4, ADMIN | STALE | NO_ASYNC_LOADING | CHANGES_CLUSTER, (0, 0, 0), "cluster", "7.0.0", super::cluster_admin::addslotsrange, "start-slot end-slot [start-slot end-slot ...]", "Assigns new hash slot ranges to a node.",
         complexity: "O(N) where N is the total number of the slots between the start slot and end slot arguments.";
-    "cluster|bumpepoch", 2, ADMIN | STALE | NO_ASYNC_LOADING, (0, 0, 0), "cluster", "3.0.0", super::cluster::cluster, "", "Advances the cluster config epoch.",
+    "cluster|bumpepoch", 2, ADMIN | STALE | NO_ASYNC_LOADING | CHANGES_CLUSTER, (0, 0, 0), "cluster", "3.0.0", super::cluster_admin::bumpepoch, "", "Advances the cluster config epoch.",
         complexity: "O(1)", tips: &["nondeterministic_output"];
-    "cluster|count-failure-reports", 3, ADMIN | STALE, (0, 0, 0), "cluster", "3.0.0", super::cluster::cluster, "node-id", "Returns the number of active failure reports active for a node.",
+    "cluster|count-failure-reports", 3, ADMIN | STALE, (0, 0, 0), "cluster", "3.0.0", super::cluster_admin::count_failure_reports, "node-id", "Returns the number of active failure reports active for a node.",
         complexity: "O(N) where N is the number of failure reports", tips: &["nondeterministic_output"];
-    "cluster|delslots", -3, ADMIN | STALE | NO_ASYNC_LOADING, (0, 0, 0), "cluster", "3.0.0", super::cluster::cluster, "slot [slot ...]", "Sets hash slots as unbound for a node.",
+    "cluster|delslots", -3, ADMIN | STALE | NO_ASYNC_LOADING | CHANGES_CLUSTER, (0, 0, 0), "cluster", "3.0.0", super::cluster_admin::delslots, "slot [slot ...]", "Sets hash slots as unbound for a node.",
         complexity: "O(N) where N is the total number of hash slot arguments";
-    "cluster|delslotsrange", -4, ADMIN | STALE | NO_ASYNC_LOADING, (0, 0, 0), "cluster", "7.0.0", super::cluster::cluster, "start-slot end-slot [start-slot end-slot ...]", "Sets hash slot ranges as unbound for a node.",
+    "cluster|delslotsrange", -4, ADMIN | STALE | NO_ASYNC_LOADING | CHANGES_CLUSTER, (0, 0, 0), "cluster", "7.0.0", super::cluster_admin::delslotsrange, "start-slot end-slot [start-slot end-slot ...]", "Sets hash slot ranges as unbound for a node.",
         complexity: "O(N) where N is the total number of the slots between the start slot and end slot arguments.";
-    "cluster|flushslots", 2, ADMIN | STALE | NO_ASYNC_LOADING, (0, 0, 0), "cluster", "3.0.0", super::cluster::cluster, "", "Deletes all slots information from a node.",
+    "cluster|flushslots", 2, ADMIN | STALE | NO_ASYNC_LOADING | CHANGES_CLUSTER, (0, 0, 0), "cluster", "3.0.0", super::cluster_admin::flushslots, "", "Deletes all slots information from a node.",
         complexity: "O(1)";
-    "cluster|forget", 3, ADMIN | STALE | NO_ASYNC_LOADING, (0, 0, 0), "cluster", "3.0.0", super::cluster::cluster, "node-id", "Removes a node from the nodes table.",
+    "cluster|forget", 3, ADMIN | STALE | NO_ASYNC_LOADING | CHANGES_CLUSTER, (0, 0, 0), "cluster", "3.0.0", super::cluster_admin::forget, "node-id", "Removes a node from the nodes table.",
         complexity: "O(1)";
-    "cluster|links", 2, STALE, (0, 0, 0), "cluster", "7.0.0", super::cluster::cluster, "", "Returns a list of all TCP links to and from peer nodes.",
+    "cluster|links", 2, STALE, (0, 0, 0), "cluster", "7.0.0", super::cluster_admin::links, "", "Returns a list of all TCP links to and from peer nodes.",
         complexity: "O(N) where N is the total number of Cluster nodes", tips: &["nondeterministic_output"];
-    "cluster|meet", -4, ADMIN | STALE | NO_ASYNC_LOADING, (0, 0, 0), "cluster", "3.0.0", super::cluster::cluster, "ip port [cluster-bus-port]", "Forces a node to handshake with another node.",
+    "cluster|meet", -4, ADMIN | STALE | NO_ASYNC_LOADING, (0, 0, 0), "cluster", "3.0.0", super::cluster_admin::meet, "ip port [cluster-bus-port]", "Forces a node to handshake with another node.",
         complexity: "O(1)";
-    "cluster|replicate", 3, ADMIN | STALE | NO_ASYNC_LOADING, (0, 0, 0), "cluster", "3.0.0", super::cluster::cluster, "node-id", "Configure a node as replica of a master node.",
+    "cluster|replicate", 3, ADMIN | STALE | NO_ASYNC_LOADING | CHANGES_CLUSTER, (0, 0, 0), "cluster", "3.0.0", super::cluster_admin::replicate, "node-id", "Configure a node as replica of a master node.",
         complexity: "O(1)";
-    "cluster|reset", -2, ADMIN | NOSCRIPT | STALE, (0, 0, 0), "cluster", "3.0.0", super::cluster::cluster, "[HARD | SOFT]", "Resets a node.",
+    "cluster|reset", -2, ADMIN | NOSCRIPT | STALE | CHANGES_CLUSTER, (0, 0, 0), "cluster", "3.0.0", super::cluster_admin::reset, "[HARD | SOFT]", "Resets a node.",
         complexity: "O(N) where N is the number of known nodes. The command may execute a FLUSHALL as a side effect.";
-    "cluster|saveconfig", 2, ADMIN | STALE | NO_ASYNC_LOADING, (0, 0, 0), "cluster", "3.0.0", super::cluster::cluster, "", "Forces a node to save the cluster configuration to disk.",
+    "cluster|saveconfig", 2, ADMIN | STALE | NO_ASYNC_LOADING, (0, 0, 0), "cluster", "3.0.0", super::cluster_admin::saveconfig, "", "Forces a node to save the cluster configuration to disk.",
         complexity: "O(1)";
-    "cluster|set-config-epoch", 3, ADMIN | STALE | NO_ASYNC_LOADING, (0, 0, 0), "cluster", "3.0.0", super::cluster::cluster, "config-epoch", "Sets the configuration epoch for a new node.",
+    "cluster|set-config-epoch", 3, ADMIN | STALE | NO_ASYNC_LOADING, (0, 0, 0), "cluster", "3.0.0", super::cluster_admin::set_config_epoch, "config-epoch", "Sets the configuration epoch for a new node.",
         complexity: "O(1)";
-    "cluster|setslot", -4, ADMIN | STALE | NO_ASYNC_LOADING, (0, 0, 0), "cluster", "3.0.0", super::cluster::cluster, "slot <IMPORTING node-id | MIGRATING node-id | NODE node-id | STABLE>", "Binds a hash slot to a node.",
+    "cluster|setslot", -4, ADMIN | STALE | NO_ASYNC_LOADING | CHANGES_CLUSTER, (0, 0, 0), "cluster", "3.0.0", super::cluster_admin::setslot, "slot <IMPORTING node-id | MIGRATING node-id | NODE node-id | STABLE>", "Binds a hash slot to a node.",
         complexity: "O(1)";
     "cluster|help", 2, LOADING | STALE, (0, 0, 0), "cluster", "5.0.0", super::cluster::cluster, "", "Returns helpful text about the different subcommands.",
         complexity: "O(1)";

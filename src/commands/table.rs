@@ -66,6 +66,10 @@ pub const ASKING: u32 = 1 << 21;
 /// when it does, it goes into the replication stream and the append-only file, as in Redis, so
 /// that replicas and a restart hold the same bytes. Ours, not rendered.
 pub const REWRITES_ON_READ: u32 = 1 << 22;
+/// Changes the cluster configuration and waits for it (CLUSTER ADDSLOTS, SETSLOT, …; some scan
+/// the keyspace): refused in cluster mode where the keyspace's locks are held (inside EXEC or a
+/// script), since those waits would hold every other client. Ours, not rendered.
+pub const CHANGES_CLUSTER: u32 = 1 << 23;
 
 const FLAG_NAMES: &[(u32, &str)] = &[
     (WRITE, "write"),

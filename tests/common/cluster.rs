@@ -152,39 +152,6 @@ impl Drop for Node {
     }
 }
 
-/// The arguments of an STM.CAPTURE of one exchange: `user` says `said` in `channel` of `server`
-/// (`DM` for none), and the bot answers `answer` in `lineage` (`-` for none).
-pub fn stm_capture(
-    user: &str,
-    channel: &str,
-    server: &str,
-    said: &str,
-    lineage: &str,
-    answer: &str,
-) -> Vec<String> {
-    [
-        "STM.CAPTURE",
-        "USER",
-        user,
-        "CHANNEL",
-        channel,
-        "SERVER",
-        server,
-        "MSG",
-        "user",
-        "-",
-        said,
-        "REPLY",
-        "-",
-        lineage,
-        "-",
-        answer,
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
-}
-
 /// A Python that has redis-py, for the checks run with redis-py's cluster client: the one
 /// STMD_CLUSTER_PYTHON names (`.ci/run` sets it, and then it must have redis-py), else the
 /// conformance venv's (`conformance/venv` makes it). None, with a loud message naming the `check`
@@ -237,4 +204,107 @@ pub fn eventually(what: &str, limit: Duration, mut check: impl FnMut() -> bool) 
         std::thread::sleep(Duration::from_millis(50));
     }
     started.elapsed()
+}
+
+/// Real redis-servers in cluster mode on 127.0.0.1, killed when dropped: [`RealRedisCluster::start`]
+/// leaves them apart and without slots, [`RealRedisCluster::joined`] gives them the slots as
+/// `redis-cli --cluster create` lays them out and joins them. The reference for stmd's cluster
+/// replies.
+pub struct RealRedisCluster {
+    children: Vec<Child>,
+    ports: Vec<u16>,
+    bus_ports: Vec<u16>,
+    dir: tempfile::TempDir,
+}
+
+impl RealRedisCluster {
+    pub fn start(nodes: usize) -> RealRedisCluster {
+        let mut cluster = RealRedisCluster {
+            children: Vec::new(),
+            ports: Vec::new(),
+            bus_ports: Vec::new(),
+            dir: tempfile::tempdir().expect("tempdir"),
+        };
+        for i in 0..nodes {
+            let (port, bus) = (free_port("127.0.0.1"), free_port("127.0.0.1"));
+            let child = Command::new("redis-server")
+                .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+                .args(["--cluster-port", &bus.to_string()])
+                .args(["--save", "", "--appendonly", "no"])
+                .args(["--cluster-enabled", "yes"])
+                .args(["--cluster-config-file", &format!("nodes-{i}.conf")])
+                .arg("--dir")
+                .arg(cluster.dir.path())
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("redis-server must be installed");
+            cluster.children.push(child);
+            cluster.ports.push(port);
+            cluster.bus_ports.push(bus);
+        }
+        eventually("redis-server to start", Duration::from_secs(10), || {
+            cluster
+                .ports
+                .iter()
+                .all(|&p| cli_at(p, &["PING"]) == "PONG")
+        });
+        cluster
+    }
+
+    /// `nodes` servers sharing the slots and knowing each other, the cluster's state ok. Slots
+    /// and MEETs by hand: `redis-cli --cluster create` waits in steps of a second.
+    pub fn joined(nodes: usize) -> RealRedisCluster {
+        let cluster = RealRedisCluster::start(nodes);
+        let ranges = stmd::cluster::even_ranges(nodes);
+        for (&port, (first, last)) in cluster.ports.iter().zip(ranges) {
+            let (first, last) = (first.to_string(), last.to_string());
+            let added = cli_at(port, &["CLUSTER", "ADDSLOTSRANGE", &first, &last]);
+            assert_eq!(added, "OK", "ADDSLOTSRANGE {first} {last}");
+        }
+        // The bus ports are free ones, not port + 10000: MEET names them.
+        for (port, bus) in cluster.ports[1..].iter().zip(&cluster.bus_ports[1..]) {
+            let (port, bus) = (port.to_string(), bus.to_string());
+            let met = cluster.cli(&["CLUSTER", "MEET", "127.0.0.1", &port, &bus]);
+            assert_eq!(met, "OK", "MEET {port}");
+        }
+        eventually(
+            "the redis cluster to converge",
+            Duration::from_secs(10),
+            || {
+                cluster
+                    .ports
+                    .iter()
+                    .all(|&p| cli_at(p, &["CLUSTER", "INFO"]).contains("cluster_state:ok"))
+            },
+        );
+        cluster
+    }
+
+    /// The first node's address (it owns slot 0 when joined).
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.ports[0])
+    }
+
+    /// redis-cli's answer from the first node, trimmed.
+    pub fn cli(&self, args: &[&str]) -> String {
+        cli_at(self.ports[0], args)
+    }
+}
+
+fn cli_at(port: u16, args: &[&str]) -> String {
+    let output = Command::new("redis-cli")
+        .args(["-p", &port.to_string()])
+        .args(args)
+        .output()
+        .expect("redis-cli");
+    String::from_utf8_lossy(&output.stdout).trim().to_string()
+}
+
+impl Drop for RealRedisCluster {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }

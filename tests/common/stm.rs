@@ -156,6 +156,40 @@ pub async fn info_field(con: &mut MultiplexedConnection, section: &str, field: &
         .expect("integer field")
 }
 
+/// The arguments of an STM.CAPTURE of one exchange: `user` says `said` in `channel` of `server`
+/// (`DM` for none), and `persona` (`-` for none) answers `answer` in `lineage` (`-` for none).
+pub fn capture_args(
+    user: &str,
+    channel: &str,
+    server: &str,
+    persona: &str,
+    lineage: &str,
+    said: &str,
+    answer: &str,
+) -> Vec<String> {
+    [
+        "STM.CAPTURE",
+        "USER",
+        user,
+        "CHANNEL",
+        channel,
+        "SERVER",
+        server,
+        "MSG",
+        "user",
+        "-",
+        said,
+        "REPLY",
+        persona,
+        lineage,
+        "-",
+        answer,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
 /// One STM.CAPTURE of a single user message and one reply by `persona` with `lineage`; returns
 /// the keys written.
 pub async fn capture(
@@ -167,23 +201,7 @@ pub async fn capture(
     lineage: &str,
     msg: &str,
 ) -> Vec<String> {
-    let words = [
-        "STM.CAPTURE",
-        "USER",
-        user,
-        "CHANNEL",
-        channel,
-        "SERVER",
-        server,
-        "MSG",
-        "user",
-        "-",
-        msg,
-        "REPLY",
-        persona,
-        lineage,
-        "-",
-        "reply",
-    ];
+    let words = capture_args(user, channel, server, persona, lineage, msg, "reply");
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
     strings(&ok(con, &words).await)
 }

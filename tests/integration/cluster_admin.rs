@@ -6,68 +6,13 @@
 
 use crate::common;
 
-use common::cluster::{cluster_prerequisites, eventually, free_port, Node};
-use std::process::{Child, Command, Stdio};
+use common::cluster::{cluster_prerequisites, eventually, free_port, Node, RealRedisCluster};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use stmd::cluster::key_slot;
 
 /// Long enough that no failover happens during the test.
 const NODE_TIMEOUT_MS: u64 = 60_000;
-
-/// One redis-server in cluster mode (no other node), killed when dropped.
-struct Redis {
-    child: Child,
-    port: u16,
-    _dir: tempfile::TempDir,
-}
-
-impl Redis {
-    fn start() -> Redis {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let port = free_port("127.0.0.1");
-        let child = Command::new("redis-server")
-            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-            .args([
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--cluster-enabled",
-                "yes",
-            ])
-            .args(["--cluster-port", &free_port("127.0.0.1").to_string()])
-            .arg("--dir")
-            .arg(dir.path())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("redis-server must be installed");
-        let redis = Redis {
-            child,
-            port,
-            _dir: dir,
-        };
-        eventually("redis-server to start", Duration::from_secs(10), || {
-            redis.cli(&["PING"]) == "PONG"
-        });
-        redis
-    }
-
-    fn cli(&self, args: &[&str]) -> String {
-        let output = Command::new("redis-cli")
-            .args(["-p", &self.port.to_string()])
-            .args(args)
-            .output()
-            .expect("redis-cli");
-        String::from_utf8_lossy(&output.stdout).trim().to_string()
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// A key whose slot is `slot`'s neighbourhood: the first `prefix<i>` in `range`.
 fn key_in(range: std::ops::RangeInclusive<u16>, prefix: &str) -> String {
@@ -101,7 +46,7 @@ fn cluster_admin_subcommands_change_the_shared_configuration() {
             node.cli(&["CLUSTER", "NODES"]).lines().count() == 3
         });
     }
-    let redis = Redis::start();
+    let redis = RealRedisCluster::start(1);
     let redis_id = redis.cli(&["CLUSTER", "MYID"]);
 
     // Slot assignment: each node takes half, and every node sees it.
@@ -226,6 +171,13 @@ fn cluster_admin_subcommands_change_the_shared_configuration() {
         "{exec}"
     );
     assert_eq!(a.cli(&["CLUSTER", "SAVECONFIG"]), "OK");
+    // So is it from a script, which holds the keyspace the same way.
+    let script = "return redis.call('CLUSTER', 'BUMPEPOCH')";
+    let refused = a.cli(&["EVAL", script, "0"]);
+    assert!(
+        refused.contains("CLUSTER BUMPEPOCH cannot run inside MULTI/EXEC or a script"),
+        "{refused}"
+    );
     drop(redis);
 
     // A slot with keys never leaves its node through these subcommands.

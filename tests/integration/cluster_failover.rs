@@ -5,8 +5,9 @@
 
 use crate::common;
 
-use common::cluster::{cluster_prerequisites, eventually, free_port, stm_capture, Node};
+use common::cluster::{cluster_prerequisites, eventually, free_port, Node};
 use common::postgres::PgCluster;
+use common::stm::capture_args;
 use std::process::Command;
 use std::time::{Duration, Instant};
 use stmd::cluster::key_slot;
@@ -96,7 +97,7 @@ fn a_killed_nodes_slots_are_taken_over_and_its_summaries_come_back() {
         }
     }
     for (_, channel) in &all {
-        let capture = stm_capture("u1", channel, "DM", "hello", "-", "hi");
+        let capture = capture_args("u1", channel, "DM", "-", "-", "hello", "hi");
         assert!(nodes[2].cli_c(&capture).contains("shortterm:user:u1"));
         let text = format!("draft of {channel}");
         assert_eq!(

@@ -6,10 +6,9 @@
 
 use crate::common;
 
-use common::cluster::{
-    admin, cluster_prerequisites, eventually, free_port, stm_capture, text, Node,
-};
+use common::cluster::{admin, cluster_prerequisites, eventually, free_port, text, Node};
 use common::postgres::PgCluster;
+use common::stm::capture_args;
 use common::stm_context::{context, items, keys, MINUTE};
 use common::Binary;
 use serde_json::Value as Json;
@@ -75,7 +74,7 @@ fn capture(user: &str, channel: &str, n: usize) -> Vec<String> {
 /// `lineage` (`-` for none).
 fn capture_in(user: &str, channel: &str, server: &str, lineage: &str, n: usize) -> Vec<String> {
     let (question, answer) = (format!("question {n}"), format!("answer {n}"));
-    stm_capture(user, channel, server, &question, lineage, &answer)
+    capture_args(user, channel, server, "-", lineage, &question, &answer)
 }
 
 /// `kill <sig> <pid>` for a node (`-STOP`, `-CONT`).

@@ -6,9 +6,8 @@
 
 use crate::common;
 
-use common::cluster::{
-    admin, cluster_prerequisites, eventually, free_port, stm_capture, text, Node,
-};
+use common::cluster::{admin, cluster_prerequisites, eventually, free_port, text, Node};
+use common::stm::capture_args;
 use redis::aio::MultiplexedConnection;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -131,12 +130,13 @@ fn slots_move_with_their_keys_under_write_load() {
         assert_eq!(reply, "OK");
     }
     let channel = keys_in(MOVED, "chan", 1).remove(0);
-    let capture = stm_capture(
+    let capture = capture_args(
         "u9",
         &channel,
         "DM",
-        "remember the moved slot",
         "-",
+        "-",
+        "remember the moved slot",
         "noted",
     );
     assert!(source.cli(&capture).contains(&channel));

@@ -6,10 +6,11 @@
 use crate::common;
 
 use common::cluster::{
-    admin, cluster_prerequisites, eventually, free_port, python_with_redis_py, stm_capture, text,
-    Node,
+    admin, cluster_prerequisites, eventually, free_port, python_with_redis_py, text, Node,
+    RealRedisCluster,
 };
-use std::process::{Child, Command, Stdio};
+use common::stm::capture_args;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 use stmd::cluster::key_slot;
 
@@ -113,7 +114,7 @@ fn three_nodes_serve_route_and_follow_the_configuration() {
     assert!(report.contains("[OK] All 16384 slots covered."), "{report}");
 
     // The replies' shapes and texts against a real 3-node redis-server cluster.
-    let redis = RedisCluster::start();
+    let redis = RealRedisCluster::joined(3);
     let shapes = Command::new("python3")
         .arg(concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -205,7 +206,7 @@ fn three_nodes_serve_route_and_follow_the_configuration() {
     assert_eq!(nodes[0].cli(&["EVAL", &allowed, "1", a]), "");
 
     // STM: the channel is the hash tag, so a capture touches one slot and routes by its channel.
-    let capture = stm_capture("u1", "c1", "s1", "hello", "-", "hi there");
+    let capture = capture_args("u1", "c1", "s1", "-", "-", "hello", "hi there");
     let keys = nodes[0].cli_c(&capture);
     assert!(keys.contains("shortterm:user:u1:{c1}"), "{keys}");
     assert!(keys.contains("shortterm:server:s1:{c1}"), "{keys}");
@@ -227,7 +228,7 @@ fn three_nodes_serve_route_and_follow_the_configuration() {
     assert!(nodes[1]
         .cli_c(&["STM.GET", "shortterm:user:u1:{c1}"])
         .contains("hi there"));
-    let braced = nodes[0].cli_c(&stm_capture("u{1}", "c1", "s1", "hi", "-", "hi"));
+    let braced = nodes[0].cli_c(&capture_args("u{1}", "c1", "s1", "-", "-", "hi", "hi"));
     assert_eq!(
         braced, "ERR invalid user id",
         "a brace would move the hash tag"
@@ -380,116 +381,4 @@ fn run_redis_py(node: &Node) {
         .output()
         .expect("run cluster_client.py");
     assert!(output.status.success(), "{}", text(&output));
-}
-
-/// A real 3-node redis-server cluster (slots laid out as `redis-cli --cluster create` does), killed
-/// when dropped.
-struct RedisCluster {
-    children: Vec<Child>,
-    ports: Vec<u16>,
-    bus_ports: Vec<u16>,
-    dir: tempfile::TempDir,
-}
-
-impl RedisCluster {
-    fn start() -> RedisCluster {
-        let mut cluster = RedisCluster {
-            children: Vec::new(),
-            ports: Vec::new(),
-            bus_ports: Vec::new(),
-            dir: tempfile::tempdir().expect("tempdir"),
-        };
-        for i in 0..3 {
-            let (port, bus) = (free_port("127.0.0.1"), free_port("127.0.0.1"));
-            let child = Command::new("redis-server")
-                .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-                .args(["--cluster-port", &bus.to_string()])
-                .args([
-                    "--save",
-                    "",
-                    "--appendonly",
-                    "no",
-                    "--cluster-enabled",
-                    "yes",
-                ])
-                .args(["--cluster-config-file", &format!("nodes-{i}.conf")])
-                .arg("--dir")
-                .arg(cluster.dir.path())
-                .stdout(Stdio::null())
-                .spawn()
-                .expect("redis-server must be installed");
-            cluster.children.push(child);
-            cluster.ports.push(port);
-            cluster.bus_ports.push(bus);
-        }
-        eventually("redis-server to start", Duration::from_secs(10), || {
-            cluster.ports.iter().all(|p| {
-                Command::new("redis-cli")
-                    .args(["-p", &p.to_string(), "PING"])
-                    .output()
-                    .is_ok_and(|o| o.stdout.starts_with(b"PONG"))
-            })
-        });
-        // Slots and MEETs by hand: `redis-cli --cluster create` waits in steps of a second.
-        let cli = |port: u16, args: &[&str]| {
-            let output = Command::new("redis-cli")
-                .args(["-p", &port.to_string()])
-                .args(args)
-                .output()
-                .expect("redis-cli");
-            assert_eq!(
-                String::from_utf8_lossy(&output.stdout).trim(),
-                "OK",
-                "{args:?}"
-            );
-        };
-        for (port, (first, last)) in cluster.ports.iter().zip(stmd::cluster::even_ranges(3)) {
-            cli(
-                *port,
-                &[
-                    "CLUSTER",
-                    "ADDSLOTSRANGE",
-                    &first.to_string(),
-                    &last.to_string(),
-                ],
-            );
-        }
-        // The bus ports are free ones, not port + 10000: MEET names them.
-        for (port, bus) in cluster.ports[1..].iter().zip(&cluster.bus_ports[1..]) {
-            let (port, bus) = (port.to_string(), bus.to_string());
-            cli(
-                cluster.ports[0],
-                &["CLUSTER", "MEET", "127.0.0.1", &port, &bus],
-            );
-        }
-        eventually(
-            "the redis cluster to converge",
-            Duration::from_secs(10),
-            || {
-                cluster.ports.iter().all(|p| {
-                    Command::new("redis-cli")
-                        .args(["-p", &p.to_string(), "CLUSTER", "INFO"])
-                        .output()
-                        .is_ok_and(|o| {
-                            String::from_utf8_lossy(&o.stdout).contains("cluster_state:ok")
-                        })
-                })
-            },
-        );
-        cluster
-    }
-
-    /// The node owning slot 0.
-    fn addr(&self) -> String {
-        format!("127.0.0.1:{}", self.ports[0])
-    }
-}
-
-impl Drop for RedisCluster {
-    fn drop(&mut self) {
-        for child in &mut self.children {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
 }

@@ -8,9 +8,9 @@
 use crate::common;
 
 use common::cluster::{
-    admin, cluster_prerequisites, eventually, free_port, python_with_redis_py, stm_capture, text,
-    Node,
+    admin, cluster_prerequisites, eventually, free_port, python_with_redis_py, text, Node,
 };
+use common::stm::capture_args;
 use std::time::{Duration, Instant};
 use stmd::cluster::key_slot;
 
@@ -311,7 +311,7 @@ fn replicas_follow_serve_readonly_reads_and_take_over_with_the_keys() {
         .map(|i| format!("rc{i}"))
         .find(|c| key_slot(c.as_bytes()) <= 8191)
         .expect("a channel of the first shard");
-    let capture = stm_capture("u1", &channel, "DM", "hello", "-", "hi");
+    let capture = capture_args("u1", &channel, "DM", "-", "-", "hello", "hi");
     assert!(nodes[1].cli_c(&capture).contains("shortterm:user:u1"));
     assert_eq!(nodes[0].cli(&["WAIT", "1", "2000"]), "1");
     eventually("the primary's row", Duration::from_secs(10), || {

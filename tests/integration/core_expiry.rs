@@ -192,6 +192,12 @@ fn unix_ms() -> i64 {
         .as_millis() as i64
 }
 
+/// The integer that ends a raw reply (`…:<n>\r\n`).
+fn trailing_int(reply: &str) -> i64 {
+    let last = reply.trim_end().rsplit(':').next().expect("an integer");
+    last.parse().expect("an integer")
+}
+
 /// Redis 7.2's command time snapshot: EXEC's commands and a script's `redis.call`s run at the
 /// time their EXEC or script started. A key that expires meanwhile is still there for them, and
 /// relative expiry times count from that time, not from when each command ran.
@@ -219,13 +225,7 @@ async fn exec_and_scripts_run_at_the_time_they_started() {
         text.starts_with("*5\r\n+OK\r\n+OK\r\n$1\r\nv\r\n+OK\r\n:"),
         "{text}"
     );
-    let expires_at: i64 = text
-        .trim_end()
-        .rsplit(':')
-        .next()
-        .expect("int")
-        .parse()
-        .expect("int");
+    let expires_at = trailing_int(&text);
     let started = expires_at - 100_000;
     assert!(
         (before..=after - 200).contains(&started),
@@ -245,13 +245,7 @@ async fn exec_and_scripts_run_at_the_time_they_started() {
     let after = unix_ms();
     let text = String::from_utf8_lossy(&reply).into_owned();
     assert!(text.starts_with("*2\r\n$1\r\nv\r\n:"), "{text}");
-    let expires_at: i64 = text
-        .trim_end()
-        .rsplit(':')
-        .next()
-        .expect("int")
-        .parse()
-        .expect("int");
+    let expires_at = trailing_int(&text);
     let started = expires_at - 100_000;
     assert!(
         (before..=after - 150).contains(&started),
