@@ -10,11 +10,47 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, O
 use std::sync::Arc;
 use std::task::Poll;
 
+/// One end of a client's connection: a TCP address, or the server's Unix socket (shown as
+/// `<path>:0`, as Redis shows it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientAddr {
+    Tcp(SocketAddr),
+    Unix(Arc<str>),
+}
+
+impl ClientAddr {
+    /// The TCP peer's address; None over the Unix socket.
+    pub fn ip(&self) -> Option<std::net::IpAddr> {
+        match self {
+            ClientAddr::Tcp(addr) => Some(addr.ip()),
+            ClientAddr::Unix(_) => None,
+        }
+    }
+
+    /// A client on this host: loopback TCP or the Unix socket (Redis's `islocalClient`).
+    pub fn is_local(&self) -> bool {
+        self.ip().is_none_or(|ip| ip.is_loopback())
+    }
+
+    pub fn is_unix(&self) -> bool {
+        matches!(self, ClientAddr::Unix(_))
+    }
+}
+
+impl std::fmt::Display for ClientAddr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ClientAddr::Tcp(addr) => addr.fmt(f),
+            ClientAddr::Unix(path) => write!(f, "{path}:0"),
+        }
+    }
+}
+
 /// What other connections may read or signal about one client.
 pub struct ClientInfo {
     pub id: u64,
-    pub addr: SocketAddr,
-    pub laddr: SocketAddr,
+    pub addr: ClientAddr,
+    pub laddr: ClientAddr,
     /// The socket's file descriptor (-1 where there is none).
     pub fd: i32,
     /// When the client connected, in [`crate::clock::monotonic_ms`].
@@ -145,6 +181,21 @@ impl ClientInfo {
             + load(&p.rbs)
     }
 
+    /// The flags read from the client's registry entry rather than published by its task.
+    fn derived_flags(&self) -> u32 {
+        let killed = if self.is_killed() {
+            flag::CLOSE_ASAP
+        } else {
+            0
+        };
+        let unix = if self.addr.is_unix() {
+            flag::UNIX_SOCKET
+        } else {
+            0
+        };
+        killed | unix
+    }
+
     /// One line of CLIENT LIST / the CLIENT INFO reply, with Redis 7.2's fields in its order.
     pub fn describe(&self) -> String {
         let text = |m: &Mutex<Option<Bytes>>| {
@@ -174,7 +225,7 @@ impl ClientInfo {
             text(&self.name),
             self.age_secs(),
             self.idle_secs(),
-            flag::letters(flags | if self.is_killed() { flag::CLOSE_ASAP } else { 0 }),
+            flag::letters(flags | self.derived_flags()),
             self.db.load(Ordering::Relaxed),
             subs & SUB_COUNT_MASK,
             (subs >> 21) & SUB_COUNT_MASK,
@@ -232,6 +283,8 @@ pub mod flag {
     pub const MASTER: u32 = 1 << 14;
     /// A replica fed from this node (Redis's `S`).
     pub const REPLICA: u32 = 1 << 15;
+    /// Connected over the Unix socket (Redis's `U`); set from the address when listed.
+    pub const UNIX_SOCKET: u32 = 1 << 16;
 
     const LETTERS: &[(u32, char)] = &[
         (MONITOR, 'O'),
@@ -245,6 +298,7 @@ pub mod flag {
         (TRACKING_BCAST, 'B'),
         (CLOSE_AFTER_REPLY, 'c'),
         (CLOSE_ASAP, 'A'),
+        (UNIX_SOCKET, 'U'),
         (NO_EVICT, 'e'),
         (NO_TOUCH, 'T'),
     ];
@@ -407,7 +461,7 @@ impl Signal {
 }
 
 impl ClientRegistry {
-    pub fn register(&self, addr: SocketAddr, laddr: SocketAddr, fd: i32) -> Arc<ClientInfo> {
+    pub fn register(&self, addr: ClientAddr, laddr: ClientAddr, fd: i32) -> Arc<ClientInfo> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
         let info = Arc::new(ClientInfo {
             id,

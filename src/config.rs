@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
     about = "A Redis-compatible short-term memory server for chat bots"
 )]
 pub struct Config {
-    /// TCP port to listen on (0 picks a free one; with --tls-port set, 0 means no plain TCP listener).
+    /// TCP port to listen on (0 picks a free one; with --tls-port or --unixsocket set, 0 means no
+    /// plain TCP listener).
     #[arg(
         long,
         env = "STMD_PORT",
@@ -31,6 +32,24 @@ pub struct Config {
         help_heading = "Network"
     )]
     pub bind: String,
+    /// Also accept clients on this Unix socket ("": none); a file left there is replaced, and
+    /// the socket is removed at shutdown.
+    #[arg(
+        long,
+        env = "STMD_UNIXSOCKET",
+        default_value = "",
+        help_heading = "Network"
+    )]
+    pub unixsocket: String,
+    /// The Unix socket's permissions, in octal as chmod takes them (e.g. 700; 0: the umask's).
+    #[arg(
+        long,
+        env = "STMD_UNIXSOCKETPERM",
+        default_value = "0",
+        value_parser = parse_octal_mode,
+        help_heading = "Network"
+    )]
+    pub unixsocketperm: u32,
     /// Threads serving clients (0: one per CPU core but one, at least one). Every thread serves any
     /// connection. The spare core is left to the kernel's network stack and to clients on the same
     /// host, as Redis advises for its io-threads.
@@ -556,12 +575,13 @@ pub enum ProtectedCommand {
 }
 
 impl ProtectedCommand {
-    /// Whether a client connected from `peer` may run the command.
-    pub fn allows(self, peer: std::net::IpAddr) -> bool {
+    /// Whether a client connected from `peer` may run the command (`local`: loopback or the
+    /// Unix socket).
+    pub fn allows(self, peer: &crate::clients::ClientAddr) -> bool {
         match self {
             ProtectedCommand::Yes => true,
             ProtectedCommand::No => false,
-            ProtectedCommand::Local => peer.is_loopback(),
+            ProtectedCommand::Local => peer.is_local(),
         }
     }
 
@@ -724,6 +744,16 @@ pub static PARAMS: &[Param] = &[
     number_param!("maxclients", maxclients, 1, i64::MAX),
     number_param!("timeout", timeout, 0, i32::MAX as i64),
     number_param!("tcp-keepalive", tcp_keepalive, 0, i32::MAX as i64),
+    Param {
+        name: "unixsocket",
+        get: |c| c.unixsocket.clone(),
+        set: None,
+    },
+    Param {
+        name: "unixsocketperm",
+        get: |c| format!("{:o}", c.unixsocketperm),
+        set: None,
+    },
     Param {
         name: "logfile",
         get: |c| c.logfile.clone(),
@@ -1114,6 +1144,14 @@ pub fn refuses(config: &Config, peer: std::net::IpAddr) -> bool {
         }
     };
     config.protected_mode && config.requirepass.is_empty() && !loopback
+}
+
+/// `--unixsocketperm`: permission bits in octal, as Redis reads them (at most 0777).
+fn parse_octal_mode(text: &str) -> Result<u32, String> {
+    u32::from_str_radix(text, 8)
+        .ok()
+        .filter(|&mode| mode <= 0o777)
+        .ok_or_else(|| format!("invalid unixsocketperm {text:?}: octal permission bits, e.g. 700"))
 }
 
 /// A database URL with its password replaced by `***`, for display.

@@ -722,6 +722,17 @@ mod tests {
     }
 
     #[test]
+    fn unixsocketperm_is_octal() {
+        let c = load_file("unixsocket /tmp/s.sock\nunixsocketperm 750\n", &[], &[]).expect("loads");
+        assert_eq!(
+            (c.unixsocket.as_str(), c.unixsocketperm),
+            ("/tmp/s.sock", 0o750)
+        );
+        assert!(load_file("unixsocketperm 800\n", &[], &[]).is_err());
+        assert!(load_file("unixsocketperm 1777\n", &[], &[]).is_err());
+    }
+
+    #[test]
     fn every_cli_flag_is_a_directive_and_the_example_file_loads() {
         let example = include_str!("../stmd.conf");
         for arg in Config::command().get_arguments() {

@@ -122,6 +122,4 @@ pub static INERT_PARAMS: &[(&str, &str)] = &[
     ("tls-session-cache-size", "20480"),
     ("tls-session-cache-timeout", "300"),
     ("tls-session-caching", "yes"),
-    ("unixsocket", ""),
-    ("unixsocketperm", "0"),
 ];

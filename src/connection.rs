@@ -2,7 +2,7 @@
 //! read batch (every reply of the batch is encoded into one output buffer). Plain TCP and TLS
 //! clients run the same code: it is generic over the stream.
 
-use crate::clients::{flag, ClientInfo};
+use crate::clients::{flag, ClientAddr, ClientInfo};
 use crate::commands::{self, client, ConnState, Ctx};
 use crate::metrics::Stats;
 use crate::output_limit::{ClassLimit, ClientClass};
@@ -11,7 +11,6 @@ use crate::pubsub::Delivery;
 use crate::server::Shared;
 use bytes::{Buf, Bytes, BytesMut};
 use smallvec::SmallVec;
-use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -68,15 +67,15 @@ pub async fn refuse(mut stream: impl Stream, error: &'static str) {
 }
 
 /// Serves one client until it quits, is killed, breaks the protocol or the server shuts down.
-/// `peer`, `laddr` and `fd` are the TCP socket's (taken before any TLS wrapping).
+/// `peer`, `laddr` and `fd` are the socket's (taken before any TLS wrapping).
 pub async fn serve(
     mut stream: impl Stream,
-    peer: SocketAddr,
-    laddr: SocketAddr,
+    peer: ClientAddr,
+    laddr: ClientAddr,
     fd: i32,
     shared: Arc<Shared>,
 ) {
-    let info = shared.clients.register(peer, laddr, fd);
+    let info = shared.clients.register(peer.clone(), laddr, fd);
     let default_user = shared.acl.default_user();
     let mut conn = ConnState::new(info.clone(), default_user.nopass && default_user.enabled);
     if let Err(err) = serve_loop(&mut stream, &shared, &mut conn, &info).await {

@@ -130,16 +130,22 @@ impl Drop for PidFile {
 }
 
 async fn serve(config: Config) -> stmd::Result<()> {
-    // As in Redis, `--port 0` with a TLS port means "TLS only"; without one it picks a free port.
-    let plain = match (config.port, config.tls_port) {
-        (0, tls_port) if tls_port != 0 => None,
-        (port, _) => Some(bind(&config.bind, port).await?),
+    // As in Redis, `--port 0` with a TLS port or a Unix socket means no plain TCP listener;
+    // without either it picks a free port.
+    let plain = match (config.port, config.tls_port, config.unixsocket.is_empty()) {
+        (0, 0, true) | (1.., _, _) => Some(bind(&config.bind, config.port).await?),
+        (0, _, _) => None,
     };
     let tls = match config.tls_port {
         0 => None,
         port => Some(bind(&config.bind, port).await?),
     };
-    stmd::server::run(Listeners { plain, tls }, config, shutdown_signal()).await
+    let unix = match config.unixsocket.as_str() {
+        "" => None,
+        path => Some(stmd::server::bind_unix(path, config.unixsocketperm)?),
+    };
+    let listeners = Listeners { plain, tls, unix };
+    stmd::server::run(listeners, config, shutdown_signal()).await
 }
 
 async fn bind(host: &str, port: u16) -> stmd::Result<TcpListener> {

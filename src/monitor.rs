@@ -2,10 +2,10 @@
 //! monitoring connection's mailbox (the one Pub/Sub uses), so a slow monitor is disconnected like
 //! a slow subscriber and never slows the commands it watches.
 
+use crate::clients::ClientAddr;
 use crate::pubsub::{Delivery, Mailbox};
 use bytes::Bytes;
 use parking_lot::RwLock;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -40,7 +40,7 @@ impl Monitors {
     }
 
     /// Sends one command to every monitor.
-    pub fn feed(&self, addr: SocketAddr, args: &[&[u8]]) {
+    pub fn feed(&self, addr: &ClientAddr, args: &[&[u8]]) {
         let line = Bytes::from(format_line(
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -54,10 +54,15 @@ impl Monitors {
     }
 }
 
-/// `+1700000000.123456 [0 127.0.0.1:5000] "set" "k" "v"\r\n`
-pub fn format_line(now: std::time::Duration, addr: SocketAddr, args: &[&[u8]]) -> Vec<u8> {
-    let mut line =
-        format!("+{}.{:06} [0 {}]", now.as_secs(), now.subsec_micros(), addr).into_bytes();
+/// `+1700000000.123456 [0 127.0.0.1:5000] "set" "k" "v"\r\n`; over the Unix socket the client
+/// is `unix:<path>`, as Redis writes it.
+pub fn format_line(now: std::time::Duration, addr: &ClientAddr, args: &[&[u8]]) -> Vec<u8> {
+    let (secs, micros) = (now.as_secs(), now.subsec_micros());
+    let mut line = match addr {
+        ClientAddr::Tcp(addr) => format!("+{secs}.{micros:06} [0 {addr}]"),
+        ClientAddr::Unix(path) => format!("+{secs}.{micros:06} [0 unix:{path}]"),
+    }
+    .into_bytes();
     for arg in args {
         line.push(b' ');
         quote(arg, &mut line);
@@ -92,10 +97,10 @@ mod tests {
 
     #[test]
     fn lines_quote_like_redis() {
-        let addr: SocketAddr = "127.0.0.1:5000".parse().expect("addr");
+        let addr = ClientAddr::Tcp("127.0.0.1:5000".parse().expect("addr"));
         let line = format_line(
             std::time::Duration::new(1_700_000_000, 5_000),
-            addr,
+            &addr,
             &[b"set", b"a \"b\"\\", b"\x01\xff\r\n\t"],
         );
         assert_eq!(

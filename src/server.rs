@@ -1,8 +1,9 @@
-//! The accept loops (plain TCP and TLS), the connection limit and graceful shutdown. The caller
+//! The accept loops (plain TCP, TLS and the Unix socket), the connection limit and graceful
+//! shutdown. The caller
 //! binds the listeners and passes a shutdown future, so tests run the same server in-process on
 //! `127.0.0.1:0`.
 
-use crate::clients::ClientRegistry;
+use crate::clients::{ClientAddr, ClientRegistry};
 use crate::config::Config;
 use crate::connection;
 use crate::metrics::Stats;
@@ -16,7 +17,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::sync::{mpsc, watch, Notify};
 use tokio_rustls::TlsAcceptor;
 
@@ -136,10 +137,12 @@ impl Shared {
     }
 }
 
-/// The sockets the server accepts clients on: plain TCP (`--port`), TLS (`--tls-port`), or both.
+/// The sockets the server accepts clients on: plain TCP (`--port`), TLS (`--tls-port`) and the
+/// Unix socket (`--unixsocket`), any of them.
 pub struct Listeners {
     pub plain: Option<TcpListener>,
     pub tls: Option<TcpListener>,
+    pub unix: Option<UnixListener>,
 }
 
 impl From<TcpListener> for Listeners {
@@ -147,14 +150,43 @@ impl From<TcpListener> for Listeners {
         Listeners {
             plain: Some(plain),
             tls: None,
+            unix: None,
         }
     }
+}
+
+/// `--unixsocket`: binds the socket at `path`, replacing a file left there (as Redis does), with
+/// the permissions `mode` (`--unixsocketperm`; 0 leaves the umask's). Needs a Tokio runtime.
+pub fn bind_unix(path: &str, mode: u32) -> Result<UnixListener> {
+    let failed = |err: std::io::Error| Error::Config(format!("Failed opening Unix socket: {err}"));
+    let _ = std::fs::remove_file(path);
+    let listener = UnixListener::bind(path).map_err(failed)?;
+    if mode != 0 {
+        use std::os::unix::fs::PermissionsExt;
+        let permissions = std::fs::Permissions::from_mode(mode);
+        std::fs::set_permissions(path, permissions).map_err(failed)?;
+    }
+    Ok(listener)
+}
+
+/// A client accepted on one of the listeners.
+enum Accepted {
+    Plain(TcpStream, SocketAddr),
+    Tls(TcpStream, SocketAddr),
+    Unix(UnixStream),
 }
 
 /// Accepts on `listener`; never resolves when there is none.
 async fn accept(listener: &Option<TcpListener>) -> std::io::Result<(TcpStream, SocketAddr)> {
     match listener {
         Some(listener) => listener.accept().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn accept_unix(listener: &Option<UnixListener>) -> std::io::Result<UnixStream> {
+    match listener {
+        Some(listener) => Ok(listener.accept().await?.0),
         None => std::future::pending().await,
     }
 }
@@ -175,9 +207,9 @@ fn keep_alive(stream: &TcpStream, secs: u64) {
     }
 }
 
-/// Why a new client cannot be served (maxclients, protected mode), counted and logged; the same
-/// rules for both listeners.
-fn refusal(shared: &Shared, peer: SocketAddr) -> Option<&'static str> {
+/// Why a new client cannot be served (maxclients, protected mode: TCP clients only), counted and
+/// logged; the same rules for every listener.
+fn refusal(shared: &Shared, peer: &ClientAddr) -> Option<&'static str> {
     let maxclients = shared.config.read().maxclients;
     if shared.clients.len() >= maxclients {
         let rejected = shared
@@ -191,7 +223,10 @@ fn refusal(shared: &Shared, peer: SocketAddr) -> Option<&'static str> {
         }
         return Some("ERR max number of clients reached");
     }
-    if crate::config::refuses(&shared.config.read(), peer.ip()) {
+    let protected = peer
+        .ip()
+        .is_some_and(|ip| crate::config::refuses(&shared.config.read(), ip));
+    if protected {
         shared
             .stats
             .rejected_connections
@@ -231,7 +266,8 @@ async fn serve_tls(
             return;
         }
     };
-    match refusal(&shared, peer) {
+    let (peer, laddr) = (ClientAddr::Tcp(peer), ClientAddr::Tcp(laddr));
+    match refusal(&shared, &peer) {
         Some(error) => connection::refuse(stream, error).await,
         None => connection::serve(stream, peer, laddr, fd, shared).await,
     }
@@ -266,10 +302,14 @@ pub async fn run(
         Some(_) => Some(crate::tls::acceptor(&config).map_err(Error::Config)?),
         None => None,
     };
-    let local_addr = match (&listeners.plain, &listeners.tls) {
-        (Some(listener), _) | (None, Some(listener)) => listener.local_addr()?,
-        (None, None) => return Err(Error::Config("no port to listen on".into())),
+    let local_addr = match (&listeners.plain, &listeners.tls, &listeners.unix) {
+        (Some(listener), _, _) | (None, Some(listener), _) => listener.local_addr()?,
+        // Unix socket only: INFO's `tcp_port` is 0, as Redis's.
+        (None, None, Some(_)) if !config.cluster_enabled => SocketAddr::from(([0, 0, 0, 0], 0)),
+        (None, None, Some(_)) => return Err(Error::Config("cluster mode needs a TCP port".into())),
+        (None, None, None) => return Err(Error::Config("no port to listen on".into())),
     };
+    let unix_path: Arc<str> = Arc::from(config.unixsocket.as_str());
     // Cluster mode is checked before anything starts: its keys' format must be set before the
     // warm start builds a key.
     let cluster = match config.cluster_enabled {
@@ -342,6 +382,7 @@ pub async fn run(
         version = env!("CARGO_PKG_VERSION"),
         addr = listeners.plain.as_ref().map(|_| local_addr.to_string()),
         tls_addr = tls_addr.map(|a| a.to_string()),
+        unixsocket = listeners.unix.as_ref().map(|_| unix_path.to_string()),
         database = shared.stm.persist.backend(),
         "stmd ready to accept connections"
     );
@@ -438,18 +479,23 @@ pub async fn run(
     tokio::pin!(restoring);
     let mut restore_done = false;
     loop {
-        let (accepted, is_tls) = tokio::select! {
+        let accepted = tokio::select! {
             _ = &mut shutdown => break,
             _ = shared.shutdown_requested.notified() => break,
             _ = &mut restoring, if !restore_done => {
                 restore_done = true;
                 continue;
             }
-            accepted = accept(&listeners.plain), if restore_done => (accepted, false),
-            accepted = accept(&listeners.tls), if restore_done => (accepted, true),
+            accepted = accept(&listeners.plain), if restore_done => {
+                accepted.map(|(stream, peer)| Accepted::Plain(stream, peer))
+            }
+            accepted = accept(&listeners.tls), if restore_done => {
+                accepted.map(|(stream, peer)| Accepted::Tls(stream, peer))
+            }
+            accepted = accept_unix(&listeners.unix), if restore_done => accepted.map(Accepted::Unix),
         };
-        let (stream, peer) = match accepted {
-            Ok(pair) => pair,
+        let accepted = match accepted {
+            Ok(accepted) => accepted,
             Err(err) => {
                 // Out of file descriptors and the like: back off instead of spinning.
                 tracing::warn!(%err, "accept failed");
@@ -461,27 +507,44 @@ pub async fn run(
             .stats
             .total_connections_received
             .fetch_add(1, Ordering::Relaxed);
-        keep_alive(&stream, shared.config.read().tcp_keepalive);
         let shared = shared.clone();
         let done = done_tx.clone();
-        match (&tls, is_tls) {
-            (Some(acceptor), true) => {
-                let acceptor = acceptor.clone();
+        match accepted {
+            Accepted::Tls(stream, peer) => {
+                keep_alive(&stream, shared.config.read().tcp_keepalive);
+                // A TLS listener exists only with its acceptor.
+                let Some(acceptor) = tls.clone() else {
+                    continue;
+                };
                 tokio::spawn(async move {
                     serve_tls(acceptor, stream, peer, shared).await;
                     drop(done);
                 });
             }
-            _ => {
-                if let Some(error) = refusal(&shared, peer) {
+            Accepted::Plain(stream, peer) => {
+                keep_alive(&stream, shared.config.read().tcp_keepalive);
+                let peer = ClientAddr::Tcp(peer);
+                if let Some(error) = refusal(&shared, &peer) {
                     tokio::spawn(connection::refuse(stream, error));
                     continue;
                 }
                 let _ = stream.set_nodelay(true);
-                let laddr = stream.local_addr().unwrap_or(shared.local_addr);
+                let laddr = ClientAddr::Tcp(stream.local_addr().unwrap_or(shared.local_addr));
                 let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
                 tokio::spawn(async move {
                     connection::serve(stream, peer, laddr, fd, shared).await;
+                    drop(done);
+                });
+            }
+            Accepted::Unix(stream) => {
+                let path = ClientAddr::Unix(unix_path.clone());
+                if let Some(error) = refusal(&shared, &path) {
+                    tokio::spawn(connection::refuse(stream, error));
+                    continue;
+                }
+                let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
+                tokio::spawn(async move {
+                    connection::serve(stream, path.clone(), path, fd, shared).await;
                     drop(done);
                 });
             }
@@ -489,6 +552,9 @@ pub async fn run(
     }
 
     tracing::info!("shutting down: no new connections, finishing replies in flight");
+    if listeners.unix.is_some() {
+        let _ = std::fs::remove_file(&*unix_path);
+    }
     drop(listeners);
     let _ = stop_tx.send(true);
     shared.clients.stop_all();

@@ -113,7 +113,8 @@ impl Replay {
                 )
                 .map_err(|e| format!("cannot load the base's functions: {e}"))?;
         }
-        let info = shared.clients.register(addr, addr, -1);
+        let addr = crate::clients::ClientAddr::Tcp(addr);
+        let info = shared.clients.register(addr.clone(), addr, -1);
         let mut state = ConnState::new(info, true);
         state.from_primary = true;
         Ok(Replay {

@@ -136,7 +136,7 @@ pub static SKIP_CHECKSUM: std::sync::atomic::AtomicBool = std::sync::atomic::Ato
 
 pub fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let setting = ctx.shared.config.read().enable_debug_command;
-    if !setting.allows(ctx.conn.info.addr.ip()) {
+    if !setting.allows(&ctx.conn.info.addr) {
         return Err(Reply::Error(
             ProtectedCommand::refusal("DEBUG", "enable-debug-command").into(),
         ));

@@ -703,7 +703,7 @@ pub fn run(ctx: &mut Ctx<'_, '_>, cmd: &'static Command, args: &[&[u8]]) -> Repl
     if shared.monitors.active() && !rerun && !effective.has(table::ADMIN) {
         shared
             .monitors
-            .feed(ctx.conn.info.addr, &redacted(cmd, args));
+            .feed(&ctx.conn.info.addr, &redacted(cmd, args));
     }
     reply
 }

@@ -296,7 +296,7 @@ pub fn module(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         ]));
     }
     let setting = ctx.shared.config.read().enable_module_command;
-    if !setting.allows(ctx.conn.info.addr.ip()) {
+    if !setting.allows(&ctx.conn.info.addr) {
         return Err(Reply::Error(
             ProtectedCommand::refusal("MODULE", "enable-module-command").into(),
         ));

@@ -3,6 +3,7 @@
 //! Redis's master client is obeyed, with acknowledgements every second.
 
 use super::replica::{LinkState, Replica, Target};
+use crate::clients::ClientAddr;
 use crate::commands::{self, ConnState, Ctx};
 use crate::protocol::{parse_request, Limits, Parsed, Reply};
 use crate::server::Shared;
@@ -430,6 +431,7 @@ async fn stream_commands(
         .map_err(|e| format!("the primary's address: {e}"))?;
     let local = conn.stream.local_addr().unwrap_or(shared.local_addr);
     let fd = std::os::fd::AsRawFd::as_raw_fd(&conn.stream);
+    let (peer, local) = (ClientAddr::Tcp(peer), ClientAddr::Tcp(local));
     let info = shared.clients.register(peer, local, fd);
     let _registered = Registered {
         shared,

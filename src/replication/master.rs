@@ -192,7 +192,12 @@ pub async fn serve_replica(
     let conf = handoff.conf;
     let ip = conf
         .ip_address
-        .unwrap_or_else(|| info.addr.ip().to_string());
+        // Over the Unix socket Redis names the replica `/unixsocket`.
+        .unwrap_or_else(|| {
+            info.addr
+                .ip()
+                .map_or("/unixsocket".into(), |ip| ip.to_string())
+        });
     let master = &replication.master;
     if handoff
         .psync

@@ -25,6 +25,7 @@ mod core_expiry;
 mod core_redis_cli;
 mod core_replies;
 mod core_scan;
+mod core_unix_socket;
 mod events_keyspace;
 mod events_tracking;
 mod fuzz_props;

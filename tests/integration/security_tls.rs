@@ -176,6 +176,7 @@ impl TlsServer {
         let listeners = Listeners {
             plain: Some(plain),
             tls: Some(tls),
+            unix: None,
         };
         tokio::spawn(async move {
             let result = stmd::server::run(listeners, config, async move {

@@ -6,6 +6,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use stmd::clients::ClientAddr;
 use stmd::commands::{self, ConnState, Ctx};
 use stmd::config::Config;
 use stmd::persist::PersistHandle;
@@ -128,9 +129,11 @@ pub fn in_process() -> Arc<Shared> {
 }
 
 pub fn new_conn(shared: &Shared) -> ConnState {
-    let info = shared
-        .clients
-        .register("127.0.0.1:1".parse().expect("addr"), shared.local_addr, -1);
+    let info = shared.clients.register(
+        ClientAddr::Tcp("127.0.0.1:1".parse().expect("addr")),
+        ClientAddr::Tcp(shared.local_addr),
+        -1,
+    );
     ConnState::new(info, true)
 }
 
