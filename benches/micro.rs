@@ -92,8 +92,8 @@ fn to_args(args: &[&str]) -> Vec<Vec<u8>> {
 
 fn dispatch_commands(c: &mut Criterion) {
     let shared = shared();
-    let addr = shared.local_addr;
-    let mut conn = ConnState::new(shared.clients.register(addr, addr, -1), true);
+    let addr = stmd::clients::ClientAddr::Tcp(shared.local_addr);
+    let mut conn = ConnState::new(shared.clients.register(addr.clone(), addr, -1), true);
     let mut group = c.benchmark_group("dispatch");
     let set = to_args(&["SET", "key:000123", "xxx"]);
     let get = to_args(&["GET", "key:000123"]);
@@ -153,8 +153,8 @@ fn clean(c: &mut Criterion) {
 
 fn capture(c: &mut Criterion) {
     let shared = shared();
-    let addr = shared.local_addr;
-    let mut conn = ConnState::new(shared.clients.register(addr, addr, -1), true);
+    let addr = stmd::clients::ClientAddr::Tcp(shared.local_addr);
+    let mut conn = ConnState::new(shared.clients.register(addr.clone(), addr, -1), true);
     let mut group = c.benchmark_group("capture");
     // Each iteration a new user: the entry, its index slots and its row operation are all new.
     let mut user = 0u64;
@@ -179,8 +179,8 @@ fn capture(c: &mut Criterion) {
 /// summary), next to the STM.GET + STM.RECENT pair it replaces, all without the network.
 fn context(c: &mut Criterion) {
     let shared = shared();
-    let addr = shared.local_addr;
-    let mut conn = ConnState::new(shared.clients.register(addr, addr, -1), true);
+    let addr = stmd::clients::ClientAddr::Tcp(shared.local_addr);
+    let mut conn = ConnState::new(shared.clients.register(addr.clone(), addr, -1), true);
     for channel in ["c1", "c2", "c3", "c4", "c5"] {
         let mut args = capture_args("u1");
         args[4] = channel.as_bytes().to_vec();
@@ -251,8 +251,8 @@ fn context(c: &mut Criterion) {
 /// with O(log n) ranks the time grows with the logarithm of the size, not with the size.
 fn zset_ranks(c: &mut Criterion) {
     let shared = shared();
-    let addr = shared.local_addr;
-    let mut conn = ConnState::new(shared.clients.register(addr, addr, -1), true);
+    let addr = stmd::clients::ClientAddr::Tcp(shared.local_addr);
+    let mut conn = ConnState::new(shared.clients.register(addr.clone(), addr, -1), true);
     let mut group = c.benchmark_group("zset_rank");
     for size in [1_000usize, 100_000, 1_000_000] {
         let key = format!("z{size}");
