@@ -538,6 +538,33 @@ impl ClientRegistry {
         peaks
     }
 
+    /// `maxmemory-clients`: the clients to close, those holding the most memory first, until the
+    /// clients hold less than `limit` together. As in Redis, the total counts every client but the
+    /// replication links (a replica fed from here, the primary followed), and CLIENT NO-EVICT
+    /// clients count but are not closed.
+    pub fn over_memory_limit(&self, limit: u64) -> Vec<Arc<ClientInfo>> {
+        let links = flag::REPLICA | flag::MASTER;
+        let mut counted: Vec<(u64, Arc<ClientInfo>)> = self
+            .clients
+            .lock()
+            .values()
+            .filter(|c| c.published.flags.load(Ordering::Relaxed) & links == 0 && !c.is_killed())
+            .map(|c| (c.memory(), c.clone()))
+            .collect();
+        let mut total: u64 = counted.iter().map(|(memory, _)| memory).sum();
+        counted.retain(|(_, c)| c.published.flags.load(Ordering::Relaxed) & flag::NO_EVICT == 0);
+        counted.sort_unstable_by_key(|(memory, _)| std::cmp::Reverse(*memory));
+        let mut closed = Vec::new();
+        for (memory, client) in counted {
+            if total < limit {
+                break;
+            }
+            total -= memory;
+            closed.push(client);
+        }
+        closed
+    }
+
     /// A snapshot of the connected clients, in id order.
     pub fn all(&self) -> Vec<Arc<ClientInfo>> {
         self.clients.lock().values().cloned().collect()

@@ -161,6 +161,10 @@ pub struct Config {
     /// volatile-random or volatile-ttl.
     #[arg(long, env = "STMD_MAXMEMORY_POLICY", default_value = "noeviction", value_parser = Policy::parse, help_heading = "Limits")]
     pub maxmemory_policy: Policy,
+    /// Most memory all clients' buffers may hold together (bytes, units as above, or a percentage
+    /// of --maxmemory such as `10%`; 0: no limit): past it the clients holding the most are closed.
+    #[arg(long, env = "STMD_MAXMEMORY_CLIENTS", default_value = "0", value_parser = ClientsMemory::parse, help_heading = "Limits")]
+    pub maxmemory_clients: ClientsMemory,
     /// Keys sampled per eviction (more: closer to true LRU/TTL order, slower).
     #[arg(long, env = "STMD_MAXMEMORY_SAMPLES", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=i32::MAX as u64), help_heading = "Limits")]
     pub maxmemory_samples: u64,
@@ -809,6 +813,14 @@ pub static PARAMS: &[Param] = &[
     },
     number_param!("maxmemory-samples", maxmemory_samples, 1, i32::MAX as i64),
     Param {
+        name: "maxmemory-clients",
+        get: |c| c.maxmemory_clients.to_string(),
+        set: Some(|c, v| {
+            c.maxmemory_clients = ClientsMemory::parse(v)?;
+            Ok(())
+        }),
+    },
+    Param {
         name: "client-output-buffer-limit",
         get: |c| c.client_output_buffer_limit.to_string(),
         set: Some(|c, v| c.client_output_buffer_limit.apply(v)),
@@ -1216,6 +1228,52 @@ fn parse_file_name(text: &str) -> Result<String, String> {
         return Err("a file name can't be a path, just a filename".into());
     }
     Ok(text.to_string())
+}
+
+/// `maxmemory-clients`: the most memory all clients may hold together, in bytes or as a
+/// percentage of `maxmemory`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientsMemory {
+    Bytes(u64),
+    Percent(u64),
+}
+
+impl ClientsMemory {
+    /// Redis's syntax and errors: a memory value, or `N%` with N at most 100.
+    pub fn parse(text: &str) -> Result<ClientsMemory, String> {
+        const NEITHER: &str = "argument must be a memory or percent value";
+        if let Some(percent) = text.strip_suffix('%') {
+            let percent: u64 = percent.parse().map_err(|_| NEITHER.to_string())?;
+            if percent > 100 {
+                return Err("percentage argument must be less or equal to 100".into());
+            }
+            return Ok(ClientsMemory::Percent(percent));
+        }
+        parse_memory(text)
+            .map(ClientsMemory::Bytes)
+            .map_err(|_| NEITHER.to_string())
+    }
+
+    /// The limit in bytes, given `maxmemory`; None when there is none (0, or a percentage of no
+    /// `maxmemory`).
+    pub fn limit(self, maxmemory: u64) -> Option<u64> {
+        let bytes = match self {
+            ClientsMemory::Bytes(bytes) => bytes,
+            ClientsMemory::Percent(percent) => {
+                u64::try_from(u128::from(maxmemory) * u128::from(percent) / 100).unwrap_or(u64::MAX)
+            }
+        };
+        (bytes > 0).then_some(bytes)
+    }
+}
+
+impl std::fmt::Display for ClientsMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ClientsMemory::Bytes(bytes) => write!(f, "{bytes}"),
+            ClientsMemory::Percent(percent) => write!(f, "{percent}%"),
+        }
+    }
 }
 
 /// Parses a memory size the way redis.conf does: a plain number of bytes or a number with a unit

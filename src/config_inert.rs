@@ -62,7 +62,6 @@ pub static INERT_PARAMS: &[(&str, &str)] = &[
     ("lfu-decay-time", "1"),
     ("lfu-log-factor", "10"),
     ("locale-collate", ""),
-    ("maxmemory-clients", "0"),
     ("maxmemory-eviction-tenacity", "10"),
     ("no-appendfsync-on-rewrite", "no"),
     ("oom-score-adj", "no"),

@@ -193,6 +193,12 @@ impl Collector for ServerCollector {
         )?;
         counter(
             &mut e,
+            "stmd_clients_evicted",
+            "Clients closed because all clients together held more than maxmemory-clients.",
+            load(&s.evicted_clients),
+        )?;
+        counter(
+            &mut e,
             "stmd_commands_processed",
             "Commands processed, all names together.",
             load(&s.total_commands_processed),

@@ -17,6 +17,8 @@ pub struct Stats {
     pub total_error_replies: Counter,
     /// Clients closed for passing their `client-output-buffer-limit`.
     pub client_output_buffer_limit_disconnections: Counter,
+    /// Clients closed for `maxmemory-clients` (INFO's `evicted_clients`).
+    pub evicted_clients: Counter,
     /// TLS connections that failed or timed out in the handshake.
     pub tls_handshake_failures: Counter,
     /// Reads from and writes to client sockets (INFO's `total_reads_processed`/`_writes_`).
@@ -38,6 +40,7 @@ impl Stats {
             &self.keyspace_misses,
             &self.total_error_replies,
             &self.client_output_buffer_limit_disconnections,
+            &self.evicted_clients,
             &self.tls_handshake_failures,
             &self.total_reads_processed,
             &self.total_writes_processed,

@@ -39,13 +39,14 @@ impl Monitors {
         self.count.load(Ordering::Relaxed) > 0
     }
 
-    /// Sends one command to every monitor.
-    pub fn feed(&self, addr: &ClientAddr, args: &[&[u8]]) {
+    /// Sends one command, run in database `db` by `client` (None: a script), to every monitor.
+    pub fn feed(&self, db: usize, client: Option<&ClientAddr>, args: &[&[u8]]) {
         let line = Bytes::from(format_line(
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .unwrap_or_default(),
-            addr,
+            db,
+            client,
             args,
         ));
         for (_, mailbox) in self.mailboxes.read().iter() {
@@ -54,13 +55,19 @@ impl Monitors {
     }
 }
 
-/// `+1700000000.123456 [0 127.0.0.1:5000] "set" "k" "v"\r\n`; over the Unix socket the client
-/// is `unix:<path>`, as Redis writes it.
-pub fn format_line(now: std::time::Duration, addr: &ClientAddr, args: &[&[u8]]) -> Vec<u8> {
+/// `+1700000000.123456 [0 127.0.0.1:5000] "set" "k" "v"\r\n`, as Redis writes it: the database,
+/// then the client (`unix:<path>` over the Unix socket, `lua` for a script's commands).
+pub fn format_line(
+    now: std::time::Duration,
+    db: usize,
+    client: Option<&ClientAddr>,
+    args: &[&[u8]],
+) -> Vec<u8> {
     let (secs, micros) = (now.as_secs(), now.subsec_micros());
-    let mut line = match addr {
-        ClientAddr::Tcp(addr) => format!("+{secs}.{micros:06} [0 {addr}]"),
-        ClientAddr::Unix(path) => format!("+{secs}.{micros:06} [0 unix:{path}]"),
+    let mut line = match client {
+        Some(ClientAddr::Tcp(addr)) => format!("+{secs}.{micros:06} [{db} {addr}]"),
+        Some(ClientAddr::Unix(path)) => format!("+{secs}.{micros:06} [{db} unix:{path}]"),
+        None => format!("+{secs}.{micros:06} [{db} lua]"),
     }
     .into_bytes();
     for arg in args {
@@ -100,7 +107,8 @@ mod tests {
         let addr = ClientAddr::Tcp("127.0.0.1:5000".parse().expect("addr"));
         let line = format_line(
             std::time::Duration::new(1_700_000_000, 5_000),
-            &addr,
+            0,
+            Some(&addr),
             &[b"set", b"a \"b\"\\", b"\x01\xff\r\n\t"],
         );
         assert_eq!(

@@ -273,6 +273,44 @@ async fn serve_tls(
     }
 }
 
+/// How often `maxmemory-clients` is checked: Redis's `hz`.
+const CLIENT_EVICTION_EVERY: Duration = Duration::from_millis(100);
+
+/// `maxmemory-clients`: every [`CLIENT_EVICTION_EVERY`], while the clients hold more than the
+/// limit together, the ones holding the most are closed (their memory is what each connection
+/// last published: its buffers after each read, its output while it writes).
+async fn evict_clients(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    let mut every = tokio::time::interval(CLIENT_EVICTION_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        tokio::select! {
+            _ = every.tick() => {}
+            _ = stop.changed() => return,
+        }
+        let limit = {
+            let config = shared.config.read();
+            config.maxmemory_clients.limit(config.maxmemory)
+        };
+        let Some(limit) = limit else { continue };
+        let closed = shared.clients.over_memory_limit(limit);
+        for client in &closed {
+            tracing::debug!(
+                client = client.describe(),
+                "evicting client (maxmemory-clients)"
+            );
+            client.kill();
+        }
+        if !closed.is_empty() {
+            Stats::add(&shared.stats.evicted_clients, closed.len() as u64);
+            tracing::info!(
+                clients = closed.len(),
+                limit,
+                "maxmemory-clients reached: closed the clients holding the most memory"
+            );
+        }
+    }
+}
+
 /// Resolves when the warm start has put the recent summaries into the keyspace, or after `timeout`
 /// (the database is unreachable; the rows are merged when it comes back). Until then the listeners
 /// are bound but nothing is accepted: clients connect (the kernel queues them in the listen
@@ -459,6 +497,8 @@ pub async fn run(
         stop_rx.clone(),
     ));
 
+    let client_eviction_task = tokio::spawn(evict_clients(shared.clone(), stop_rx.clone()));
+
     let rates_task = {
         let mut rx = stop_rx.clone();
         let shared = shared.clone();
@@ -568,6 +608,7 @@ pub async fn run(
     let _ = expiry_task.await;
     let _ = meter_task.await;
     let _ = rates_task.await;
+    let _ = client_eviction_task.await;
     let _ = snapshot_task.await;
     let _ = replica_task.await;
     let _ = failover_task.await;

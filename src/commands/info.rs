@@ -479,7 +479,7 @@ fn stats(ctx: &Ctx, lines: &mut Lines) {
         "evicted_keys",
         shared.store.memory.evicted_keys.load(Ordering::Relaxed),
     );
-    lines.add("evicted_clients", 0);
+    lines.add("evicted_clients", s.evicted_clients.total());
     lines.add("keyspace_hits", s.keyspace_hits.total());
     lines.add("keyspace_misses", s.keyspace_misses.total());
     lines.add("pubsub_channels", shared.pubsub.channels(None, false).len());

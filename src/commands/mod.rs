@@ -113,6 +113,8 @@ pub struct ConnState {
     /// With `script_wait`: the command is a script waiting for the engine, not for the end of
     /// every script call in progress.
     pub script_turn: bool,
+    /// A script's `redis.call` is running: MONITOR shows its commands as `lua`'s.
+    pub in_script: bool,
     /// CLIENT NO-TOUCH: this client's reads do not refresh keys' access clocks.
     pub no_touch: bool,
     /// CLIENT NO-EVICT (shown in CLIENT LIST; stmd never evicts clients).
@@ -170,6 +172,7 @@ impl ConnState {
             tracking: Default::default(),
             script_wait: false,
             script_turn: false,
+            in_script: false,
             no_touch: false,
             no_evict: false,
             replies: Default::default(),
@@ -623,6 +626,12 @@ pub fn run(ctx: &mut Ctx<'_, '_>, cmd: &'static Command, args: &[&[u8]]) -> Repl
         crate::events::tracking::before_command(ctx, effective, args);
     }
     let time = crate::clock::CommandTime::start();
+    // MONITOR: admin commands are never shown; scripts (SKIP_MONITOR) before the commands they
+    // run, as Redis feeds them; every other command once it ran (in the database it left selected).
+    let monitored = ctx.shared.monitors.active() && !rerun && !effective.has(table::ADMIN);
+    if monitored && effective.has(table::SKIP_MONITOR) {
+        feed_monitors(ctx, cmd, args);
+    }
     // Checked when the command runs, not when MULTI queues it: a SELECT earlier in the same
     // transaction changes the database the command runs in.
     // Replication: a write (or PUBLISH) goes into the stream if it changed something. Scripts
@@ -699,13 +708,16 @@ pub fn run(ctx: &mut Ctx<'_, '_>, cmd: &'static Command, args: &[&[u8]]) -> Repl
             .slowlog
             .record(&redacted(cmd, args), micros, info.addr.to_string(), name);
     }
-    // Admin commands (CONFIG, SHUTDOWN…) are not shown, as in Redis.
-    if shared.monitors.active() && !rerun && !effective.has(table::ADMIN) {
-        shared
-            .monitors
-            .feed(&ctx.conn.info.addr, &redacted(cmd, args));
+    if monitored && !effective.has(table::SKIP_MONITOR) {
+        feed_monitors(ctx, cmd, args);
     }
     reply
+}
+
+fn feed_monitors(ctx: &Ctx<'_, '_>, cmd: &Command, args: &[&[u8]]) {
+    let client = (!ctx.conn.in_script).then_some(&ctx.conn.info.addr);
+    let shown = redacted(cmd, args);
+    ctx.shared.monitors.feed(ctx.conn.db, client, &shown);
 }
 
 /// The arguments as the SLOWLOG and MONITOR show them: passwords replaced by `(redacted)`.

@@ -205,9 +205,19 @@ fn execute<'s>(
     }
     let running = shared.scripting.running(loaded.is_function);
     shared.scripting.run.set_inline(inline);
+    let caller_db = inner.conn.db;
     let reply = engine.invoke(&loaded, script.keys, script.argv, &mut |call, resp3| {
         call_from_script(&mut inner, call, resp3, &permissions)
     });
+    // A SELECT inside the script is the script's: its caller stays in its database (Redis).
+    if inner.conn.db != caller_db {
+        inner.conn.db = caller_db;
+        inner
+            .conn
+            .info
+            .db
+            .store(caller_db as u64, std::sync::atomic::Ordering::Relaxed);
+    }
     drop(running);
     if loaded.is_function {
         shared.scripting.set_current_function(None);
@@ -301,7 +311,9 @@ fn call_from_script(ctx: &mut Ctx, args: &[&[u8]], resp3: bool, may: &Permission
     }
     // The script has its own protocol (redis.setresp), not its caller's.
     let caller_resp3 = std::mem::replace(&mut ctx.conn.resp3, resp3);
+    ctx.conn.in_script = true;
     let reply = super::run(ctx, cmd, args);
+    ctx.conn.in_script = false;
     ctx.conn.resp3 = caller_resp3;
     reply
 }

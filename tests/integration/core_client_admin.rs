@@ -440,3 +440,77 @@ async fn client_list_fields_tell_the_truth() {
     );
     assert!(info_field(&mut admin, "clients", "client_recent_max_input_buffer").await > 0);
 }
+
+/// Sends 2 MiB of a request that never ends, which the server holds in the query buffer. The
+/// server may close the socket before it read everything.
+async fn send_partial_request(client: &mut RawConn) {
+    let mut request = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$4000000\r\n".to_vec();
+    request.resize(request.len() + (2 << 20), b'x');
+    let _ = tokio::io::AsyncWriteExt::write_all(&mut client.stream, &request).await;
+}
+
+/// `maxmemory-clients`: past the limit the client holding the most memory is closed; a CLIENT
+/// NO-EVICT client never is, though its memory counts (as in Redis 7).
+#[tokio::test]
+async fn maxmemory_clients_closes_the_client_holding_the_most() {
+    let server = TestServer::start_with(|c| {
+        c.maxmemory_clients = stmd::config::ClientsMemory::Bytes(1 << 20);
+    })
+    .await;
+    let mut control = server.raw().await;
+    control
+        .roundtrip(&resp(&[b"CLIENT", b"NO-EVICT", b"ON"]), b"+OK\r\n")
+        .await;
+    let mut small = server.raw().await;
+    small.roundtrip(b"PING\r\n", b"+PONG\r\n").await;
+    let mut big = server.raw().await;
+    send_partial_request(&mut big).await;
+    assert!(
+        big.is_closed().await,
+        "the client holding the most is closed"
+    );
+    small.roundtrip(b"PING\r\n", b"+PONG\r\n").await;
+    let stats = control.command(&[b"INFO", b"stats"]).await;
+    let stats = String::from_utf8_lossy(&stats);
+    assert!(stats.contains("\r\nevicted_clients:1\r\n"), "{stats}");
+
+    // A NO-EVICT client over the limit stays.
+    small
+        .roundtrip(&resp(&[b"CLIENT", b"NO-EVICT", b"ON"]), b"+OK\r\n")
+        .await;
+    send_partial_request(&mut small).await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let list = control.command(&[b"CLIENT", b"LIST"]).await;
+    assert_eq!(String::from_utf8_lossy(&list).matches("flags=e").count(), 2);
+
+    // The limit as Redis takes and shows it: bytes, or a percentage of maxmemory.
+    for (set, shown) in [
+        (&b"10%"[..], &b"10%"[..]),
+        (b"1mb", b"1048576"),
+        (b"0", b"0"),
+    ] {
+        let reply = control
+            .command(&[b"CONFIG", b"SET", b"maxmemory-clients", set])
+            .await;
+        assert_eq!(reply, b"+OK\r\n");
+        let got = control
+            .command(&[b"CONFIG", b"GET", b"maxmemory-clients"])
+            .await;
+        let want = [
+            &b"*2\r\n$17\r\nmaxmemory-clients\r\n$"[..],
+            shown.len().to_string().as_bytes(),
+            b"\r\n",
+            shown,
+            b"\r\n",
+        ]
+        .concat();
+        assert_eq!(got, want);
+    }
+    let refused = control
+        .command(&[b"CONFIG", b"SET", b"maxmemory-clients", b"101%"])
+        .await;
+    assert_eq!(
+        String::from_utf8_lossy(&refused),
+        "-ERR CONFIG SET failed (possibly related to argument 'maxmemory-clients') - percentage argument must be less or equal to 100\r\n"
+    );
+}

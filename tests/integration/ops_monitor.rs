@@ -6,20 +6,65 @@ use crate::common;
 use common::{resp, TestServer};
 use tokio::io::AsyncWriteExt;
 
-/// Reads one `+…\r\n` monitor line and splits it into (address, quoted arguments).
+/// Reads one `+…\r\n` monitor line of database 0 and splits it into (address, quoted arguments).
 async fn monitor_line(raw: &mut common::RawConn) -> (String, String) {
+    let (db, addr, args) = monitor_line_in(raw).await;
+    assert_eq!(db, "0");
+    (addr, args)
+}
+
+/// Reads one `+…\r\n` monitor line and splits it into (database, client, quoted arguments).
+async fn monitor_line_in(raw: &mut common::RawConn) -> (String, String, String) {
     let frame = raw.read_reply().await;
     let text = String::from_utf8(frame).expect("monitor lines are ASCII");
     let body = text
         .strip_prefix('+')
         .and_then(|t| t.strip_suffix("\r\n"))
         .unwrap_or_else(|| panic!("not a status line: {text:?}"));
-    let (time, rest) = body.split_once(" [0 ").expect("time then [0 addr]");
+    let (time, rest) = body.split_once(" [").expect("time then [db addr]");
+    let (db, rest) = rest.split_once(' ').expect("db then addr");
     let (secs, micros) = time.split_once('.').expect("secs.micros");
     assert!(secs.parse::<u64>().is_ok() && micros.len() == 6, "{time}");
     assert!(micros.bytes().all(|b| b.is_ascii_digit()), "{time}");
     let (addr, args) = rest.split_once("] ").expect("addr] args");
-    (addr.to_string(), args.to_string())
+    (db.to_string(), addr.to_string(), args.to_string())
+}
+
+/// As Redis: the line names the database the command ran in, a script comes before the commands
+/// it runs, and those are `lua`'s (in the database the script selected).
+#[tokio::test]
+async fn monitor_shows_the_database_and_scripts_like_redis() {
+    let server = TestServer::start().await;
+    let mut monitor = server.raw().await;
+    monitor.roundtrip(b"MONITOR\r\n", b"+OK\r\n").await;
+    let mut client = server.raw().await;
+    let me = client.stream.local_addr().expect("addr").to_string();
+    client
+        .roundtrip(&resp(&[b"SELECT", b"3"]), b"+OK\r\n")
+        .await;
+    client
+        .roundtrip(&resp(&[b"SET", b"a", b"b"]), b"+OK\r\n")
+        .await;
+    let script = b"redis.call('select', 5) return redis.call('get', 'a')";
+    client
+        .roundtrip(&resp(&[b"EVAL", script, b"0"]), b"$-1\r\n")
+        .await;
+    client
+        .roundtrip(&resp(&[b"GET", b"a"]), b"$1\r\nb\r\n")
+        .await;
+    let eval = format!("\"EVAL\" \"{}\" \"0\"", String::from_utf8_lossy(script));
+    let expected = [
+        ("3", me.as_str(), "\"SELECT\" \"3\""),
+        ("3", &me, "\"SET\" \"a\" \"b\""),
+        ("3", &me, &eval),
+        ("5", "lua", "\"select\" \"5\""),
+        ("5", "lua", "\"get\" \"a\""),
+        ("3", &me, "\"GET\" \"a\""),
+    ];
+    for (db, who, args) in expected {
+        let line = monitor_line_in(&mut monitor).await;
+        assert_eq!(line, (db.to_string(), who.to_string(), args.to_string()));
+    }
 }
 
 #[tokio::test]
