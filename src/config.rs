@@ -176,6 +176,14 @@ pub struct Config {
     /// Working directory: where the embedded database file and the RDB snapshot live.
     #[arg(long, env = "STMD_DIR", default_value = ".", help_heading = "Storage")]
     pub dir: PathBuf,
+    /// What SIGTERM's shutdown does, as Redis's flags: `default` (save if --save rules are set),
+    /// `save`, `nosave`, and `now`/`force` (accepted: stmd neither waits for replicas nor stays up
+    /// when the last save fails).
+    #[arg(long, env = "STMD_SHUTDOWN_ON_SIGTERM", default_value = "default", value_parser = ShutdownFlags::parse, help_heading = "Storage")]
+    pub shutdown_on_sigterm: ShutdownFlags,
+    /// What SIGINT's (Ctrl-C's) shutdown does, as --shutdown-on-sigterm.
+    #[arg(long, env = "STMD_SHUTDOWN_ON_SIGINT", default_value = "default", value_parser = ShutdownFlags::parse, help_heading = "Storage")]
+    pub shutdown_on_sigint: ShutdownFlags,
     /// Automatic RDB snapshots, as Redis's `save`: `"<seconds> <changes> ..."` saves after that
     /// many seconds if at least that many writes happened. Empty (the default): only SAVE, BGSAVE
     /// and SHUTDOWN SAVE write one.
@@ -839,6 +847,22 @@ pub static PARAMS: &[Param] = &[
         }),
     },
     Param {
+        name: "shutdown-on-sigterm",
+        get: |c| c.shutdown_on_sigterm.to_string(),
+        set: Some(|c, v| {
+            c.shutdown_on_sigterm = ShutdownFlags::parse(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "shutdown-on-sigint",
+        get: |c| c.shutdown_on_sigint.to_string(),
+        set: Some(|c, v| {
+            c.shutdown_on_sigint = ShutdownFlags::parse(v)?;
+            Ok(())
+        }),
+    },
+    Param {
         name: "stop-writes-on-bgsave-error",
         get: |c| {
             if c.stop_writes_on_bgsave_error {
@@ -1228,6 +1252,64 @@ fn parse_file_name(text: &str) -> Result<String, String> {
         return Err("a file name can't be a path, just a filename".into());
     }
     Ok(text.to_string())
+}
+
+/// `shutdown-on-sigterm` / `shutdown-on-sigint`: Redis's flags for a shutdown by signal.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ShutdownFlags {
+    pub save: bool,
+    pub nosave: bool,
+    pub now: bool,
+    pub force: bool,
+}
+
+impl ShutdownFlags {
+    /// Redis's syntax and errors: `default` or any of `save`, `nosave`, `now`, `force`
+    /// (space-separated, any case), never both `save` and `nosave`.
+    pub fn parse(text: &str) -> Result<ShutdownFlags, String> {
+        let mut flags = ShutdownFlags::default();
+        for word in text.split_whitespace() {
+            let flag = match word.to_ascii_lowercase().as_str() {
+                "default" => continue,
+                "save" => &mut flags.save,
+                "nosave" => &mut flags.nosave,
+                "now" => &mut flags.now,
+                "force" => &mut flags.force,
+                _ => return Err(SHUTDOWN_FLAGS.into()),
+            };
+            *flag = true;
+        }
+        if text.split_whitespace().next().is_none() {
+            return Err(SHUTDOWN_FLAGS.into());
+        }
+        if flags.save && flags.nosave {
+            return Err("shutdown options SAVE and NOSAVE can't be used simultaneously".into());
+        }
+        Ok(flags)
+    }
+}
+
+const SHUTDOWN_FLAGS: &str =
+    "argument(s) must be one of the following: default, save, nosave, now, force";
+
+impl std::fmt::Display for ShutdownFlags {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let words = [
+            (self.save, "save"),
+            (self.nosave, "nosave"),
+            (self.now, "now"),
+            (self.force, "force"),
+        ];
+        let set: Vec<&str> = words
+            .iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, w)| *w)
+            .collect();
+        match set.is_empty() {
+            true => f.write_str("default"),
+            false => f.write_str(&set.join(" ")),
+        }
+    }
 }
 
 /// `maxmemory-clients`: the most memory all clients may hold together, in bytes or as a

@@ -90,8 +90,6 @@ pub static INERT_PARAMS: &[(&str, &str)] = &[
     ("sanitize-dump-payload", "no"),
     ("server_cpulist", ""),
     ("set-proc-title", "yes"),
-    ("shutdown-on-sigint", "default"),
-    ("shutdown-on-sigterm", "default"),
     ("shutdown-timeout", "10"),
     ("slave-announce-ip", ""),
     ("slave-announce-port", "0"),

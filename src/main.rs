@@ -4,7 +4,7 @@
 use std::fs::OpenOptions;
 use std::path::PathBuf;
 use stmd::config::{Config, LogFormat};
-use stmd::server::Listeners;
+use stmd::server::{Listeners, StopSignal};
 use tokio::net::TcpListener;
 use tracing_subscriber::fmt::writer::{BoxMakeWriter, MakeWriter};
 use tracing_subscriber::EnvFilter;
@@ -155,8 +155,8 @@ async fn bind(host: &str, port: u16) -> stmd::Result<TcpListener> {
         .map_err(|e| stmd::Error::Config(format!("cannot bind {addr}: {e}")))
 }
 
-/// Resolves on SIGINT or SIGTERM.
-async fn shutdown_signal() {
+/// Resolves on SIGINT or SIGTERM, naming it.
+async fn shutdown_signal() -> StopSignal {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
@@ -165,14 +165,17 @@ async fn shutdown_signal() {
                 Ok(term) => term,
                 Err(_) => {
                     let _ = ctrl_c.await;
-                    return;
+                    return StopSignal::Interrupt;
                 }
             };
         tokio::select! {
-            _ = ctrl_c => {},
-            _ = term.recv() => {},
+            _ = ctrl_c => StopSignal::Interrupt,
+            _ = term.recv() => StopSignal::Terminate,
         }
     }
     #[cfg(not(unix))]
-    let _ = ctrl_c.await;
+    {
+        let _ = ctrl_c.await;
+        StopSignal::Interrupt
+    }
 }

@@ -273,6 +273,52 @@ async fn serve_tls(
     }
 }
 
+/// A signal that stops the server; its `shutdown-on-sigterm` / `shutdown-on-sigint` setting
+/// decides whether the snapshot is saved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopSignal {
+    Terminate,
+    Interrupt,
+}
+
+/// What the shutdown future of [`run`] resolves to: a [`StopSignal`] (the binary's), or `()`
+/// (tests and embedders: a shutdown as SIGTERM's `default`, no setting applied).
+pub trait ShutdownCause {
+    fn signal(self) -> Option<StopSignal>;
+}
+
+impl ShutdownCause for () {
+    fn signal(self) -> Option<StopSignal> {
+        None
+    }
+}
+
+impl ShutdownCause for StopSignal {
+    fn signal(self) -> Option<StopSignal> {
+        Some(self)
+    }
+}
+
+/// Applies the signal's `shutdown-on-…` flags: `save` and `nosave` as SHUTDOWN's, `default` as a
+/// SHUTDOWN without flags (save if `save` rules are set).
+fn shut_down_by(shared: &Shared, signal: StopSignal) {
+    use crate::snapshot::AtShutdown;
+    let flags = {
+        let config = shared.config.read();
+        match signal {
+            StopSignal::Terminate => config.shutdown_on_sigterm,
+            StopSignal::Interrupt => config.shutdown_on_sigint,
+        }
+    };
+    let at_shutdown = match (flags.save, flags.nosave) {
+        (true, _) => AtShutdown::Save,
+        (_, true) => AtShutdown::NoSave,
+        _ => AtShutdown::ByRules,
+    };
+    shared.snapshots.set_at_shutdown(at_shutdown);
+    tracing::info!(?signal, %flags, "received a signal: shutting down");
+}
+
 /// How often `maxmemory-clients` is checked: Redis's `hz`.
 const CLIENT_EVICTION_EVERY: Duration = Duration::from_millis(100);
 
@@ -333,7 +379,7 @@ async fn wait_for_restore(mut restored: watch::Receiver<bool>, timeout: Duration
 pub async fn run(
     listeners: impl Into<Listeners>,
     config: Config,
-    shutdown: impl Future,
+    shutdown: impl Future<Output = impl ShutdownCause>,
 ) -> Result<()> {
     let listeners = listeners.into();
     let tls = match &listeners.tls {
@@ -520,7 +566,12 @@ pub async fn run(
     let mut restore_done = false;
     loop {
         let accepted = tokio::select! {
-            _ = &mut shutdown => break,
+            cause = &mut shutdown => {
+                if let Some(signal) = cause.signal() {
+                    shut_down_by(&shared, signal);
+                }
+                break;
+            }
             _ = shared.shutdown_requested.notified() => break,
             _ = &mut restoring, if !restore_done => {
                 restore_done = true;

@@ -155,6 +155,16 @@ impl Binary {
                 .expect("connect"),
         }
     }
+
+    /// Sends the signal (`TERM`, `INT`, …) and waits for the server to exit.
+    pub fn stop_with(&mut self, signal: &str) -> std::process::ExitStatus {
+        let sent = std::process::Command::new("kill")
+            .args(["-s", signal, &self.child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(sent.success(), "kill -s {signal}");
+        self.child.wait().expect("stmd exits")
+    }
 }
 
 impl Drop for Binary {

@@ -361,3 +361,39 @@ async fn writes_are_refused_while_background_saves_fail() {
         Value::SimpleString("PONG".into())
     );
 }
+
+/// `shutdown-on-sigterm` / `shutdown-on-sigint`: a signal's shutdown saves as its setting says
+/// (`default`: when `save` rules are set, as a SHUTDOWN without flags).
+#[tokio::test]
+async fn signals_save_as_their_shutdown_setting_says() {
+    for (signal, flags, rules, saved) in [
+        ("TERM", "default", "3600 1", true),
+        ("TERM", "nosave now", "3600 1", false),
+        ("INT", "save", "", true),
+        ("INT", "default", "", false),
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let setting = match signal {
+            "TERM" => "--shutdown-on-sigterm",
+            _ => "--shutdown-on-sigint",
+        };
+        let dir_arg = dir.path().display().to_string();
+        let mut server =
+            common::Binary::start(&["--dir", &dir_arg, "--save", rules, setting, flags]);
+        let mut con = server.client().await;
+        let _: () = redis::cmd("SET")
+            .arg("k")
+            .arg("v")
+            .query_async(&mut con)
+            .await
+            .expect("SET");
+        let status = server.stop_with(signal);
+        assert!(status.success(), "{signal}: {status}");
+        let file = dir.path().join("dump.rdb");
+        assert_eq!(
+            file.exists(),
+            saved,
+            "SIG{signal} with {flags:?}, save {rules:?}"
+        );
+    }
+}
