@@ -1,7 +1,6 @@
 //! The accept loops (plain TCP, TLS and the Unix socket), the connection limit and graceful
-//! shutdown. The caller
-//! binds the listeners and passes a shutdown future, so tests run the same server in-process on
-//! `127.0.0.1:0`.
+//! shutdown. The caller binds the listeners and passes a shutdown future, so tests run the same
+//! server in-process on `127.0.0.1:0`.
 
 use crate::clients::{ClientAddr, ClientRegistry};
 use crate::config::Config;
