@@ -709,6 +709,20 @@ macro_rules! yes_no_param {
     };
 }
 
+/// A parameter shown by its `Display` and set through its parser (whose error is the reason).
+macro_rules! parsed_param {
+    ($name:literal, $field:ident, $parse:path) => {
+        Param {
+            name: $name,
+            get: |c| c.$field.to_string(),
+            set: Some(|c, v| {
+                c.$field = $parse(v)?;
+                Ok(())
+            }),
+        }
+    };
+}
+
 macro_rules! memory_param {
     ($name:literal, $field:ident) => {
         Param {
@@ -820,14 +834,7 @@ pub static PARAMS: &[Param] = &[
         }),
     },
     number_param!("maxmemory-samples", maxmemory_samples, 1, i32::MAX as i64),
-    Param {
-        name: "maxmemory-clients",
-        get: |c| c.maxmemory_clients.to_string(),
-        set: Some(|c, v| {
-            c.maxmemory_clients = ClientsMemory::parse(v)?;
-            Ok(())
-        }),
-    },
+    parsed_param!("maxmemory-clients", maxmemory_clients, ClientsMemory::parse),
     Param {
         name: "client-output-buffer-limit",
         get: |c| c.client_output_buffer_limit.to_string(),
@@ -838,30 +845,17 @@ pub static PARAMS: &[Param] = &[
         get: |c| c.dir.display().to_string(),
         set: None,
     },
-    Param {
-        name: "save",
-        get: |c| c.save.to_string(),
-        set: Some(|c, v| {
-            c.save = crate::snapshot::SaveRules::parse(v)?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "shutdown-on-sigterm",
-        get: |c| c.shutdown_on_sigterm.to_string(),
-        set: Some(|c, v| {
-            c.shutdown_on_sigterm = ShutdownFlags::parse(v)?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "shutdown-on-sigint",
-        get: |c| c.shutdown_on_sigint.to_string(),
-        set: Some(|c, v| {
-            c.shutdown_on_sigint = ShutdownFlags::parse(v)?;
-            Ok(())
-        }),
-    },
+    parsed_param!("save", save, crate::snapshot::SaveRules::parse),
+    parsed_param!(
+        "shutdown-on-sigterm",
+        shutdown_on_sigterm,
+        ShutdownFlags::parse
+    ),
+    parsed_param!(
+        "shutdown-on-sigint",
+        shutdown_on_sigint,
+        ShutdownFlags::parse
+    ),
     Param {
         name: "stop-writes-on-bgsave-error",
         get: |c| {

@@ -381,12 +381,7 @@ async fn signals_save_as_their_shutdown_setting_says() {
         let mut server =
             common::Binary::start(&["--dir", &dir_arg, "--save", rules, setting, flags]);
         let mut con = server.client().await;
-        let _: () = redis::cmd("SET")
-            .arg("k")
-            .arg("v")
-            .query_async(&mut con)
-            .await
-            .expect("SET");
+        ok(&mut con, &["SET", "k", "v"]).await;
         let status = server.stop_with(signal);
         assert!(status.success(), "{signal}: {status}");
         let file = dir.path().join("dump.rdb");
