@@ -4,7 +4,7 @@
 use std::fs::OpenOptions;
 use std::path::PathBuf;
 use stmd::config::{Config, LogFormat};
-use stmd::server::{Listeners, StopSignal};
+use stmd::server::Listeners;
 use tokio::net::TcpListener;
 use tracing_subscriber::fmt::writer::{BoxMakeWriter, MakeWriter};
 use tracing_subscriber::EnvFilter;
@@ -145,7 +145,7 @@ async fn serve(config: Config) -> stmd::Result<()> {
         path => Some(stmd::server::bind_unix(path, config.unixsocketperm)?),
     };
     let listeners = Listeners { plain, tls, unix };
-    stmd::server::run(listeners, config, shutdown_signal()).await
+    stmd::server::run(listeners, config, stmd::server::stop_signal()).await
 }
 
 async fn bind(host: &str, port: u16) -> stmd::Result<TcpListener> {
@@ -153,29 +153,4 @@ async fn bind(host: &str, port: u16) -> stmd::Result<TcpListener> {
     TcpListener::bind(&addr)
         .await
         .map_err(|e| stmd::Error::Config(format!("cannot bind {addr}: {e}")))
-}
-
-/// Resolves on SIGINT or SIGTERM, naming it.
-async fn shutdown_signal() -> StopSignal {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(term) => term,
-                Err(_) => {
-                    let _ = ctrl_c.await;
-                    return StopSignal::Interrupt;
-                }
-            };
-        tokio::select! {
-            _ = ctrl_c => StopSignal::Interrupt,
-            _ = term.recv() => StopSignal::Terminate,
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = ctrl_c.await;
-        StopSignal::Interrupt
-    }
 }

@@ -13,6 +13,7 @@ use crate::{Error, Result};
 use parking_lot::RwLock;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -299,8 +300,9 @@ impl ShutdownCause for StopSignal {
 }
 
 /// Applies the signal's `shutdown-on-…` flags: `save` and `nosave` as SHUTDOWN's, `default` as a
-/// SHUTDOWN without flags (save if `save` rules are set).
-fn shut_down_by(shared: &Shared, signal: StopSignal) {
+/// SHUTDOWN without flags (save if `save` rules are set). Saves first when it should: false (the
+/// server stays up, as Redis does) when that save failed and the flags have no `force`.
+async fn shut_down_by(shared: &Arc<Shared>, signal: StopSignal) -> bool {
     use crate::snapshot::AtShutdown;
     let flags = {
         let config = shared.config.read();
@@ -316,6 +318,36 @@ fn shut_down_by(shared: &Shared, signal: StopSignal) {
     };
     shared.snapshots.set_at_shutdown(at_shutdown);
     tracing::info!(?signal, %flags, "received a signal: shutting down");
+    let saving = shared.clone();
+    let saved = tokio::task::spawn_blocking(move || {
+        crate::snapshot::save_before_signal_shutdown(&saving, flags.force)
+    })
+    .await;
+    if let Ok(Err(err)) = saved {
+        tracing::warn!(
+            ?signal,
+            %err,
+            "received a signal but errors trying to shut down the server: still serving"
+        );
+        shared.snapshots.set_at_shutdown(AtShutdown::ByRules);
+        return false;
+    }
+    true
+}
+
+/// Resolves on SIGINT or SIGTERM, naming it: the shutdown future of the binary, and the one that
+/// follows a shutdown refused because its save failed.
+pub async fn stop_signal() -> StopSignal {
+    let ctrl_c = tokio::signal::ctrl_c();
+    let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+    else {
+        let _ = ctrl_c.await;
+        return StopSignal::Interrupt;
+    };
+    tokio::select! {
+        _ = ctrl_c => StopSignal::Interrupt,
+        _ = term.recv() => StopSignal::Terminate,
+    }
 }
 
 /// How often `maxmemory-clients` is checked: Redis's `hz`.
@@ -378,7 +410,7 @@ async fn wait_for_restore(mut restored: watch::Receiver<bool>, timeout: Duration
 pub async fn run(
     listeners: impl Into<Listeners>,
     config: Config,
-    shutdown: impl Future<Output = impl ShutdownCause>,
+    shutdown: impl Future<Output = impl ShutdownCause> + Send + 'static,
 ) -> Result<()> {
     let listeners = listeners.into();
     let tls = match &listeners.tls {
@@ -558,18 +590,22 @@ pub async fn run(
         })
     };
 
-    tokio::pin!(shutdown);
+    // After a shutdown by signal that could not save (and so did not happen), the next signal.
+    let mut shutdown: Pin<Box<dyn Future<Output = Option<StopSignal>> + Send>> =
+        Box::pin(async move { shutdown.await.signal() });
     // No connection is accepted before the warm start is done: see `wait_for_restore`.
     let restoring = wait_for_restore(restored, restore_timeout);
     tokio::pin!(restoring);
     let mut restore_done = false;
     loop {
         let accepted = tokio::select! {
-            cause = &mut shutdown => {
-                if let Some(signal) = cause.signal() {
-                    shut_down_by(&shared, signal);
+            signal = &mut shutdown => {
+                let Some(signal) = signal else { break };
+                if shut_down_by(&shared, signal).await {
+                    break;
                 }
-                break;
+                shutdown = Box::pin(async { Some(stop_signal().await) });
+                continue;
             }
             _ = shared.shutdown_requested.notified() => break,
             _ = &mut restoring, if !restore_done => {

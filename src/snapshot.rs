@@ -453,24 +453,44 @@ fn rules_due(shared: &Shared) -> bool {
 /// The save at shutdown, after the connections have drained: as SHUTDOWN asked, else when `save`
 /// rules are set and something changed since the last save.
 pub fn at_shutdown(shared: &Shared) {
-    let snapshots = &shared.snapshots;
-    let wanted = match snapshots.at_shutdown.load(Relaxed) {
+    // Nothing changed since the file was last written (or loaded): it already holds all.
+    let unchanged =
+        shared.snapshots.changes_since_save(&shared.store) == 0 && file_path(shared).exists();
+    if wanted_at_shutdown(shared) && !unchanged {
+        let _ = save_waiting(shared, &function_codes(shared));
+    }
+}
+
+/// Whether the shutdown under way saves: as SHUTDOWN's flags or the signal's setting say, or
+/// (no flag) when `save` rules are set.
+pub fn wanted_at_shutdown(shared: &Shared) -> bool {
+    match shared.snapshots.at_shutdown.load(Relaxed) {
         x if x == AtShutdown::NoSave as u8 => false,
         x if x == AtShutdown::Save as u8 => true,
         _ => !shared.config.read().save.is_empty(),
-    };
-    // Nothing changed since the file was last written (or loaded): it already holds all.
-    let unchanged = snapshots.changes_since_save(&shared.store) == 0 && file_path(shared).exists();
-    if !wanted || unchanged {
-        return;
     }
-    // A background save still running holds `busy`: wait for it, then save what came after.
+}
+
+/// A save now, after the background save still running if there is one (it holds `busy`): the
+/// save a shutdown makes, which must not fail only because a BGSAVE was under way.
+pub fn save_waiting(shared: &Shared, functions: &[Bytes]) -> Result<(), String> {
+    let snapshots = &shared.snapshots;
     while !snapshots.claim() {
         std::thread::sleep(Duration::from_millis(10));
     }
-    let functions = function_codes(shared);
-    let _ = write(shared, &functions, Walk::AllAtOnce);
+    let result = write(shared, functions, Walk::AllAtOnce);
     snapshots.busy.store(false, Relaxed);
+    result
+}
+
+/// The save a shutdown by signal makes before it stops serving, so that, as in Redis, a save
+/// that fails keeps the server up (unless the setting has `force`). What clients write until the
+/// connections have drained is saved after, by [`at_shutdown`].
+pub fn save_before_signal_shutdown(shared: &Shared, force: bool) -> Result<(), String> {
+    if force || !wanted_at_shutdown(shared) {
+        return Ok(());
+    }
+    save_waiting(shared, &function_codes(shared))
 }
 
 /// What the load at start found.

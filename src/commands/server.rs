@@ -254,7 +254,8 @@ pub fn shutdown(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     if save || by_rules {
         let functions = function_codes(ctx)?;
         let shared = ctx.shared;
-        if crate::scripting::off_worker(|| crate::snapshot::save(shared, &functions)).is_err()
+        if crate::scripting::off_worker(|| crate::snapshot::save_waiting(shared, &functions))
+            .is_err()
             && !force
         {
             return Err(Reply::error("ERR Errors trying to SHUTDOWN. Check logs."));

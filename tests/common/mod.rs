@@ -158,12 +158,31 @@ impl Binary {
 
     /// Sends the signal (`TERM`, `INT`, …) and waits for the server to exit.
     pub fn stop_with(&mut self, signal: &str) -> std::process::ExitStatus {
+        self.signal(signal);
+        self.child.wait().expect("stmd exits")
+    }
+
+    /// Sends `signal` (a `kill -s` name) without waiting.
+    pub fn signal(&self, signal: &str) {
         let sent = std::process::Command::new("kill")
             .args(["-s", signal, &self.child.id().to_string()])
             .status()
             .expect("kill");
         assert!(sent.success(), "kill -s {signal}");
-        self.child.wait().expect("stmd exits")
+    }
+
+    /// The exit status if the process ends within `limit`.
+    pub fn exit_within(&mut self, limit: std::time::Duration) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return Some(status);
+            }
+            if std::time::Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
     }
 }
 

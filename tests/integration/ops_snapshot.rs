@@ -392,3 +392,48 @@ async fn signals_save_as_their_shutdown_setting_says() {
         );
     }
 }
+
+/// As Redis: a shutdown by signal whose save fails leaves the server up, serving and keeping its
+/// keys; the next signal, once the save can succeed, stops it with the file written. With `force`
+/// in the setting it exits anyway.
+#[tokio::test]
+async fn a_signal_whose_save_fails_leaves_the_server_up() {
+    for force in [false, true] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let data = dir.path().join("data");
+        std::fs::create_dir(&data).expect("mkdir");
+        let data_arg = data.display().to_string();
+        let flags = if force { "default force" } else { "default" };
+        let mut server = common::Binary::start(&[
+            "--dir",
+            &data_arg,
+            "--save",
+            "3600 1",
+            "--shutdown-on-sigterm",
+            flags,
+        ]);
+        let mut con = server.client().await;
+        ok(&mut con, &["SET", "k", "v"]).await;
+        std::fs::remove_dir_all(&data).expect("rm data"); // no temporary file can be made
+        server.signal("TERM");
+        if force {
+            let status = server.exit_within(Duration::from_secs(10));
+            assert!(
+                status.is_some_and(|s| s.success()),
+                "force exits: {status:?}"
+            );
+            continue;
+        }
+        assert_eq!(server.exit_within(Duration::from_secs(1)), None, "stays up");
+        let value: Option<String> = redis::cmd("GET")
+            .arg("k")
+            .query_async(&mut con)
+            .await
+            .expect("GET after the refused shutdown");
+        assert_eq!(value.as_deref(), Some("v"));
+        std::fs::create_dir(&data).expect("mkdir again");
+        let status = server.stop_with("TERM");
+        assert!(status.success(), "{status}");
+        assert!(data.join("dump.rdb").exists(), "the second signal saved");
+    }
+}
