@@ -77,6 +77,16 @@ pub struct Config {
         help_heading = "Network"
     )]
     pub tcp_keepalive: u64,
+    /// The listen backlog of the TCP listeners (the kernel caps it at `net.core.somaxconn`), as
+    /// Redis's `tcp-backlog`. Fixed at start-up.
+    #[arg(
+        long,
+        env = "STMD_TCP_BACKLOG",
+        default_value_t = 511,
+        value_parser = clap::value_parser!(u32).range(0..=i32::MAX as i64),
+        help_heading = "Network"
+    )]
+    pub tcp_backlog: u32,
     /// Close a client idle for this many seconds (0: never).
     #[arg(
         long,
@@ -409,6 +419,17 @@ pub struct Config {
         help_heading = "Logging"
     )]
     pub pidfile: String,
+    /// Run in the background, as Redis's `daemonize` (yes|no): the started process exits at once
+    /// and the server goes on in a new session, its standard input, output and error on /dev/null
+    /// (logs go nowhere unless --logfile is set). Fixed at start-up.
+    #[arg(long, env = "STMD_DAEMONIZE", default_value = "no", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "Logging")]
+    pub daemonize: bool,
+    /// Tell the supervisor when the server is ready, as Redis's `supervised`: `systemd`
+    /// (`READY=1` to `$NOTIFY_SOCKET`, for `Type=notify` units; `STOPPING=1` at shutdown),
+    /// `upstart` (the process stops itself with SIGSTOP, for `expect stop` jobs), `auto` (upstart
+    /// when `$UPSTART_JOB` is set, else systemd when `$NOTIFY_SOCKET` is), `no`.
+    #[arg(long, env = "STMD_SUPERVISED", value_enum, ignore_case = true, default_value_t = Supervised::No, help_heading = "Logging")]
+    pub supervised: Supervised,
 
     /// Commands taking at least this many microseconds go to the SLOWLOG (negative: none; 0: all).
     #[arg(
@@ -567,6 +588,15 @@ pub struct Config {
     /// logging is up.
     #[arg(skip)]
     pub config_warnings: Vec<String>,
+}
+
+/// Which supervisor to tell when the server is ready (Redis's `supervised`; see `supervise`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Supervised {
+    No,
+    Upstart,
+    Systemd,
+    Auto,
 }
 
 /// When TLS clients must present a certificate (Redis's `tls-auth-clients`).
@@ -771,6 +801,11 @@ pub static PARAMS: &[Param] = &[
     number_param!("timeout", timeout, 0, i32::MAX as i64),
     number_param!("tcp-keepalive", tcp_keepalive, 0, i32::MAX as i64),
     Param {
+        name: "tcp-backlog",
+        get: |c| c.tcp_backlog.to_string(),
+        set: None,
+    },
+    Param {
         name: "unixsocket",
         get: |c| c.unixsocket.clone(),
         set: None,
@@ -788,6 +823,24 @@ pub static PARAMS: &[Param] = &[
     Param {
         name: "pidfile",
         get: |c| c.pidfile.clone(),
+        set: None,
+    },
+    Param {
+        name: "daemonize",
+        get: |c| if c.daemonize { "yes" } else { "no" }.to_string(),
+        set: None,
+    },
+    Param {
+        name: "supervised",
+        get: |c| {
+            match c.supervised {
+                Supervised::No => "no",
+                Supervised::Upstart => "upstart",
+                Supervised::Systemd => "systemd",
+                Supervised::Auto => "auto",
+            }
+            .to_string()
+        },
         set: None,
     },
     Param {

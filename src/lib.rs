@@ -33,6 +33,7 @@ pub mod slowlog;
 pub mod snapshot;
 pub mod stm;
 pub mod store;
+pub mod supervise;
 pub mod tls;
 
 /// jemalloc, as Redis uses: fast under many small allocations from several threads, and it counts

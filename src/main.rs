@@ -5,7 +5,7 @@ use std::fs::OpenOptions;
 use std::path::PathBuf;
 use stmd::config::{Config, LogFormat};
 use stmd::server::Listeners;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 use tracing_subscriber::fmt::writer::{BoxMakeWriter, MakeWriter};
 use tracing_subscriber::EnvFilter;
 
@@ -23,6 +23,12 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
+    if config.daemonize {
+        if let Err(err) = daemonize() {
+            eprintln!("cannot daemonize: {err}");
+            return std::process::ExitCode::FAILURE;
+        }
+    }
     let filter = EnvFilter::try_new(&config.log_level).unwrap_or_else(|_| EnvFilter::new("info"));
     let writer = match config.logfile.as_str() {
         "" => BoxMakeWriter::new(std::io::stdout),
@@ -70,6 +76,20 @@ fn main() -> std::process::ExitCode {
             tracing::error!(%err, "stmd failed");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+/// `--daemonize yes`: the process forks; the parent exits and the child goes on in a new session,
+/// its standard streams on /dev/null, as Redis's `daemonize`.
+fn daemonize() -> std::io::Result<()> {
+    // SAFETY: daemon(3) forks, exits the parent and calls setsid() and open/dup2 in the child.
+    // It is called before the runtime, the logger or anything else starts a thread, so the
+    // process has one thread and the child inherits no lock or state another thread was using.
+    // It takes no pointers.
+    let rc = unsafe { libc::daemon(1, 0) };
+    match rc {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
     }
 }
 
@@ -133,12 +153,12 @@ async fn serve(config: Config) -> stmd::Result<()> {
     // As in Redis, `--port 0` with a TLS port or a Unix socket means no plain TCP listener;
     // without either it picks a free port.
     let plain = match (config.port, config.tls_port, config.unixsocket.is_empty()) {
-        (0, 0, true) | (1.., _, _) => Some(bind(&config.bind, config.port).await?),
+        (0, 0, true) | (1.., _, _) => Some(bind(&config, config.port).await?),
         (0, _, _) => None,
     };
     let tls = match config.tls_port {
         0 => None,
-        port => Some(bind(&config.bind, port).await?),
+        port => Some(bind(&config, port).await?),
     };
     let unix = match config.unixsocket.as_str() {
         "" => None,
@@ -148,9 +168,25 @@ async fn serve(config: Config) -> stmd::Result<()> {
     stmd::server::run(listeners, config, stmd::server::stop_signal()).await
 }
 
-async fn bind(host: &str, port: u16) -> stmd::Result<TcpListener> {
-    let addr = format!("{host}:{port}");
-    TcpListener::bind(&addr)
-        .await
-        .map_err(|e| stmd::Error::Config(format!("cannot bind {addr}: {e}")))
+/// A TCP listener on `--bind`'s address and `port`, with `--tcp-backlog`.
+async fn bind(config: &Config, port: u16) -> stmd::Result<TcpListener> {
+    let addr = format!("{}:{port}", config.bind);
+    let cannot = |e: std::io::Error| stmd::Error::Config(format!("cannot bind {addr}: {e}"));
+    let mut last = std::io::Error::other("no address");
+    for address in tokio::net::lookup_host(&addr).await.map_err(cannot)? {
+        let socket = match address {
+            std::net::SocketAddr::V4(_) => TcpSocket::new_v4(),
+            std::net::SocketAddr::V6(_) => TcpSocket::new_v6(),
+        };
+        let listening = socket.and_then(|socket| {
+            socket.set_reuseaddr(true)?;
+            socket.bind(address)?;
+            socket.listen(config.tcp_backlog)
+        });
+        match listening {
+            Ok(listener) => return Ok(listener),
+            Err(err) => last = err,
+        }
+    }
+    Err(cannot(last))
 }

@@ -336,17 +336,26 @@ async fn shut_down_by(shared: &Arc<Shared>, signal: StopSignal) -> bool {
 }
 
 /// Resolves on SIGINT or SIGTERM, naming it: the shutdown future of the binary, and the one that
-/// follows a shutdown refused because its save failed.
-pub async fn stop_signal() -> StopSignal {
-    let ctrl_c = tokio::signal::ctrl_c();
-    let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-    else {
-        let _ = ctrl_c.await;
-        return StopSignal::Interrupt;
-    };
-    tokio::select! {
-        _ = ctrl_c => StopSignal::Interrupt,
-        _ = term.recv() => StopSignal::Terminate,
+/// follows a shutdown refused because its save failed. The handlers are installed at the call,
+/// not at the first poll, so a signal that comes before the accept loop first waits is not the
+/// default action (an exit without the shutdown's save).
+pub fn stop_signal() -> impl Future<Output = StopSignal> + Send + 'static {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (term, interrupt) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    );
+    async move {
+        match (term, interrupt) {
+            (Ok(mut term), Ok(mut interrupt)) => tokio::select! {
+                _ = term.recv() => StopSignal::Terminate,
+                _ = interrupt.recv() => StopSignal::Interrupt,
+            },
+            (Err(err), _) | (_, Err(err)) => {
+                tracing::warn!(%err, "cannot handle SIGTERM and SIGINT");
+                std::future::pending().await
+            }
+        }
     }
 }
 
@@ -590,6 +599,7 @@ pub async fn run(
         })
     };
 
+    let supervisor = crate::supervise::Supervisor::from_env(shared.config.read().supervised);
     // After a shutdown by signal that could not save (and so did not happen), the next signal.
     let mut shutdown: Pin<Box<dyn Future<Output = Option<StopSignal>> + Send>> =
         Box::pin(async move { shutdown.await.signal() });
@@ -604,12 +614,14 @@ pub async fn run(
                 if shut_down_by(&shared, signal).await {
                     break;
                 }
-                shutdown = Box::pin(async { Some(stop_signal().await) });
+                let next = stop_signal();
+                shutdown = Box::pin(async { Some(next.await) });
                 continue;
             }
             _ = shared.shutdown_requested.notified() => break,
             _ = &mut restoring, if !restore_done => {
                 restore_done = true;
+                supervisor.ready();
                 continue;
             }
             accepted = accept(&listeners.plain), if restore_done => {
@@ -678,6 +690,7 @@ pub async fn run(
     }
 
     tracing::info!("shutting down: no new connections, finishing replies in flight");
+    supervisor.stopping();
     if listeners.unix.is_some() {
         let _ = std::fs::remove_file(&*unix_path);
     }

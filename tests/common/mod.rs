@@ -115,6 +115,11 @@ impl Binary {
         Binary::spawn(None, extra, &[])
     }
 
+    /// Starts `stmd --port <free> --no-database --log-level warn <extra>` with `env` set.
+    pub fn start_with_env(extra: &[&str], env: &[(&str, &str)]) -> Binary {
+        Binary::spawn(None, extra, env)
+    }
+
     /// Starts `stmd <file> --port <free> --no-database --log-level warn <extra>` with `env` set.
     pub fn start_from_file(file: &std::path::Path, extra: &[&str], env: &[(&str, &str)]) -> Binary {
         Binary::spawn(Some(file), extra, env)
@@ -160,6 +165,11 @@ impl Binary {
     pub fn stop_with(&mut self, signal: &str) -> std::process::ExitStatus {
         self.signal(signal);
         self.child.wait().expect("stmd exits")
+    }
+
+    /// The process id of the started process.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Sends `signal` (a `kill -s` name) without waiting.

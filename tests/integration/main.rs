@@ -39,6 +39,7 @@ mod ops_introspection;
 mod ops_logs;
 mod ops_metrics;
 mod ops_monitor;
+mod ops_process;
 mod ops_slowlog;
 mod ops_snapshot;
 mod persist_rows;
