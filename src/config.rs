@@ -194,6 +194,16 @@ pub struct Config {
     /// What SIGINT's (Ctrl-C's) shutdown does, as --shutdown-on-sigterm.
     #[arg(long, env = "STMD_SHUTDOWN_ON_SIGINT", default_value = "default", value_parser = ShutdownFlags::parse, help_heading = "Storage")]
     pub shutdown_on_sigint: ShutdownFlags,
+    /// Seconds a shutdown waits, writes paused, for lagging replicas to acknowledge the whole
+    /// replication stream, as Redis's `shutdown-timeout` (0: no wait). SHUTDOWN NOW and the `now`
+    /// flag of --shutdown-on-sigterm / --shutdown-on-sigint skip the wait.
+    #[arg(
+        long,
+        env = "STMD_SHUTDOWN_TIMEOUT",
+        default_value_t = 10,
+        help_heading = "Storage"
+    )]
+    pub shutdown_timeout: u64,
     /// Automatic RDB snapshots, as Redis's `save`: `"<seconds> <changes> ..."` saves after that
     /// many seconds if at least that many writes happened. Empty (the default): only SAVE, BGSAVE
     /// and SHUTDOWN SAVE write one.
@@ -909,6 +919,7 @@ pub static PARAMS: &[Param] = &[
         shutdown_on_sigint,
         ShutdownFlags::parse
     ),
+    number_param!("shutdown-timeout", shutdown_timeout, 0, i32::MAX as i64),
     Param {
         name: "stop-writes-on-bgsave-error",
         get: |c| {

@@ -89,7 +89,6 @@ pub static INERT_PARAMS: &[(&str, &str)] = &[
     ("sanitize-dump-payload", "no"),
     ("server_cpulist", ""),
     ("set-proc-title", "yes"),
-    ("shutdown-timeout", "10"),
     ("slave-announce-ip", ""),
     ("slave-announce-port", "0"),
     ("slave-ignore-maxmemory", "yes"),

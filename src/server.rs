@@ -54,6 +54,9 @@ pub struct Shared {
     pub memory_marks: crate::metrics::MemoryMarks,
     /// Woken by the SHUTDOWN command.
     pub shutdown_requested: Notify,
+    /// The shutdown under way skips the wait for lagging replicas (SHUTDOWN NOW, a signal whose
+    /// setting has `now`).
+    pub shutdown_now: std::sync::atomic::AtomicBool,
     /// Keyspace notifications and client-side caching.
     pub events: crate::events::Events,
     /// The Lua engine and script cache (EVAL, SCRIPT).
@@ -128,6 +131,7 @@ impl Shared {
             run_id: crate::replication::new_replid(),
             local_addr,
             shutdown_requested: Notify::new(),
+            shutdown_now: Default::default(),
             scripting: crate::scripting::Scripting::new(),
             cluster: None,
             snapshots: Default::default(),
@@ -317,6 +321,7 @@ async fn shut_down_by(shared: &Arc<Shared>, signal: StopSignal) -> bool {
         _ => AtShutdown::ByRules,
     };
     shared.snapshots.set_at_shutdown(at_shutdown);
+    shared.shutdown_now.store(flags.now, Ordering::Relaxed);
     tracing::info!(?signal, %flags, "received a signal: shutting down");
     let saving = shared.clone();
     let saved = tokio::task::spawn_blocking(move || {
@@ -333,6 +338,39 @@ async fn shut_down_by(shared: &Arc<Shared>, signal: StopSignal) -> bool {
         return false;
     }
     true
+}
+
+/// Redis's `shutdown-timeout`: with replicas online, writes are paused and the shutdown waits (up
+/// to that many seconds) until every one has acknowledged the whole replication stream, so that
+/// a replica promoted after it has every write.
+async fn wait_for_replicas(shared: &Shared) {
+    let timeout = Duration::from_secs(shared.config.read().shutdown_timeout);
+    let master = &shared.replication.master;
+    let online = master.replicas().iter().filter(|r| r.online()).count();
+    if timeout.is_zero() || online == 0 {
+        return;
+    }
+    let deadline = Instant::now() + timeout;
+    shared
+        .store
+        .pause
+        .pause(deadline, crate::pause::PauseMode::Write);
+    let end = shared.store.feed.end();
+    crate::replication::master::request_acks(&shared.store.feed);
+    tracing::info!(
+        replicas = online,
+        "waiting for replicas before shutting down"
+    );
+    while master.acked_at_least(end) < online {
+        if Instant::now() >= deadline {
+            tracing::warn!(
+                timeout_secs = timeout.as_secs(),
+                "lagging replicas did not acknowledge the stream within shutdown-timeout"
+            );
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 /// Resolves on SIGINT or SIGTERM, naming it: the shutdown future of the binary, and the one that
@@ -691,6 +729,9 @@ pub async fn run(
 
     tracing::info!("shutting down: no new connections, finishing replies in flight");
     supervisor.stopping();
+    if !shared.shutdown_now.load(Ordering::Relaxed) {
+        wait_for_replicas(&shared).await;
+    }
     if listeners.unix.is_some() {
         let _ = std::fs::remove_file(&*unix_path);
     }

@@ -266,6 +266,10 @@ pub fn shutdown(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         (_, true) => AtShutdown::Save,
         _ => AtShutdown::ByRules,
     });
+    let now = flag("NOW");
+    ctx.shared
+        .shutdown_now
+        .store(now, std::sync::atomic::Ordering::Relaxed);
     tracing::info!(client = ctx.conn.info.id, "SHUTDOWN requested by a client");
     ctx.shared.shutdown_requested.notify_one();
     // Like Redis, a successful SHUTDOWN closes the connection without a reply.

@@ -29,6 +29,11 @@ impl RealRedis {
         RealRedis { child, port }
     }
 
+    /// The redis-server's process id (to stop and resume it).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// A connection, retried while the server starts (up to 5 s).
     pub async fn client(&self) -> redis::aio::MultiplexedConnection {
         super::connect_retrying(self.port, "redis-server").await

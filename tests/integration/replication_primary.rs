@@ -368,3 +368,53 @@ async fn writes_wait_for_enough_good_replicas() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+/// Redis's `shutdown-timeout`: a shutdown waits, writes paused, until a lagging replica has
+/// acknowledged the whole stream (here a redis-server replica stopped with SIGSTOP, resumed a
+/// second later), so the replica has the last write; `now` in the signal's setting skips the wait.
+#[tokio::test]
+async fn shutdown_waits_for_a_lagging_replica() {
+    for now in [false, true] {
+        let setting = if now { "now" } else { "default" };
+        let mut server =
+            common::Binary::start(&["--shutdown-timeout", "10", "--shutdown-on-sigterm", setting]);
+        let mut primary = server.client().await;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let dir_arg = dir.path().to_str().expect("utf-8 path");
+        let port = server.port.to_string();
+        let redis = RealRedis::start_with(&["--replicaof", "127.0.0.1", &port, "--dir", dir_arg]);
+        let mut replica = redis.client().await;
+        ok(&mut primary, &["SET", "first", "1"]).await;
+        caught_up(&mut primary, &mut replica).await;
+        let signal = |name: &str, pid: u32| {
+            let sent = std::process::Command::new("kill")
+                .args(["-s", name, &pid.to_string()])
+                .status()
+                .expect("kill");
+            assert!(sent.success());
+        };
+        signal("STOP", redis.pid());
+        ok(&mut primary, &["SET", "last", "2"]).await;
+        server.signal("TERM");
+        if now {
+            let status = server.exit_within(Duration::from_millis(1500));
+            signal("CONT", redis.pid());
+            assert!(status.is_some(), "now: no wait for the stopped replica");
+            continue;
+        }
+        assert_eq!(
+            server.exit_within(Duration::from_millis(1500)),
+            None,
+            "waits for the stopped replica"
+        );
+        signal("CONT", redis.pid());
+        let status = server.exit_within(Duration::from_secs(10));
+        assert!(status.is_some_and(|s| s.success()), "{status:?}");
+        let last: Option<String> = redis::cmd("GET")
+            .arg("last")
+            .query_async(&mut replica)
+            .await
+            .expect("GET on the replica");
+        assert_eq!(last.as_deref(), Some("2"), "the replica has the last write");
+    }
+}
