@@ -17,6 +17,8 @@ type KeySets = HashMap<Box<[u8]>, Keys, Hasher>;
 /// itself; more get a hash set of their own.
 enum Keys {
     One(Name),
+    // Boxed: a set inline (64 bytes with its hasher) would make every id's slot pay for it.
+    #[allow(clippy::box_collection)]
     Many(Box<HashSet<Name, Hasher>>),
 }
 

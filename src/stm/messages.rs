@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 /// The ids a snapshot is written for; the server is None in a direct message, the user None in a
 /// server-scope entry made without a capture.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Ids<'a> {
     pub user: Option<&'a [u8]>,
     pub server: Option<&'a [u8]>,
@@ -118,17 +118,6 @@ impl<'a> Reader<'a> {
 impl Default for Snapshot {
     fn default() -> Snapshot {
         Snapshot::new(Ids::default(), [], 0)
-    }
-}
-
-impl Default for Ids<'_> {
-    fn default() -> Self {
-        Ids {
-            user: None,
-            server: None,
-            channel: &[],
-            parent: None,
-        }
     }
 }
 
