@@ -270,7 +270,7 @@ fn object(ctx: &mut Ctx, key: &[u8]) -> CmdResult {
         Value::Hash(h) => h.len(),
         Value::Set(s) => s.len(),
         Value::ZSet(z) => z.len(),
-        Value::Stm(e) => e.messages.len(),
+        Value::Stm(e) => e.messages().len(),
         Value::Stream(s) => s.len(),
     };
     let serialized = super::introspection::value_size(&entry.value, usize::MAX);

@@ -265,12 +265,9 @@ pub(crate) fn value_size(value: &Value, samples: usize) -> usize {
         Value::Stream(s) => s.memory(),
         Value::Stm(e) => {
             std::mem::size_of_val(e.as_ref())
-                + e.messages
-                    .iter()
-                    .map(|m| m.content.len() + 32)
-                    .sum::<usize>()
-                + e.summary.as_ref().map_or(0, |s| s.len())
-                + e.categories
+                + e.messages().heap_bytes()
+                + e.summary().map_or(0, str::len)
+                + e.categories()
                     .iter()
                     .map(|(a, b)| a.len() + b.len() + 48)
                     .sum::<usize>()

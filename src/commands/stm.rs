@@ -441,7 +441,7 @@ fn write_distilled(
             entry.lineage = lineage;
         }
         entry.turns_since_refresh = 0;
-        entry.last_refreshed_turn += 1;
+        entry.distilled_mut().last_refreshed_turn += 1;
         entry.touch(now);
         let deadline = limits.ttls.deadline(entry, now);
         let lineage = entry.lineage;
@@ -473,7 +473,7 @@ pub fn summary(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         ctx,
         &target,
         clearing,
-        &|entry| entry.summary = summary.clone(),
+        &|entry| entry.distilled_mut().summary = summary.clone(),
         &|scope, lineage| PersistOp::Summary {
             scope,
             lineage,
@@ -516,7 +516,7 @@ pub fn categories(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         ctx,
         &target,
         clearing,
-        &|entry| entry.categories = map.clone(),
+        &|entry| entry.distilled_mut().categories = map.clone(),
         &|scope, lineage| PersistOp::Categories {
             scope,
             lineage,
@@ -715,7 +715,7 @@ fn recent_local(ctx: &mut Ctx, args: &[&[u8]]) -> Result<(Vec<RecentItem>, usize
     let mut found: Vec<(&[u8], &StmEntry, u64)> = Vec::new();
     for (key, entry) in locked.entries_of(&keys) {
         if let Value::Stm(stm) = &entry.value {
-            let keep = exclude.is_none_or(|c| stm.channel != c)
+            let keep = exclude.is_none_or(|c| stm.channel() != c)
                 && lineage_filter.is_none_or(|l| stm.lineage == l);
             if keep {
                 found.push((key, stm, entry.expire_at()));
@@ -814,9 +814,9 @@ pub fn forget_local(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         };
         // The index may be a moment old: delete only what still matches.
         let matches = match &op {
-            Some(PersistOp::ForgetChannel { channel }) => entry.channel == *channel,
+            Some(PersistOp::ForgetChannel { channel }) => entry.channel() == *channel,
             Some(PersistOp::ForgetUser { user }) => {
-                entry.scope == Scope::User && entry.user.as_ref() == Some(user)
+                entry.scope == Scope::User && entry.user() == Some(user)
             }
             _ => true,
         };

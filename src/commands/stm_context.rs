@@ -135,15 +135,13 @@ impl ContextRequest<'_> {
     /// channel, the asked lineage, and for a user-scope entry seen from a server, another server
     /// (a DM never shows in a server channel).
     fn shows_elsewhere(&self, entry: &StmEntry) -> bool {
-        if entry.channel == self.channel || self.lineage.is_some_and(|l| entry.lineage != l) {
+        if entry.channel() == self.channel || self.lineage.is_some_and(|l| entry.lineage != l) {
             return false;
         }
         match (self.server, entry.scope) {
             (None, _) => true,
-            (Some(here), crate::stm::Scope::User) => {
-                entry.server.as_deref().is_some_and(|s| s != here)
-            }
-            (Some(here), crate::stm::Scope::Server) => entry.server.as_deref() == Some(here),
+            (Some(here), crate::stm::Scope::User) => entry.server().is_some_and(|s| s != here),
+            (Some(here), crate::stm::Scope::Server) => entry.server() == Some(here),
         }
     }
 }

@@ -5,7 +5,7 @@
 //! the meantime, so [`merge_row`] fills in only what is still missing.
 
 use super::db::WarmRow;
-use crate::stm::StmEntry;
+use crate::stm::{Distilled, StmEntry};
 use crate::store::{Store, Value};
 
 /// What became of one row.
@@ -26,7 +26,16 @@ pub enum Merge {
 /// a scope's row, its entry can only have been made since the start, from 0: so a count of 0 means
 /// no such write. The restored entries themselves are never merged twice: the warm start runs once.
 fn has_distilled_write_since_start(entry: &StmEntry) -> bool {
-    entry.last_refreshed_turn != 0 || entry.has_distilled()
+    entry.last_refreshed_turn() != 0 || entry.has_distilled()
+}
+
+/// The distilled memory a row holds (an empty summary is none).
+fn row_distilled(row: &WarmRow) -> Distilled {
+    Distilled {
+        summary: row.summary.clone().filter(|s| !s.is_empty()),
+        categories: row.categories.clone(),
+        last_refreshed_turn: row.last_refreshed_turn,
+    }
 }
 
 /// Brings `row` into the keyspace: a new entry expiring as if last written at the row's
@@ -50,8 +59,7 @@ fn merge_row_as(store: &Store, row: &WarmRow, summary_ttl_ms: u64, replicated: b
         if has_distilled_write_since_start(entry) {
             return Merge::Kept;
         }
-        entry.summary = row.summary.clone().filter(|s| !s.is_empty());
-        entry.categories = row.categories.clone();
+        entry.set_distilled(row_distilled(row));
         // The entry's count holds the turns captured since the start; the row's, those before.
         entry.turns_since_refresh = match replicated {
             true => entry.turns_since_refresh.max(row.turns_since_refresh),
@@ -59,7 +67,6 @@ fn merge_row_as(store: &Store, row: &WarmRow, summary_ttl_ms: u64, replicated: b
                 .turns_since_refresh
                 .saturating_add(row.turns_since_refresh),
         };
-        entry.last_refreshed_turn = row.last_refreshed_turn;
         // Distilled memory earns the longer expiry from the entry's last write; an entry without
         // expiry (PERSIST) or with a later one keeps it.
         let distilled_deadline = entry.last_updated.saturating_add(summary_ttl_ms);
@@ -72,10 +79,8 @@ fn merge_row_as(store: &Store, row: &WarmRow, summary_ttl_ms: u64, replicated: b
     }
     let mut entry = StmEntry::new(&row.scope, row.updated_ms);
     entry.lineage = row.lineage;
-    entry.summary = row.summary.clone().filter(|s| !s.is_empty());
-    entry.categories = row.categories.clone();
+    entry.set_distilled(row_distilled(row));
     entry.turns_since_refresh = row.turns_since_refresh;
-    entry.last_refreshed_turn = row.last_refreshed_turn;
     locked.set(&key, Value::Stm(Box::new(entry)), expire_at);
     Merge::Created
 }

@@ -7,9 +7,8 @@
 use super::decode::RdbReader;
 use super::encode::{put_len, put_string};
 use super::RdbError;
-use crate::stm::{Messages, Role, Scope, StmEntry};
+use crate::stm::{Distilled, Ids, Role, Scope, ScopeKey, Snapshot, StmEntry};
 use bytes::Bytes;
-use std::sync::Arc;
 
 const FORMAT: u8 = 1;
 
@@ -19,11 +18,11 @@ pub fn encode(out: &mut Vec<u8>, entry: &StmEntry) {
         Scope::User => 0,
         Scope::Server => 1,
     });
-    put_optional(out, entry.user.as_deref());
-    put_optional(out, entry.server.as_deref());
-    put_string(out, &entry.channel);
-    put_optional(out, entry.parent.as_deref());
-    match entry.persona {
+    put_optional(out, entry.user());
+    put_optional(out, entry.server());
+    put_string(out, entry.channel());
+    put_optional(out, entry.parent());
+    match entry.persona() {
         Some(persona) => {
             out.push(1);
             out.extend_from_slice(&persona.to_le_bytes());
@@ -37,9 +36,10 @@ pub fn encode(out: &mut Vec<u8>, entry: &StmEntry) {
         }
         None => out.push(0),
     }
-    out.extend_from_slice(&entry.messages.ts().to_le_bytes());
-    put_len(out, entry.messages.len() as u64);
-    for message in entry.messages.iter() {
+    let messages = entry.messages();
+    out.extend_from_slice(&messages.ts().to_le_bytes());
+    put_len(out, messages.len() as u64);
+    for message in messages.iter() {
         out.push(match message.role {
             Role::User => 0,
             Role::Model => 1,
@@ -47,15 +47,15 @@ pub fn encode(out: &mut Vec<u8>, entry: &StmEntry) {
         put_optional(out, message.speaker.map(str::as_bytes));
         put_string(out, message.content.as_bytes());
     }
-    put_optional(out, entry.summary.as_deref().map(str::as_bytes));
-    put_len(out, entry.categories.len() as u64);
-    for (slug, text) in &entry.categories {
+    put_optional(out, entry.summary().map(str::as_bytes));
+    put_len(out, entry.categories().len() as u64);
+    for (slug, text) in entry.categories() {
         put_string(out, slug.as_bytes());
         put_string(out, text.as_bytes());
     }
     for number in [
         entry.turns_since_refresh as u64,
-        entry.last_refreshed_turn as u64,
+        entry.last_refreshed_turn() as u64,
         entry.last_updated,
         entry.write_seq,
     ] {
@@ -103,32 +103,42 @@ pub fn decode(r: &mut RdbReader<'_>) -> Result<StmEntry, RdbError> {
         let content = text(r.string()?)?;
         items.push((role, speaker, content));
     }
-    let messages = Messages::new(
+    let ids = Ids {
+        user: user.as_deref(),
+        server: server.as_deref(),
+        channel: &channel,
+        parent: parent.as_deref(),
+    };
+    let snapshot = Snapshot::new(
+        ids,
         items
             .iter()
             .map(|(role, speaker, content)| (*role, speaker.as_deref(), content.as_str())),
         ts,
     );
-    let summary = optional(r)?.map(text).transpose()?;
-    let categories = (0..r.len()?)
-        .map(|_| Ok((text(r.string()?)?, text(r.string()?)?)))
-        .collect::<Result<Vec<_>, RdbError>>()?;
-    Ok(StmEntry {
+    let scope_key = ScopeKey {
         scope,
         user,
         server,
         channel,
-        parent,
         persona,
-        lineage,
-        messages: Arc::new(messages),
+    };
+    let mut entry = StmEntry::new(&scope_key, 0);
+    entry.set_snapshot(&snapshot);
+    entry.lineage = lineage;
+    let summary = optional(r)?.map(text).transpose()?;
+    let categories = (0..r.len()?)
+        .map(|_| Ok((text(r.string()?)?, text(r.string()?)?)))
+        .collect::<Result<Vec<_>, RdbError>>()?;
+    entry.turns_since_refresh = u64_le(r)? as i64;
+    entry.set_distilled(Distilled {
         summary,
         categories,
-        turns_since_refresh: u64_le(r)? as i64,
         last_refreshed_turn: u64_le(r)? as i64,
-        last_updated: u64_le(r)?,
-        write_seq: u64_le(r)?,
-    })
+    });
+    entry.last_updated = u64_le(r)?;
+    entry.write_seq = u64_le(r)?;
+    Ok(entry)
 }
 
 fn present(r: &mut RdbReader<'_>) -> Result<bool, RdbError> {
@@ -169,9 +179,15 @@ pub(super) mod tests {
             persona: Some(7),
         };
         let mut entry = StmEntry::new(&scope, 1_700_000_000_123);
-        entry.parent = Some(Bytes::from_static(b"p"));
         entry.lineage = Some(-3);
-        entry.messages = Arc::new(Messages::new(
+        let ids = Ids {
+            user: Some(b"u1"),
+            server: Some(b"s1"),
+            channel: b"c1",
+            parent: Some(b"p"),
+        };
+        entry.set_snapshot(&Snapshot::new(
+            ids,
             [
                 (Role::User, Some("Alice"), "héllo 😀 ".repeat(10).as_str()),
                 (Role::Model, None, "12"),
@@ -180,10 +196,12 @@ pub(super) mod tests {
             .map(|(r, s, c)| (*r, *s, *c)),
             1_700_000_000_000,
         ));
-        entry.summary = Some("talked about tea".into());
-        entry.categories = vec![("food".into(), "tea".into())];
+        entry.set_distilled(Distilled {
+            summary: Some("talked about tea".into()),
+            categories: vec![("food".into(), "tea".into())],
+            last_refreshed_turn: 2,
+        });
         entry.turns_since_refresh = 4;
-        entry.last_refreshed_turn = 2;
         entry.write_seq = 99;
         entry
     }

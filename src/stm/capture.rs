@@ -3,13 +3,12 @@
 //! lock is taken; only [`apply`] touches the keyspace.
 
 use super::text::TextCleaner;
-use super::{Messages, Role, Scope, ScopeKey, StmEntry};
+use super::{Ids, Role, Scope, ScopeKey, Snapshot, StmEntry};
 use crate::persist::{PersistHandle, PersistOp};
 use crate::protocol::Reply;
 use crate::store::{Locked, Value};
 use bytes::Bytes;
 use std::borrow::Cow;
-use std::sync::Arc;
 
 /// One `MSG` item as sent.
 pub struct MessageItem<'a> {
@@ -52,10 +51,10 @@ pub enum Skip {
 
 /// What a capture will write: the cleaned snapshot and the scopes of each persona.
 pub struct CapturePlan {
-    pub messages: Arc<Messages>,
+    /// The cleaned messages with the conversation's ids and parent.
+    pub snapshot: Snapshot,
     /// Per persona, in order of its first REPLY: its lineage and its scopes (user, then server).
     pub personas: Vec<(Option<i64>, Vec<ScopeKey>)>,
-    pub parent: Option<Bytes>,
     /// True in a DM: the user scope is the live scope.
     pub direct_message: bool,
     /// The capture's clock: message times, `last_updated` and the expiry all use it.
@@ -130,12 +129,19 @@ pub fn plan(
         return Err(Skip::Empty);
     }
     let keep_from = cleaned.len().saturating_sub(max_messages);
-    let messages = Arc::new(Messages::new(
+    let ids = Ids {
+        user: Some(req.user),
+        server: req.server,
+        channel: req.channel,
+        parent: req.parent,
+    };
+    let snapshot = Snapshot::new(
+        ids,
         cleaned[keep_from..]
             .iter()
             .map(|(role, speaker, content)| (*role, speaker.as_deref(), content.as_ref())),
         now,
-    ));
+    );
 
     let user = Bytes::copy_from_slice(req.user);
     let channel = Bytes::copy_from_slice(req.channel);
@@ -149,9 +155,8 @@ pub fn plan(
         personas.push((reply.persona, reply.lineage, scopes));
     }
     Ok(CapturePlan {
-        messages,
+        snapshot,
         personas: personas.into_iter().map(|(_, l, s)| (l, s)).collect(),
-        parent: req.parent.map(Bytes::copy_from_slice),
         direct_message: server.is_none(),
         now,
     })
@@ -232,7 +237,7 @@ pub fn apply(locked: &mut Locked, plan: &CapturePlan, ttls: Ttls, persist: &Pers
     }
 }
 
-/// A capture replaces the messages and identity fields, keeps distilled memory and counters.
+/// A capture replaces the messages, parent and lineage, keeps distilled memory and counters.
 fn write_snapshot(
     entry: &mut StmEntry,
     plan: &CapturePlan,
@@ -240,8 +245,7 @@ fn write_snapshot(
     live: bool,
     now: u64,
 ) {
-    entry.messages = plan.messages.clone();
-    entry.parent = plan.parent.clone();
+    entry.set_snapshot(&plan.snapshot);
     entry.lineage = lineage;
     entry.touch(now);
     if live {

@@ -45,23 +45,23 @@ pub fn relative_time(age_ms: u64) -> String {
 
 /// The categories as `slug: text` lines (slug order), else the summary; None without either.
 pub fn distilled(entry: &StmEntry) -> Option<String> {
-    if !entry.categories.is_empty() {
+    if !entry.categories().is_empty() {
         let lines: Vec<String> = entry
-            .categories
+            .categories()
             .iter()
             .map(|(slug, text)| format!("{slug}: {text}"))
             .collect();
         return Some(lines.join("\n"));
     }
-    entry.summary.clone().filter(|s| !s.is_empty())
+    entry.summary().filter(|s| !s.is_empty()).map(str::to_owned)
 }
 
 /// The newest `style.crude` messages, oldest of them first, as `Speaker: "content"` lines;
 /// None when there are none. Content is shown as stored (not escaped).
 pub fn crude_lines(entry: &StmEntry, style: &Style) -> Option<String> {
-    let skip = entry.messages.len().saturating_sub(style.crude);
+    let skip = entry.messages().len().saturating_sub(style.crude);
     let mut out = String::new();
-    for message in entry.messages.iter().skip(skip) {
+    for message in entry.messages().iter().skip(skip) {
         let speaker = message.speaker.unwrap_or(match message.role {
             Role::User => "Someone",
             Role::Model => style.bot,
@@ -83,7 +83,7 @@ fn other_content(entry: &StmEntry, style: &Style) -> Option<String> {
         (Some(memory), Mode::CrudeSummary) => Some(match crude() {
             Some(lines) => format!(
                 "{memory}\nRecent raw messages from <#{}>:\n{lines}",
-                String::from_utf8_lossy(&entry.channel)
+                String::from_utf8_lossy(entry.channel())
             ),
             None => memory,
         }),
@@ -97,7 +97,7 @@ pub fn other_channel_block(entry: &StmEntry, style: &Style, now_ms: u64) -> Opti
     Some(format!(
         "[System: {} remembers a recent conversation in <#{}> ({}):\n{content}]",
         style.bot,
-        String::from_utf8_lossy(&entry.channel),
+        String::from_utf8_lossy(entry.channel()),
         relative_time(now_ms.saturating_sub(entry.last_updated)),
     ))
 }
@@ -115,9 +115,8 @@ pub fn live_block(entry: &StmEntry, style: &Style) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stm::{Messages, Scope, ScopeKey};
+    use crate::stm::{Ids, Scope, ScopeKey, Snapshot};
     use bytes::Bytes;
-    use std::sync::Arc;
 
     fn entry(messages: &[(Role, Option<&str>, &str)]) -> StmEntry {
         let scope = ScopeKey {
@@ -128,7 +127,11 @@ mod tests {
             persona: None,
         };
         let mut e = StmEntry::new(&scope, 1_000);
-        e.messages = Arc::new(Messages::new(messages.iter().copied(), 1_000));
+        e.set_snapshot(&Snapshot::new(
+            Ids::default(),
+            messages.iter().copied(),
+            1_000,
+        ));
         e
     }
 
@@ -184,14 +187,14 @@ mod tests {
                 "[System: Nova remembers a recent conversation in <#c9> (1 hour ago):\nAl: \"hi\"]"
             )
         );
-        e.summary = Some("They met.".into());
+        e.distilled_mut().summary = Some("They met.".into());
         assert_eq!(
             block(&e, &STYLE).as_deref(),
             Some(
                 "[System: Nova remembers a recent conversation in <#c9> (1 hour ago):\nThey met.]"
             )
         );
-        e.categories = vec![("a".into(), "one".into()), ("b".into(), "two".into())];
+        e.distilled_mut().categories = vec![("a".into(), "one".into()), ("b".into(), "two".into())];
         assert_eq!(
             live_block(&e, &STYLE).as_deref(),
             Some(
@@ -206,13 +209,12 @@ mod tests {
             block(&e, &both).as_deref(),
             Some("[System: Nova remembers a recent conversation in <#c9> (1 hour ago):\na: one\nb: two\nRecent raw messages from <#c9>:\nAl: \"hi\"]")
         );
-        e.messages = Arc::default();
+        e.set_snapshot(&Snapshot::default());
         assert_eq!(
             block(&e, &both).as_deref(),
             Some("[System: Nova remembers a recent conversation in <#c9> (1 hour ago):\na: one\nb: two]")
         );
-        e.categories.clear();
-        e.summary = None;
+        e.set_distilled(Default::default());
         assert_eq!(block(&e, &STYLE), None);
         assert_eq!(live_block(&e, &STYLE), None);
     }

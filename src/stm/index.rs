@@ -5,64 +5,63 @@
 use super::{Scope, StmEntry};
 use bytes::Bytes;
 use parking_lot::Mutex;
-use smallvec::SmallVec;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 type Hasher = ahash::RandomState;
-type KeySets = HashMap<Bytes, Keys, Hasher>;
+/// An indexed key's name, one copy shared by its owner's and its channel's sets.
+type Name = Arc<[u8]>;
+type KeySets = HashMap<Box<[u8]>, Keys, Hasher>;
 
-/// Past this many keys under one id, a hash set replaces the list.
-const FEW: usize = 8;
-
-/// The keys under one id. Most users and direct-message channels have one key, so the usual
-/// case is one inline slot with no allocation of its own; a busy channel gets a hash set.
+/// The keys under one id. Most users and direct-message channels have one key, held in the slot
+/// itself; more get a hash set of their own.
 enum Keys {
-    Few(SmallVec<[Bytes; 1]>),
-    Many(HashSet<Bytes, Hasher>),
-}
-
-impl Default for Keys {
-    fn default() -> Self {
-        Keys::Few(SmallVec::new())
-    }
+    One(Name),
+    // Boxed: a set inline (64 bytes with its hasher) would make every id's slot pay for it.
+    #[allow(clippy::box_collection)]
+    Many(Box<HashSet<Name, Hasher>>),
 }
 
 impl Keys {
-    fn insert(&mut self, key: &Bytes) {
+    fn insert(&mut self, name: &Name) {
         match self {
-            Keys::Few(list) if list.iter().any(|k| k == key) => {}
-            Keys::Few(list) if list.len() < FEW => list.push(key.clone()),
-            Keys::Few(list) => {
-                let mut set: HashSet<Bytes, Hasher> = list.drain(..).collect();
-                set.insert(key.clone());
-                *self = Keys::Many(set);
+            Keys::One(held) if held == name => {}
+            Keys::One(held) => {
+                let set = [held.clone(), name.clone()].into_iter().collect();
+                *self = Keys::Many(Box::new(set));
             }
             Keys::Many(set) => {
-                set.insert(key.clone());
+                set.insert(name.clone());
             }
         }
     }
 
-    fn remove(&mut self, key: &[u8]) {
+    /// Removes `key`; false when no key is left (the caller drops the set). A set holds two keys
+    /// or more: down to one, it goes back to the slot.
+    fn remove(&mut self, key: &[u8]) -> bool {
         match self {
-            Keys::Few(list) => list.retain(|k| k != key),
+            Keys::One(held) => &held[..] != key,
             Keys::Many(set) => {
                 set.remove(key);
+                if let (1, Some(last)) = (set.len(), set.iter().next()) {
+                    *self = Keys::One(last.clone());
+                }
+                true
             }
         }
     }
 
     fn len(&self) -> usize {
         match self {
-            Keys::Few(list) => list.len(),
+            Keys::One(_) => 1,
             Keys::Many(set) => set.len(),
         }
     }
 
     fn to_vec(&self) -> Vec<Bytes> {
         match self {
-            Keys::Few(list) => list.to_vec(),
-            Keys::Many(set) => set.iter().cloned().collect(),
+            Keys::One(name) => vec![Bytes::copy_from_slice(name)],
+            Keys::Many(set) => set.iter().map(|n| Bytes::copy_from_slice(n)).collect(),
         }
     }
 }
@@ -83,45 +82,43 @@ pub struct StmIndex {
     maps: Mutex<Maps>,
 }
 
-fn add(sets: &mut KeySets, id: &Bytes, key: &Bytes) {
+fn add(sets: &mut KeySets, id: &[u8], name: &Name) {
     match sets.get_mut(id) {
-        Some(keys) => keys.insert(key),
+        Some(keys) => keys.insert(name),
         None => {
-            let mut keys = Keys::default();
-            keys.insert(key);
-            sets.insert(id.clone(), keys);
+            sets.insert(id.into(), Keys::One(name.clone()));
         }
     }
 }
 
 fn drop_key(sets: &mut KeySets, id: &[u8], key: &[u8]) {
     if let Some(keys) = sets.get_mut(id) {
-        keys.remove(key);
-        if keys.len() == 0 {
+        if !keys.remove(key) {
             sets.remove(id);
         }
     }
 }
 
 impl StmIndex {
-    pub(crate) fn insert(&self, key: &Bytes, entry: &StmEntry) {
+    pub(crate) fn insert(&self, key: &[u8], entry: &StmEntry) {
+        let name: Name = key.into();
         let mut maps = self.maps.lock();
-        match (entry.scope, &entry.user, &entry.server) {
-            (Scope::User, Some(user), _) => add(&mut maps.by_user, user, key),
-            (Scope::Server, _, Some(server)) => add(&mut maps.by_server, server, key),
+        match (entry.scope, entry.user(), entry.server()) {
+            (Scope::User, Some(user), _) => add(&mut maps.by_user, user, &name),
+            (Scope::Server, _, Some(server)) => add(&mut maps.by_server, server, &name),
             _ => {}
         }
-        add(&mut maps.by_channel, &entry.channel, key);
+        add(&mut maps.by_channel, entry.channel(), &name);
     }
 
     pub(crate) fn remove(&self, key: &[u8], entry: &StmEntry) {
         let mut maps = self.maps.lock();
-        match (entry.scope, &entry.user, &entry.server) {
+        match (entry.scope, entry.user(), entry.server()) {
             (Scope::User, Some(user), _) => drop_key(&mut maps.by_user, user, key),
             (Scope::Server, _, Some(server)) => drop_key(&mut maps.by_server, server, key),
             _ => {}
         }
-        drop_key(&mut maps.by_channel, &entry.channel, key);
+        drop_key(&mut maps.by_channel, entry.channel(), key);
     }
 
     /// Keys of the user-scope entries of `user`.
@@ -169,24 +166,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn key_lists_grow_into_sets_and_shrink_to_nothing() {
+    fn key_sets_grow_and_shrink_to_nothing() {
         let mut sets = KeySets::default();
-        let id = Bytes::from_static(b"c1");
-        let keys: Vec<Bytes> = (0..2 * FEW).map(|i| Bytes::from(format!("k{i}"))).collect();
+        let id = b"c1";
+        let keys: Vec<Name> = (0..20).map(|i| format!("k{i}").as_bytes().into()).collect();
         for key in keys.iter().chain(&keys) {
-            add(&mut sets, &id, key); // the second round adds nothing new
+            add(&mut sets, id, key); // the second round adds nothing new
         }
         let mut held = sets.get(&id[..]).map(Keys::to_vec).unwrap_or_default();
         held.sort();
-        let mut want = keys.clone();
+        let mut want: Vec<Bytes> = keys.iter().map(|k| Bytes::copy_from_slice(k)).collect();
         want.sort();
         assert_eq!(held, want);
         assert!(matches!(sets.get(&id[..]), Some(Keys::Many(_))));
-        for key in &keys {
-            drop_key(&mut sets, &id, key);
+        for key in &keys[1..] {
+            drop_key(&mut sets, id, key);
         }
+        assert!(
+            matches!(sets.get(&id[..]), Some(Keys::One(k)) if *k == keys[0]),
+            "the last key goes back to the slot"
+        );
+        drop_key(&mut sets, id, b"not indexed");
+        assert_eq!(sets.get(&id[..]).map(Keys::len), Some(1));
+        drop_key(&mut sets, id, &keys[0]);
         assert!(sets.is_empty(), "an id without keys is dropped");
-        add(&mut sets, &id, &keys[0]);
-        assert!(matches!(sets.get(&id[..]), Some(Keys::Few(list)) if list.len() == 1));
     }
 }

@@ -1,40 +1,32 @@
-//! A capture's messages stored compactly: every speaker and content back to back in one string,
-//! with an 8-byte descriptor per message and the capture time once. One allocation for the text
-//! instead of one or two per message keeps an entry no larger than Redis lists of the same messages.
+//! What one capture writes, stored compactly in one shared block: the conversation's ids (user,
+//! server, channel, parent), the capture time and the messages, every length a varint in front of
+//! the text. The user and server entries of a capture share the block (a capture replaces it
+//! whole, so it is never changed in place). One allocation where there were a block of text, a
+//! table of lengths, a reference-counted header and an allocation per id keeps an entry no larger
+//! than a Redis list of the same messages.
+//!
+//! Layout: `[user][server][channel][parent]` (each a varint of its length + 1, 0 for none, then
+//! its bytes), `[ts][count]`, then per message `[content length << 2 | role << 1 | has speaker]`
+//! and the speaker's length when it has one, then every speaker and content back to back.
 
 use super::Role;
+use std::sync::Arc;
 
-/// The lengths of one message inside [`Messages::text`]; messages lie back to back, so where one
-/// starts is where the previous one ends.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Span {
-    content_len: u32,
-    /// [`NO_SPEAKER`]: no speaker.
-    speaker_len: u16,
-    role: Role,
+/// The ids a snapshot is written for; the server is None in a direct message, the user None in a
+/// server-scope entry made without a capture.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ids<'a> {
+    pub user: Option<&'a [u8]>,
+    pub server: Option<&'a [u8]>,
+    pub channel: &'a [u8],
+    pub parent: Option<&'a [u8]>,
 }
 
-const NO_SPEAKER: u16 = u16::MAX;
+/// One capture's ids and messages, oldest first. Immutable; cloning shares the block.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Snapshot(Arc<[u8]>);
 
-/// `s` cut to at most `max` bytes, at a character boundary.
-fn at_most(s: &str, max: usize) -> &str {
-    let mut end = s.len().min(max);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
-}
-
-/// The messages of one snapshot, oldest first. Immutable: a capture replaces the whole list.
-#[derive(Clone, Debug, PartialEq, Default)]
-pub struct Messages {
-    text: Box<str>,
-    spans: Box<[Span]>,
-    /// Capture time in ms, shared by every message of the snapshot.
-    ts: u64,
-}
-
-/// One message, borrowed from its [`Messages`].
+/// One message, borrowed from its [`Snapshot`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Message<'a> {
     pub role: Role,
@@ -43,77 +35,213 @@ pub struct Message<'a> {
     pub ts: u64,
 }
 
-impl Messages {
-    /// Packs `(role, speaker, content)` items captured at `ts`. Contents are capped by
-    /// `stm-max-content-bytes` and speakers at 256 bytes before they get here, far inside the
-    /// 32- and 16-bit lengths; a longer one would be cut, never misplaced.
+fn put_varint(out: &mut Vec<u8>, mut n: u64) {
+    while n >= 0x80 {
+        out.push(n as u8 | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+fn put_optional(out: &mut Vec<u8>, id: Option<&[u8]>) {
+    match id {
+        Some(id) => {
+            put_varint(out, id.len() as u64 + 1);
+            out.extend_from_slice(id);
+        }
+        None => put_varint(out, 0),
+    }
+}
+
+/// Reads the block front to back; a block is only ever built by [`Snapshot::new`], so reads past
+/// its end cannot happen, and would give zeros and empty slices rather than panic.
+struct Reader<'a> {
+    block: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn varint(&mut self) -> u64 {
+        let mut n = 0u64;
+        for shift in (0..64).step_by(7) {
+            let Some(&byte) = self.block.get(self.at) else {
+                break;
+            };
+            self.at += 1;
+            n |= u64::from(byte & 0x7f) << shift;
+            if byte < 0x80 {
+                break;
+            }
+        }
+        n
+    }
+
+    fn bytes(&mut self, len: usize) -> &'a [u8] {
+        let start = self.at.min(self.block.len());
+        self.at = start.saturating_add(len).min(self.block.len());
+        &self.block[start..self.at]
+    }
+
+    fn optional(&mut self) -> Option<&'a [u8]> {
+        match self.varint() {
+            0 => None,
+            len => Some(self.bytes((len - 1) as usize)),
+        }
+    }
+
+    fn ids(&mut self) -> Ids<'a> {
+        Ids {
+            user: self.optional(),
+            server: self.optional(),
+            channel: self.optional().unwrap_or_default(),
+            parent: self.optional(),
+        }
+    }
+
+    /// One message's head: content length, role, and the speaker's length when it has one.
+    fn head(&mut self) -> (usize, Role, Option<usize>) {
+        let head = self.varint();
+        let role = if head & 2 == 0 {
+            Role::User
+        } else {
+            Role::Model
+        };
+        let speaker = (head & 1 == 1).then(|| self.varint() as usize);
+        ((head >> 2) as usize, role, speaker)
+    }
+
+    fn text(&mut self, len: usize) -> &'a str {
+        std::str::from_utf8(self.bytes(len)).unwrap_or_default()
+    }
+}
+
+impl Default for Snapshot {
+    fn default() -> Snapshot {
+        Snapshot::new(Ids::default(), [], 0)
+    }
+}
+
+impl Snapshot {
+    /// Packs the ids and the `(role, speaker, content)` items captured at `ts`.
     pub fn new<'a>(
+        ids: Ids<'_>,
         items: impl IntoIterator<Item = (Role, Option<&'a str>, &'a str)>,
         ts: u64,
-    ) -> Messages {
+    ) -> Snapshot {
         let items: smallvec::SmallVec<[_; 16]> = items.into_iter().collect();
-        let size = items
+        let text: usize = items
             .iter()
             .map(|(_, speaker, content)| speaker.map_or(0, str::len) + content.len())
             .sum();
-        // Exact capacities: the boxes below then keep these allocations as they are.
-        let mut text = String::with_capacity(size);
-        let mut spans = Vec::with_capacity(items.len());
-        for (role, speaker, content) in items {
-            let speaker_len = match speaker {
-                Some(s) => {
-                    let s = at_most(s, usize::from(NO_SPEAKER - 1));
-                    text.push_str(s);
-                    s.len() as u16
-                }
-                None => NO_SPEAKER,
+        // Ids, ts and count take at most ~40 bytes past the ids; each head at most 20.
+        let ids_len = [ids.user, ids.server, Some(ids.channel), ids.parent]
+            .iter()
+            .map(|id| id.map_or(0, <[u8]>::len) + 10)
+            .sum::<usize>();
+        let mut block = Vec::with_capacity(ids_len + 20 + 20 * items.len() + text);
+        put_optional(&mut block, ids.user);
+        put_optional(&mut block, ids.server);
+        put_optional(&mut block, Some(ids.channel));
+        put_optional(&mut block, ids.parent);
+        put_varint(&mut block, ts);
+        put_varint(&mut block, items.len() as u64);
+        for (role, speaker, content) in &items {
+            let role_bit = match role {
+                Role::User => 0,
+                Role::Model => 2,
             };
-            let content = at_most(content, u32::MAX as usize);
-            text.push_str(content);
-            spans.push(Span {
-                speaker_len,
-                content_len: content.len() as u32,
-                role,
-            });
+            put_varint(
+                &mut block,
+                (content.len() as u64) << 2 | role_bit | u64::from(speaker.is_some()),
+            );
+            if let Some(speaker) = speaker {
+                put_varint(&mut block, speaker.len() as u64);
+            }
         }
-        Messages {
-            text: text.into_boxed_str(),
-            spans: spans.into_boxed_slice(),
-            ts,
+        for (_, speaker, content) in &items {
+            block.extend_from_slice(speaker.unwrap_or_default().as_bytes());
+            block.extend_from_slice(content.as_bytes());
         }
+        // Copied once more into the reference-counted block, sized exactly.
+        Snapshot(Arc::from(block))
+    }
+
+    /// This snapshot's ids and messages with other ids (an entry whose own ids differ from the
+    /// capture's keeps its own).
+    pub fn with_ids(&self, ids: Ids<'_>) -> Snapshot {
+        let messages: Vec<Message<'_>> = self.iter().collect();
+        Snapshot::new(
+            ids,
+            messages.iter().map(|m| (m.role, m.speaker, m.content)),
+            self.ts(),
+        )
+    }
+
+    fn reader(&self) -> Reader<'_> {
+        Reader {
+            block: &self.0,
+            at: 0,
+        }
+    }
+
+    pub fn ids(&self) -> Ids<'_> {
+        self.reader().ids()
+    }
+
+    /// Reader placed at the capture time, past the ids.
+    fn after_ids(&self) -> Reader<'_> {
+        let mut reader = self.reader();
+        reader.ids();
+        reader
     }
 
     /// Capture time in ms of every message (kept for an empty list too, so DUMP/RESTORE round trip).
     pub fn ts(&self) -> u64 {
-        self.ts
+        self.after_ids().varint()
     }
 
     pub fn len(&self) -> usize {
-        self.spans.len()
+        let mut reader = self.after_ids();
+        reader.varint();
+        reader.varint() as usize
     }
 
     pub fn is_empty(&self) -> bool {
-        self.spans.is_empty()
+        self.len() == 0
     }
 
     pub fn iter(&self) -> impl Iterator<Item = Message<'_>> + '_ {
-        let mut next = 0usize;
-        self.spans.iter().map(move |span| {
-            let start = next;
-            let (speaker, content_start) = if span.speaker_len == NO_SPEAKER {
-                (None, start)
-            } else {
-                let end = start + span.speaker_len as usize;
-                (self.text.get(start..end), end)
-            };
-            next = content_start + span.content_len as usize;
+        let mut heads = self.after_ids();
+        let ts = heads.varint();
+        let count = heads.varint() as usize;
+        let mut text = Reader {
+            block: heads.block,
+            at: heads.at,
+        };
+        for _ in 0..count {
+            text.head();
+        }
+        (0..count).map(move |_| {
+            let (content_len, role, speaker_len) = heads.head();
+            let speaker = speaker_len.map(|len| text.text(len));
             Message {
-                role: span.role,
+                role,
                 speaker,
-                content: self.text.get(content_start..next).unwrap_or_default(),
-                ts: self.ts,
+                content: text.text(content_len),
+                ts,
             }
         })
+    }
+
+    /// Bytes of the block's data.
+    pub fn block_len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Heap bytes of the block: its data and the two reference counts in front of it (for
+    /// `MEMORY USAGE`; shared blocks count in full for each entry, as Redis counts a value).
+    pub fn heap_bytes(&self) -> usize {
+        self.0.len() + 2 * size_of::<usize>()
     }
 }
 
@@ -122,13 +250,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn messages_round_trip_in_order() {
+    fn snapshots_round_trip_ids_and_messages_in_order() {
+        let ids = Ids {
+            user: Some(b"u1"),
+            server: None,
+            channel: b"c\xff1",
+            parent: Some(b""),
+        };
         let items = [
             (Role::User, Some("Alice"), "héllo 😀"),
             (Role::Model, None, "hi"),
             (Role::Model, Some(""), ""),
         ];
-        let packed = Messages::new(items, 42);
+        let packed = Snapshot::new(ids, items, 1 << 40);
         let back: Vec<_> = packed
             .iter()
             .map(|m| (m.role, m.speaker, m.content, m.ts))
@@ -136,18 +270,42 @@ mod tests {
         assert_eq!(
             back,
             vec![
-                (Role::User, Some("Alice"), "héllo 😀", 42),
-                (Role::Model, None, "hi", 42),
-                (Role::Model, Some(""), "", 42),
+                (Role::User, Some("Alice"), "héllo 😀", 1 << 40),
+                (Role::Model, None, "hi", 1 << 40),
+                (Role::Model, Some(""), "", 1 << 40),
             ]
         );
+        assert_eq!(packed.ids(), ids);
         assert_eq!(packed.len(), 3);
-        assert_eq!(std::mem::size_of::<Span>(), 8);
-        let long = "é".repeat(40_000);
-        let cut = Messages::new([(Role::User, Some(long.as_str()), "x")], 1);
-        let first = cut.iter().next().expect("one message");
-        assert_eq!(first.speaker.map(str::len), Some(65_534)); // 2-byte characters: an even cut is a boundary
-        assert_eq!(first.content, "x");
-        assert!(Messages::default().is_empty());
+        assert_eq!(packed.ts(), 1 << 40);
+        let moved = packed.with_ids(Ids::default());
+        assert_eq!(moved.ids(), Ids::default());
+        assert!(moved.iter().eq(packed.iter()));
+        assert!(Snapshot::default().is_empty());
+        assert_eq!(Snapshot::default().ts(), 0);
+    }
+
+    #[test]
+    fn a_block_holds_the_text_and_little_more() {
+        // 10 messages of 300 bytes without speakers, Discord-length ids: a varint head of two
+        // bytes per message, the ids with a length byte each, and a few bytes of ts and count.
+        let content = "x".repeat(300);
+        let ids = Ids {
+            user: Some(b"123456789012345678"),
+            server: Some(b"223456789012345678"),
+            channel: b"323456789012345678",
+            parent: None,
+        };
+        let packed = Snapshot::new(
+            ids,
+            (0..10).map(|_| (Role::User, None, content.as_str())),
+            1_700_000_000_000,
+        );
+        let ids_bytes = 3 * (1 + 18) + 1;
+        let ts_and_count = 6 + 1; // 41 bits of ms: six 7-bit groups
+        assert_eq!(
+            packed.block_len(),
+            10 * 300 + 10 * 2 + ids_bytes + ts_and_count
+        );
     }
 }

@@ -8,8 +8,7 @@ pub mod render;
 pub mod text;
 
 use bytes::Bytes;
-pub use messages::{Message, Messages};
-use std::sync::Arc;
+pub use messages::{Ids, Message, Snapshot};
 
 /// Which scope an entry belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -219,20 +218,15 @@ impl Role {
 #[derive(Clone, Debug, PartialEq)]
 pub struct StmEntry {
     pub scope: Scope,
-    pub user: Option<Bytes>,
-    pub server: Option<Bytes>,
-    pub channel: Bytes,
-    pub parent: Option<Bytes>,
-    pub persona: Option<u64>,
+    /// None for persona `0` / absent.
+    persona: Option<NonZeroU64>,
     pub lineage: Option<i64>,
-    /// Oldest first. Shared by the user and server entries of one capture (a capture replaces the
-    /// whole list, so the slice is never changed in place).
-    pub messages: Arc<Messages>,
-    pub summary: Option<String>,
-    /// slug → text, sorted by slug.
-    pub categories: Vec<(String, String)>,
+    /// The ids (user, server, channel, parent) and the messages, oldest first. Shared by the user
+    /// and server entries of one capture (a capture replaces the whole snapshot).
+    snapshot: Snapshot,
+    /// None until a summary or categories write (or a row or payload that carries one).
+    distilled: Option<Box<Distilled>>,
     pub turns_since_refresh: i64,
-    pub last_refreshed_turn: i64,
     /// Time of the last write (capture, summary or categories) in ms.
     pub last_updated: u64,
     /// Orders writes made in the same millisecond (STM.RECENT's newest-first).
@@ -242,22 +236,97 @@ pub struct StmEntry {
 impl StmEntry {
     /// A new entry for `scope` with nothing remembered yet.
     pub fn new(scope: &ScopeKey, now: u64) -> StmEntry {
+        let ids = Ids {
+            user: scope.user.as_deref(),
+            server: scope.server.as_deref(),
+            channel: &scope.channel,
+            parent: None,
+        };
         StmEntry {
             scope: scope.scope,
-            user: scope.user.clone(),
-            server: scope.server.clone(),
-            channel: scope.channel.clone(),
-            parent: None,
-            persona: scope.persona,
+            persona: scope.persona.and_then(NonZeroU64::new),
             lineage: None,
-            messages: Arc::default(),
-            summary: None,
-            categories: Vec::new(),
+            snapshot: Snapshot::new(ids, [], 0),
+            distilled: None,
             turns_since_refresh: 0,
-            last_refreshed_turn: 0,
             last_updated: now,
             write_seq: 0,
         }
+    }
+
+    /// The user (user scope only; a capture's snapshot names its user in the server entry too).
+    pub fn user(&self) -> Option<&[u8]> {
+        self.snapshot
+            .ids()
+            .user
+            .filter(|_| self.scope == Scope::User)
+    }
+
+    /// The server (server scope; user scope in a server channel; None in DMs).
+    pub fn server(&self) -> Option<&[u8]> {
+        self.snapshot.ids().server
+    }
+
+    pub fn channel(&self) -> &[u8] {
+        self.snapshot.ids().channel
+    }
+
+    pub fn parent(&self) -> Option<&[u8]> {
+        self.snapshot.ids().parent
+    }
+
+    pub fn persona(&self) -> Option<u64> {
+        self.persona.map(NonZeroU64::get)
+    }
+
+    pub fn summary(&self) -> Option<&str> {
+        self.distilled.as_ref()?.summary.as_deref()
+    }
+
+    /// slug → text, sorted by slug.
+    pub fn categories(&self) -> &[(String, String)] {
+        self.distilled
+            .as_ref()
+            .map_or(&[], |d| d.categories.as_slice())
+    }
+
+    pub fn last_refreshed_turn(&self) -> i64 {
+        self.distilled.as_ref().map_or(0, |d| d.last_refreshed_turn)
+    }
+
+    /// The distilled memory, to change it (made empty when there is none yet).
+    pub fn distilled_mut(&mut self) -> &mut Distilled {
+        self.distilled.get_or_insert_default()
+    }
+
+    /// Replaces the distilled memory (none is kept for an empty one).
+    pub fn set_distilled(&mut self, distilled: Distilled) {
+        self.distilled = (distilled != Distilled::default()).then(|| Box::new(distilled));
+    }
+
+    /// The messages, oldest first.
+    pub fn messages(&self) -> &Snapshot {
+        &self.snapshot
+    }
+
+    /// Takes a capture's snapshot (messages and parent), keeping this entry's user, server and
+    /// channel: the snapshot is shared when it was made for them, copied with them otherwise.
+    pub fn set_snapshot(&mut self, snapshot: &Snapshot) {
+        let theirs = snapshot.ids();
+        let mine = Ids {
+            user: self.user(),
+            server: self.server(),
+            channel: self.channel(),
+            parent: theirs.parent,
+        };
+        let user_of_theirs = theirs.user.filter(|_| self.scope == Scope::User);
+        self.snapshot = if (user_of_theirs, theirs.server, theirs.channel)
+            == (mine.user, mine.server, mine.channel)
+        {
+            snapshot.clone()
+        } else {
+            snapshot.with_ids(mine)
+        };
     }
 
     /// Records a write (capture, summary, categories) at `now`.
@@ -269,24 +338,35 @@ impl StmEntry {
 
     /// Distilled memory (a summary or categories) earns the longer expiry.
     pub fn has_distilled(&self) -> bool {
-        self.summary.as_deref().is_some_and(|s| !s.is_empty()) || !self.categories.is_empty()
+        self.summary().is_some_and(|s| !s.is_empty()) || !self.categories().is_empty()
     }
 
     /// The identity of this entry's scope (for its row).
     pub fn scope_key(&self) -> ScopeKey {
         ScopeKey {
             scope: self.scope,
-            user: self.user.clone(),
-            server: self.server.clone(),
-            channel: self.channel.clone(),
-            persona: self.persona,
+            user: self.user().map(Bytes::copy_from_slice),
+            server: self.server().map(Bytes::copy_from_slice),
+            channel: Bytes::copy_from_slice(self.channel()),
+            persona: self.persona(),
         }
     }
+}
+
+/// What the model distilled from a conversation, apart from the entry: most entries never get
+/// any, and it is larger than the rest of an entry.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Distilled {
+    pub summary: Option<String>,
+    /// slug → text, sorted by slug.
+    pub categories: Vec<(String, String)>,
+    pub last_refreshed_turn: i64,
 }
 
 use crate::config::Config;
 use crate::persist::PersistHandle;
 use crate::store::Store;
+use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicU64, Ordering};
 use text::TextCleaner;
 
@@ -370,4 +450,52 @@ pub fn stm_entries(store: &Store) -> usize {
         .existing_dbs()
         .map(|(_, space)| space.stm_index.len())
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entry_shares_a_snapshot_of_its_ids_and_copies_one_of_other_ids() {
+        // Within jemalloc's 80-byte class: every STM key pays for its entry.
+        assert!(size_of::<StmEntry>() <= 80, "{}", size_of::<StmEntry>());
+        let user = Bytes::from_static(b"u1");
+        let server = Bytes::from_static(b"s1");
+        let channel = Bytes::from_static(b"c1");
+        let scopes = ScopeKey::for_turn(&user, Some(&server), &channel, Some(2));
+        let ids = Ids {
+            user: Some(b"u1"),
+            server: Some(b"s1"),
+            channel: b"c1",
+            parent: Some(b"p1"),
+        };
+        let snapshot = Snapshot::new(ids, [(Role::User, None, "hi")], 5);
+        for scope in &scopes {
+            let mut entry = StmEntry::new(scope, 5);
+            entry.set_snapshot(&snapshot);
+            assert_eq!(entry.messages(), &snapshot, "shared as it is");
+            assert_eq!(entry.scope_key(), *scope);
+            assert_eq!(entry.parent(), Some(&b"p1"[..]));
+            assert_eq!(entry.persona(), Some(2));
+        }
+        let elsewhere = ScopeKey {
+            channel: Bytes::from_static(b"c2"),
+            ..scopes[1].clone()
+        };
+        let mut entry = StmEntry::new(&elsewhere, 5);
+        entry.set_snapshot(&snapshot);
+        assert_eq!(entry.scope_key(), elsewhere, "an entry keeps its own ids");
+        assert_eq!(entry.parent(), Some(&b"p1"[..]));
+        assert!(entry.messages().iter().eq(snapshot.iter()));
+        assert_eq!(entry.summary(), None);
+        entry.distilled_mut().summary = Some("s".into());
+        assert!(entry.has_distilled());
+        entry.set_distilled(Distilled::default());
+        assert_eq!(entry, {
+            let mut fresh = StmEntry::new(&elsewhere, 5);
+            fresh.set_snapshot(&snapshot);
+            fresh
+        });
+    }
 }

@@ -81,13 +81,13 @@ pub fn value_into(sum: &mut Sum, entry: &Entry) {
         }
         Value::Stm(stm) => {
             // What STM.CONTEXT reads back: the messages in order, the summary, the categories.
-            for message in stm.messages.iter() {
+            for message in stm.messages().iter() {
                 mix(sum, message.role.as_str().as_bytes());
                 mix(sum, message.speaker.unwrap_or("").as_bytes());
                 mix(sum, message.content.as_bytes());
             }
-            mix(sum, stm.summary.as_deref().unwrap_or("").as_bytes());
-            for (slug, text) in &stm.categories {
+            mix(sum, stm.summary().unwrap_or("").as_bytes());
+            for (slug, text) in stm.categories() {
                 xor_pair(sum, slug.as_bytes(), text.as_bytes());
             }
         }

@@ -27,7 +27,6 @@ pub mod zset;
 
 use crate::blocking::Waiters;
 use crate::stm::index::StmIndex;
-use bytes::Bytes;
 use changes::Change;
 use hashbrown::hash_table::Entry as Slot;
 use held::Held;
@@ -465,7 +464,7 @@ impl Keyspace {
     /// Bookkeeping for a value entering the keyspace.
     fn on_insert(&self, key: &[u8], value: &Value) {
         match value {
-            Value::Stm(entry) => self.stm_index.insert(&Bytes::copy_from_slice(key), entry),
+            Value::Stm(entry) => self.stm_index.insert(key, entry),
             // A list, sorted set or stream created by any command (LPUSH, ZADD, XADD, RENAME, MOVE,
             // …) may serve a blocked client; for a stream the first is woken and passes the turn
             // on (see `Waiters::wake_next`).

@@ -391,9 +391,13 @@ async fn flags_and_config_set_use_redis_formats_and_errors() {
 async fn evicted_stm_entries_leave_the_stm_index() {
     let server = Binary::start(&["--maxmemory-policy", "allkeys-random"]);
     let mut con = server.client().await;
+    // 2 KiB messages: the entries then hold enough memory to make room for the fill's pipelined
+    // commands in flight (entries of a few bytes' text are too small to, since they take ~200
+    // bytes each, and everything, entries included, would be evicted first).
+    let message = "hello ".repeat(350);
     for i in 0..300 {
         let (user, channel) = (format!("u{}", i % 10), format!("c{i}"));
-        common::stm::capture(&mut con, &user, &channel, "s1", "3", "-", "hello").await;
+        common::stm::capture(&mut con, &user, &channel, "s1", "3", "-", &message).await;
     }
     assert_eq!(info_field(&mut con, "stm", "stm_entries").await, 600);
     limit_to_current_use(&mut con).await;
