@@ -139,16 +139,22 @@ impl Certs {
         .expect("tls client")
     }
 
+    /// A command-line client's arguments trusting the CA and presenting the client certificate;
+    /// `flags` name the CA file, certificate and key options of that client.
+    pub(crate) fn client_args(&self, flags: [&str; 3]) -> Vec<std::ffi::OsString> {
+        let files = ["ca.crt", "client.crt", "client.key"];
+        flags
+            .iter()
+            .zip(files)
+            .flat_map(|(flag, file)| [flag.into(), self.path(file).into()])
+            .collect()
+    }
+
     /// redis-cli over TLS with the client certificate.
     pub(crate) async fn cli(&self, port: u16, args: &[&str]) -> String {
         let out = tokio::process::Command::new("redis-cli")
             .args(["-h", "127.0.0.1", "-p", &port.to_string(), "--tls"])
-            .arg("--cacert")
-            .arg(self.path("ca.crt"))
-            .arg("--cert")
-            .arg(self.path("client.crt"))
-            .arg("--key")
-            .arg(self.path("client.key"))
+            .args(self.client_args(["--cacert", "--cert", "--key"]))
             .args(args)
             .output()
             .await

@@ -5,6 +5,7 @@
 //! `tls-replication` (stmd following a TLS-only stmd primary and a real redis-server over TLS).
 
 use crate::common;
+use crate::ops_config_file::config_get;
 use crate::security_tls::{openssl, run_binary, tls_ping, Certs, TlsServer, SERVER_EXT};
 
 use common::stm::{ok, run};
@@ -19,12 +20,7 @@ async fn s_client(certs: &Certs, port: u16, args: &[&str]) -> String {
     let mut child = tokio::process::Command::new("openssl")
         .arg("s_client")
         .args(["-connect", &format!("127.0.0.1:{port}")])
-        .arg("-CAfile")
-        .arg(certs.path("ca.crt"))
-        .arg("-cert")
-        .arg(certs.path("client.crt"))
-        .arg("-key")
-        .arg(certs.path("client.key"))
+        .args(certs.client_args(["-CAfile", "-cert", "-key"]))
         .args(args)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -69,16 +65,6 @@ fn subject(out: &str) -> String {
     let line = line.replace(' ', "");
     line.rsplit_once("CN=")
         .map_or(line.clone(), |(_, cn)| cn.to_string())
-}
-
-async fn config_get(con: &mut redis::aio::MultiplexedConnection, name: &str) -> String {
-    let pair: Vec<String> = redis::cmd("CONFIG")
-        .arg("GET")
-        .arg(name)
-        .query_async(con)
-        .await
-        .expect("config get");
-    pair.get(1).cloned().unwrap_or_default()
 }
 
 #[tokio::test]
