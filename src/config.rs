@@ -113,6 +113,62 @@ pub struct Config {
     /// presented, `no` asks for none.
     #[arg(long, env = "STMD_TLS_AUTH_CLIENTS", value_enum, default_value_t = TlsAuthClients::Yes, help_heading = "TLS")]
     pub tls_auth_clients: TlsAuthClients,
+    /// A directory of CA certificates (PEM files), trusted as --tls-ca-cert-file's are; read at
+    /// start-up and at each CONFIG SET of a TLS setting.
+    #[arg(long, env = "STMD_TLS_CA_CERT_DIR", help_heading = "TLS")]
+    pub tls_ca_cert_dir: Option<PathBuf>,
+    /// The password of an encrypted PKCS#8 --tls-key-file.
+    #[arg(
+        long,
+        env = "STMD_TLS_KEY_FILE_PASS",
+        hide_env_values = true,
+        default_value = "",
+        help_heading = "TLS"
+    )]
+    pub tls_key_file_pass: String,
+    /// The certificate a replica presents to its primary (--tls-replication); without it (and
+    /// --tls-client-key-file) --tls-cert-file is presented.
+    #[arg(long, env = "STMD_TLS_CLIENT_CERT_FILE", help_heading = "TLS")]
+    pub tls_client_cert_file: Option<PathBuf>,
+    /// The private key of --tls-client-cert-file.
+    #[arg(long, env = "STMD_TLS_CLIENT_KEY_FILE", help_heading = "TLS")]
+    pub tls_client_key_file: Option<PathBuf>,
+    /// The password of an encrypted PKCS#8 --tls-client-key-file.
+    #[arg(
+        long,
+        env = "STMD_TLS_CLIENT_KEY_FILE_PASS",
+        hide_env_values = true,
+        default_value = "",
+        help_heading = "TLS"
+    )]
+    pub tls_client_key_file_pass: String,
+    /// TLS versions accepted: `TLSv1.2`, `TLSv1.3` or both, space-separated, any case ("": both).
+    #[arg(long, env = "STMD_TLS_PROTOCOLS", default_value = "", value_parser = checked(crate::tls::parse_protocols), help_heading = "TLS")]
+    pub tls_protocols: String,
+    /// TLS 1.2 cipher suites by OpenSSL name, colon-separated, e.g.
+    /// `ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-AES256-GCM-SHA384` ("": rustls's defaults).
+    #[arg(long, env = "STMD_TLS_CIPHERS", default_value = "", value_parser = checked(crate::tls::parse_ciphers), help_heading = "TLS")]
+    pub tls_ciphers: String,
+    /// TLS 1.3 cipher suites, colon-separated, e.g. `TLS_AES_256_GCM_SHA384` ("": rustls's
+    /// defaults).
+    #[arg(long, env = "STMD_TLS_CIPHERSUITES", default_value = "", value_parser = checked(crate::tls::parse_ciphersuites), help_heading = "TLS")]
+    pub tls_ciphersuites: String,
+    /// Choose the cipher suite by the server's order (the order of --tls-ciphers and
+    /// --tls-ciphersuites) rather than the client's (yes|no).
+    #[arg(long, env = "STMD_TLS_PREFER_SERVER_CIPHERS", default_value = "no", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "TLS")]
+    pub tls_prefer_server_ciphers: bool,
+    /// Let clients resume TLS sessions (yes|no).
+    #[arg(long, env = "STMD_TLS_SESSION_CACHING", default_value = "yes", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "TLS")]
+    pub tls_session_caching: bool,
+    /// Most TLS sessions kept for resumption (0: none).
+    #[arg(long, env = "STMD_TLS_SESSION_CACHE_SIZE", default_value_t = 20480, value_parser = clap::value_parser!(u64).range(0..=i32::MAX as u64), help_heading = "TLS")]
+    pub tls_session_cache_size: u64,
+    /// Seconds a TLS session can be resumed after its handshake.
+    #[arg(long, env = "STMD_TLS_SESSION_CACHE_TIMEOUT", default_value_t = 300, value_parser = clap::value_parser!(u64).range(0..=i32::MAX as u64), help_heading = "TLS")]
+    pub tls_session_cache_timeout: u64,
+    /// A replica connects to its primary over TLS (yes|no), trusting --tls-ca-cert-file/-dir.
+    #[arg(long, env = "STMD_TLS_REPLICATION", default_value = "no", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "TLS")]
+    pub tls_replication: bool,
 
     /// Password required from clients (AUTH / HELLO AUTH). Empty: no password.
     #[arg(
@@ -617,6 +673,28 @@ pub enum TlsAuthClients {
     Optional,
 }
 
+impl TlsAuthClients {
+    /// Redis's CONFIG SET syntax and error (any case).
+    pub fn parse(text: &str) -> Result<TlsAuthClients, String> {
+        match text.to_ascii_lowercase().as_str() {
+            "yes" => Ok(TlsAuthClients::Yes),
+            "no" => Ok(TlsAuthClients::No),
+            "optional" => Ok(TlsAuthClients::Optional),
+            _ => Err("argument(s) must be one of the following: no, yes, optional".into()),
+        }
+    }
+}
+
+impl std::fmt::Display for TlsAuthClients {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TlsAuthClients::Yes => "yes",
+            TlsAuthClients::No => "no",
+            TlsAuthClients::Optional => "optional",
+        })
+    }
+}
+
 /// Who may run a protected command: DEBUG (Redis's `enable-debug-command`), MODULE LOAD/UNLOAD
 /// (`enable-module-command`).
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -777,7 +855,7 @@ macro_rules! memory_param {
     };
 }
 
-/// A file path fixed at start-up; empty when not given.
+/// A file path; empty when not given (CONFIG SET "" unsets it, as Redis).
 macro_rules! path_param {
     ($name:literal, $field:ident) => {
         Param {
@@ -789,9 +867,52 @@ macro_rules! path_param {
                     .map(|p| p.to_string())
                     .unwrap_or_default()
             },
-            set: None,
+            set: Some(|c, v| {
+                c.$field = (!v.is_empty()).then(|| PathBuf::from(v));
+                Ok(())
+            }),
         }
     };
+}
+
+/// A free text, shown as set.
+macro_rules! text_param {
+    ($name:literal, $field:ident) => {
+        Param {
+            name: $name,
+            get: |c| c.$field.clone(),
+            set: Some(|c, v| {
+                c.$field = v.to_string();
+                Ok(())
+            }),
+        }
+    };
+}
+
+/// A text checked by its parser (whose error is the reason) and kept as written, as Redis shows
+/// such strings.
+macro_rules! checked_param {
+    ($name:literal, $field:ident, $parse:path) => {
+        Param {
+            name: $name,
+            get: |c| c.$field.clone(),
+            set: Some(|c, v| {
+                $parse(v)?;
+                c.$field = v.to_string();
+                Ok(())
+            }),
+        }
+    };
+}
+
+/// A clap value parser for a text checked by `parse` and kept as written (see `checked_param!`).
+fn checked<T>(
+    parse: fn(&str) -> Result<T, String>,
+) -> impl Fn(&str) -> Result<String, String> + Clone + Send + Sync + 'static
+where
+    T: 'static,
+{
+    move |text| parse(text).map(|_| text.to_string())
 }
 
 /// The parameter table behind CONFIG GET/SET (Redis options stmd only accepts are in
@@ -858,21 +979,38 @@ pub static PARAMS: &[Param] = &[
         get: |c| c.tls_port.to_string(),
         set: None,
     },
+    // CONFIG SET of a TLS setting rebuilds the TLS configuration (`crate::tls::Tls::prepare`).
     path_param!("tls-cert-file", tls_cert_file),
     path_param!("tls-key-file", tls_key_file),
+    text_param!("tls-key-file-pass", tls_key_file_pass),
     path_param!("tls-ca-cert-file", tls_ca_cert_file),
-    Param {
-        name: "tls-auth-clients",
-        get: |c| {
-            match c.tls_auth_clients {
-                TlsAuthClients::Yes => "yes",
-                TlsAuthClients::No => "no",
-                TlsAuthClients::Optional => "optional",
-            }
-            .to_string()
-        },
-        set: None,
-    },
+    path_param!("tls-ca-cert-dir", tls_ca_cert_dir),
+    parsed_param!("tls-auth-clients", tls_auth_clients, TlsAuthClients::parse),
+    path_param!("tls-client-cert-file", tls_client_cert_file),
+    path_param!("tls-client-key-file", tls_client_key_file),
+    text_param!("tls-client-key-file-pass", tls_client_key_file_pass),
+    checked_param!("tls-protocols", tls_protocols, crate::tls::parse_protocols),
+    checked_param!("tls-ciphers", tls_ciphers, crate::tls::parse_ciphers),
+    checked_param!(
+        "tls-ciphersuites",
+        tls_ciphersuites,
+        crate::tls::parse_ciphersuites
+    ),
+    yes_no_param!("tls-prefer-server-ciphers", tls_prefer_server_ciphers),
+    yes_no_param!("tls-session-caching", tls_session_caching),
+    number_param!(
+        "tls-session-cache-size",
+        tls_session_cache_size,
+        0,
+        i32::MAX as i64
+    ),
+    number_param!(
+        "tls-session-cache-timeout",
+        tls_session_cache_timeout,
+        0,
+        i32::MAX as i64
+    ),
+    yes_no_param!("tls-replication", tls_replication),
     Param {
         name: "requirepass",
         get: |c| c.requirepass.clone(),

@@ -72,6 +72,8 @@ pub struct Shared {
     pub replication: crate::replication::Replication,
     /// The append-only file (`appendonly`).
     pub aof: crate::aof::Aof,
+    /// The TLS configurations in force (the listener's, the replica's link's).
+    pub tls: crate::tls::Tls,
 }
 
 impl Shared {
@@ -137,6 +139,7 @@ impl Shared {
             snapshots: Default::default(),
             replication,
             aof: Default::default(),
+            tls: Default::default(),
         })
     }
 }
@@ -460,10 +463,7 @@ pub async fn run(
     shutdown: impl Future<Output = impl ShutdownCause> + Send + 'static,
 ) -> Result<()> {
     let listeners = listeners.into();
-    let tls = match &listeners.tls {
-        Some(_) => Some(crate::tls::acceptor(&config).map_err(Error::Config)?),
-        None => None,
-    };
+    let tls = crate::tls::Tls::start(&config, listeners.tls.is_some()).map_err(Error::Config)?;
     let local_addr = match (&listeners.plain, &listeners.tls, &listeners.unix) {
         (Some(listener), _, _) | (None, Some(listener), _) => listener.local_addr()?,
         // Unix socket only: INFO's `tcp_port` is 0, as Redis's.
@@ -510,6 +510,7 @@ pub async fn run(
     let restore_timeout = Duration::from_secs(config.stm_restore_timeout);
     let mut shared = Shared::new(config, local_addr, store, persist)?;
     shared.cluster = cluster.clone();
+    shared.tls = tls;
     shared.snapshots.note_load(&loaded, &shared.store);
     if !loaded.functions.is_empty() {
         shared
@@ -689,7 +690,7 @@ pub async fn run(
             Accepted::Tls(stream, peer) => {
                 keep_alive(&stream, shared.config.read().tcp_keepalive);
                 // A TLS listener exists only with its acceptor.
-                let Some(acceptor) = tls.clone() else {
+                let Some(acceptor) = shared.tls.acceptor() else {
                     continue;
                 };
                 tokio::spawn(async move {

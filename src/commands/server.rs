@@ -20,16 +20,12 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         // Validate every pair on a copy first, so a bad pair changes nothing.
         let mut updated = ctx.shared.config.read().clone();
         let mut seen: Vec<&str> = Vec::new();
+        // The first TLS setting set: the TLS configuration is rebuilt (also for the same value,
+        // so that CONFIG SET of an unchanged file name reloads a rotated certificate).
+        let mut tls_setting: Option<&str> = None;
         for pair in args[2..].chunks(2) {
             let name = String::from_utf8_lossy(pair[0]).into_owned();
-            let failed = |why: &str| {
-                Reply::Error(
-                    format!(
-                        "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
-                    )
-                    .into(),
-                )
-            };
+            let failed = |why: &str| set_failed(&name, why);
             let Some(setting) = find_setting(pair[0]) else {
                 return Err(Reply::Error(
                     format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'")
@@ -53,9 +49,19 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
                     };
                     set(&mut updated, &String::from_utf8_lossy(pair[1]))
                         .map_err(|why| failed(&why))?;
+                    if param.name.starts_with("tls-") {
+                        tls_setting = tls_setting.or(Some(param.name));
+                    }
                 }
             }
         }
+        let tls = match tls_setting {
+            Some(name) => Some(ctx.shared.tls.prepare(&updated).map_err(|why| {
+                tracing::warn!(%why, "CONFIG SET: TLS configuration not updated");
+                set_failed(name, &format!("Unable to update TLS configuration: {why}"))
+            })?),
+            None => None,
+        };
         ctx.shared
             .slowlog
             .configure(updated.slowlog_log_slower_than, updated.slowlog_max_len);
@@ -83,6 +89,9 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         }
         ctx.shared.acl.log.lock().trim(updated.acllog_max_len);
         *ctx.shared.config.write() = updated;
+        if let Some(tls) = tls {
+            ctx.shared.tls.install(tls);
+        }
         ctx.shared.aof.configure();
         Ok(Reply::OK)
     } else if is(sub, "RESETSTAT") {
@@ -125,6 +134,13 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             "    Prints this help.",
         ]))
     }
+}
+
+/// Redis's CONFIG SET error for the parameter `name`.
+fn set_failed(name: &str, why: &str) -> Reply {
+    Reply::Error(
+        format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}").into(),
+    )
 }
 
 /// CONFIG GET: an exact name answers under the name as typed (as Redis does); a glob answers with

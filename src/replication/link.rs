@@ -5,10 +5,12 @@
 use super::replica::{LinkState, Replica, Target};
 use crate::clients::ClientAddr;
 use crate::commands::{self, ConnState, Ctx};
+use crate::connection::Stream;
 use crate::protocol::{parse_request, Limits, Parsed, Reply};
 use crate::server::Shared;
 use bytes::{Buf, BytesMut};
 use smallvec::SmallVec;
+use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
@@ -70,9 +72,14 @@ async fn keep_following(shared: &Arc<Shared>, target: &Target, generation: u64) 
     }
 }
 
-/// The socket to the primary with what was read and not used yet.
+/// The connection to the primary (plain TCP, or TLS with `tls-replication`) with what was read
+/// and not used yet.
 struct Conn {
-    stream: TcpStream,
+    stream: Box<dyn Stream>,
+    /// The socket's addresses and descriptor (taken before any TLS wrapping).
+    peer: SocketAddr,
+    local: SocketAddr,
+    fd: i32,
     inbuf: BytesMut,
     /// `repl-timeout`: the longest wait for the primary's next bytes.
     timeout: Duration,
@@ -83,9 +90,13 @@ impl Conn {
         self.send_raw(&super::feed::encode(args)).await
     }
 
+    /// Writes `frame` out (flushed: TLS may hold written bytes until then).
     async fn send_raw(&mut self, frame: &[u8]) -> Result<(), String> {
-        self.stream
-            .write_all(frame)
+        let written = async {
+            self.stream.write_all(frame).await?;
+            self.stream.flush().await
+        };
+        written
             .await
             .map_err(|e| format!("write to the primary failed: {e}"))
     }
@@ -129,6 +140,44 @@ impl Conn {
     }
 }
 
+/// Connects to the primary, over TLS with `tls-replication`.
+async fn connect(shared: &Shared, target: &Target, timeout: Duration) -> Result<Conn, String> {
+    let tls = match shared.config.read().tls_replication {
+        true => Some(
+            shared
+                .tls
+                .connector()
+                .ok_or("tls-replication: TLS is not configured")?,
+        ),
+        false => None,
+    };
+    let stream = TcpStream::connect((target.host.as_str(), target.port))
+        .await
+        .map_err(|e| format!("cannot connect to the primary: {e}"))?;
+    let _ = stream.set_nodelay(true);
+    let peer = stream
+        .peer_addr()
+        .map_err(|e| format!("the primary's address: {e}"))?;
+    let local = stream.local_addr().unwrap_or(shared.local_addr);
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
+    let stream: Box<dyn Stream> = match tls {
+        Some(connector) => Box::new(
+            crate::tls::connect(&connector, &target.host, stream)
+                .await
+                .map_err(|why| format!("with the primary: {why}"))?,
+        ),
+        None => Box::new(stream),
+    };
+    Ok(Conn {
+        stream,
+        peer,
+        local,
+        fd,
+        inbuf: BytesMut::with_capacity(64 * 1024),
+        timeout,
+    })
+}
+
 /// One link: connect, hand-shake, sync, then apply the stream until it breaks (always an error).
 async fn link(
     shared: &Arc<Shared>,
@@ -151,17 +200,9 @@ async fn link(
         )
     };
     replica.set_state(generation, LinkState::Connecting);
-    let address = (target.host.as_str(), target.port);
-    let stream = match tokio::time::timeout(timeout, TcpStream::connect(address)).await {
-        Ok(Ok(stream)) => stream,
-        Ok(Err(e)) => return Err(format!("cannot connect to the primary: {e}")),
+    let mut conn = match tokio::time::timeout(timeout, connect(shared, target, timeout)).await {
+        Ok(conn) => conn?,
         Err(_) => return Err("timeout connecting to the primary".into()),
-    };
-    let _ = stream.set_nodelay(true);
-    let mut conn = Conn {
-        stream,
-        inbuf: BytesMut::with_capacity(64 * 1024),
-        timeout,
     };
     replica.set_state(generation, LinkState::Handshake);
     conn.send(&[b"PING"]).await?;
@@ -425,14 +466,8 @@ async fn stream_commands(
     target: &Target,
 ) -> Result<(), String> {
     let replica = &shared.replication.replica;
-    let peer = conn
-        .stream
-        .peer_addr()
-        .map_err(|e| format!("the primary's address: {e}"))?;
-    let local = conn.stream.local_addr().unwrap_or(shared.local_addr);
-    let fd = std::os::fd::AsRawFd::as_raw_fd(&conn.stream);
-    let (peer, local) = (ClientAddr::Tcp(peer), ClientAddr::Tcp(local));
-    let info = shared.clients.register(peer, local, fd);
+    let (peer, local) = (ClientAddr::Tcp(conn.peer), ClientAddr::Tcp(conn.local));
+    let info = shared.clients.register(peer, local, conn.fd);
     let _registered = Registered {
         shared,
         id: info.id,
@@ -473,8 +508,8 @@ async fn stream_commands(
             Relaxed,
         );
         if !out.is_empty() {
-            if let Err(e) = conn.stream.write_all(&out).await {
-                break Err(format!("write to the primary failed: {e}"));
+            if let Err(why) = conn.send_raw(&out).await {
+                break Err(why);
             }
             out.clear();
         }

@@ -314,6 +314,12 @@ async fn feed_replica(
                 written = stream.write_all(&chunk) => written?,
             }
         }
+        // TLS holds what the socket did not take yet until a flush (a no-op on plain TCP).
+        tokio::select! {
+            biased;
+            _ = info.killed() => return Ok(()),
+            flushed = stream.flush() => flushed?,
+        }
         read_acks(shared, replica, inbuf);
         tokio::select! {
             biased;

@@ -53,6 +53,7 @@ mod scripting_libs;
 mod security_acl;
 mod security_maxmemory;
 mod security_tls;
+mod security_tls_options;
 mod stm_capture;
 mod stm_commands;
 mod stm_context;

@@ -8,7 +8,7 @@ use common::Binary;
 use redis::aio::MultiplexedConnection;
 use std::time::Duration;
 
-async fn config_get(con: &mut MultiplexedConnection, name: &str) -> String {
+pub(crate) async fn config_get(con: &mut MultiplexedConnection, name: &str) -> String {
     let pair: Vec<String> = redis::cmd("CONFIG")
         .arg("GET")
         .arg(name)

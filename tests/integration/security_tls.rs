@@ -16,11 +16,11 @@ use tokio::sync::oneshot;
 
 /// A CA, a server certificate for localhost/127.0.0.1 and a client certificate signed by it, plus
 /// a client certificate signed by another CA.
-struct Certs {
+pub(crate) struct Certs {
     dir: tempfile::TempDir,
 }
 
-fn openssl(dir: &Path, args: &[&str]) {
+pub(crate) fn openssl(dir: &Path, args: &[&str]) {
     let out = Command::new("openssl")
         .args(args)
         .current_dir(dir)
@@ -33,83 +33,90 @@ fn openssl(dir: &Path, args: &[&str]) {
     );
 }
 
+/// Options of `openssl req` for a new P-256 key without a password.
+const EC_KEY: [&str; 5] = [
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:prime256v1",
+    "-nodes",
+];
+
+/// The extensions of a server certificate for localhost and 127.0.0.1.
+pub(crate) const SERVER_EXT: &str =
+    "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n";
+
 impl Certs {
-    fn make() -> Certs {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let d = dir.path();
-        let ec = [
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-        ];
+    pub(crate) fn make() -> Certs {
+        let certs = Certs {
+            dir: tempfile::tempdir().expect("tempdir"),
+        };
         for ca in ["ca", "other-ca"] {
             let subject = format!("/CN=stmd test {ca}");
             let key = format!("{ca}.key");
             let crt = format!("{ca}.crt");
             let mut args = vec!["req", "-x509", "-days", "2", "-subj", &subject];
-            args.extend(ec);
+            args.extend(EC_KEY);
             args.extend(["-keyout", &key, "-out", &crt]);
-            openssl(d, &args);
+            openssl(certs.dir.path(), &args);
         }
-        let sign = |name: &str, ca: &str, ext: &str| {
-            std::fs::write(d.join(format!("{name}.ext")), ext).expect("ext");
-            let subject = format!("/CN={name}");
-            let (key, csr, crt) = (
-                format!("{name}.key"),
-                format!("{name}.csr"),
-                format!("{name}.crt"),
-            );
-            let mut args = vec!["req", "-subj", &subject, "-keyout", &key, "-out", &csr];
-            args.extend(ec);
-            openssl(d, &args);
-            let (ca_crt, ca_key, ext_file) = (
-                format!("{ca}.crt"),
-                format!("{ca}.key"),
-                format!("{name}.ext"),
-            );
-            openssl(
-                d,
-                &[
-                    "x509",
-                    "-req",
-                    "-in",
-                    &csr,
-                    "-CA",
-                    &ca_crt,
-                    "-CAkey",
-                    &ca_key,
-                    "-CAcreateserial",
-                    "-days",
-                    "2",
-                    "-out",
-                    &crt,
-                    "-extfile",
-                    &ext_file,
-                ],
-            );
-        };
-        sign(
-            "server",
-            "ca",
-            "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n",
-        );
-        sign("client", "ca", "extendedKeyUsage=clientAuth\n");
-        sign("stranger", "other-ca", "extendedKeyUsage=clientAuth\n");
-        Certs { dir }
+        certs.sign("server", "ca", SERVER_EXT);
+        certs.sign("client", "ca", "extendedKeyUsage=clientAuth\n");
+        certs.sign("stranger", "other-ca", "extendedKeyUsage=clientAuth\n");
+        certs
     }
 
-    fn path(&self, file: &str) -> PathBuf {
+    /// Makes `<name>.key` and `<name>.crt` (subject `CN=<name>`), signed by `<ca>.crt`, with the
+    /// extensions `ext`.
+    pub(crate) fn sign(&self, name: &str, ca: &str, ext: &str) {
+        let d = self.dir.path();
+        std::fs::write(d.join(format!("{name}.ext")), ext).expect("ext");
+        let subject = format!("/CN={name}");
+        let (key, csr, crt) = (
+            format!("{name}.key"),
+            format!("{name}.csr"),
+            format!("{name}.crt"),
+        );
+        let mut args = vec!["req", "-subj", &subject, "-keyout", &key, "-out", &csr];
+        args.extend(EC_KEY);
+        openssl(d, &args);
+        let (ca_crt, ca_key, ext_file) = (
+            format!("{ca}.crt"),
+            format!("{ca}.key"),
+            format!("{name}.ext"),
+        );
+        openssl(
+            d,
+            &[
+                "x509",
+                "-req",
+                "-in",
+                &csr,
+                "-CA",
+                &ca_crt,
+                "-CAkey",
+                &ca_key,
+                "-CAcreateserial",
+                "-days",
+                "2",
+                "-out",
+                &crt,
+                "-extfile",
+                &ext_file,
+            ],
+        );
+    }
+
+    pub(crate) fn path(&self, file: &str) -> PathBuf {
         self.dir.path().join(file)
     }
 
-    fn read(&self, file: &str) -> Vec<u8> {
+    pub(crate) fn read(&self, file: &str) -> Vec<u8> {
         std::fs::read(self.path(file)).expect("read cert")
     }
 
     /// Server settings for TLS with this CA checking client certificates.
-    fn configure(&self, config: &mut Config) {
+    pub(crate) fn configure(&self, config: &mut Config) {
         config.tls_cert_file = Some(self.path("server.crt"));
         config.tls_key_file = Some(self.path("server.key"));
         config.tls_ca_cert_file = Some(self.path("ca.crt"));
@@ -117,7 +124,7 @@ impl Certs {
 
     /// A redis-crate client over TLS trusting our CA, with the given client certificate (`None`:
     /// no client certificate).
-    fn client(&self, port: u16, cert: Option<&str>) -> redis::Client {
+    pub(crate) fn client(&self, port: u16, cert: Option<&str>) -> redis::Client {
         let client_tls = cert.map(|name| redis::ClientTlsConfig {
             client_cert: self.read(&format!("{name}.crt")),
             client_key: self.read(&format!("{name}.key")),
@@ -132,16 +139,22 @@ impl Certs {
         .expect("tls client")
     }
 
+    /// A command-line client's arguments trusting the CA and presenting the client certificate;
+    /// `flags` name the CA file, certificate and key options of that client.
+    pub(crate) fn client_args(&self, flags: [&str; 3]) -> Vec<std::ffi::OsString> {
+        let files = ["ca.crt", "client.crt", "client.key"];
+        flags
+            .iter()
+            .zip(files)
+            .flat_map(|(flag, file)| [flag.into(), self.path(file).into()])
+            .collect()
+    }
+
     /// redis-cli over TLS with the client certificate.
-    async fn cli(&self, port: u16, args: &[&str]) -> String {
+    pub(crate) async fn cli(&self, port: u16, args: &[&str]) -> String {
         let out = tokio::process::Command::new("redis-cli")
             .args(["-h", "127.0.0.1", "-p", &port.to_string(), "--tls"])
-            .arg("--cacert")
-            .arg(self.path("ca.crt"))
-            .arg("--cert")
-            .arg(self.path("client.crt"))
-            .arg("--key")
-            .arg(self.path("client.key"))
+            .args(self.client_args(["--cacert", "--cert", "--key"]))
             .args(args)
             .output()
             .await
@@ -151,14 +164,26 @@ impl Certs {
 }
 
 /// An in-process server with a plain and a TLS listener.
-struct TlsServer {
-    plain: u16,
-    tls: u16,
+pub(crate) struct TlsServer {
+    pub(crate) plain: u16,
+    pub(crate) tls: u16,
     stop: Option<oneshot::Sender<()>>,
 }
 
 impl TlsServer {
-    async fn start(certs: &Certs, tweak: impl FnOnce(&mut Config)) -> TlsServer {
+    pub(crate) async fn start(certs: &Certs, tweak: impl FnOnce(&mut Config)) -> TlsServer {
+        Self::launch(certs, true, tweak).await
+    }
+
+    /// A server with the TLS listener only (`plain` is 0), as `--port 0 --tls-port N`.
+    pub(crate) async fn start_tls_only(
+        certs: &Certs,
+        tweak: impl FnOnce(&mut Config),
+    ) -> TlsServer {
+        Self::launch(certs, false, tweak).await
+    }
+
+    async fn launch(certs: &Certs, plain: bool, tweak: impl FnOnce(&mut Config)) -> TlsServer {
         let mut config = Config {
             port: 0,
             no_database: true,
@@ -166,15 +191,20 @@ impl TlsServer {
         };
         certs.configure(&mut config);
         tweak(&mut config);
-        let plain = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let plain = match plain {
+            true => Some(TcpListener::bind("127.0.0.1:0").await.expect("bind")),
+            false => None,
+        };
         let tls = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let (plain_port, tls_port) = (
-            plain.local_addr().expect("addr").port(),
+            plain
+                .as_ref()
+                .map_or(0, |l| l.local_addr().expect("addr").port()),
             tls.local_addr().expect("addr").port(),
         );
         let (stop, stopped) = oneshot::channel::<()>();
         let listeners = Listeners {
-            plain: Some(plain),
+            plain,
             tls: Some(tls),
             unix: None,
         };
@@ -192,7 +222,7 @@ impl TlsServer {
         }
     }
 
-    async fn plain_client(&self) -> redis::aio::MultiplexedConnection {
+    pub(crate) async fn plain_client(&self) -> redis::aio::MultiplexedConnection {
         redis::Client::open(format!("redis://127.0.0.1:{}", self.plain))
             .expect("client")
             .get_multiplexed_async_connection()
@@ -214,7 +244,7 @@ async fn handshake_failures(con: &mut redis::aio::MultiplexedConnection) -> i64 
 }
 
 /// True when a TLS client with this certificate can run PING.
-async fn tls_ping(certs: &Certs, port: u16, cert: Option<&str>) -> bool {
+pub(crate) async fn tls_ping(certs: &Certs, port: u16, cert: Option<&str>) -> bool {
     let client = certs.client(port, cert);
     let attempt = async {
         let mut con = client.get_multiplexed_async_connection().await?;
@@ -368,7 +398,7 @@ async fn maxclients_counts_tls_and_plain_clients_together() {
 }
 
 /// Runs the binary and returns (still running after `wait`?, stderr so far or at exit).
-fn run_binary(args: &[&str], wait: Duration) -> (bool, String) {
+pub(crate) fn run_binary(args: &[&str], wait: Duration) -> (bool, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_stmd"))
         .args(["--no-database", "--log-format", "json"])
         .args(args)
@@ -388,7 +418,7 @@ fn run_binary(args: &[&str], wait: Duration) -> (bool, String) {
     )
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -416,7 +446,7 @@ async fn the_binary_explains_bad_tls_files_and_serves_tls_only_with_port_0() {
     );
     assert!(!running, "exits on a missing certificate");
     assert!(
-        log.contains("cannot read --tls-cert-file") && log.contains("missing.crt"),
+        log.contains("cannot read tls-cert-file") && log.contains("missing.crt"),
         "{log}"
     );
     let (running, log) = run_binary(
@@ -424,7 +454,7 @@ async fn the_binary_explains_bad_tls_files_and_serves_tls_only_with_port_0() {
         Duration::from_secs(2),
     );
     assert!(
-        !running && log.contains("--tls-port needs --tls-cert-file"),
+        !running && log.contains("tls-port needs tls-cert-file"),
         "{log}"
     );
 
