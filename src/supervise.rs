@@ -19,23 +19,36 @@ impl Supervisor {
     /// upstart when `$UPSTART_JOB` is set, else systemd when `$NOTIFY_SOCKET` is; an explicit mode
     /// whose variable is missing is logged and ignored, as Redis does.
     pub fn from_env(mode: Supervised) -> Supervisor {
+        let found = Supervisor::detect(mode);
+        if found == Supervisor::None && !matches!(mode, Supervised::No | Supervised::Auto) {
+            tracing::warn!(
+                ?mode,
+                "supervised is set but the supervisor's environment variable is missing: \
+                 not notifying"
+            );
+        }
+        found
+    }
+
+    /// [`Supervisor::from_env`] without the warning.
+    pub fn detect(mode: Supervised) -> Supervisor {
         let upstart = std::env::var_os("UPSTART_JOB").is_some();
         let systemd = std::env::var("NOTIFY_SOCKET")
             .ok()
             .filter(|s| !s.is_empty());
         match (mode, systemd) {
-            (Supervised::No, _) => Supervisor::None,
-            (Supervised::Upstart, _) | (Supervised::Auto, _) if upstart => Supervisor::Upstart,
+            (Supervised::Upstart | Supervised::Auto, _) if upstart => Supervisor::Upstart,
             (Supervised::Systemd | Supervised::Auto, Some(socket)) => Supervisor::Systemd(socket),
-            (Supervised::Auto, None) => Supervisor::None,
-            (mode, _) => {
-                tracing::warn!(
-                    ?mode,
-                    "supervised is set but the supervisor's environment variable is missing: \
-                     not notifying"
-                );
-                Supervisor::None
-            }
+            _ => Supervisor::None,
+        }
+    }
+
+    /// INFO's `process_supervised`: `upstart`, `systemd` or `no`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Supervisor::None => "no",
+            Supervisor::Systemd(_) => "systemd",
+            Supervisor::Upstart => "upstart",
         }
     }
 

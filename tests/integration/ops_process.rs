@@ -3,6 +3,7 @@
 //! `tcp-backlog` (the listen queue, as `ss` shows it). Each test runs the real binary.
 
 use crate::common;
+use crate::ops_config_file::config_get;
 use std::os::unix::net::UnixDatagram;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -29,6 +30,11 @@ fn kill(signal: &str, pid: u32) {
         .status()
         .expect("kill");
     assert!(sent.success(), "kill -s {signal} {pid}");
+}
+
+async fn assert_serves(con: &mut redis::aio::MultiplexedConnection) {
+    let pong: String = redis::cmd("PING").query_async(con).await.expect("PING");
+    assert_eq!(pong, "PONG");
 }
 
 /// Kills the daemon if the test ends before it stopped it.
@@ -76,18 +82,8 @@ async fn daemonize_detaches_into_a_session_of_its_own_and_serves() {
     let stat = proc_stat(pid).expect("the daemon runs");
     assert_eq!(stat[3], pid.to_string(), "a session of its own (setsid)");
     let mut con = server.client().await;
-    let pong: String = redis::cmd("PING")
-        .query_async(&mut con)
-        .await
-        .expect("PING");
-    assert_eq!(pong, "PONG");
-    let daemonize: Vec<String> = redis::cmd("CONFIG")
-        .arg("GET")
-        .arg("daemonize")
-        .query_async(&mut con)
-        .await
-        .expect("CONFIG GET");
-    assert_eq!(daemonize, ["daemonize", "yes"]);
+    assert_serves(&mut con).await;
+    assert_eq!(config_get(&mut con, "daemonize").await, "yes");
     kill("TERM", pid);
     eventually("the pidfile removed at shutdown", || !pidfile.exists());
 }
@@ -128,11 +124,13 @@ async fn supervised_systemd_says_ready_once_it_serves_and_stopping_at_shutdown()
         .get_multiplexed_async_connection()
         .await
         .expect("connects at once after READY=1");
-    let pong: String = redis::cmd("PING")
+    assert_serves(&mut con).await;
+    let info: String = redis::cmd("INFO")
+        .arg("server")
         .query_async(&mut con)
         .await
-        .expect("PING");
-    assert_eq!(pong, "PONG");
+        .expect("INFO");
+    assert!(info.contains("process_supervised:systemd\r\n"), "{info}");
     let status = server.stop_with("TERM");
     assert!(status.success(), "{status}");
     assert_eq!(receive(&socket), "STOPPING=1\n");
@@ -157,11 +155,7 @@ async fn supervised_auto_finds_an_abstract_socket_and_no_sends_nothing() {
 
     let mut server = common::Binary::start_with_env(&["--supervised", "no"], &env);
     let mut con = server.client().await;
-    let pong: String = redis::cmd("PING")
-        .query_async(&mut con)
-        .await
-        .expect("PING");
-    assert_eq!(pong, "PONG");
+    assert_serves(&mut con).await;
     let status = server.stop_with("TERM");
     assert!(status.success(), "{status}");
     socket
@@ -184,24 +178,14 @@ async fn supervised_upstart_stops_itself_until_resumed() {
     });
     kill("CONT", pid);
     let mut con = server.client().await;
-    let pong: String = redis::cmd("PING")
-        .query_async(&mut con)
-        .await
-        .expect("PING");
-    assert_eq!(pong, "PONG");
+    assert_serves(&mut con).await;
 }
 
 #[tokio::test]
 async fn tcp_backlog_is_the_listen_queue() {
     let server = common::Binary::start(&["--tcp-backlog", "100"]);
     let mut con = server.client().await;
-    let backlog: Vec<String> = redis::cmd("CONFIG")
-        .arg("GET")
-        .arg("tcp-backlog")
-        .query_async(&mut con)
-        .await
-        .expect("CONFIG GET");
-    assert_eq!(backlog, ["tcp-backlog", "100"]);
+    assert_eq!(config_get(&mut con, "tcp-backlog").await, "100");
     // `ss` shows a listening socket's backlog as its Send-Q.
     let out = std::process::Command::new("ss")
         .args(["-ltnH", &format!("sport = :{}", server.port)])
