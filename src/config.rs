@@ -665,6 +665,14 @@ pub enum Supervised {
     Auto,
 }
 
+impl std::fmt::Display for Supervised {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use clap::ValueEnum;
+        let value = self.to_possible_value().ok_or(std::fmt::Error)?;
+        f.write_str(value.get_name())
+    }
+}
+
 /// When TLS clients must present a certificate (Redis's `tls-auth-clients`).
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TlsAuthClients {
@@ -818,11 +826,23 @@ macro_rules! yes_no_param {
     ($name:literal, $field:ident) => {
         Param {
             name: $name,
-            get: |c| if c.$field { "yes" } else { "no" }.to_string(),
+            get: |c| yes_no(c.$field),
             set: Some(|c, v| {
                 c.$field = parse_yes_no(v)?;
                 Ok(())
             }),
+        }
+    };
+}
+
+/// A parameter fixed at start: CONFIG GET shows it, CONFIG SET refuses it (as Redis's immutable
+/// ones).
+macro_rules! fixed_param {
+    ($name:literal, $get:expr) => {
+        Param {
+            name: $name,
+            get: $get,
+            set: None,
         }
     };
 }
@@ -918,67 +938,19 @@ where
 /// The parameter table behind CONFIG GET/SET (Redis options stmd only accepts are in
 /// `config_inert`).
 pub static PARAMS: &[Param] = &[
-    Param {
-        name: "port",
-        get: |c| c.port.to_string(),
-        set: None,
-    },
-    Param {
-        name: "bind",
-        get: |c| c.bind.clone(),
-        set: None,
-    },
+    fixed_param!("port", |c| c.port.to_string()),
+    fixed_param!("bind", |c| c.bind.clone()),
     number_param!("maxclients", maxclients, 1, i64::MAX),
     number_param!("timeout", timeout, 0, i32::MAX as i64),
     number_param!("tcp-keepalive", tcp_keepalive, 0, i32::MAX as i64),
-    Param {
-        name: "tcp-backlog",
-        get: |c| c.tcp_backlog.to_string(),
-        set: None,
-    },
-    Param {
-        name: "unixsocket",
-        get: |c| c.unixsocket.clone(),
-        set: None,
-    },
-    Param {
-        name: "unixsocketperm",
-        get: |c| format!("{:o}", c.unixsocketperm),
-        set: None,
-    },
-    Param {
-        name: "logfile",
-        get: |c| c.logfile.clone(),
-        set: None,
-    },
-    Param {
-        name: "pidfile",
-        get: |c| c.pidfile.clone(),
-        set: None,
-    },
-    Param {
-        name: "daemonize",
-        get: |c| if c.daemonize { "yes" } else { "no" }.to_string(),
-        set: None,
-    },
-    Param {
-        name: "supervised",
-        get: |c| {
-            match c.supervised {
-                Supervised::No => "no",
-                Supervised::Upstart => "upstart",
-                Supervised::Systemd => "systemd",
-                Supervised::Auto => "auto",
-            }
-            .to_string()
-        },
-        set: None,
-    },
-    Param {
-        name: "tls-port",
-        get: |c| c.tls_port.to_string(),
-        set: None,
-    },
+    fixed_param!("tcp-backlog", |c| c.tcp_backlog.to_string()),
+    fixed_param!("unixsocket", |c| c.unixsocket.clone()),
+    fixed_param!("unixsocketperm", |c| format!("{:o}", c.unixsocketperm)),
+    fixed_param!("logfile", |c| c.logfile.clone()),
+    fixed_param!("pidfile", |c| c.pidfile.clone()),
+    fixed_param!("daemonize", |c| yes_no(c.daemonize)),
+    fixed_param!("supervised", |c| c.supervised.to_string()),
+    fixed_param!("tls-port", |c| c.tls_port.to_string()),
     // CONFIG SET of a TLS setting rebuilds the TLS configuration (`crate::tls::Tls::prepare`).
     path_param!("tls-cert-file", tls_cert_file),
     path_param!("tls-key-file", tls_key_file),
@@ -1041,11 +1013,7 @@ pub static PARAMS: &[Param] = &[
         get: |c| c.client_output_buffer_limit.to_string(),
         set: Some(|c, v| c.client_output_buffer_limit.apply(v)),
     },
-    Param {
-        name: "dir",
-        get: |c| c.dir.display().to_string(),
-        set: None,
-    },
+    fixed_param!("dir", |c| c.dir.display().to_string()),
     parsed_param!("save", save, crate::snapshot::SaveRules::parse),
     parsed_param!(
         "shutdown-on-sigterm",
@@ -1073,16 +1041,8 @@ pub static PARAMS: &[Param] = &[
             Ok(())
         }),
     },
-    Param {
-        name: "replicaof",
-        get: |c| c.replicaof.clone(),
-        set: None,
-    },
-    Param {
-        name: "slaveof",
-        get: |c| c.replicaof.clone(),
-        set: None,
-    },
+    fixed_param!("replicaof", |c| c.replicaof.clone()),
+    fixed_param!("slaveof", |c| c.replicaof.clone()),
     Param {
         name: "masterauth",
         get: |c| c.masterauth.clone(),
@@ -1128,11 +1088,7 @@ pub static PARAMS: &[Param] = &[
         0,
         i32::MAX as i64
     ),
-    Param {
-        name: "dbfilename",
-        get: |c| c.dbfilename.clone(),
-        set: None,
-    },
+    fixed_param!("dbfilename", |c| c.dbfilename.clone()),
     yes_no_param!("appendonly", appendonly),
     Param {
         name: "appendfsync",
@@ -1142,16 +1098,8 @@ pub static PARAMS: &[Param] = &[
             Ok(())
         }),
     },
-    Param {
-        name: "appendfilename",
-        get: |c| c.appendfilename.clone(),
-        set: None,
-    },
-    Param {
-        name: "appenddirname",
-        get: |c| c.appenddirname.clone(),
-        set: None,
-    },
+    fixed_param!("appendfilename", |c| c.appendfilename.clone()),
+    fixed_param!("appenddirname", |c| c.appenddirname.clone()),
     number_param!(
         "auto-aof-rewrite-percentage",
         auto_aof_rewrite_percentage,
@@ -1181,26 +1129,12 @@ pub static PARAMS: &[Param] = &[
         },
         set: None,
     },
-    Param {
-        name: "stm-persist-queue",
-        get: |c| c.stm_persist_queue.to_string(),
-        set: None,
-    },
-    Param {
-        name: "stm-restore-timeout",
-        get: |c| c.stm_restore_timeout.to_string(),
-        set: None,
-    },
-    Param {
-        name: "stm-row-retention-days",
-        get: |c| c.stm_row_retention_days.to_string(),
-        set: None,
-    },
-    Param {
-        name: "loglevel",
-        get: |c| c.log_level.clone(),
-        set: None,
-    },
+    fixed_param!("stm-persist-queue", |c| c.stm_persist_queue.to_string()),
+    fixed_param!("stm-restore-timeout", |c| c.stm_restore_timeout.to_string()),
+    fixed_param!("stm-row-retention-days", |c| c
+        .stm_row_retention_days
+        .to_string()),
+    fixed_param!("loglevel", |c| c.log_level.clone()),
     number_param!(
         "slowlog-log-slower-than",
         slowlog_log_slower_than,
@@ -1217,11 +1151,7 @@ pub static PARAMS: &[Param] = &[
             Ok(())
         }),
     },
-    Param {
-        name: "aclfile",
-        get: |c| c.aclfile.clone().unwrap_or_default(),
-        set: None,
-    },
+    fixed_param!("aclfile", |c| c.aclfile.clone().unwrap_or_default()),
     Param {
         name: "notify-keyspace-events",
         get: |c| c.notify_keyspace_events.to_string(),
@@ -1241,16 +1171,14 @@ pub static PARAMS: &[Param] = &[
             Ok(())
         }),
     },
-    Param {
-        name: "enable-debug-command",
-        get: |c| c.enable_debug_command.name().to_string(),
-        set: None,
-    },
-    Param {
-        name: "enable-module-command",
-        get: |c| c.enable_module_command.name().to_string(),
-        set: None,
-    },
+    fixed_param!("enable-debug-command", |c| c
+        .enable_debug_command
+        .name()
+        .to_string()),
+    fixed_param!("enable-module-command", |c| c
+        .enable_module_command
+        .name()
+        .to_string()),
     number_param!("hash-max-listpack-entries", hash_max_listpack_entries),
     number_param!("hash-max-ziplist-entries", hash_max_listpack_entries),
     memory_param!("hash-max-listpack-value", hash_max_listpack_value),
@@ -1282,36 +1210,19 @@ pub static PARAMS: &[Param] = &[
     ),
     number_param!("busy-reply-threshold", busy_reply_threshold),
     number_param!("lua-time-limit", busy_reply_threshold),
-    Param {
-        name: "cluster-enabled",
-        get: |c| if c.cluster_enabled { "yes" } else { "no" }.to_string(),
-        set: None,
-    },
-    Param {
-        name: "cluster-announce-ip",
-        get: |c| c.cluster_announce_ip.clone().unwrap_or_default(),
-        set: None,
-    },
-    Param {
-        name: "cluster-announce-port",
-        get: |c| c.cluster_announce_port.to_string(),
-        set: None,
-    },
-    Param {
-        name: "cluster-node-timeout",
-        get: |c| c.cluster_node_timeout.to_string(),
-        set: None,
-    },
-    Param {
-        name: "databases",
-        get: |c| c.databases.to_string(),
-        set: None,
-    },
-    Param {
-        name: "threads",
-        get: |c| c.worker_threads().to_string(),
-        set: None,
-    },
+    fixed_param!("cluster-enabled", |c| yes_no(c.cluster_enabled)),
+    fixed_param!("cluster-announce-ip", |c| c
+        .cluster_announce_ip
+        .clone()
+        .unwrap_or_default()),
+    fixed_param!("cluster-announce-port", |c| c
+        .cluster_announce_port
+        .to_string()),
+    fixed_param!("cluster-node-timeout", |c| c
+        .cluster_node_timeout
+        .to_string()),
+    fixed_param!("databases", |c| c.databases.to_string()),
+    fixed_param!("threads", |c| c.worker_threads().to_string()),
 ];
 
 /// `latency-tracking-info-percentiles`: the percentiles INFO latencystats prints.
@@ -1345,6 +1256,11 @@ impl std::fmt::Display for Percentiles {
         let words: Vec<String> = self.0.iter().map(f64::to_string).collect();
         f.write_str(&words.join(" "))
     }
+}
+
+/// A boolean as redis.conf spells it.
+fn yes_no(value: bool) -> String {
+    if value { "yes" } else { "no" }.to_string()
 }
 
 /// `yes` or `no`, as redis.conf spells booleans.

@@ -74,6 +74,8 @@ pub struct Shared {
     pub aof: crate::aof::Aof,
     /// The TLS configurations in force (the listener's, the replica's link's).
     pub tls: crate::tls::Tls,
+    /// The process supervisor told when the server is ready and when it stops (`supervised`).
+    pub supervisor: crate::supervise::Supervisor,
 }
 
 impl Shared {
@@ -104,7 +106,9 @@ impl Shared {
         }
         let replication = crate::replication::Replication::default();
         replication.master.configure(&config);
+        let supervisor = crate::supervise::Supervisor::from_env(config.supervised);
         Ok(Shared {
+            supervisor,
             acl,
             events,
             slowlog: crate::slowlog::SlowLog::new(
@@ -638,7 +642,6 @@ pub async fn run(
         })
     };
 
-    let supervisor = crate::supervise::Supervisor::from_env(shared.config.read().supervised);
     // After a shutdown by signal that could not save (and so did not happen), the next signal.
     let mut shutdown: Pin<Box<dyn Future<Output = Option<StopSignal>> + Send>> =
         Box::pin(async move { shutdown.await.signal() });
@@ -660,7 +663,7 @@ pub async fn run(
             _ = shared.shutdown_requested.notified() => break,
             _ = &mut restoring, if !restore_done => {
                 restore_done = true;
-                supervisor.ready();
+                shared.supervisor.ready();
                 continue;
             }
             accepted = accept(&listeners.plain), if restore_done => {
@@ -729,7 +732,7 @@ pub async fn run(
     }
 
     tracing::info!("shutting down: no new connections, finishing replies in flight");
-    supervisor.stopping();
+    shared.supervisor.stopping();
     if !shared.shutdown_now.load(Ordering::Relaxed) {
         wait_for_replicas(&shared).await;
     }

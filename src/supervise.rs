@@ -31,7 +31,7 @@ impl Supervisor {
     }
 
     /// [`Supervisor::from_env`] without the warning.
-    pub fn detect(mode: Supervised) -> Supervisor {
+    fn detect(mode: Supervised) -> Supervisor {
         let upstart = std::env::var_os("UPSTART_JOB").is_some();
         let systemd = std::env::var("NOTIFY_SOCKET")
             .ok()

@@ -251,11 +251,7 @@ fn server(ctx: &Ctx, lines: &mut Lines) {
     lines.add("arch_bits", usize::BITS);
     lines.add("multiplexing_api", multiplexing_api());
     lines.add("process_id", std::process::id());
-    let supervised = shared.config.read().supervised;
-    lines.add(
-        "process_supervised",
-        crate::supervise::Supervisor::detect(supervised).name(),
-    );
+    lines.add("process_supervised", shared.supervisor.name());
     lines.add("run_id", &shared.run_id);
     lines.add("tcp_port", shared.local_addr.port());
     lines.add("server_time_usec", now_usec);

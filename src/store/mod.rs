@@ -568,8 +568,13 @@ impl<'a> Locked<'a> {
     /// The live entry at `key` and the shard it lives in; an expired one is removed on the way
     /// (one probe either way).
     fn live_entry(&mut self, key: &[u8]) -> Option<(usize, &mut Entry)> {
-        let (store, space, db, now) = (self.store, self.space, self.db, self.now);
         let spot = self.spot(key);
+        self.live_entry_at(spot, key)
+    }
+
+    /// [`Locked::live_entry`] with the key's spot already computed.
+    fn live_entry_at(&mut self, spot: Spot, key: &[u8]) -> Option<(usize, &mut Entry)> {
+        let (store, space, db, now) = (self.store, self.space, self.db, self.now);
         let shard = self.held.shard_index(spot.slot);
         let found = self.shard_at(&spot).occupied(spot.hash, key)?;
         if found.get().entry().is_expired(now) {
@@ -602,9 +607,15 @@ impl<'a> Locked<'a> {
 
     /// The live entry at `key`, for a write: its version changes, so WATCH sees the write.
     pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        let spot = self.spot(key);
+        self.get_mut_at(spot, key)
+    }
+
+    /// [`Locked::get_mut`] with the key's spot already computed.
+    fn get_mut_at(&mut self, spot: Spot, key: &[u8]) -> Option<&mut Entry> {
         let (store, space, db, now) = (self.store, self.space, self.db, self.now);
         let touch = self.touch;
-        self.live_entry(key).map(|(shard, e)| {
+        self.live_entry_at(spot, key).map(|(shard, e)| {
             e.set_version(space.bump_version(shard));
             // Judged on the value as the previous write left it, before this one changes it.
             if !e.outgrown() && store.encoding_limits.outgrown(&e.value) {
@@ -715,7 +726,7 @@ impl<'a> Locked<'a> {
         let spot = self.spot(key);
         // Lowered first, whether or not the key is there: a bound only has to be early enough.
         self.shard_at(&spot).note_expiry(at);
-        let entry = self.get_mut(key)?;
+        let entry = self.get_mut_at(spot, key)?;
         Some(std::mem::replace(&mut entry.expire_at, at))
     }
 
@@ -779,11 +790,19 @@ impl<'a> Locked<'a> {
 
     /// Calls `f` with every live key and entry of the locked shards (expired ones are skipped).
     pub fn for_each(&self, mut f: impl FnMut(&[u8], &Entry)) {
+        self.for_each_stored(|name, entry| {
+            if !entry.is_expired(self.now) {
+                f(name, entry);
+            }
+        });
+    }
+
+    /// Calls `f` with every key and entry stored in the locked shards, expired ones not reclaimed
+    /// yet included (DEBUG DIGEST, which sees the dataset as Redis's does).
+    pub fn for_each_stored(&self, mut f: impl FnMut(&[u8], &Entry)) {
         for (_, shard) in self.held.iter() {
             for node in shard.iter() {
-                if !node.entry().is_expired(self.now) {
-                    f(node.name(), node.entry());
-                }
+                f(node.name(), node.entry());
             }
         }
     }

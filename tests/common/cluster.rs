@@ -7,17 +7,10 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-pub fn redis_cli_available() -> bool {
-    Command::new("redis-cli")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 /// What every cluster test needs first: redis-cli and a throwaway Postgres. None, with a message,
 /// when either is missing (`PgCluster::start` fails instead when `.ci/run` requires Postgres).
 pub fn cluster_prerequisites() -> Option<super::postgres::PgCluster> {
-    if !redis_cli_available() {
+    if !super::redis_cli_available() {
         eprintln!("\n*** SKIPPED: redis-cli is not installed ***\n");
         return None;
     }
@@ -91,11 +84,7 @@ impl Node {
     /// `kill -9 <pid>`: no shutdown, no drain of queued rows.
     pub fn kill_9(&mut self) {
         let mut child = self.child.take().expect("running");
-        let status = Command::new("kill")
-            .args(["-9", &child.id().to_string()])
-            .status()
-            .expect("run kill");
-        assert!(status.success());
+        super::send_signal(child.id(), "KILL");
         let _ = child.wait();
     }
 

@@ -174,11 +174,17 @@ impl Binary {
 
     /// Sends `signal` (a `kill -s` name) without waiting.
     pub fn signal(&self, signal: &str) {
-        let sent = std::process::Command::new("kill")
-            .args(["-s", signal, &self.child.id().to_string()])
-            .status()
-            .expect("kill");
-        assert!(sent.success(), "kill -s {signal}");
+        send_signal(self.child.id(), signal);
+    }
+
+    /// Blocks until the server accepts TCP connections (up to 10 s), for tests driving it with
+    /// command-line tools.
+    pub fn wait_accepting(&self) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(std::time::Instant::now() < deadline, "stmd did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// The exit status if the process ends within `limit`.
@@ -201,6 +207,23 @@ impl Drop for Binary {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// `kill -s <signal> <pid>` (`TERM`, `STOP`, `KILL`, …), for a process a test started.
+pub fn send_signal(pid: u32, signal: &str) {
+    let sent = std::process::Command::new("kill")
+        .args(["-s", signal, &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(sent.success(), "kill -s {signal} {pid}");
+}
+
+/// Whether redis-cli is installed (`.ci/run` installs redis-tools; tests skip loudly without it).
+pub fn redis_cli_available() -> bool {
+    std::process::Command::new("redis-cli")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 /// Waits until `check` holds, polling every 50 ms, up to 10 s (then fails naming `what`).

@@ -77,15 +77,6 @@ fn capture_in(user: &str, channel: &str, server: &str, lineage: &str, n: usize) 
     capture_args(user, channel, server, "-", lineage, &question, &answer)
 }
 
-/// `kill <sig> <pid>` for a node (`-STOP`, `-CONT`).
-fn signal(node: &Node, sig: &str) {
-    let status = Command::new("kill")
-        .args([sig, &node.pid().to_string()])
-        .status()
-        .expect("run kill");
-    assert!(status.success());
-}
-
 /// An STM.RECENT FORMAT JSON answer without what differs between two servers: the clock (times,
 /// TTLs) and the cluster key format's hash-tag braces.
 fn comparable(json: &str) -> serde_json::Value {
@@ -564,11 +555,11 @@ fn owner_wide_context_equals_one_node_and_a_silent_peer_is_an_error() {
 /// after the answer timeout (min(node timeout, 2 s)), never a partial answer; once the peer is
 /// resumed, the query answers again (with `recovered` in it).
 fn a_stopped_peer_fails_the_command(asker: &Node, peer: &Node, query: &[&str], recovered: &str) {
-    signal(peer, "-STOP");
+    common::send_signal(peer.pid(), "STOP");
     let asked = Instant::now();
     let answer = asker.cli(query);
     let waited = asked.elapsed();
-    signal(peer, "-CONT");
+    common::send_signal(peer.pid(), "CONT");
     assert_eq!(
         answer,
         format!(

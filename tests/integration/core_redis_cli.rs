@@ -1,80 +1,27 @@
 //! redis-cli against the real `stmd` binary: PING, SET/GET, RESP3 and `--pipe` mass insertion.
 //! Skipped, loudly, where redis-cli is not installed (`.ci/run` installs redis-tools).
 
+use crate::common;
 use std::io::Write;
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-fn redis_cli_available() -> bool {
-    Command::new("redis-cli")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-/// The stmd binary on a free port, killed when dropped.
-struct Binary {
-    child: Child,
-    port: u16,
-}
-
-impl Binary {
-    fn start() -> Binary {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("free port")
-            .port();
-        let child = Command::new(env!("CARGO_BIN_EXE_stmd"))
-            .args(["--port", &port.to_string(), "--log-level", "warn"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start stmd");
-        let started = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "stmd did not start"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Binary { child, port }
-    }
-
-    fn cli(&self, args: &[&str]) -> String {
-        let output = Command::new("redis-cli")
-            .args(["-p", &self.port.to_string()])
-            .args(args)
-            .output()
-            .expect("run redis-cli");
-        assert!(output.status.success(), "redis-cli {args:?}: {output:?}");
-        String::from_utf8_lossy(&output.stdout).into_owned()
-    }
-}
-
-impl Drop for Binary {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 #[test]
 fn redis_cli_talks_to_the_binary() {
-    if !redis_cli_available() {
+    if !common::redis_cli_available() {
         eprintln!("\n\n*** SKIPPED redis_cli_talks_to_the_binary: redis-cli is not installed (apt-get install redis-tools) ***\n");
         return;
     }
-    let stmd = Binary::start();
-    assert_eq!(stmd.cli(&["ping"]), "PONG\n");
-    assert_eq!(stmd.cli(&["set", "greeting", "hello world"]), "OK\n");
-    assert_eq!(stmd.cli(&["get", "greeting"]), "hello world\n");
-    assert_eq!(stmd.cli(&["--no-raw", "get", "nokey"]), "(nil)\n");
-    assert_eq!(stmd.cli(&["--no-raw", "incr", "n"]), "(integer) 1\n");
-    assert_eq!(stmd.cli(&["-3", "--no-raw", "get", "nokey"]), "(nil)\n");
+    let stmd = common::Binary::start(&[]);
+    stmd.wait_accepting();
+    assert_eq!(cli(&stmd, &["ping"]), "PONG\n");
+    assert_eq!(cli(&stmd, &["set", "greeting", "hello world"]), "OK\n");
+    assert_eq!(cli(&stmd, &["get", "greeting"]), "hello world\n");
+    assert_eq!(cli(&stmd, &["--no-raw", "get", "nokey"]), "(nil)\n");
+    assert_eq!(cli(&stmd, &["--no-raw", "incr", "n"]), "(integer) 1\n");
+    assert_eq!(cli(&stmd, &["-3", "--no-raw", "get", "nokey"]), "(nil)\n");
     assert_eq!(
-        stmd.cli(&["--no-raw", "get"]),
+        cli(&stmd, &["--no-raw", "get"]),
         "(error) ERR wrong number of arguments for 'get' command\n"
     );
 
@@ -107,24 +54,25 @@ fn redis_cli_talks_to_the_binary() {
     let report = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{report}");
     assert!(report.contains("errors: 0, replies: 10000"), "{report}");
-    assert_eq!(stmd.cli(&["dbsize"]), "10002\n");
-    assert_eq!(stmd.cli(&["get", "mass:9999"]), "value:9999\n");
+    assert_eq!(cli(&stmd, &["dbsize"]), "10002\n");
+    assert_eq!(cli(&stmd, &["get", "mass:9999"]), "value:9999\n");
 
     // SHUTDOWN from redis-cli stops the process with exit status 0.
     let mut stmd = stmd;
     let _ = Command::new("redis-cli")
         .args(["-p", &stmd.port.to_string(), "shutdown"])
         .output();
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = stmd.child.try_wait().expect("wait") {
-            break status;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "stmd did not stop"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert!(status.success(), "{status:?}");
+    let status = stmd.exit_within(Duration::from_secs(10));
+    assert!(status.is_some_and(|s| s.success()), "{status:?}");
+}
+
+/// `redis-cli -p <port> <args>`: its output, which must be a success.
+fn cli(stmd: &common::Binary, args: &[&str]) -> String {
+    let output = Command::new("redis-cli")
+        .args(["-p", &stmd.port.to_string()])
+        .args(args)
+        .output()
+        .expect("run redis-cli");
+    assert!(output.status.success(), "redis-cli {args:?}: {output:?}");
+    String::from_utf8_lossy(&output.stdout).into_owned()
 }

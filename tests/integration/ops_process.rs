@@ -24,14 +24,6 @@ fn eventually(what: &str, mut check: impl FnMut() -> bool) {
     }
 }
 
-fn kill(signal: &str, pid: u32) {
-    let sent = std::process::Command::new("kill")
-        .args(["-s", signal, &pid.to_string()])
-        .status()
-        .expect("kill");
-    assert!(sent.success(), "kill -s {signal} {pid}");
-}
-
 async fn assert_serves(con: &mut redis::aio::MultiplexedConnection) {
     let pong: String = redis::cmd("PING").query_async(con).await.expect("PING");
     assert_eq!(pong, "PONG");
@@ -43,6 +35,7 @@ struct Daemon(u32);
 impl Drop for Daemon {
     fn drop(&mut self) {
         if proc_stat(self.0).is_some_and(|f| f[0] != "Z") {
+            // Not `common::send_signal`: no assertion (a panic) inside a drop.
             let _ = std::process::Command::new("kill")
                 .args(["-9", &self.0.to_string()])
                 .status();
@@ -84,7 +77,7 @@ async fn daemonize_detaches_into_a_session_of_its_own_and_serves() {
     let mut con = server.client().await;
     assert_serves(&mut con).await;
     assert_eq!(config_get(&mut con, "daemonize").await, "yes");
-    kill("TERM", pid);
+    common::send_signal(pid, "TERM");
     eventually("the pidfile removed at shutdown", || !pidfile.exists());
 }
 
@@ -176,7 +169,7 @@ async fn supervised_upstart_stops_itself_until_resumed() {
     eventually("the SIGSTOP", || {
         proc_stat(pid).is_some_and(|f| f[0] == "T")
     });
-    kill("CONT", pid);
+    common::send_signal(pid, "CONT");
     let mut con = server.client().await;
     assert_serves(&mut con).await;
 }

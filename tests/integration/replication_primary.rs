@@ -386,19 +386,12 @@ async fn shutdown_waits_for_a_lagging_replica() {
         let mut replica = redis.client().await;
         ok(&mut primary, &["SET", "first", "1"]).await;
         caught_up(&mut primary, &mut replica).await;
-        let signal = |name: &str, pid: u32| {
-            let sent = std::process::Command::new("kill")
-                .args(["-s", name, &pid.to_string()])
-                .status()
-                .expect("kill");
-            assert!(sent.success());
-        };
-        signal("STOP", redis.pid());
+        common::send_signal(redis.pid(), "STOP");
         ok(&mut primary, &["SET", "last", "2"]).await;
         server.signal("TERM");
         if now {
             let status = server.exit_within(Duration::from_millis(1500));
-            signal("CONT", redis.pid());
+            common::send_signal(redis.pid(), "CONT");
             assert!(status.is_some(), "now: no wait for the stopped replica");
             continue;
         }
@@ -407,7 +400,7 @@ async fn shutdown_waits_for_a_lagging_replica() {
             None,
             "waits for the stopped replica"
         );
-        signal("CONT", redis.pid());
+        common::send_signal(redis.pid(), "CONT");
         let status = server.exit_within(Duration::from_secs(10));
         assert!(status.is_some_and(|s| s.success()), "{status:?}");
         let last: Option<String> = redis::cmd("GET")
