@@ -343,6 +343,9 @@ fn read_key(
     PrivateKeyDer::from_pem_slice(&bytes).map_err(|e| bad(&e))
 }
 
+/// Redis's refusal (at start or CONFIG SET) when certificates are to be checked without a CA.
+const NO_CA: &str = "Either tls-ca-cert-file or tls-ca-cert-dir must be specified when tls-cluster, tls-replication or tls-auth-clients are enabled!";
+
 /// The configuration of the TLS listener.
 fn server_config(config: &Config) -> Result<ServerConfig, String> {
     let (Some(cert_file), Some(key_file)) =
@@ -362,7 +365,9 @@ fn server_config(config: &Config) -> Result<ServerConfig, String> {
         .with_protocol_versions(&parse_protocols(&config.tls_protocols)?)
         .map_err(|e| format!("TLS set-up failed: {e}"))?;
     let builder = match (trusted_cas(config)?, config.tls_auth_clients) {
-        (Some(roots), auth) if auth != TlsAuthClients::No => {
+        (_, TlsAuthClients::No) => builder.with_no_client_auth(),
+        (None, _) => return Err(NO_CA.into()),
+        (Some(roots), auth) => {
             let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
             let verifier = match auth {
                 TlsAuthClients::Optional => verifier.allow_unauthenticated(),
@@ -374,7 +379,6 @@ fn server_config(config: &Config) -> Result<ServerConfig, String> {
                     .map_err(|e| format!("bad tls-ca-cert-file/tls-ca-cert-dir: {e}"))?,
             )
         }
-        _ => builder.with_no_client_auth(),
     };
     let mut server = builder
         .with_single_cert(certs, key)
@@ -450,7 +454,7 @@ impl StoresServerSessions for SessionCache {
 /// `tls-client-cert-file` (with its key) if set, else `tls-cert-file`, else none.
 fn client_config(config: &Config) -> Result<ClientConfig, String> {
     let Some(roots) = trusted_cas(config)? else {
-        return Err("tls-replication needs tls-ca-cert-file or tls-ca-cert-dir".into());
+        return Err(NO_CA.into());
     };
     let provider = provider(config)?;
     let chain = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
@@ -683,9 +687,6 @@ mod tests {
             tls_replication: true,
             ..Config::default()
         };
-        assert_eq!(
-            Tls::start(&replicating, false).err(),
-            Some("tls-replication needs tls-ca-cert-file or tls-ca-cert-dir".into())
-        );
+        assert_eq!(Tls::start(&replicating, false).err(), Some(NO_CA.into()));
     }
 }

@@ -353,8 +353,36 @@ async fn client_certificates_can_be_optional_or_not_asked_for() {
     assert!(tls_ping(&certs, optional.tls, Some("client")).await);
     assert!(!tls_ping(&certs, optional.tls, Some("stranger")).await);
 
-    let no_ca = TlsServer::start(&certs, |c| c.tls_ca_cert_file = None).await;
+    let no_ca = TlsServer::start(&certs, |c| {
+        c.tls_ca_cert_file = None;
+        c.tls_auth_clients = TlsAuthClients::No;
+    })
+    .await;
     assert!(tls_ping(&certs, no_ca.tls, None).await);
+
+    // Certificates to check without a CA to check them with: the start fails, as Redis's.
+    let tls_port = free_port().to_string();
+    let (cert, key) = (certs.path("server.crt"), certs.path("server.key"));
+    for auth in ["yes", "optional"] {
+        let args = [
+            "--port",
+            "0",
+            "--tls-port",
+            &tls_port,
+            "--tls-auth-clients",
+            auth,
+            "--tls-cert-file",
+            cert.to_str().expect("path"),
+            "--tls-key-file",
+            key.to_str().expect("path"),
+        ];
+        let (running, log) = run_binary(&args, Duration::from_secs(2));
+        assert!(
+            !running
+                && log.contains("Either tls-ca-cert-file or tls-ca-cert-dir must be specified"),
+            "{auth}: {log}"
+        );
+    }
 }
 
 #[tokio::test]

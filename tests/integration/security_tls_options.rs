@@ -566,7 +566,7 @@ async fn a_replica_with_tls_replication_follows_a_tls_only_stmd_primary() {
     let reply = run(&mut plain_con, &["CONFIG", "SET", "tls-replication", "yes"]).await;
     assert!(
         format!("{reply:?}").contains(
-            "Unable to update TLS configuration: tls-replication needs tls-ca-cert-file or tls-ca-cert-dir"
+            "Unable to update TLS configuration: Either tls-ca-cert-file or tls-ca-cert-dir must be specified"
         ),
         "{reply:?}"
     );
