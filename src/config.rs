@@ -496,6 +496,31 @@ pub struct Config {
     /// when `$UPSTART_JOB` is set, else systemd when `$NOTIFY_SOCKET` is), `no`.
     #[arg(long, env = "STMD_SUPERVISED", value_enum, ignore_case = true, default_value_t = Supervised::No, help_heading = "Logging")]
     pub supervised: Supervised,
+    /// Also send every log line to the system log, as Redis's `syslog-enabled` (yes|no). Fixed
+    /// at start-up.
+    #[arg(long, env = "STMD_SYSLOG_ENABLED", default_value = "no", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "Logging")]
+    pub syslog_enabled: bool,
+    /// The program name the system log shows (Redis's `syslog-ident`). Fixed at start-up.
+    #[arg(
+        long,
+        env = "STMD_SYSLOG_IDENT",
+        default_value = "redis",
+        help_heading = "Logging"
+    )]
+    pub syslog_ident: String,
+    /// The system log's facility: `user` or `local0` … `local7` (Redis's `syslog-facility`).
+    /// Fixed at start-up.
+    #[arg(long, env = "STMD_SYSLOG_FACILITY", value_enum, ignore_case = true, default_value_t = SyslogFacility::Local0, help_heading = "Logging")]
+    pub syslog_facility: SyslogFacility,
+    /// The system log's socket (stmd's own option; Redis always uses `/dev/log`). For containers
+    /// whose syslog socket is mounted elsewhere.
+    #[arg(
+        long,
+        env = "STMD_SYSLOG_SOCKET",
+        default_value = "/dev/log",
+        help_heading = "Logging"
+    )]
+    pub syslog_socket: PathBuf,
 
     /// Commands taking at least this many microseconds go to the SLOWLOG (negative: none; 0: all).
     #[arg(
@@ -666,6 +691,28 @@ pub enum Supervised {
 }
 
 impl std::fmt::Display for Supervised {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use clap::ValueEnum;
+        let value = self.to_possible_value().ok_or(std::fmt::Error)?;
+        f.write_str(value.get_name())
+    }
+}
+
+/// The facilities Redis's `syslog-facility` accepts.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyslogFacility {
+    User,
+    Local0,
+    Local1,
+    Local2,
+    Local3,
+    Local4,
+    Local5,
+    Local6,
+    Local7,
+}
+
+impl std::fmt::Display for SyslogFacility {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         use clap::ValueEnum;
         let value = self.to_possible_value().ok_or(std::fmt::Error)?;
@@ -950,6 +997,9 @@ pub static PARAMS: &[Param] = &[
     fixed_param!("pidfile", |c| c.pidfile.clone()),
     fixed_param!("daemonize", |c| yes_no(c.daemonize)),
     fixed_param!("supervised", |c| c.supervised.to_string()),
+    fixed_param!("syslog-enabled", |c| yes_no(c.syslog_enabled)),
+    fixed_param!("syslog-ident", |c| c.syslog_ident.clone()),
+    fixed_param!("syslog-facility", |c| c.syslog_facility.to_string()),
     fixed_param!("tls-port", |c| c.tls_port.to_string()),
     // CONFIG SET of a TLS setting rebuilds the TLS configuration (`crate::tls::Tls::prepare`).
     path_param!("tls-cert-file", tls_cert_file),

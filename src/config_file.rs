@@ -620,9 +620,10 @@ mod tests {
 
     #[test]
     fn ignored_redis_options_warn_only_when_set_to_something_else() {
-        let c = load_file("save \"\"\nsyslog-enabled yes\nhz 10\n", &[], &[]).expect("loads");
+        let c =
+            load_file("save \"\"\nlazyfree-lazy-eviction yes\nhz 10\n", &[], &[]).expect("loads");
         assert_eq!(c.config_warnings.len(), 1, "{:?}", c.config_warnings);
-        assert!(c.config_warnings[0].contains("syslog-enabled"));
+        assert!(c.config_warnings[0].contains("lazyfree-lazy-eviction"));
     }
 
     #[test]

@@ -97,9 +97,6 @@ pub static INERT_PARAMS: &[(&str, &str)] = &[
     ("socket-mark-id", "0"),
     ("stream-node-max-bytes", "4096"),
     ("stream-node-max-entries", "100"),
-    ("syslog-enabled", "no"),
-    ("syslog-facility", "local0"),
-    ("syslog-ident", "redis"),
     ("tls-cluster", "no"),
     ("tls-dh-params-file", ""),
 ];

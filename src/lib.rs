@@ -34,6 +34,7 @@ pub mod snapshot;
 pub mod stm;
 pub mod store;
 pub mod supervise;
+pub mod system_log;
 pub mod tls;
 
 /// jemalloc, as Redis uses: fast under many small allocations from several threads, and it counts

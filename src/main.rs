@@ -7,6 +7,8 @@ use stmd::config::{Config, LogFormat};
 use stmd::server::Listeners;
 use tokio::net::{TcpListener, TcpSocket};
 use tracing_subscriber::fmt::writer::{BoxMakeWriter, MakeWriter};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::EnvFilter;
 
 fn main() -> std::process::ExitCode {
@@ -40,18 +42,24 @@ fn main() -> std::process::ExitCode {
             }
         },
     };
-    let logs = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    // `syslog-enabled`: the same lines, without time and level (the system log has both).
+    let system_log = config.syslog_enabled.then(|| {
+        tracing_subscriber::fmt::layer()
+            .with_ansi(false)
+            .without_time()
+            .with_level(false)
+            .with_writer(stmd::system_log::SystemLog::new(&config))
+    });
+    let output = tracing_subscriber::fmt::layer()
         .with_ansi(config.logfile.is_empty())
         .with_writer(writer);
+    let logs = tracing_subscriber::registry().with(filter).with(system_log);
     match config.log_format {
         // One JSON object per line, fields flattened, so collectors need no parsing rules.
         LogFormat::Json => logs
-            .json()
-            .flatten_event(true)
-            .with_current_span(false)
+            .with(output.json().flatten_event(true).with_current_span(false))
             .init(),
-        LogFormat::Text => logs.init(),
+        LogFormat::Text => logs.with(output).init(),
     }
     for warning in &config.config_warnings {
         tracing::warn!("{warning}");

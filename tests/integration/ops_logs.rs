@@ -225,3 +225,91 @@ fn logfile_and_pidfile() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[tokio::test]
+async fn syslog_enabled_sends_each_line_to_the_system_log_with_its_severity() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let socket_path = dir.path().join("log.sock");
+    let socket = std::os::unix::net::UnixDatagram::bind(&socket_path).expect("bind");
+    socket
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    // At the default log level (info), unlike `common::Binary`'s warn.
+    let mut child = stmd()
+        .args(["--port", &port.to_string(), "--no-database"])
+        .args(["--syslog-enabled", "yes", "--syslog-ident", "stmd-test"])
+        .args(["--syslog-facility", "local3", "--syslog-socket"])
+        .arg(&socket_path)
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("spawn stmd");
+    struct Stop<'a>(&'a mut std::process::Child);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let pid = child.id();
+    let _stop = Stop(&mut child);
+    // local3 is facility 19: notice (stmd's info) is <157>, warning <156>.
+    let prefix = format!("stmd-test[{pid}]: ");
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !seen
+        .iter()
+        .any(|l: &String| l.contains("ready to accept connections"))
+    {
+        let n = socket.recv(&mut buf).expect("a datagram in time");
+        seen.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+    }
+    let with = |text: &str| seen.iter().find(|l| l.contains(text)).expect(text).clone();
+    let ready = with("ready to accept connections");
+    assert!(
+        ready.starts_with("<157>") && ready.contains(&prefix),
+        "{ready}"
+    );
+    let warning = with("--no-database");
+    assert!(
+        warning.starts_with("<156>") && warning.contains(&prefix),
+        "{warning}"
+    );
+
+    let mut con = crate::common::connect_retrying(port, "stmd").await;
+    let get = |name: &'static str| {
+        let mut con = con.clone();
+        async move { crate::ops_config_file::config_get(&mut con, name).await }
+    };
+    assert_eq!(get("syslog-enabled").await, "yes");
+    assert_eq!(get("syslog-ident").await, "stmd-test");
+    assert_eq!(get("syslog-facility").await, "local3");
+    let refused: redis::RedisResult<()> = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("syslog-ident")
+        .arg("other")
+        .query_async(&mut con)
+        .await;
+    let text = format!("{:?}", refused.expect_err("immutable"));
+    assert!(text.contains("can't set immutable config"), "{text}");
+}
+
+#[test]
+fn a_bad_syslog_facility_stops_the_start() {
+    let out = stmd()
+        .args([
+            "--port",
+            "0",
+            "--no-database",
+            "--syslog-facility",
+            "local9",
+        ])
+        .output()
+        .expect("run stmd");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("local9"), "{err}");
+}
