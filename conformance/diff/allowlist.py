@@ -461,3 +461,88 @@ ALLOWED.update({
     "XINFO CONSUMERS": (xinfo_consumers, "idle times masked; Redis 7.2 adds `inactive` (reference: 7.0)"),
     "XINFO STREAM": (xinfo_stream, "radix-tree-nodes is Redis's rax internals; FULL: times masked, 7.2 adds consumer `active-time`"),
 })
+
+
+# ---------------------------------------------------------------- error-path sweep (sweep.py)
+# Commands whose successful reply depends on each server's own state (times, ids, memory, the
+# command table, random choices): compared exactly when either side errs, by reply type otherwise.
+SWEEP_STATEFUL = {
+    "randomkey": "random choice", "spop": "random choice", "srandmember": "random choice",
+    "hrandfield": "random choice", "zrandmember": "random choice",
+    "object|idletime": "time since the key's last access",
+    "object|freq": "the LFU counter",
+    "command": "the command table (stmd has fewer commands)",
+    "command|list": "the command table, in Redis's random dict order",
+    "command|count": "the command table",
+    "command|info": "the command table (structure compared by the differential corpus)",
+    "command|docs": "the command table (structure compared by the differential corpus)",
+    "client|id": "client ids are per server", "client|list": "per-client fields",
+    "client|info": "per-client fields", "info": "server-specific contents", "time": "the clock",
+    "lastsave": "the last save time", "lolwut": "the version line",
+    "dump": "serialization payloads: stmd writes Redis 7.2's RDB encodings (listpack sets and lists)",
+    "config|get": "each server's own configuration (port, dir…)",
+}
+
+# Per command (`name` or `container|sub`, lower case): (check(stmd, redis, argv), reason). Only
+# for differences where Redis 7.2 (which stmd follows) answers otherwise than the 7.0 reference.
+def help_text(a, b, args):
+    """A HELP reply: an array of status lines under the same heading. The lines follow Redis 7.2
+    and stmd's own subcommands (7.2 adds CLIENT SETINFO and NO-TOUCH, CLUSTER MYSHARDID; stmd has
+    no SCRIPT DEBUG): the texts are not an error path."""
+    return a.kind == b.kind == "*" and bool(a.value) and bool(b.value) and a.value[0].raw == b.value[0].raw
+
+
+def script_debug(a, b, args):
+    """stmd has no Lua debugger and refuses SCRIPT DEBUG (README: Scripting, Differences)."""
+    return a.raw == b"-ERR SCRIPT DEBUG is not supported by stmd\r\n" and b.is_error()
+
+
+def double_7_2(a, b, args):
+    """Redis 7.2 prints doubles in the shortest form that reads back the same (fpconv), where 7.0
+    used %.17g: 9.223372036854776e+18 against 9.2233720368547758e+18. Same value, same type."""
+    if a.raw == b.raw:
+        return True
+    if a.kind != b.kind or a.kind not in "$," or a.value is None or b.value is None:
+        return False
+    try:
+        return float(a.value) == float(b.value)
+    except ValueError:
+        return False
+
+
+def long_double(a, b, args):
+    """INCRBYFLOAT/HINCRBYFLOAT: Redis computes in 80-bit long double, stmd in f64 (README:
+    Known differences): the same value to f64 precision."""
+    if a.raw == b.raw:
+        return True
+    try:
+        return a.kind == b.kind == "$" and abs(float(a.value) - float(b.value)) <= abs(float(b.value)) * 1e-15
+    except (TypeError, ValueError):
+        return False
+
+
+def rank_withscore(a, b, args):
+    """ZRANK/ZREVRANK: Redis 7.2 takes an optional WITHSCORE (arity -3), so a third argument that
+    is not WITHSCORE is a syntax error where 7.0 reports the arity."""
+    return a.raw == b"-ERR syntax error\r\n" and b.raw.startswith(b"-ERR wrong number of arguments")
+
+
+def listpack_7_2(a, b, args):
+    """Redis 7.2 keeps small lists and small non-integer sets as listpacks; 7.0 says quicklist and
+    hashtable."""
+    return a.raw == b.raw or (a.raw == b"$8\r\nlistpack\r\n" and b.value in (b"quicklist", b"hashtable"))
+
+
+SWEEP_ALLOWED = {
+    "client|help": (help_text, "HELP texts follow Redis 7.2 (7.2 adds SETINFO and NO-TOUCH)"),
+    "command|help": (help_text, "HELP texts follow Redis 7.2"),
+    "script|help": (help_text, "HELP texts: no SCRIPT DEBUG in stmd"),
+    "script|debug": (script_debug, "stmd has no Lua debugger: SCRIPT DEBUG is refused"),
+    "zadd": (double_7_2, "Redis 7.2 prints doubles in their shortest form (7.0: %.17g)"),
+    "zincrby": (double_7_2, "Redis 7.2 prints doubles in their shortest form (7.0: %.17g)"),
+    "incrbyfloat": (long_double, "Redis computes in long double, stmd in f64"),
+    "hincrbyfloat": (long_double, "Redis computes in long double, stmd in f64"),
+    "zrank": (rank_withscore, "Redis 7.2's ZRANK takes WITHSCORE (arity -3)"),
+    "zrevrank": (rank_withscore, "Redis 7.2's ZREVRANK takes WITHSCORE (arity -3)"),
+    "object|encoding": (listpack_7_2, "Redis 7.2 encodes small lists and sets as listpacks"),
+}
