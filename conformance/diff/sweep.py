@@ -61,7 +61,7 @@ SUBSCRIBE = {"subscribe", "psubscribe", "ssubscribe"}
 BLOCKING = {"blpop", "brpop", "blmove", "brpoplpush", "bzpopmin", "bzpopmax", "blmpop", "bzmpop",
             "xread", "xreadgroup"}
 
-BAD_NUMBERS = [b"abc", b"-1", b"0", b"9223372036854775808", b"1.5", b"inf", b"nan"]
+BAD_NUMBERS = [b"abc", b"-1", b"0", b"9223372036854775808", b"-9223372036854775808", b"1.5", b"inf", b"nan"]
 BAD_TIMEOUTS = [b"abc", b"-1", b"9223372036854775808"]
 TYPES = ["string", "list", "hash", "set", "zset", "stream"]
 GROUP_TYPE = {"string": "string", "bitmap": "string", "hyperloglog": "hll", "list": "list",
@@ -249,11 +249,12 @@ def shapes_for(name, arity, doc, container):
 
     def add(label, toks, types=None, nkeys=0):
         argv = [t.val if isinstance(t, Tok) else t for t in toks]
-        sig = (tuple(argv), tuple(types or ()))
+        types = list(types) if types is not None else [own] * nkeys
+        sig = (tuple(argv), tuple(types))
         if sig in seen:
             return
         seen.add(sig)
-        out.append((label, argv, list(types) if types is not None else [own] * nkeys))
+        out.append((label, argv, types))
 
     base, positions, nkeys = build(cmd, words, args)
     add("base", base, nkeys=nkeys)
