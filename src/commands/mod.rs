@@ -591,9 +591,10 @@ pub fn acl_log(
 /// discards it at once with `EXECABORT`, as Redis does.
 fn reject(ctx: &mut Ctx<'_, '_>, cmd: Option<&Command>, args: &[&[u8]], error: String) -> Reply {
     count_rejection(ctx, cmd, args, &error);
-    // A refused EXEC answers EXECABORT even outside MULTI, as Redis's `rejectCommand`.
+    // A refused EXEC (a wrong arity, NOAUTH, NOPERM…) answers EXECABORT and drops the
+    // transaction and the watched keys even outside MULTI, as Redis's `rejectCommand`.
     let exec = cmd.is_some_and(|c| c.name == "exec");
-    if ctx.conn.multi.is_none() && !(exec && error.starts_with("NOPERM")) {
+    if ctx.conn.multi.is_none() && !exec {
         return Reply::Error(error.into());
     }
     if exec {
