@@ -455,7 +455,20 @@ def xsetid(a, b, args):
         and (b.raw == b"+OK\r\n" or b.raw.startswith(b"-ERR The ID specified in XSETID is smaller")))
 
 
+def xread_unbalanced(a, b, args):
+    """Redis 7.2 names the command as declared and the special id it takes in XREAD's and
+    XREADGROUP's unbalanced-streams error (redis#11799, #12238); 7.0 always said `XREAD` and '$'."""
+    if a.raw == b.raw:
+        return True
+    xreadgroup = args[0].lower() == b"xreadgroup"
+    name, symbol = (b"xreadgroup", b">") if xreadgroup else (b"xread", b"$")
+    return (a.raw == b"-ERR Unbalanced '%s' list of streams: for each stream key an ID or '%s' must be specified.\r\n" % (name, symbol)
+            and b.raw == b"-ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.\r\n")
+
+
 ALLOWED.update({
+    "XREAD": (xread_unbalanced, "Redis 7.2's unbalanced-streams text names the command and its special id (7.0: always XREAD and '$')"),
+    "XREADGROUP": (xread_unbalanced, "Redis 7.2's unbalanced-streams text names the command and its special id (7.0: always XREAD and '$')"),
     "XSETID": (xsetid, "Redis 7.2 refuses a last id below max_deleted_entry_id (redis#11444); 7.0 accepts it"),
     "XPENDING": (xpending, "idle times depend on when each server ran the case: masked"),
     "XINFO CONSUMERS": (xinfo_consumers, "idle times masked; Redis 7.2 adds `inactive` (reference: 7.0)"),
@@ -534,6 +547,8 @@ def listpack_7_2(a, b, args):
 
 
 SWEEP_ALLOWED = {
+    "xread": (xread_unbalanced, "Redis 7.2's unbalanced-streams text (7.0: always XREAD and '$')"),
+    "xreadgroup": (xread_unbalanced, "Redis 7.2's unbalanced-streams text (7.0: always XREAD and '$')"),
     "client|help": (help_text, "HELP texts follow Redis 7.2 (7.2 adds SETINFO and NO-TOUCH)"),
     "command|help": (help_text, "HELP texts follow Redis 7.2"),
     "script|help": (help_text, "HELP texts: no SCRIPT DEBUG in stmd"),
