@@ -494,6 +494,7 @@ SWEEP_STATEFUL = {
     "lastsave": "the last save time", "lolwut": "the version line",
     "dump": "serialization payloads: stmd writes Redis 7.2's RDB encodings (listpack sets and lists)",
     "config|get": "each server's own configuration (port, dir…)",
+    "slowlog|get": "each server's own slow commands", "slowlog|len": "each server's own slow commands",
 }
 
 # Per command (`name` or `container|sub`, lower case): (check(stmd, redis, argv), reason). Only
@@ -540,6 +541,13 @@ def rank_withscore(a, b, args):
     return a.raw == b"-ERR syntax error\r\n" and b.raw.startswith(b"-ERR wrong number of arguments")
 
 
+def rank_withscore_multi(a, b, args):
+    """ZRANK/ZREVRANK with a third argument inside MULTI: queued in 7.2 (the syntax error comes
+    from EXEC), refused when queued in 7.0 (arity)."""
+    return (len(a) == len(b) == 2 and a[0].raw == b"+QUEUED\r\n" and a[1].raw == b"*1\r\n-ERR syntax error\r\n"
+            and b[0].raw.startswith(b"-ERR wrong number of arguments") and b[1].raw.startswith(b"-EXECABORT"))
+
+
 def listpack_7_2(a, b, args):
     """Redis 7.2 keeps small lists and small non-integer sets as listpacks; 7.0 says quicklist and
     hashtable."""
@@ -560,4 +568,11 @@ SWEEP_ALLOWED = {
     "zrank": (rank_withscore, "Redis 7.2's ZRANK takes WITHSCORE (arity -3)"),
     "zrevrank": (rank_withscore, "Redis 7.2's ZREVRANK takes WITHSCORE (arity -3)"),
     "object|encoding": (listpack_7_2, "Redis 7.2 encodes small lists and sets as listpacks"),
+}
+
+# The same, for a command queued in MULTI: check(stmd replies, redis replies, argv) on the
+# queueing reply and EXEC's.
+SWEEP_MULTI_ALLOWED = {
+    "zrank": (rank_withscore_multi, "Redis 7.2's ZRANK takes WITHSCORE (arity -3)"),
+    "zrevrank": (rank_withscore_multi, "Redis 7.2's ZREVRANK takes WITHSCORE (arity -3)"),
 }

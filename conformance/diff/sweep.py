@@ -37,7 +37,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import resp  # noqa: E402
-from allowlist import SWEEP_ALLOWED, SWEEP_STATEFUL  # noqa: E402
+from allowlist import SWEEP_ALLOWED, SWEEP_MULTI_ALLOWED, SWEEP_STATEFUL  # noqa: E402
 from runner import Outcome, Step, is_unknown_command, step_matches  # noqa: E402
 
 # Not sent at all: they stop the server, change its configuration or replication, kill or pause
@@ -179,10 +179,10 @@ def value_for(cmd, arg):
     return v if v is not None else b"v"
 
 
-def gen(cmd, arg, keys, include=False, alt=0):
-    """Tokens for one argument; optional ones only when `include`."""
+def gen(cmd, arg, keys, include=False, alt=0, full=False):
+    """Tokens for one argument; optional ones only when `include` (or, `full`, all of them)."""
     flags = arg.get("flags") or []
-    if "optional" in flags and not include:
+    if "optional" in flags and not include and not full:
         return []
     typ = arg.get("type")
     out = []
@@ -195,10 +195,10 @@ def gen(cmd, arg, keys, include=False, alt=0):
         alts = arg.get("arguments") or []
         if alts:
             alt = alt or ALTERNATIVE.get((cmd, arg.get("name")), 0)
-            out += gen(cmd, alts[min(alt, len(alts) - 1)], keys, include=True)
+            out += gen(cmd, alts[min(alt, len(alts) - 1)], keys, include=True, full=full)
     elif typ == "block":
         for child in arg.get("arguments") or []:
-            out += gen(cmd, child, keys)
+            out += gen(cmd, child, keys, full=full)
     elif typ == "key":
         keys.append(b"k%d" % (len(keys) + 1))
         out.append(Tok(keys[-1], "key", arg.get("name", "")))
@@ -222,14 +222,15 @@ def fix_numkeys(toks):
 
 
 def build(cmd, words, args, choose=None):
-    """One call: `choose` = (index of a top-level argument, alternative) to include."""
+    """One call: `choose` = (index of a top-level argument, alternative, whether with all its
+    nested optional arguments) to include."""
     keys = []
     toks = [Tok(w) for w in words]
     positions = []
     for i, a in enumerate(args):
         positions.append(len(toks))
         if choose and choose[0] == i:
-            toks += gen(cmd, a, keys, include=True, alt=choose[1])
+            toks += gen(cmd, a, keys, include=True, alt=choose[1], full=choose[2])
         else:
             toks += gen(cmd, a, keys)
     return fix_numkeys(toks), positions, len(keys)
@@ -259,20 +260,29 @@ def shapes_for(name, arity, doc, container):
     base, positions, nkeys = build(cmd, words, args)
     add("base", base, nkeys=nkeys)
     variants = [("base", base, positions, nkeys)]
+    labels = {tuple(t.val for t in base)}
     for i, a in enumerate(args):
-        if "optional" not in (a.get("flags") or []):
+        optional = "optional" in (a.get("flags") or [])
+        oneof = a.get("type") == "oneof"
+        if not optional and not oneof:
             continue
-        alts = len(a.get("arguments") or []) if a.get("type") == "oneof" else 1
-        for alt in range(alts):
-            toks, pos, nk = build(cmd, words, args, (i, alt))
-            extra = range(pos[i], pos[i] + len(toks) - len(base))
-            label = "with %s" % " ".join(toks[j].val.decode(errors="replace") for j in extra)
-            variants.append((label, toks, pos, nk))
-            add(label, toks, nkeys=nk)
-            # the included pure tokens, repeated
-            for j in extra:
-                if toks[j].kind == "pure":
-                    add(label + ", %s twice" % toks[j].val.decode(), toks[: j + 1] + [toks[j]] + toks[j + 1 :], nkeys=nk)
+        # each alternative of a oneof (required or not), each optional argument; and each again
+        # with all the optional arguments nested in it
+        for alt in range(len(a.get("arguments") or []) if oneof else 1):
+            for full in (False, True):
+                toks, pos, nk = build(cmd, words, args, (i, alt, full))
+                if tuple(t.val for t in toks) in labels:
+                    continue
+                labels.add(tuple(t.val for t in toks))
+                end = pos[i + 1] if i + 1 < len(pos) else len(toks)
+                extra = range(pos[i], end)
+                label = "with %s" % " ".join(toks[j].val.decode(errors="replace") for j in extra)
+                variants.append((label, toks, pos, nk))
+                add(label, toks, nkeys=nk)
+                # the included pure tokens, repeated
+                for j in extra:
+                    if toks[j].kind == "pure":
+                        add(label + ", %s twice" % toks[j].val.decode(), toks[: j + 1] + [toks[j]] + toks[j + 1 :], nkeys=nk)
 
     # arity
     n = len(words)
@@ -309,6 +319,12 @@ def shapes_for(name, arity, doc, container):
             add(label + " (key 1 holds a %s)" % wrong, toks, types=[wrong] + [own] * (nk - 1))
             add(label + " (no keys)", toks, types=[])
 
+    # each variant on a wrong-typed first key, and on no keys
+    for label, toks, pos, nk in variants[1:]:
+        if nk:
+            add(label + " (key 1 holds a %s)" % wrong, toks, types=[wrong] + [own] * (nk - 1))
+            add(label + " (no keys)", toks, types=[])
+
     # numbers
     for label, toks, pos, nk in variants:
         for j, t in enumerate(toks):
@@ -340,6 +356,10 @@ DIGEST = [b"DEBUG", b"DIGEST"]
 NO_DIGEST = SUBSCRIBE | {"multi", "exec", "discard", "watch", "hello", "client"}
 
 
+# Not queued in MULTI by the sweep: they end or nest the transaction, or block the reply order.
+MULTI_UNSAFE = {"multi", "exec", "discard"} | SUBSCRIBE
+
+
 class Side:
     def __init__(self, host, port):
         self.host, self.port = host, port
@@ -359,20 +379,24 @@ class Side:
         if c:
             c.close()
 
-    def run(self, proto, argv, types, fresh, digest):
+    def run(self, proto, argv, types, fresh, digest, multi=False):
         """Prelude (flush, keys, DEBUG DIGEST), then the command, then DEBUG DIGEST again; returns
-        (Outcome of the command, whether the dataset changed)."""
+        (Outcome of the command, whether the dataset changed). `multi`: the command is queued
+        between MULTI and EXEC, and the Outcome holds its reply and EXEC's."""
         prelude = [[b"FLUSHALL"], [b"FUNCTION", b"FLUSH"], [b"SCRIPT", b"FLUSH"]]
         for i, t in enumerate(types):
             prelude += setup_cmds(b"k%d" % (i + 1), t)
+        if multi:
+            prelude.append([b"MULTI"])
+            digest = False
         changed = False
         try:
             c = self.conn(proto)
-            c.sock.sendall(b"".join(resp.encode(a) for a in prelude + ([DIGEST] if digest else []) + [argv]))
+            c.sock.sendall(b"".join(resp.encode(a) for a in prelude + ([DIGEST] if digest else []) + [argv] + ([[b"EXEC"]] if multi else [])))
             for _ in prelude:
                 c.read()
             before = c.read() if digest else None
-            out = Outcome([c.read()])
+            out = Outcome([c.read()] + ([c.read()] if multi else []))
             if digest and out.replies[0].is_error():
                 changed = c.call(DIGEST).raw != before.raw
         except resp.Timeout:
@@ -421,6 +445,24 @@ def same(name, argv, a, b):
     return False, None
 
 
+def same_in_multi(name, argv, a, b):
+    """MULTI, the command, EXEC: the queueing reply exactly; EXEC's reply exactly, or its one
+    element as `same` compares the command's reply."""
+    if a.marker or b.marker or len(a.replies) != 2 or len(b.replies) != 2:
+        return (a.marker == b.marker and not a.replies and not b.replies), None
+    if a.replies[0].raw != b.replies[0].raw:
+        rule = SWEEP_MULTI_ALLOWED.get(name)
+        if rule is not None and rule[0](a.replies, b.replies, argv):
+            return True, rule[1]
+        return False, None
+    x, y = a.replies[1], b.replies[1]
+    if x.raw == y.raw:
+        return True, None
+    if x.kind == y.kind and x.kind in "*" and x.value and y.value and len(x.value) == len(y.value) == 1:
+        return same(name, argv, Outcome([x.value[0]]), Outcome([y.value[0]]))
+    return False, None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--stmd", required=True, help="host:port of stmd")
@@ -463,17 +505,22 @@ def main():
         fresh = top in FRESH_CONN
         fails = []
         unknown = False
-        for label, argv, types in shapes:
+        # The arity and subcommand errors (and the base call) again inside MULTI: refused when
+        # queued, and EXEC then answers EXECABORT.
+        in_multi = [("in MULTI: " + label, argv, types, True) for label, argv, types in shapes
+                    if label.startswith(("base", "arity", "no subcommand", "unknown subcommand"))
+                    and top not in MULTI_UNSAFE]
+        for label, argv, types, multi in [s + (False,) for s in shapes] + in_multi:
             for proto in (2, 3):
                 nshapes += 1
                 sub = top in SUBSCRIBE
                 digest = top not in NO_DIGEST
-                a, a_changed = stmd.run(proto, argv, types, fresh or sub, digest)
-                b, b_changed = redis.run(proto, argv, types, fresh or sub, digest)
+                a, a_changed = stmd.run(proto, argv, types, fresh or sub or multi, digest, multi)
+                b, b_changed = redis.run(proto, argv, types, fresh or sub or multi, digest, multi)
                 if is_unknown_command(a) and not is_unknown_command(b):
                     unknown = True
                     break
-                ok, reason = same(name, argv, a, b)
+                ok, reason = same_in_multi(name, argv, a, b) if multi else same(name, argv, a, b)
                 if ok and reason:
                     allowed_used.setdefault(name, reason)
                 if ok and a_changed and not b_changed:
