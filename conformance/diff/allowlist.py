@@ -538,7 +538,9 @@ def long_double(a, b, args):
 def rank_withscore(a, b, args):
     """ZRANK/ZREVRANK: Redis 7.2 takes an optional WITHSCORE (arity -3), so a third argument that
     is not WITHSCORE is a syntax error where 7.0 reports the arity."""
-    return a.raw == b"-ERR syntax error\r\n" and b.raw.startswith(b"-ERR wrong number of arguments")
+    return a.raw == b"-ERR syntax error\r\n" and (
+        b.raw.startswith(b"-ERR wrong number of arguments")
+        or b.raw == b"-ERR Wrong number of args calling Redis command from script\r\n")
 
 
 def rank_withscore_multi(a, b, args):
@@ -576,3 +578,11 @@ SWEEP_MULTI_ALLOWED = {
     "zrank": (rank_withscore_multi, "Redis 7.2's ZRANK takes WITHSCORE (arity -3)"),
     "zrevrank": (rank_withscore_multi, "Redis 7.2's ZREVRANK takes WITHSCORE (arity -3)"),
 }
+
+
+def scriptable_7_2(name, a, b):
+    """Redis 7.2 lets scripts call the blocking commands (they do not block there, as in MULTI):
+    the 7.0 reference refuses them (redis#11568)."""
+    return (name.encode() in SCRIPTABLE_IN_7_2
+            and b.raw == b"-ERR This Redis command is not allowed from script\r\n"
+            and a.raw != b"-ERR This Redis command is not allowed from script\r\n")

@@ -37,7 +37,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import resp  # noqa: E402
-from allowlist import SWEEP_ALLOWED, SWEEP_MULTI_ALLOWED, SWEEP_STATEFUL  # noqa: E402
+from allowlist import SWEEP_ALLOWED, SWEEP_MULTI_ALLOWED, SWEEP_STATEFUL, scriptable_7_2  # noqa: E402
 from runner import Outcome, Step, is_unknown_command, step_matches  # noqa: E402
 
 # Not sent at all: they stop the server, change its configuration or replication, kill or pause
@@ -356,6 +356,10 @@ DIGEST = [b"DEBUG", b"DIGEST"]
 NO_DIGEST = SUBSCRIBE | {"multi", "exec", "discard", "watch", "hello", "client"}
 
 
+SCRIPT = [b"EVAL", b"return redis.pcall(unpack(ARGV))", b"0"]
+# Not run from a script by the sweep: SCRIPT/FUNCTION/EVAL themselves (a script's cache and
+# libraries), and the commands that only answer differently in a script because of their state.
+SCRIPT_UNSAFE = {"eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro", "script", "function"}
 # Not queued in MULTI by the sweep: they end or nest the transaction, or block the reply order.
 MULTI_UNSAFE = {"multi", "exec", "discard"} | SUBSCRIBE
 
@@ -427,7 +431,12 @@ def scan_norm(r, pairs):
 
 
 def same(name, argv, a, b):
-    """(matches, reason if allowed)."""
+    """(matches, reason if allowed). A shape run from a script is judged as the command it calls,
+    but for the commands Redis 7.2 lets scripts call and 7.0 does not."""
+    if argv[: len(SCRIPT)] == SCRIPT:
+        argv = argv[len(SCRIPT) :]
+        if len(a.replies) == len(b.replies) == 1 and scriptable_7_2(name, a.replies[0], b.replies[0]):
+            return True, "Redis 7.2 lets scripts call the blocking commands (7.0 refuses them)"
     mods = ("unordered",) if name in UNORDERED else ()
     ok, reason = step_matches(Step(" ".join(x.decode(errors="replace") for x in argv), argv, mods), a, b)
     if not ok and name in SCANS and len(a.replies) == len(b.replies) == 1:
@@ -510,7 +519,10 @@ def main():
         in_multi = [("in MULTI: " + label, argv, types, True) for label, argv, types in shapes
                     if label.startswith(("base", "arity", "no subcommand", "unknown subcommand"))
                     and top not in MULTI_UNSAFE]
-        for label, argv, types, multi in [s + (False,) for s in shapes] + in_multi:
+        # The shapes but the numbers again from a script (redis.pcall): the errors a script sees.
+        in_script = [("in a script: " + label, SCRIPT + argv, types, False) for label, argv, types in shapes
+                     if "=" not in label and top not in SCRIPT_UNSAFE]
+        for label, argv, types, multi in [s + (False,) for s in shapes] + in_multi + in_script:
             for proto in (2, 3):
                 nshapes += 1
                 sub = top in SUBSCRIBE
