@@ -62,6 +62,7 @@ BLOCKING = {"blpop", "brpop", "blmove", "brpoplpush", "bzpopmin", "bzpopmax", "b
             "xread", "xreadgroup"}
 
 BAD_NUMBERS = [b"abc", b"-1", b"0", b"9223372036854775808", b"-9223372036854775808", b"1.5", b"inf", b"nan"]
+ODD_NUMBERS = [b"", b" 1", b"1 ", b"+1", b"1e3", b"0x10", b"-0", b"01", b"1.0"]
 BAD_TIMEOUTS = [b"abc", b"-1", b"9223372036854775808"]
 TYPES = ["string", "list", "hash", "set", "zset", "stream"]
 GROUP_TYPE = {"string": "string", "bitmap": "string", "hyperloglog": "hll", "list": "list",
@@ -333,6 +334,22 @@ def shapes_for(name, arity, doc, container):
             for bad in (BAD_TIMEOUTS if t.kind == "timeout" else BAD_NUMBERS):
                 mutated = toks[:j] + [Tok(bad)] + toks[j + 1 :]
                 add_bad("%s: %s=%s" % (label, t.name, bad.decode()), mutated, nk)
+
+    # number spellings that parsers disagree on, in the base call only
+    for j, t in enumerate(base):
+        if t.kind in ("int", "double"):
+            for odd in ODD_NUMBERS:
+                add("base: %s=%r" % (t.name, odd.decode()), base[:j] + [Tok(odd)] + base[j + 1 :], nkeys=nkeys)
+
+    # a `multiple` block given half an instance more (MSET k v k, HSET k f v f)
+    for label, toks, pos, nk in variants[:1]:
+        for i, a in enumerate(args):
+            children = a.get("arguments") or []
+            if a.get("type") == "block" and "multiple" in (a.get("flags") or []) and len(children) >= 2:
+                end = pos[i + 1] if i + 1 < len(pos) else len(toks)
+                first = gen(cmd, children[0], [])
+                if first:
+                    add("%s: half a %s more" % (label, a.get("name")), toks[:end] + first[-1:] + toks[end:], nkeys=nk)
 
     # unknown options
     if any("optional" in (a.get("flags") or []) for a in args):
