@@ -27,9 +27,12 @@ pub struct ScanArgs<'a> {
 /// Redis checks the cursor first, then the key (a missing key answers an empty scan whatever the
 /// options), then the options: callers follow that order.
 /// A cursor is read as Redis reads one (`strtoul`): an optional sign, then digits; `-1` wraps
-/// around to the largest cursor (SCAN, HSCAN, SSCAN, ZSCAN).
+/// around to the largest cursor, and an empty cursor is 0 (SCAN, HSCAN, SSCAN, ZSCAN).
 pub fn parse_cursor(arg: &[u8]) -> Result<u64, Reply> {
     fn strtoul(arg: &[u8]) -> Option<u64> {
+        if arg.is_empty() {
+            return Some(0);
+        }
         let text = std::str::from_utf8(arg).ok()?;
         let (negative, digits) = match text.as_bytes().first()? {
             b'-' => (true, &text[1..]),
