@@ -403,12 +403,11 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
             }
         }
     }
+    // Named as Redis names it: a subcommand by its full name (`client|list`); a refused EXEC
+    // answers EXECABORT (`reject`).
     if !ctx.conn.resp3 && ctx.conn.subs.any() && !pubsub::allowed_while_subscribed(cmd.name) {
-        let reply = pubsub::not_allowed_while_subscribed(cmd.name);
-        if let Reply::Error(text) = &reply {
-            count_rejection(ctx, Some(cmd), args, text);
-        }
-        return reply;
+        let error = pubsub::not_allowed_while_subscribed(effective.name);
+        return reject(ctx, Some(cmd), args, error);
     }
     let obey = ctx.conn.from_primary;
     if !obey && ctx.shared.store.pause.freezes_keyspace() && client::paused(ctx, effective) {
