@@ -320,6 +320,11 @@ def shapes_for(name, arity, doc, container):
             add(label + " (key 1 holds a %s)" % wrong, toks, types=[wrong] + [own] * (nk - 1))
             add(label + " (no keys)", toks, types=[])
 
+    # each variant with its option words in lower case
+    for label, toks, pos, nk in variants[1:]:
+        if any(t.kind in ("pure", "token") for t in toks):
+            add(label + " (lower case)", [Tok(t.val.lower(), t.kind, t.name) if t.kind in ("pure", "token") else t for t in toks], nkeys=nk)
+
     # each variant on a wrong-typed first key, and on no keys
     for label, toks, pos, nk in variants[1:]:
         if nk:
@@ -398,6 +403,20 @@ class Side:
     def drop(self, proto):
         c = self.conns.pop(proto, None)
         if c:
+            c.close()
+
+    def run_subscribed(self, argv):
+        """RESP2, subscribed to a channel, then the command: its reply (a new connection each
+        time)."""
+        c = resp.Conn(self.host, self.port, timeout=2.0)
+        try:
+            c.call([b"SUBSCRIBE", b"sweep-channel"])
+            return Outcome([c.call(argv)])
+        except resp.Timeout:
+            return Outcome(marker="<timeout>")
+        except (resp.Closed, OSError):
+            return Outcome(marker="<closed>")
+        finally:
             c.close()
 
     def run(self, proto, argv, types, fresh, digest, multi=False):
@@ -559,6 +578,15 @@ def main():
                     fails.append((label, proto, argv, types, a, b))
             if unknown:
                 break
+        # The base call from a RESP2 connection in subscribed mode: refused, but for the
+        # commands that context allows.
+        if not unknown and shapes and top not in SUBSCRIBE and top not in ("quit", "reset"):
+            label, argv, types = shapes[0]
+            nshapes += 1
+            a, b = stmd.run_subscribed(argv), redis.run_subscribed(argv)
+            ok, reason = same(name, argv, a, b)
+            if not ok:
+                fails.append(("while subscribed: " + label, 2, argv, [], a, b))
         if unknown:
             skipped += 1
             unsupported.append(name)
