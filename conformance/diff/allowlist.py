@@ -538,7 +538,7 @@ def long_double(a, b, args):
 def rank_withscore(a, b, args):
     """ZRANK/ZREVRANK: Redis 7.2 takes an optional WITHSCORE (arity -3), so a third argument that
     is not WITHSCORE is a syntax error where 7.0 reports the arity."""
-    return a.raw == b"-ERR syntax error\r\n" and (
+    return (a.raw == b"-ERR syntax error\r\n" or a.raw.startswith(b"-NOPERM")) and (
         b.raw.startswith(b"-ERR wrong number of arguments")
         or b.raw == b"-ERR Wrong number of args calling Redis command from script\r\n")
 

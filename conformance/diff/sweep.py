@@ -374,6 +374,9 @@ def container_shapes(name):
 
 
 DIGEST = [b"DEBUG", b"DIGEST"]
+# A user who may run no command but AUTH and HELLO, made on both servers for the run and deleted
+# after it.
+ACL_USER = b"sweep-denied"
 # Commands after which the connection may not answer DEBUG DIGEST in turn (subscribed, in MULTI).
 NO_DIGEST = SUBSCRIBE | {"multi", "exec", "discard", "watch", "hello", "client"}
 
@@ -416,6 +419,29 @@ class Side:
             return Outcome(marker="<timeout>")
         except (resp.Closed, OSError):
             return Outcome(marker="<closed>")
+        finally:
+            c.close()
+
+    def run_denied(self, proto, argv):
+        """The command from a connection of ACL_USER, who may run nothing: arity and unknown
+        subcommands are refused first, then NOPERM (a new connection each time)."""
+        c = resp.Conn(self.host, self.port, timeout=2.0)
+        try:
+            c.call([b"AUTH", ACL_USER, b"x"])
+            if proto == 3:
+                c.call([b"HELLO", b"3"])
+            return Outcome([c.call(argv)])
+        except resp.Timeout:
+            return Outcome(marker="<timeout>")
+        except (resp.Closed, OSError):
+            return Outcome(marker="<closed>")
+        finally:
+            c.close()
+
+    def control(self, argv):
+        c = resp.Conn(self.host, self.port, timeout=2.0)
+        try:
+            return c.call(argv)
         finally:
             c.close()
 
@@ -540,6 +566,16 @@ def main():
                 print("%-22s %-40s %s  %s" % (name, label, b" ".join(argv), types))
         return 0
 
+    for server in (stmd, redis):
+        server.control([b"ACL", b"SETUSER", ACL_USER, b"on", b">x", b"~*", b"&*", b"-@all", b"+auth", b"+hello"])
+    try:
+        return sweep(opts, tests, stmd, redis)
+    finally:
+        for server in (stmd, redis):
+            server.control([b"ACL", b"DELUSER", ACL_USER])
+
+
+def sweep(opts, tests, stmd, redis):
     t0 = time.time()
     passed = failed = skipped = 0
     nshapes = 0
@@ -578,6 +614,19 @@ def main():
                     fails.append((label, proto, argv, types, a, b))
             if unknown:
                 break
+        # The base call and the arity errors from a user who may run nothing: the arity first,
+        # then NOPERM (no change either way).
+        for label, argv, types in shapes:
+            if top in ("auth", "hello") or unknown or not (label == "base" or label.startswith(("arity", "unknown sub", "no sub"))):
+                continue
+            for proto in (2,):
+                nshapes += 1
+                a, b = stmd.run_denied(proto, argv), redis.run_denied(proto, argv)
+                ok, reason = same(name, argv, a, b)
+                if ok and reason:
+                    allowed_used.setdefault(name, reason)
+                if not ok:
+                    fails.append(("as a user without permissions: " + label, proto, argv, [], a, b))
         # The base call from a RESP2 connection in subscribed mode: refused, but for the
         # commands that context allows.
         if not unknown and shapes and top not in SUBSCRIBE and top not in ("quit", "reset"):
