@@ -159,6 +159,8 @@ OVERRIDES = {
 }
 # Per command: which alternative of a `oneof` the base call takes (default: the first).
 ALTERNATIVE = {("xadd", "id_or_auto"): 1}
+# String arguments that are numbers or ids (ZRANGE's start/stop, XRANGE's ends, XADD's id…).
+NUMBER_LIKE = {"start", "stop", "end", "min", "max", "id", "last-id", "threshold", "offset"}
 TIMEOUT_NAMES = {"timeout", "milliseconds"}
 
 
@@ -205,6 +207,8 @@ def gen(cmd, arg, keys, include=False, alt=0, full=False):
         out.append(Tok(keys[-1], "key", arg.get("name", "")))
     else:
         kind = {"integer": "int", "double": "double"}.get(typ, "word")
+        if typ == "string" and arg.get("name") in NUMBER_LIKE:
+            kind = "int"  # a range end or an id the docs call a string: mutated like a number
         if arg.get("name") == "numkeys" or arg.get("name", "").startswith("numkeys"):
             kind = "numkeys"
         if cmd in BLOCKING and arg.get("name") in TIMEOUT_NAMES:
