@@ -73,6 +73,7 @@ SAME_TYPE = {"hll": "string", "geo": "zset"}
 def setup_cmds(key, kind):
     k = key
     return {
+        "none": [],
         "string": [[b"SET", k, b"1"]],
         "hll": [[b"PFADD", k, b"a", b"b"]],
         "list": [[b"RPUSH", k, b"a", b"b", b"c"]],
@@ -182,8 +183,9 @@ def value_for(cmd, arg):
     return v if v is not None else b"v"
 
 
-def gen(cmd, arg, keys, include=False, alt=0, full=False):
-    """Tokens for one argument; optional ones only when `include` (or, `full`, all of them)."""
+def gen(cmd, arg, keys, include=False, alt=0, full=False, twice=False):
+    """Tokens for one argument; optional ones only when `include` (or, `full`, all of them);
+    `twice`: a `multiple` key argument gets two keys."""
     flags = arg.get("flags") or []
     if "optional" in flags and not include and not full:
         return []
@@ -198,13 +200,14 @@ def gen(cmd, arg, keys, include=False, alt=0, full=False):
         alts = arg.get("arguments") or []
         if alts:
             alt = alt or ALTERNATIVE.get((cmd, arg.get("name")), 0)
-            out += gen(cmd, alts[min(alt, len(alts) - 1)], keys, include=True, full=full)
+            out += gen(cmd, alts[min(alt, len(alts) - 1)], keys, include=True, full=full, twice=twice)
     elif typ == "block":
         for child in arg.get("arguments") or []:
-            out += gen(cmd, child, keys, full=full)
+            out += gen(cmd, child, keys, full=full, twice=twice)
     elif typ == "key":
-        keys.append(b"k%d" % (len(keys) + 1))
-        out.append(Tok(keys[-1], "key", arg.get("name", "")))
+        for _ in range(2 if twice and "multiple" in flags else 1):
+            keys.append(b"k%d" % (len(keys) + 1))
+            out.append(Tok(keys[-1], "key", arg.get("name", "")))
     else:
         kind = {"integer": "int", "double": "double"}.get(typ, "word")
         if typ == "string" and arg.get("name") in NUMBER_LIKE:
@@ -226,7 +229,7 @@ def fix_numkeys(toks):
     return toks
 
 
-def build(cmd, words, args, choose=None):
+def build(cmd, words, args, choose=None, twice=False):
     """One call: `choose` = (index of a top-level argument, alternative, whether with all its
     nested optional arguments) to include."""
     keys = []
@@ -235,9 +238,9 @@ def build(cmd, words, args, choose=None):
     for i, a in enumerate(args):
         positions.append(len(toks))
         if choose and choose[0] == i:
-            toks += gen(cmd, a, keys, include=True, alt=choose[1], full=choose[2])
+            toks += gen(cmd, a, keys, include=True, alt=choose[1], full=choose[2], twice=twice)
         else:
-            toks += gen(cmd, a, keys)
+            toks += gen(cmd, a, keys, twice=twice)
     return fix_numkeys(toks), positions, len(keys)
 
 
@@ -266,6 +269,16 @@ def shapes_for(name, arity, doc, container):
     add("base", base, nkeys=nkeys)
     variants = [("base", base, positions, nkeys)]
     labels = {tuple(t.val for t in base)}
+    # a `multiple` key argument given two keys (SINTER k1 k2): the second key's type matters too
+    toks, pos, nk = build(cmd, words, args, twice=True)
+    if nk > nkeys:
+        labels.add(tuple(t.val for t in toks))
+        variants.append(("two keys", toks, pos, nk))
+        add("two keys", toks, nkeys=nk)
+        for t in TYPES:
+            if SAME_TYPE.get(own, own) != t:
+                add("two keys, key %d holds a %s" % (nk, t), toks, types=[own] * (nk - 1) + [t])
+                add("two keys, the others missing, key %d holds a %s" % (nk, t), toks, types=["none"] * (nk - 1) + [t])
     for i, a in enumerate(args):
         optional = "optional" in (a.get("flags") or [])
         oneof = a.get("type") == "oneof"
