@@ -556,7 +556,14 @@ def listpack_7_2(a, b, args):
     return a.raw == b.raw or (a.raw == b"$8\r\nlistpack\r\n" and b.value in (b"quicklist", b"hashtable"))
 
 
+def lfu_not_offered(a, b, args):
+    """stmd offers no LFU eviction policies (README: maxmemory): its list of the accepted ones
+    leaves them out."""
+    return a.raw == b.raw.replace(b"volatile-lfu, ", b"").replace(b"allkeys-lfu, ", b"")
+
+
 SWEEP_ALLOWED = {
+    "config|set": (lfu_not_offered, "stmd offers no LFU maxmemory policies"),
     "xread": (xread_unbalanced, "Redis 7.2's unbalanced-streams text (7.0: always XREAD and '$')"),
     "xreadgroup": (xread_unbalanced, "Redis 7.2's unbalanced-streams text (7.0: always XREAD and '$')"),
     "client|help": (help_text, "HELP texts follow Redis 7.2 (7.2 adds SETINFO and NO-TOUCH)"),
@@ -586,3 +593,24 @@ def scriptable_7_2(name, a, b):
     return (name.encode() in SCRIPTABLE_IN_7_2
             and b.raw == b"-ERR This Redis command is not allowed from script\r\n"
             and a.raw != b"-ERR This Redis command is not allowed from script\r\n")
+
+
+def inert_config_set(a, b, args):
+    return a.raw == b"+OK\r\n" and b.raw.startswith(b"-ERR CONFIG SET failed")
+
+
+def immutable_in_stmd(a, b, args):
+    return b"can't set immutable config" in a.raw and b"immutable" not in b.raw
+
+
+# Known stmd bugs the sweep shows, not fixed yet: (check, reason) per command. A shape they match
+# is counted as a known failure (skipped, printed), never as passed.
+SWEEP_KNOWN_BUGS = {
+    "config|set": [
+        (inert_config_set, "stmd bug, not fixed yet: CONFIG SET accepts any value for the options "
+         "stmd ignores (src/config_inert.rs: hz, oom-score-adj-values…), where Redis checks the value's "
+         "type and range (and refuses its immutable ones)"),
+        (immutable_in_stmd, "stmd bug, not fixed yet: CONFIG SET port/loglevel are immutable in stmd; "
+         "Redis 7 changes them at run time (and so checks the value)"),
+    ],
+}
