@@ -62,6 +62,8 @@ BLOCKING = {"blpop", "brpop", "blmove", "brpoplpush", "bzpopmin", "bzpopmax", "b
             "xread", "xreadgroup"}
 
 BAD_NUMBERS = [b"abc", b"-1", b"0", b"9223372036854775808", b"-9223372036854775808", b"1.5", b"inf", b"nan"]
+# The bad numbers also tried on a wrong-typed key and on no keys (which error comes first).
+PRECEDENCE_NUMBERS = {b"abc", b"-1", b"0", b"9223372036854775808"}
 ODD_NUMBERS = [b"", b" 1", b"1 ", b"+1", b"1e3", b"0x10", b"-0", b"01", b"1.0"]
 BAD_TIMEOUTS = [b"abc", b"-1", b"9223372036854775808"]
 TYPES = ["string", "list", "hash", "set", "zset", "stream"]
@@ -355,7 +357,10 @@ def shapes_for(name, arity, doc, container):
                 continue
             for bad in (BAD_TIMEOUTS if t.kind == "timeout" else BAD_NUMBERS):
                 mutated = toks[:j] + [Tok(bad)] + toks[j + 1 :]
-                add_bad("%s: %s=%s" % (label, t.name, bad.decode()), mutated, nk)
+                if bad in PRECEDENCE_NUMBERS:
+                    add_bad("%s: %s=%s" % (label, t.name, bad.decode()), mutated, nk)
+                else:
+                    add("%s: %s=%s" % (label, t.name, bad.decode()), mutated, nkeys=nk)
 
     # number spellings that parsers disagree on, in the base call only
     for j, t in enumerate(base):
@@ -641,9 +646,11 @@ def sweep(opts, tests, stmd, redis):
         in_multi = [("in MULTI: " + label, argv, types, True) for label, argv, types in shapes
                     if label.startswith(("base", "arity", "no subcommand", "unknown subcommand"))
                     and top not in MULTI_UNSAFE]
-        # The shapes but the numbers again from a script (redis.pcall): the errors a script sees.
+        # The plain shapes (no numbers, no variants on other keys) again from a script
+        # (redis.pcall): the errors a script sees.
         in_script = [("in a script: " + label, SCRIPT + argv, types, False) for label, argv, types in shapes
-                     if "=" not in label and top not in SCRIPT_UNSAFE]
+                     if "=" not in label and "(" not in label and not label.startswith("two keys")
+                     and top not in SCRIPT_UNSAFE]
         for label, argv, types, multi in [s + (False,) for s in shapes] + in_multi + in_script:
             for proto in (2, 3):
                 nshapes += 1
