@@ -38,11 +38,11 @@ pub fn evalsha(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     })
 }
 
+/// A script call's arguments: its keys, then the others.
+type KeysAndArgs<'a> = (&'a [&'a [u8]], &'a [&'a [u8]]);
+
 /// The keys and the other arguments of a script call, split at `numkeys`.
-fn split_keys<'a>(
-    args: &'a [&'a [u8]],
-    numkeys: i64,
-) -> Result<(&'a [&'a [u8]], &'a [&'a [u8]]), Reply> {
+fn split_keys<'a>(args: &'a [&'a [u8]], numkeys: i64) -> Result<KeysAndArgs<'a>, Reply> {
     if numkeys > (args.len() - 3) as i64 {
         return Err(Reply::error(
             "ERR Number of keys can't be greater than number of args",
