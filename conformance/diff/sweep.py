@@ -158,7 +158,8 @@ OVERRIDES = {
     ("xadd", "id"): b"2-1", ("xsetid", "last-id"): b"5-1", ("xgroup|create", "id"): b"$",
     ("xgroup|setid", "id"): b"0", ("setrange", "value"): b"v", ("object", "key"): None,
     ("bitfield", "encoding"): b"u8", ("bitfield_ro", "encoding"): b"u8", ("lpos", "element"): b"a",
-    ("sort", "pattern"): b"nosort", ("xadd", "threshold"): b"5", ("xtrim", "threshold"): b"5", ("restore", "ttl"): b"0",
+    ("sort", "pattern"): b"nosort", ("scan", "cursor"): b"0", ("sscan", "cursor"): b"0",
+    ("hscan", "cursor"): b"0", ("zscan", "cursor"): b"0", ("xadd", "threshold"): b"5", ("xtrim", "threshold"): b"5", ("restore", "ttl"): b"0",
 }
 # Per command: which alternative of a `oneof` the base call takes (default: the first).
 ALTERNATIVE = {("xadd", "id_or_auto"): 1}
