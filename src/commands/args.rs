@@ -61,6 +61,15 @@ pub fn count(arg: &[u8]) -> Result<usize, Reply> {
         .ok_or_else(|| Reply::error("ERR value is out of range, must be positive"))
 }
 
+/// A count that must not be negative, answered with the option's own `error` when it is negative
+/// or not an integer at all (Redis's `getPositiveLongFromObjectOrReply` with a message):
+/// `ERR COUNT can't be negative`.
+pub fn non_negative(arg: &[u8], error: &'static str) -> Result<i64, Reply> {
+    parse_i64_strict(arg)
+        .filter(|n| *n >= 0)
+        .ok_or_else(|| Reply::error(error))
+}
+
 /// True when `arg` equals the keyword `word` (ASCII case-insensitive).
 pub fn is(arg: &[u8], word: &str) -> bool {
     arg.eq_ignore_ascii_case(word.as_bytes())

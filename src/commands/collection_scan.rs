@@ -26,11 +26,30 @@ pub struct ScanArgs<'a> {
 /// `key cursor [MATCH pattern] [COUNT count]` starting at `args[2]`.
 /// Redis checks the cursor first, then the key (a missing key answers an empty scan whatever the
 /// options), then the options: callers follow that order.
+/// A cursor is read as Redis reads one (`strtoul`): an optional sign, then digits; `-1` wraps
+/// around to the largest cursor, and an empty cursor is 0 (SCAN, HSCAN, SSCAN, ZSCAN).
 pub fn parse_cursor(arg: &[u8]) -> Result<u64, Reply> {
-    std::str::from_utf8(arg)
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-        .ok_or_else(|| Reply::error("ERR invalid cursor"))
+    fn strtoul(arg: &[u8]) -> Option<u64> {
+        if arg.is_empty() {
+            return Some(0);
+        }
+        let text = std::str::from_utf8(arg).ok()?;
+        let (negative, digits) = match text.as_bytes().first()? {
+            b'-' => (true, &text[1..]),
+            b'+' => (false, &text[1..]),
+            _ => (false, text),
+        };
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let value: u64 = digits.parse().ok()?;
+        Some(if negative {
+            value.wrapping_neg()
+        } else {
+            value
+        })
+    }
+    strtoul(arg).ok_or_else(|| Reply::error("ERR invalid cursor"))
 }
 
 /// The reply to a scan of a missing key.

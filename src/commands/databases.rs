@@ -244,8 +244,12 @@ pub fn swapdb(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     if ctx.shared.cluster.is_some() {
         return Err(Reply::error("ERR SWAPDB is not allowed in cluster mode"));
     }
+    // Redis reads each index as a C int: beyond one, the index is invalid (not out of range).
     let parse = |arg: &[u8], which: &str| {
-        int(arg).map_err(|_| Reply::Error(format!("ERR invalid {which} DB index").into()))
+        int(arg)
+            .ok()
+            .filter(|n| i32::try_from(*n).is_ok())
+            .ok_or_else(|| Reply::Error(format!("ERR invalid {which} DB index").into()))
     };
     let (a, b) = (parse(args[1], "first")?, parse(args[2], "second")?);
     let count = ctx.shared.store.databases();

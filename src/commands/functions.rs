@@ -12,9 +12,10 @@ use crate::scripting::BusyCheck;
 use bytes::Bytes;
 
 pub fn fcall(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    // Judged once the function is found (Redis looks the function up first).
     let numkeys =
-        super::args::int(args[2]).map_err(|_| Reply::error("ERR Bad number of keys provided"))?;
-    super::scripting::run_script(ctx, args, numkeys, |engine| {
+        super::args::int(args[2]).map_err(|_| Reply::error("ERR Bad number of keys provided"));
+    super::scripting::run_script(ctx, args, numkeys, true, |engine| {
         engine
             .function(args[1])
             .ok_or_else(|| "ERR Function not found".to_string())
@@ -69,13 +70,7 @@ fn run_subcommand(ctx: &mut Ctx, args: &[&[u8]], sub: &[u8]) -> CmdResult {
                 return Err(if args.len() == 3 {
                     Reply::error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
                 } else {
-                    Reply::Error(
-                        format!(
-                            "ERR unknown subcommand or wrong number of arguments for '{}'. Try FUNCTION HELP.",
-                            super::printable(args[1], 128)
-                        )
-                        .into(),
-                    )
+                    subcommand_syntax(args)
                 });
             }
             let scripting = &ctx.shared.scripting;
@@ -108,20 +103,33 @@ fn dump(ctx: &mut Ctx) -> CmdResult {
     Ok(Reply::Bulk(crate::rdb::seal(body).into()))
 }
 
+/// `ERR unknown subcommand or wrong number of arguments for 'restore'. Try FUNCTION HELP.`
+fn subcommand_syntax(args: &[&[u8]]) -> Reply {
+    Reply::Error(
+        format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try FUNCTION HELP.",
+            super::printable(args[1], 128)
+        )
+        .into(),
+    )
+}
+
 /// FUNCTION RESTORE payload [FLUSH | APPEND | REPLACE]: all the payload's libraries or none.
 fn restore(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     use crate::scripting::functions::RestorePolicy;
-    let policy = match args.get(3) {
-        None => RestorePolicy::Append,
-        Some(p) if args.len() == 4 && p.eq_ignore_ascii_case(b"flush") => RestorePolicy::Flush,
-        Some(p) if args.len() == 4 && p.eq_ignore_ascii_case(b"append") => RestorePolicy::Append,
-        Some(p) if args.len() == 4 && p.eq_ignore_ascii_case(b"replace") => RestorePolicy::Replace,
-        Some(_) => {
-            return Err(Reply::error(
+    if args.len() > 4 {
+        return Err(subcommand_syntax(args));
+    }
+    let policy =
+        match args.get(3) {
+            None => RestorePolicy::Append,
+            Some(p) if p.eq_ignore_ascii_case(b"flush") => RestorePolicy::Flush,
+            Some(p) if p.eq_ignore_ascii_case(b"append") => RestorePolicy::Append,
+            Some(p) if p.eq_ignore_ascii_case(b"replace") => RestorePolicy::Replace,
+            Some(_) => return Err(Reply::error(
                 "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
-            ))
-        }
-    };
+            )),
+        };
     let body = crate::rdb::unseal(args[2])
         .map_err(|_| Reply::error("ERR DUMP payload version or checksum are wrong"))?;
     let mut reader = crate::rdb::RdbReader::new(body);

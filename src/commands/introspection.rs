@@ -219,7 +219,10 @@ fn memory_usage(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         match rest.next() {
             Some(n) if is(option, "SAMPLES") => {
                 let n = super::args::int(n)?;
-                samples = if n <= 0 { usize::MAX } else { n as usize };
+                if n < 0 {
+                    return Err(Reply::error(err::SYNTAX));
+                }
+                samples = if n == 0 { usize::MAX } else { n as usize };
             }
             _ => return Err(Reply::error(err::SYNTAX)),
         }

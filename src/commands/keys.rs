@@ -172,29 +172,10 @@ pub fn keys(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     Ok(Reply::Array(found))
 }
 
-/// Reads a cursor as Redis does (`strtoul`): an optional sign, then digits; `-1` wraps around.
-fn parse_cursor(arg: &[u8]) -> Option<u64> {
-    let text = std::str::from_utf8(arg).ok()?;
-    let (negative, digits) = match text.as_bytes().first()? {
-        b'-' => (true, &text[1..]),
-        b'+' => (false, &text[1..]),
-        _ => (false, text),
-    };
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let value: u64 = digits.parse().ok()?;
-    Some(if negative {
-        value.wrapping_neg()
-    } else {
-        value
-    })
-}
-
 /// SCAN's cursor is a shard number and a position inside the shard's hash space; keys are visited in
 /// position order, so a key that exists for the whole scan is returned however others change.
 pub fn scan(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let cursor = parse_cursor(args[1]).ok_or_else(|| Reply::error("ERR invalid cursor"))?;
+    let cursor = super::collection_scan::parse_cursor(args[1])?;
     let mut options = Cursor::new(args, 2);
     let mut pattern: Option<&[u8]> = None;
     let mut count = 10usize;

@@ -1,7 +1,7 @@
 //! List commands (the blocking ones live in `blocking_lists.rs`). A list is a `VecDeque<Bytes>`:
 //! O(1) at both ends, O(n) in the middle, as Redis's quicklist.
 
-use super::args::{int, is, Cursor};
+use super::args::{int, is, non_negative, Cursor};
 use super::typed::{list, list_mut, list_or_create, remove_if_empty, wrongtype, List};
 use super::{err, CmdResult, Ctx};
 use crate::events::class;
@@ -203,20 +203,22 @@ fn index_of(index: i64, len: usize) -> Option<usize> {
 }
 
 pub fn lindex(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let index = int(args[2])?;
     let mut locked = ctx.lock(&args[1..2]);
+    // As Redis: a missing key's nil and WRONGTYPE before the index.
     let Some(l) = list(&mut locked, args[1])? else {
         return Ok(Reply::Nil);
     };
+    let index = int(args[2])?;
     Ok(index_of(index, l.len()).map_or(Reply::Nil, |i| Reply::Bulk(l[i].clone())))
 }
 
 pub fn lset(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let index = int(args[2])?;
     let mut locked = ctx.lock(&args[1..2]);
+    // As Redis: `no such key` and WRONGTYPE before the index.
     let len = list(&mut locked, args[1])?
         .ok_or_else(|| Reply::error(err::NO_SUCH_KEY))?
         .len();
+    let index = int(args[2])?;
     let i = index_of(index, len).ok_or_else(|| Reply::error("ERR index out of range"))?;
     if let Some(l) = list_mut(&mut locked, args[1])? {
         l[i] = Bytes::copy_from_slice(args[3]);
@@ -314,17 +316,10 @@ pub fn lpos(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
                 return Err(Reply::error("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list"));
             }
         } else if options.eat("COUNT") {
-            let n = options.next_int()?;
-            if n < 0 {
-                return Err(Reply::error("ERR COUNT can't be negative"));
-            }
+            let n = non_negative(options.next_arg()?, "ERR COUNT can't be negative")?;
             count = Some(n as usize);
         } else if options.eat("MAXLEN") {
-            let n = options.next_int()?;
-            if n < 0 {
-                return Err(Reply::error("ERR MAXLEN can't be negative"));
-            }
-            maxlen = n as usize;
+            maxlen = non_negative(options.next_arg()?, "ERR MAXLEN can't be negative")? as usize;
         } else {
             return Err(Reply::error(err::SYNTAX));
         }

@@ -403,12 +403,11 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
             }
         }
     }
+    // Named as Redis names it: a subcommand by its full name (`client|list`); a refused EXEC
+    // answers EXECABORT (`reject`).
     if !ctx.conn.resp3 && ctx.conn.subs.any() && !pubsub::allowed_while_subscribed(cmd.name) {
-        let reply = pubsub::not_allowed_while_subscribed(cmd.name);
-        if let Reply::Error(text) = &reply {
-            count_rejection(ctx, Some(cmd), args, text);
-        }
-        return reply;
+        let error = pubsub::not_allowed_while_subscribed(effective.name);
+        return reject(ctx, Some(cmd), args, error);
     }
     let obey = ctx.conn.from_primary;
     if !obey && ctx.shared.store.pause.freezes_keyspace() && client::paused(ctx, effective) {
@@ -591,9 +590,10 @@ pub fn acl_log(
 /// discards it at once with `EXECABORT`, as Redis does.
 fn reject(ctx: &mut Ctx<'_, '_>, cmd: Option<&Command>, args: &[&[u8]], error: String) -> Reply {
     count_rejection(ctx, cmd, args, &error);
-    // A refused EXEC answers EXECABORT even outside MULTI, as Redis's `rejectCommand`.
+    // A refused EXEC (a wrong arity, NOAUTH, NOPERM…) answers EXECABORT and drops the
+    // transaction and the watched keys even outside MULTI, as Redis's `rejectCommand`.
     let exec = cmd.is_some_and(|c| c.name == "exec");
-    if ctx.conn.multi.is_none() && !(exec && error.starts_with("NOPERM")) {
+    if ctx.conn.multi.is_none() && !exec {
         return Reply::Error(error.into());
     }
     if exec {

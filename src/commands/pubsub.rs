@@ -25,12 +25,9 @@ pub fn allowed_while_subscribed(name: &str) -> bool {
 }
 
 /// Redis's error for any other command in RESP2 subscriber mode.
-pub fn not_allowed_while_subscribed(name: &str) -> Reply {
-    Reply::Error(
-        format!(
-            "ERR Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
-        )
-        .into(),
+pub fn not_allowed_while_subscribed(name: &str) -> String {
+    format!(
+        "ERR Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
     )
 }
 

@@ -26,32 +26,50 @@ struct Permissions {
 
 pub fn eval(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let numkeys = super::args::int(args[2])?;
-    run_script(ctx, args, numkeys, |engine| engine.load(args[1], true))
+    run_script(ctx, args, Ok(numkeys), false, |engine| {
+        engine.load(args[1], true)
+    })
 }
 
 pub fn evalsha(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let numkeys = super::args::int(args[2])?;
-    run_script(ctx, args, numkeys, |engine| {
+    run_script(ctx, args, Ok(numkeys), false, |engine| {
         engine.lookup(args[1]).ok_or_else(|| NOSCRIPT.to_string())
     })
 }
 
-/// Runs a script or function. `args`: name, script, sha or function, numkeys, keys…, args…
-pub fn run_script(
-    ctx: &mut Ctx,
-    args: &[&[u8]],
-    numkeys: i64,
-    find: impl FnOnce(&mut crate::scripting::Engine) -> Result<Loaded, String>,
-) -> CmdResult {
-    if numkeys < 0 {
-        return Err(Reply::error("ERR Number of keys can't be negative"));
-    }
+/// A script call's arguments: its keys, then the others.
+type KeysAndArgs<'a> = (&'a [&'a [u8]], &'a [&'a [u8]]);
+
+/// The keys and the other arguments of a script call, split at `numkeys`.
+fn split_keys<'a>(args: &'a [&'a [u8]], numkeys: i64) -> Result<KeysAndArgs<'a>, Reply> {
     if numkeys > (args.len() - 3) as i64 {
         return Err(Reply::error(
             "ERR Number of keys can't be greater than number of args",
         ));
     }
-    let (keys, argv) = args[3..].split_at(numkeys as usize);
+    if numkeys < 0 {
+        return Err(Reply::error("ERR Number of keys can't be negative"));
+    }
+    Ok(args[3..].split_at(numkeys as usize))
+}
+
+/// Runs a script or function. `args`: name, script, sha or function, numkeys, keys…, args…
+/// `numkeys` as the caller parsed it: EVAL and EVALSHA refuse a bad one before looking at the
+/// script; FCALL (`function`) looks its function up first and judges `numkeys` once it is found
+/// (Redis's order).
+pub fn run_script(
+    ctx: &mut Ctx,
+    args: &[&[u8]],
+    numkeys: Result<i64, Reply>,
+    function: bool,
+    find: impl FnOnce(&mut crate::scripting::Engine) -> Result<Loaded, String>,
+) -> CmdResult {
+    let (keys, argv, keys_error) = match numkeys.and_then(|n| split_keys(args, n)) {
+        Ok((keys, argv)) => (keys, argv, None),
+        Err(e) if function => (&[][..], &[][..], Some(e)),
+        Err(e) => return Err(e),
+    };
     let read_only_command =
         args[0].len() > 3 && args[0][args[0].len() - 3..].eq_ignore_ascii_case(b"_ro");
     let shared = ctx.shared;
@@ -61,6 +79,7 @@ pub fn run_script(
         args,
         keys,
         argv,
+        keys_error,
         read_only_command,
         out_of_memory,
     };
@@ -110,6 +129,8 @@ struct Script<'a> {
     args: &'a [&'a [u8]],
     keys: &'a [&'a [u8]],
     argv: &'a [&'a [u8]],
+    /// FCALL's bad `numkeys`, answered once its function is found.
+    keys_error: Option<Reply>,
     read_only_command: bool,
     out_of_memory: bool,
 }
@@ -131,6 +152,10 @@ fn execute<'s>(
             return Err(Reply::Error(e.into()));
         }
     };
+    if let Some(error) = &script.keys_error {
+        shared.scripting.record_usage(engine);
+        return Err(error.clone());
+    }
     let flags: ScriptFlags = loaded.flags;
     if flags.shebang && !flags.no_writes && (script.read_only_command || script.out_of_memory) {
         // Refused, but EVAL may have cached it.

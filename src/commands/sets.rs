@@ -1,6 +1,6 @@
 //! Set commands.
 
-use super::args::{int, Cursor};
+use super::args::{int, non_negative, Cursor};
 use super::hashes::{random_count, random_positions};
 use super::typed::{remove_if_empty, set, set_mut, set_or_create, wrongtype};
 use super::{collection_scan, err, CmdResult, Ctx};
@@ -278,10 +278,7 @@ pub fn sintercard(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut limit = usize::MAX;
     while !options.is_done() {
         if options.eat("LIMIT") {
-            let n = options.next_int()?;
-            if n < 0 {
-                return Err(Reply::error("ERR LIMIT can't be negative"));
-            }
+            let n = non_negative(options.next_arg()?, "ERR LIMIT can't be negative")?;
             if n > 0 {
                 limit = n as usize;
             }

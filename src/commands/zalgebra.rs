@@ -1,7 +1,7 @@
 //! Sorted-set algebra: ZUNION, ZINTER, ZDIFF, their STORE forms, ZINTERCARD, and ZRANDMEMBER.
 //! Plain sets are accepted as inputs, each member scoring 1, as in Redis.
 
-use super::args::{int, is};
+use super::args::{int, is, non_negative};
 use super::hashes::{random_count, random_positions};
 use super::typed::wrongtype;
 use super::zsets::{score_arg, scored_reply};
@@ -262,10 +262,7 @@ fn options(
         let arg = args[j];
         if card {
             if is(arg, "LIMIT") && remaining >= 2 {
-                let n = int(args[j + 1])
-                    .ok()
-                    .filter(|&n| n >= 0)
-                    .ok_or_else(|| Reply::error("ERR LIMIT can't be negative"))?;
+                let n = non_negative(args[j + 1], "ERR LIMIT can't be negative")?;
                 o.limit = if n == 0 { usize::MAX } else { n as usize };
                 j += 2;
                 continue;

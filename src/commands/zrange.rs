@@ -150,7 +150,7 @@ fn range_generic(ctx: &mut Ctx, args: &[&[u8]], store: bool) -> CmdResult {
         let opt = args[i];
         if !store && is(opt, "WITHSCORES") {
             withscores = true;
-        } else if is(opt, "LIMIT") && i + 2 < args.len() && name != b"zrevrange" {
+        } else if is(opt, "LIMIT") && i + 2 < args.len() {
             limit = Some((int(args[i + 1])?, int(args[i + 2])?));
             i += 2;
         } else if generic && is(opt, "REV") && !rev {
@@ -159,15 +159,17 @@ fn range_generic(ctx: &mut Ctx, args: &[&[u8]], store: bool) -> CmdResult {
             by = b's';
         } else if generic && is(opt, "BYLEX") && by == b'r' {
             by = b'l';
-        } else if is(opt, "LIMIT") && name == b"zrevrange" {
-            return Err(limit_error());
         } else {
             return Err(Reply::error(err::SYNTAX));
         }
         i += 1;
     }
-    if limit.is_some() && by == b'r' {
-        return Err(limit_error());
+    // As Redis: a rank range refuses a LIMIT with a count, and ignores `LIMIT offset -1`.
+    if by == b'r' {
+        if limit.is_some_and(|(_, count)| count != -1) {
+            return Err(limit_error());
+        }
+        limit = None;
     }
     if withscores && by == b'l' {
         return Err(Reply::error(

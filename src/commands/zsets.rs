@@ -273,13 +273,24 @@ pub fn zscan(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 /// A score bound: `1.5`, `(1.5`, `-inf`, `+inf` (`ERR min or max is not a float` otherwise).
+/// Redis reads a bound with a bare `strtod`: leading blanks are skipped, and an empty bound (``,
+/// `(`) is 0.
 pub fn parse_score_bound(arg: &[u8]) -> Result<crate::store::zset::ScoreBound, Reply> {
     let bad = || Reply::error("ERR min or max is not a float");
     let (exclusive, text) = match arg.first() {
         Some(b'(') => (true, &arg[1..]),
         _ => (false, arg),
     };
-    let value = parse_float(text).ok_or_else(bad)?; // bounds may overflow to ±inf, as strtod allows
+    let start = text
+        .iter()
+        .position(|b| !matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r'))
+        .unwrap_or(text.len());
+    let value = if text.is_empty() {
+        0.0
+    } else {
+        // bounds may overflow to ±inf, as strtod allows
+        parse_float(&text[start..]).ok_or_else(bad)?
+    };
     Ok(crate::store::zset::ScoreBound { value, exclusive })
 }
 
