@@ -196,7 +196,13 @@ pub fn hrandfield(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let with_values = match args.len() {
         2 | 3 => false,
         4 if is(args[3], "WITHVALUES") => true,
-        _ => return Err(Reply::error(err::SYNTAX)),
+        _ => {
+            // Redis reads the count first, then refuses extra arguments.
+            if args.len() >= 3 {
+                random_count(args[2], false)?;
+            }
+            return Err(Reply::error(err::SYNTAX));
+        }
     };
     let count = args
         .get(2)

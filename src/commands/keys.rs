@@ -41,7 +41,6 @@ pub fn expire(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let name = String::from_utf8_lossy(args[0]).to_ascii_lowercase();
     let millis = name.starts_with('p');
     let absolute = name.ends_with("at");
-    let amount = int(args[2])?;
     let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
     for option in &args[3..] {
         if is(option, "NX") {
@@ -68,6 +67,8 @@ pub fn expire(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             "ERR GT and LT options at the same time are not compatible",
         ));
     }
+    // As Redis: the options are checked before the time.
+    let amount = int(args[2])?;
     let mut locked = ctx.lock(&args[1..2]);
     let now = locked.now as i64;
     let invalid = || Reply::Error(format!("ERR invalid expire time in '{name}' command").into());

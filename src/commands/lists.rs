@@ -203,20 +203,22 @@ fn index_of(index: i64, len: usize) -> Option<usize> {
 }
 
 pub fn lindex(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let index = int(args[2])?;
     let mut locked = ctx.lock(&args[1..2]);
+    // As Redis: the key (nil, WRONGTYPE) before the index.
     let Some(l) = list(&mut locked, args[1])? else {
         return Ok(Reply::Nil);
     };
+    let index = int(args[2])?;
     Ok(index_of(index, l.len()).map_or(Reply::Nil, |i| Reply::Bulk(l[i].clone())))
 }
 
 pub fn lset(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let index = int(args[2])?;
     let mut locked = ctx.lock(&args[1..2]);
+    // As Redis: the key (no such key, WRONGTYPE) before the index.
     let len = list(&mut locked, args[1])?
         .ok_or_else(|| Reply::error(err::NO_SUCH_KEY))?
         .len();
+    let index = int(args[2])?;
     let i = index_of(index, len).ok_or_else(|| Reply::error("ERR index out of range"))?;
     if let Some(l) = list_mut(&mut locked, args[1])? {
         l[i] = Bytes::copy_from_slice(args[3]);
@@ -314,13 +316,17 @@ pub fn lpos(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
                 return Err(Reply::error("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list"));
             }
         } else if options.eat("COUNT") {
-            let n = options.next_int()?;
+            // As Redis: a COUNT or MAXLEN that is not an integer gets the same error as a
+            // negative one.
+            let n = int(options.next_arg()?)
+                .map_err(|_| Reply::error("ERR COUNT can't be negative"))?;
             if n < 0 {
                 return Err(Reply::error("ERR COUNT can't be negative"));
             }
             count = Some(n as usize);
         } else if options.eat("MAXLEN") {
-            let n = options.next_int()?;
+            let n = int(options.next_arg()?)
+                .map_err(|_| Reply::error("ERR MAXLEN can't be negative"))?;
             if n < 0 {
                 return Err(Reply::error("ERR MAXLEN can't be negative"));
             }

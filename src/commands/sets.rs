@@ -278,7 +278,8 @@ pub fn sintercard(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut limit = usize::MAX;
     while !options.is_done() {
         if options.eat("LIMIT") {
-            let n = options.next_int()?;
+            // As Redis (and ZINTERCARD): a LIMIT that is not an integer is refused as negative.
+            let n = int(options.next_arg()?).unwrap_or(-1);
             if n < 0 {
                 return Err(Reply::error("ERR LIMIT can't be negative"));
             }

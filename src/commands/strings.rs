@@ -236,10 +236,10 @@ pub fn getex(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let options = parse_string_options(args, 2, false)?;
     let mut locked = ctx.lock(&args[1..2]);
     let now = locked.now;
-    // As Redis: WRONGTYPE first, then an invalid expire time, then a missing key's nil.
+    // As Redis: a missing key's nil first, then WRONGTYPE, then an invalid expire time.
     let value = match locked.get(args[1]) {
-        Some(entry) => Some(string_of(entry)?.to_bytes()),
-        None => None,
+        Some(entry) => string_of(entry)?.to_bytes(),
+        None => return Ok(Reply::Nil),
     };
     // None: leave the TTL alone; Some(0): persist; Some(t): expire at t.
     let new_deadline = match options.expiry {
@@ -248,9 +248,6 @@ pub fn getex(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         }
         Some(_) => Some(0),
         None => None,
-    };
-    let Some(value) = value else {
-        return Ok(Reply::Nil);
     };
     if let Some(at) = new_deadline {
         if at != 0 && at <= now {
@@ -343,13 +340,14 @@ pub fn human_float(value: f64) -> String {
 }
 
 pub fn incrbyfloat(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let delta = float(args[2])?;
     let mut locked = ctx.lock(&args[1..2]);
+    // As Redis: WRONGTYPE, then the stored value, then the increment.
     let current = match locked.get(args[1]) {
         Some(entry) => super::args::parse_float(string_of(entry)?)
             .ok_or_else(|| Reply::error(err::NOT_FLOAT))?,
         None => 0.0,
     };
+    let delta = float(args[2])?;
     let new = current + delta;
     if !new.is_finite() {
         return Err(Reply::error("ERR increment would produce NaN or Infinity"));
