@@ -150,7 +150,7 @@ fn range_generic(ctx: &mut Ctx, args: &[&[u8]], store: bool) -> CmdResult {
         let opt = args[i];
         if !store && is(opt, "WITHSCORES") {
             withscores = true;
-        } else if is(opt, "LIMIT") && i + 2 < args.len() && name != b"zrevrange" {
+        } else if is(opt, "LIMIT") && i + 2 < args.len() {
             limit = Some((int(args[i + 1])?, int(args[i + 2])?));
             i += 2;
         } else if generic && is(opt, "REV") && !rev {
@@ -159,14 +159,14 @@ fn range_generic(ctx: &mut Ctx, args: &[&[u8]], store: bool) -> CmdResult {
             by = b's';
         } else if generic && is(opt, "BYLEX") && by == b'r' {
             by = b'l';
-        } else if is(opt, "LIMIT") && name == b"zrevrange" {
-            return Err(limit_error());
         } else {
             return Err(Reply::error(err::SYNTAX));
         }
         i += 1;
     }
-    if limit.is_some() && by == b'r' {
+    // As in Redis, a count of -1 is "no limit" and passes with a rank range (the offset is then
+    // ignored); any other LIMIT needs BYSCORE or BYLEX.
+    if limit.is_some_and(|(_, count)| count != -1) && by == b'r' {
         return Err(limit_error());
     }
     if withscores && by == b'l' {
@@ -175,7 +175,9 @@ fn range_generic(ctx: &mut Ctx, args: &[&[u8]], store: bool) -> CmdResult {
         ));
     }
     let mut query = RangeQuery::new(by, args[2 + base], args[3 + base], rev)?;
-    query.limit = limit;
+    if by != b'r' {
+        query.limit = limit;
+    }
     let resp3 = ctx.conn.resp3;
     let src = args[1 + base];
     let mut locked = if store {
