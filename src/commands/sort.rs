@@ -142,6 +142,10 @@ fn sort_generic(ctx: &mut Ctx, args: &[&[u8]], readonly: bool) -> CmdResult {
         ),
         Some(_) => return Err(Reply::error(err::WRONGTYPE)),
     };
+    if matches!(kind, Kind::ZSet) {
+        // Redis converts a sorted set to its skiplist encoding for good before sorting it.
+        locked.mark_outgrown(args[1]);
+    }
     // A set has no order of its own: when stored, it is sorted anyway (as Redis does, so that
     // the result is the same everywhere).
     if dontsort && matches!(kind, Kind::Set) && store.is_some() {

@@ -321,7 +321,10 @@ pub fn incr(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         .ok_or_else(|| Reply::error(err::OVERFLOW))?;
     let text = CompactBytes::new(itoa::Buffer::new().format(new).as_bytes());
     match locked.get_mut(args[1]) {
-        Some(entry) => entry.value = Value::Str(text),
+        Some(entry) => {
+            entry.value = Value::Str(text);
+            entry.set_outgrown(false); // an integer again
+        }
         None => {
             locked.set(args[1], Value::Str(text), 0);
         }
@@ -360,6 +363,8 @@ pub fn incrbyfloat(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             locked.set(args[1], Value::Str(value), 0);
         }
     }
+    // Redis stores the text as it is, never as an integer: `200` is embstr, not int.
+    locked.mark_outgrown(args[1]);
     Ok(Reply::Bulk(text.into()))
 }
 
