@@ -455,7 +455,20 @@ def xsetid(a, b, args):
         and (b.raw == b"+OK\r\n" or b.raw.startswith(b"-ERR The ID specified in XSETID is smaller")))
 
 
+def xread_unbalanced(a, b, args):
+    """Redis 7.2 names the command in the unbalanced-streams error, quoted and in lower case, and
+    XREADGROUP's text suggests '>' (redis#11799, #12238); 7.0 always says `XREAD` and '$'."""
+    if a.raw == b.raw:
+        return True
+    unbalanced = b"-ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.\r\n"
+    mine = {b"XREAD": b"-ERR Unbalanced 'xread' list of streams: for each stream key an ID or '$' must be specified.\r\n",
+            b"XREADGROUP": b"-ERR Unbalanced 'xreadgroup' list of streams: for each stream key an ID or '>' must be specified.\r\n"}
+    return b.raw == unbalanced and a.raw == mine.get(args[0].upper())
+
+
 ALLOWED.update({
+    "XREAD": (xread_unbalanced, "Redis 7.2's unbalanced-streams error text (redis#11799, #12238); 7.0's differs"),
+    "XREADGROUP": (xread_unbalanced, "Redis 7.2's unbalanced-streams error text (redis#11799, #12238); 7.0's differs"),
     "XSETID": (xsetid, "Redis 7.2 refuses a last id below max_deleted_entry_id (redis#11444); 7.0 accepts it"),
     "XPENDING": (xpending, "idle times depend on when each server ran the case: masked"),
     "XINFO CONSUMERS": (xinfo_consumers, "idle times masked; Redis 7.2 adds `inactive` (reference: 7.0)"),

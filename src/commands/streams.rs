@@ -681,9 +681,9 @@ pub fn xread(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         } else if is(o, "STREAMS") && more > 0 {
             streams_arg = i + 1;
             if (args.len() - streams_arg) % 2 != 0 {
+                // Redis 7.2's text (redis#11799, #12238): the command's full name, quoted.
                 let symbol = if xreadgroup { '>' } else { '$' };
-                let upper = name.to_ascii_uppercase();
-                return Err(Reply::Error(format!("ERR Unbalanced {upper} list of streams: for each stream key an ID or '{symbol}' must be specified.").into()));
+                return Err(Reply::Error(format!("ERR Unbalanced '{name}' list of streams: for each stream key an ID or '{symbol}' must be specified.").into()));
             }
             break;
         } else if is(o, "GROUP") && more >= 2 {
