@@ -346,7 +346,7 @@ pub fn incrbyfloat(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut locked = ctx.lock(&args[1..2]);
     // As Redis: WRONGTYPE, then the stored value, then the increment.
     let current = match locked.get(args[1]) {
-        Some(entry) => super::args::parse_float(string_of(entry)?)
+        Some(entry) => super::args::parse_long_double(string_of(entry)?)
             .ok_or_else(|| Reply::error(err::NOT_FLOAT))?,
         None => 0.0,
     };
