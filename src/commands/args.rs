@@ -45,7 +45,7 @@ pub fn parse_long_double(arg: &[u8]) -> Option<f64> {
     if overflow || value == 0.0 {
         if let Some(log10) = decimal_log10(text) {
             // log10 of long double's largest value, and of half its smallest subnormal.
-            if log10 > 4932.075 || log10 < -4950.74 {
+            if !(-4950.74..=4932.075).contains(&log10) {
                 return None;
             }
         }
