@@ -466,7 +466,19 @@ def xread_unbalanced(a, b, args):
             and b.raw == b"-ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.\r\n")
 
 
+def zrank_withscore(a, b, args):
+    """Redis 7.2 gave ZRANK/ZREVRANK an optional WITHSCORE (arity -3): a fourth argument is that
+    option or a syntax error, where 7.0 (arity 3) says wrong number of arguments."""
+    if a.raw == b.raw:
+        return True
+    name = args[0].lower()
+    return (len(args) == 4 and b.raw == b"-ERR wrong number of arguments for '%s' command\r\n" % name
+            and (a.raw == b"-ERR syntax error\r\n" or args[3].upper() == b"WITHSCORE"))
+
+
 ALLOWED.update({
+    "ZRANK": (zrank_withscore, "Redis 7.2's optional WITHSCORE (arity -3; 7.0: 3)"),
+    "ZREVRANK": (zrank_withscore, "Redis 7.2's optional WITHSCORE (arity -3; 7.0: 3)"),
     "XREAD": (xread_unbalanced, "Redis 7.2's unbalanced-streams text names the command and its special id (7.0: always XREAD and '$')"),
     "XREADGROUP": (xread_unbalanced, "Redis 7.2's unbalanced-streams text names the command and its special id (7.0: always XREAD and '$')"),
     "XSETID": (xsetid, "Redis 7.2 refuses a last id below max_deleted_entry_id (redis#11444); 7.0 accepts it"),

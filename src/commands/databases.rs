@@ -228,8 +228,11 @@ pub fn move_key(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     }
     match source.remove(key) {
         Some(entry) => {
-            let at = entry.expire_at();
+            let (at, outgrown) = (entry.expire_at(), entry.outgrown());
             target.set(key, entry.value, at);
+            if outgrown {
+                target.mark_outgrown(key); // Redis moves the object: its encoding stays
+            }
             // Redis's events: `move_from` in the source database, `move_to` in the target.
             source.notify(crate::events::class::GENERIC, "move_from", key);
             target.notify(crate::events::class::GENERIC, "move_to", key);

@@ -171,21 +171,30 @@ pub fn copy(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     Ok(place_copy(&mut target, target_key, copied, replace))
 }
 
-/// A copy of the live value at `key` and its expiry (a read: the source's idle time restarts).
-fn copy_of(locked: &mut Locked<'_>, key: &[u8]) -> Option<(Value, u64)> {
+/// A copy of the live value at `key`, its expiry and whether it outgrew its compact encoding
+/// (Redis's copy keeps the encoding) (a read: the source's idle time restarts).
+fn copy_of(locked: &mut Locked<'_>, key: &[u8]) -> Option<(Value, u64, bool)> {
     locked
         .get(key)
-        .map(|entry| (duplicate(&entry.value), entry.expire_at()))
+        .map(|entry| (duplicate(&entry.value), entry.expire_at(), entry.outgrown()))
 }
 
 /// Stores COPY's copy unless the target exists and REPLACE was not given. As in Redis, a replaced
 /// target publishes no `del`: the events are `new` and `copy_to`.
-fn place_copy(target: &mut Locked<'_>, key: &[u8], copied: (Value, u64), replace: bool) -> Reply {
+fn place_copy(
+    target: &mut Locked<'_>,
+    key: &[u8],
+    copied: (Value, u64, bool),
+    replace: bool,
+) -> Reply {
     if !replace && target.contains(key) {
         return Reply::Int(0);
     }
     target.remove(key);
     target.set(key, copied.0, copied.1);
+    if copied.2 {
+        target.mark_outgrown(key);
+    }
     target.notify(class::GENERIC, "copy_to", key);
     Reply::Int(1)
 }

@@ -1,6 +1,6 @@
 //! Hash commands.
 
-use super::args::{int, is, parse_float};
+use super::args::{int, is};
 use super::typed::{hash, hash_mut, hash_or_create, remove_if_empty};
 use super::{collection_scan, err, wrong_arity, CmdResult, Ctx};
 use crate::protocol::{parse_i64_strict, Reply};
@@ -149,7 +149,8 @@ pub fn hincrbyfloat(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     }
     let mut locked = ctx.lock(&args[1..2]);
     let current = match hash(&mut locked, args[1])?.and_then(|h| h.get(args[2])) {
-        Some(v) => parse_float(v).ok_or_else(|| Reply::error("ERR hash value is not a float"))?,
+        Some(v) => super::args::parse_long_double(v)
+            .ok_or_else(|| Reply::error("ERR hash value is not a float"))?,
         None => 0.0,
     };
     let new = current + delta;
@@ -196,7 +197,13 @@ pub fn hrandfield(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let with_values = match args.len() {
         2 | 3 => false,
         4 if is(args[3], "WITHVALUES") => true,
-        _ => return Err(Reply::error(err::SYNTAX)),
+        _ => {
+            // Redis reads the count first, then refuses extra arguments.
+            if args.len() >= 3 {
+                random_count(args[2], false)?;
+            }
+            return Err(Reply::error(err::SYNTAX));
+        }
     };
     let count = args
         .get(2)

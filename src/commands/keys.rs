@@ -41,7 +41,6 @@ pub fn expire(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let name = String::from_utf8_lossy(args[0]).to_ascii_lowercase();
     let millis = name.starts_with('p');
     let absolute = name.ends_with("at");
-    let amount = int(args[2])?;
     let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
     for option in &args[3..] {
         if is(option, "NX") {
@@ -68,6 +67,8 @@ pub fn expire(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             "ERR GT and LT options at the same time are not compatible",
         ));
     }
+    // As Redis: the options are checked before the time.
+    let amount = int(args[2])?;
     let mut locked = ctx.lock(&args[1..2]);
     let now = locked.now as i64;
     let invalid = || Reply::Error(format!("ERR invalid expire time in '{name}' command").into());
@@ -250,8 +251,11 @@ pub fn rename(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         return Ok(Reply::Int(0));
     }
     if let Some(entry) = locked.remove(from) {
-        let at = entry.expire_at();
+        let (at, outgrown) = (entry.expire_at(), entry.outgrown());
         locked.set(to, entry.value, at);
+        if outgrown {
+            locked.mark_outgrown(to); // Redis moves the object: its encoding stays
+        }
         locked.notify(class::GENERIC, "rename_from", from);
         locked.notify(class::GENERIC, "rename_to", to);
     }
@@ -329,7 +333,7 @@ pub fn object(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         return Ok(Reply::bulk(name));
     }
     if is(args[1], "REFCOUNT") {
-        return Ok(Reply::Int(refcount(&entry.value, per_key_clock)));
+        return Ok(Reply::Int(refcount(entry, per_key_clock)));
     }
     if is(args[1], "FREQ") {
         return Err(Reply::error("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
@@ -339,9 +343,9 @@ pub fn object(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 
 /// OBJECT REFCOUNT as Redis answers it: the integers 0..9999 are shared objects (refcount
 /// `INT_MAX`) unless keys need their own access clock; everything else is 1.
-fn refcount(value: &Value, per_key_clock: bool) -> i64 {
-    let shared = match value {
-        Value::Str(s) if encoding::is_int_encodable(s) => {
+fn refcount(entry: &crate::store::Entry, per_key_clock: bool) -> i64 {
+    let shared = match &entry.value {
+        Value::Str(s) if !entry.outgrown() && encoding::is_int_encodable(s) => {
             super::args::int(s).is_ok_and(|n| (0..10_000).contains(&n))
         }
         _ => false,

@@ -42,8 +42,10 @@ fn lookup_by_pattern(locked: &mut Locked<'_>, pattern: &[u8], element: &Bytes) -
 }
 
 /// A number as Redis's SORT reads one with `strtod`: leading blanks allowed, nothing after the
-/// number, no overflow or NaN. The empty string is 0.
+/// number, no overflow or NaN. Redis reads a C string: the number ends at the first NUL byte, and
+/// an empty string (or one that starts with NUL) is 0.
 fn sort_score(bytes: &[u8]) -> Option<f64> {
+    let bytes = bytes.split(|&b| b == 0).next().unwrap_or_default();
     if bytes.is_empty() {
         return Some(0.0);
     }
@@ -142,6 +144,10 @@ fn sort_generic(ctx: &mut Ctx, args: &[&[u8]], readonly: bool) -> CmdResult {
         ),
         Some(_) => return Err(Reply::error(err::WRONGTYPE)),
     };
+    if matches!(kind, Kind::ZSet) {
+        // Redis converts a sorted set to its skiplist encoding for good before sorting it.
+        locked.mark_outgrown(args[1]);
+    }
     // A set has no order of its own: when stored, it is sorted anyway (as Redis does, so that
     // the result is the same everywhere).
     if dontsort && matches!(kind, Kind::Set) && store.is_some() {

@@ -168,7 +168,8 @@ impl Limits {
 pub fn name(value: &Value, outgrown: bool, t: &Thresholds) -> &'static str {
     let short = |len: usize, limit: u64| len as u64 <= limit;
     match value {
-        Value::Str(s) if is_int_encodable(s) => "int",
+        // `outgrown` on a string: Redis made it from text without trying an integer.
+        Value::Str(s) if !outgrown && is_int_encodable(s) => "int",
         Value::Str(s) if s.len() <= 44 => "embstr",
         Value::Str(_) => "raw",
         Value::List(list) => {

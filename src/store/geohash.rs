@@ -160,10 +160,30 @@ fn area_centre(area: &Area) -> (f64, f64) {
     (lon, lat)
 }
 
+/// C's `(uint64_t)score` as Redis (built for x86-64) computes it: below 2^63 a signed truncation
+/// (out of range: 2^63), else the truncation of `score - 2^63` with the top bit flipped. So a
+/// score that is no geohash (negative, above 2^64, infinite) decodes as Redis decodes it, where
+/// Rust's saturating `as u64` would give other bits.
+fn c_score_bits(score: f64) -> u64 {
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    let truncate = |v: f64| {
+        if v.is_nan() || !(-TWO_63..TWO_63).contains(&v) {
+            1u64 << 63
+        } else {
+            v as i64 as u64
+        }
+    };
+    if score.is_nan() || score < TWO_63 {
+        truncate(score)
+    } else {
+        truncate(score - TWO_63) ^ (1u64 << 63)
+    }
+}
+
 /// A score back to `(longitude, latitude)` as Redis's `decodeGeohash` does.
 pub fn decode_score(score: f64) -> Option<(f64, f64)> {
     let hash = HashBits {
-        bits: score as u64,
+        bits: c_score_bits(score),
         step: STEP_MAX,
     };
     decode(LONG_RANGE, LAT_RANGE, hash).map(|area| area_centre(&area))
@@ -490,6 +510,17 @@ mod tests {
             format!("{:.4}", distance(a.0, a.1, b.0, b.1)),
             "166274.1516"
         );
+    }
+
+    #[test]
+    fn out_of_range_scores_convert_as_x86_64_c() {
+        assert_eq!(c_score_bits(f64::INFINITY), 0);
+        assert_eq!(c_score_bits(f64::NEG_INFINITY), 1 << 63);
+        assert_eq!(c_score_bits(-1.0), u64::MAX);
+        assert_eq!(c_score_bits(1e30), 0);
+        assert_eq!(c_score_bits(-1e30), 1 << 63);
+        assert_eq!(c_score_bits(3.0), 3);
+        assert_eq!(c_score_bits(9_223_372_036_854_775_808.0), 1 << 63);
     }
 
     #[test]

@@ -105,9 +105,20 @@ impl Entry {
     }
 
     /// True once the value had more elements than Redis's compact encoding of its type holds:
-    /// Redis never converts back, so OBJECT ENCODING keeps naming the large encoding.
+    /// Redis never converts back, so OBJECT ENCODING keeps naming the large encoding. For a
+    /// string: Redis holds it as text, not as an integer (INCRBYFLOAT's result).
     pub fn outgrown(&self) -> bool {
         self.stamp & OUTGROWN_BIT != 0
+    }
+
+    /// Sets or clears [`Self::outgrown`]: for a value moved or copied to a new entry (RENAME,
+    /// MOVE, COPY keep Redis's encoding), and for a string rewritten in place.
+    pub fn set_outgrown(&mut self, on: bool) {
+        if on {
+            self.stamp |= OUTGROWN_BIT;
+        } else {
+            self.stamp &= !OUTGROWN_BIT;
+        }
     }
 
     /// Approximate seconds since the key was last read or written (`now` in Unix ms).
@@ -602,6 +613,15 @@ impl<'a> Locked<'a> {
                 store.noting(db, key, Change::Missed);
                 None
             }
+        }
+    }
+
+    /// Reports the value at `key` in its large encoding from now on, as Redis's in-place
+    /// conversions that change no content do (SORT turns a sorted set into a skiplist): not a
+    /// write, so the version stays (WATCH sees nothing).
+    pub fn mark_outgrown(&mut self, key: &[u8]) {
+        if let Some((_, e)) = self.live_entry(key) {
+            e.set_outgrown(true);
         }
     }
 
