@@ -298,14 +298,19 @@ pub fn info_fields(shared: &Shared) -> Vec<(&'static str, String)> {
         let down = crate::clock::secs_since(status.down_since_ms, now);
         fields.push(("master_link_down_since_seconds", down.to_string()));
     }
+    let config = shared.config.read();
     fields.extend([
-        ("slave_priority", "100".to_string()),
+        ("slave_priority", config.replica_priority.to_string()),
         (
             "slave_read_only",
-            u8::from(shared.config.read().replica_read_only).to_string(),
+            u8::from(config.replica_read_only).to_string(),
         ),
-        ("replica_announced", "1".to_string()),
+        (
+            "replica_announced",
+            u8::from(config.replica_announced).to_string(),
+        ),
     ]);
+    drop(config);
     fields
 }
 
