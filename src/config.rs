@@ -306,6 +306,32 @@ pub struct Config {
     /// `min-replicas-to-write` (0: the check is off; alias `min-slaves-max-lag`).
     #[arg(long, env = "STMD_MIN_REPLICAS_MAX_LAG", default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=i32::MAX as u64), help_heading = "Replication")]
     pub min_replicas_max_lag: u64,
+    /// Sentinel's preference when it picks a replica to promote: lower first, 0 never (INFO's
+    /// `slave_priority`; alias `slave-priority`).
+    #[arg(long, env = "STMD_REPLICA_PRIORITY", default_value_t = 100, value_parser = clap::value_parser!(u64).range(0..=i32::MAX as u64), help_heading = "Replication")]
+    pub replica_priority: u64,
+    /// Whether Sentinel lists this replica (INFO's `replica_announced`) (yes|no).
+    #[arg(long, env = "STMD_REPLICA_ANNOUNCED", default_value = "yes", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "Replication")]
+    pub replica_announced: bool,
+    /// The address this replica gives its primary (`REPLCONF ip-address`), which the primary's
+    /// INFO and ROLE show and Sentinel connects to (empty: the primary sees the link's own address;
+    /// alias `slave-announce-ip`).
+    #[arg(
+        long,
+        env = "STMD_REPLICA_ANNOUNCE_IP",
+        default_value = "",
+        help_heading = "Replication"
+    )]
+    pub replica_announce_ip: String,
+    /// The port this replica gives its primary (`REPLCONF listening-port`; 0: its own port; alias
+    /// `slave-announce-port`).
+    #[arg(
+        long,
+        env = "STMD_REPLICA_ANNOUNCE_PORT",
+        default_value_t = 0,
+        help_heading = "Replication"
+    )]
+    pub replica_announce_port: u16,
     /// The replication backlog: the stream's recent bytes kept for replicas that reconnect
     /// (PSYNC), at least 16kb (units as --maxmemory).
     #[arg(long, env = "STMD_REPL_BACKLOG_SIZE", default_value = "1mb", value_parser = parse_memory, help_heading = "Replication")]
@@ -1114,6 +1140,13 @@ pub static PARAMS: &[Param] = &[
     yes_no_param!("slave-serve-stale-data", replica_serve_stale_data),
     yes_no_param!("slave-read-only", replica_read_only),
     number_param!("repl-timeout", repl_timeout, 1, i32::MAX as i64),
+    number_param!("replica-priority", replica_priority, 0, i32::MAX as i64),
+    number_param!("slave-priority", replica_priority, 0, i32::MAX as i64),
+    yes_no_param!("replica-announced", replica_announced),
+    text_param!("replica-announce-ip", replica_announce_ip),
+    text_param!("slave-announce-ip", replica_announce_ip),
+    number_param!("replica-announce-port", replica_announce_port, 0, 65535),
+    number_param!("slave-announce-port", replica_announce_port, 0, 65535),
     number_param!(
         "min-replicas-to-write",
         min_replicas_to_write,

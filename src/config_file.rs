@@ -295,6 +295,9 @@ fn flags_for(directive: &Directive, env_is_set: &impl Fn(&str) -> bool) -> Resul
         "slave-serve-stale-data" => ("replica-serve-stale-data", directive.args.clone()),
         "min-slaves-to-write" => ("min-replicas-to-write", directive.args.clone()),
         "min-slaves-max-lag" => ("min-replicas-max-lag", directive.args.clone()),
+        "slave-priority" => ("replica-priority", directive.args.clone()),
+        "slave-announce-ip" => ("replica-announce-ip", directive.args.clone()),
+        "slave-announce-port" => ("replica-announce-port", directive.args.clone()),
         other => (other, directive.args.clone()),
     };
     let command = Config::command();

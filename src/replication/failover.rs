@@ -286,10 +286,6 @@ fn hand_over(shared: &Shared, target: Target) {
         plan.target = Some(target.clone());
     }
     tracing::info!(host = %target.host, port = target.port, "FAILOVER: the target is in sync, handing over");
-    let replication = &shared.replication;
-    replication
-        .offset
-        .store(super::repl_offset(shared), Relaxed);
     follow(shared, target.host, target.port, true);
 }
 

@@ -228,12 +228,31 @@ async fn link(
             return Err(format!("unable to AUTH to the primary: {reply}"));
         }
     }
-    let port = shared.local_addr.port().to_string();
-    conn.send(&[b"REPLCONF", b"listening-port", port.as_bytes()])
+    // The address the primary shows for this replica (INFO, ROLE), where Sentinel finds it.
+    let (announce_ip, announce_port) = {
+        let config = shared.config.read();
+        (
+            config.replica_announce_ip.clone(),
+            config.replica_announce_port,
+        )
+    };
+    let port = match announce_port {
+        0 => shared.local_addr.port(),
+        port => port,
+    };
+    conn.send(&[b"REPLCONF", b"listening-port", port.to_string().as_bytes()])
         .await?;
     let reply = conn.reply().await?;
     if reply.starts_with('-') {
         tracing::info!(%reply, "the primary did not take REPLCONF listening-port; going on");
+    }
+    if !announce_ip.is_empty() {
+        conn.send(&[b"REPLCONF", b"ip-address", announce_ip.as_bytes()])
+            .await?;
+        let reply = conn.reply().await?;
+        if reply.starts_with('-') {
+            tracing::info!(%reply, "the primary did not take REPLCONF ip-address; going on");
+        }
     }
     conn.send(&[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"])
         .await?;

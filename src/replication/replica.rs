@@ -164,16 +164,26 @@ impl Replica {
 
 /// Starts following `host:port` (REPLICAOF, or `replicaof` at start-up): the link of any earlier
 /// target ends, the data stays until the new primary's full sync replaces it. With
-/// `continue_history` (FAILOVER's hand-over) the link asks to continue this node's own history.
+/// `continue_history` (REPLICAOF, FAILOVER's hand-over) the link asks to continue the history
+/// this node holds, as Redis's cached master: a primary's own (up to the end of its stream), or
+/// the one a replica synced from its previous primary. So a replica moved to its promoted sibling,
+/// or a demoted primary, continues with `+CONTINUE` where the new primary's `replid2` allows.
 pub fn follow(shared: &Shared, host: String, port: u16, continue_history: bool) {
     let replica = &shared.replication.replica;
     let target = Target { host, port };
+    let replication = &shared.replication;
+    if continue_history && !replica.following() {
+        replication
+            .offset
+            .store(super::repl_offset(shared), Relaxed);
+    }
     let generation = {
         let mut status = replica.status.lock();
+        let history = continue_history && (status.history || !replica.following());
         let generation = replica.generation.fetch_add(1, Relaxed) + 1;
         *status = Status {
             target: Some(target.clone()),
-            history: continue_history,
+            history,
             ..Status::default()
         };
         replica.state.store(LinkState::Connect as u8, Relaxed);
@@ -195,12 +205,16 @@ pub fn stop_following(shared: &Shared) {
         replica.generation.fetch_add(1, Relaxed);
         *status = Status::default();
         replica.state.store(LinkState::Connect as u8, Relaxed);
-        replica.following.store(false, Relaxed);
     }
-    shared.store.replica_keeps_expired.store(false, Relaxed);
     shared.replication.shift_replid();
-    // The stream this node produces from now on continues the primary's numbering.
-    shared.store.feed.restart_at(shared.replication.offset());
+    // The stream this node produces from now on continues the primary's numbering, and is kept
+    // from this point (before clients may write): the old primary's other replicas continue here
+    // with `PSYNC <replid2> <offset+1>`, and must get every write made since.
+    let feed = &shared.store.feed;
+    feed.restart_at(shared.replication.offset());
+    feed.activate();
+    replica.following.store(false, Relaxed);
+    shared.store.replica_keeps_expired.store(false, Relaxed);
     shared.config.write().replicaof.clear();
     tracing::info!("MASTER MODE enabled: no longer following a primary");
     replica.target.send_replace(None);
@@ -233,7 +247,7 @@ pub fn replicaof(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             "OK Already connected to specified master".into(),
         ));
     }
-    follow(shared, host, port, false);
+    follow(shared, host, port, true);
     Ok(Reply::OK)
 }
 
@@ -298,14 +312,19 @@ pub fn info_fields(shared: &Shared) -> Vec<(&'static str, String)> {
         let down = crate::clock::secs_since(status.down_since_ms, now);
         fields.push(("master_link_down_since_seconds", down.to_string()));
     }
+    let config = shared.config.read();
     fields.extend([
-        ("slave_priority", "100".to_string()),
+        ("slave_priority", config.replica_priority.to_string()),
         (
             "slave_read_only",
-            u8::from(shared.config.read().replica_read_only).to_string(),
+            u8::from(config.replica_read_only).to_string(),
         ),
-        ("replica_announced", "1".to_string()),
+        (
+            "replica_announced",
+            u8::from(config.replica_announced).to_string(),
+        ),
     ]);
+    drop(config);
     fields
 }
 

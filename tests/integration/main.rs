@@ -46,6 +46,7 @@ mod persist_rows;
 mod replication_failover;
 mod replication_primary;
 mod replication_replica;
+mod replication_sentinel;
 mod scripting_busy;
 mod scripting_concurrency;
 mod scripting_engine;
