@@ -322,7 +322,10 @@ pub fn incr(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         .ok_or_else(|| Reply::error(err::OVERFLOW))?;
     let text = CompactBytes::new(itoa::Buffer::new().format(new).as_bytes());
     match locked.get_mut(args[1]) {
-        Some(entry) => entry.value = Value::Str(text),
+        Some(entry) => {
+            entry.value = Value::Str(text);
+            entry.set_outgrown(false); // an integer again
+        }
         None => {
             locked.set(args[1], Value::Str(text), 0);
         }
@@ -344,7 +347,7 @@ pub fn incrbyfloat(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut locked = ctx.lock(&args[1..2]);
     // As Redis: the key's type, then its value, then the increment.
     let current = match locked.get(args[1]) {
-        Some(entry) => super::args::parse_float(string_of(entry)?)
+        Some(entry) => super::args::parse_long_double(string_of(entry)?)
             .ok_or_else(|| Reply::error(err::NOT_FLOAT))?,
         None => 0.0,
     };
@@ -361,6 +364,8 @@ pub fn incrbyfloat(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             locked.set(args[1], Value::Str(value), 0);
         }
     }
+    // Redis stores the text as it is, never as an integer: `200` is embstr, not int.
+    locked.mark_outgrown(args[1]);
     Ok(Reply::Bulk(text.into()))
 }
 

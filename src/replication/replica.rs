@@ -206,13 +206,20 @@ pub fn stop_following(shared: &Shared) {
         *status = Status::default();
         replica.state.store(LinkState::Connect as u8, Relaxed);
     }
+    // A history to continue: a stream synced from a primary (or this node's own, kept before).
+    let synced = shared.replication.offset() > 0;
     shared.replication.shift_replid();
-    // The stream this node produces from now on continues the primary's numbering, and is kept
-    // from this point (before clients may write): the old primary's other replicas continue here
-    // with `PSYNC <replid2> <offset+1>`, and must get every write made since.
+    // The stream this node produces from now on continues the primary's numbering. After a sync
+    // it is kept from this point (before clients may write), as Redis keeps the backlog its
+    // replica made: the old primary's other replicas continue here with
+    // `PSYNC <replid2> <offset+1>`, and must get every write made since. A node that never
+    // synced has no history to continue, and keeps no stream until a replica attaches (Redis:
+    // no backlog, ROLE's offset stays put).
     let feed = &shared.store.feed;
     feed.restart_at(shared.replication.offset());
-    feed.activate();
+    if synced {
+        feed.activate();
+    }
     replica.following.store(false, Relaxed);
     shared.store.replica_keeps_expired.store(false, Relaxed);
     shared.config.write().replicaof.clear();
