@@ -43,6 +43,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import resp  # noqa: E402
 from allowlist import ALLOWED, allowed_key  # noqa: E402
+from runner import write_results  # noqa: E402
 
 SEEDS = range(1, 151)
 OPS_PER_SEED = 300
@@ -954,10 +955,7 @@ def main():
             print("  " + n)
     print("random: %d seeds x 2 protocols, %d commands per server in %.1fs: %d passed, %d failed" % (
         len(seeds), total_ops, elapsed, passed, failed))
-    if opts.results:
-        with open(opts.results, "w") as f:
-            f.write("%d %d 0\n" % (passed, failed))
-    return 1 if failed else 0
+    return write_results(opts.results, passed, failed, 0)
 
 
 if __name__ == "__main__":

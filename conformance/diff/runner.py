@@ -401,6 +401,22 @@ def load_known(path):
     return known
 
 
+def print_allowed(allowed_used):
+    """The allow-list entries that excused a difference in this run, with their reasons."""
+    if allowed_used:
+        print("allowed differences seen (allowlist.py):")
+        for k, reason in sorted(allowed_used.items()):
+            print("  %-22s %s" % (k, reason))
+
+
+def write_results(path, passed, failed, skipped):
+    """`passed failed skipped` for conformance/run's summary (no file without --results)."""
+    if path:
+        with open(path, "w") as f:
+            f.write("%d %d %d\n" % (passed, failed, skipped))
+    return 1 if failed else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--stmd", required=True, help="host:port of stmd")
@@ -490,10 +506,7 @@ def main():
     for f in sorted(per_file):
         p, fl, sk = per_file[f]
         print("  %-14s %4d / %d / %d" % (f, p, fl, sk))
-    if allowed_used:
-        print("allowed differences seen (allowlist.py):")
-        for k, reason in sorted(allowed_used.items()):
-            print("  %-18s %s" % (k, reason))
+    print_allowed(allowed_used)
     if unsupported:
         total = sum(unsupported.values())
         print("unsupported by stmd (ERR unknown command), %d case runs skipped: %s" % (
@@ -505,10 +518,7 @@ def main():
     skipped = sum(unsupported.values()) + known_failed
     print("differential: %d cases, %d runs in %.1fs: %d passed, %d failed, %d skipped (%d unsupported, %d known failures)" % (
         len(cases), passed + failed + skipped, elapsed, passed, failed, skipped, sum(unsupported.values()), known_failed))
-    if opts.results:
-        with open(opts.results, "w") as f:
-            f.write("%d %d %d\n" % (passed, failed, skipped))
-    return 1 if failed else 0
+    return write_results(opts.results, passed, failed, skipped)
 
 
 if __name__ == "__main__":

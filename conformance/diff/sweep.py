@@ -38,7 +38,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import resp  # noqa: E402
 from allowlist import SWEEP_ALLOWED, SWEEP_KNOWN_BUGS, SWEEP_MULTI_ALLOWED, SWEEP_STATEFUL, scriptable_7_2  # noqa: E402
-from runner import Outcome, Step, is_unknown_command, step_matches  # noqa: E402
+from runner import Outcome, Step, is_unknown_command, print_allowed, step_matches, write_results  # noqa: E402
 
 # Not sent at all: they stop the server, change its configuration or replication, kill or pause
 # clients, write files, block without end, or answer with a stream of replies.
@@ -452,12 +452,13 @@ class Side:
         if c:
             c.close()
 
-    def run_subscribed(self, argv):
-        """RESP2, subscribed to a channel, then the command: its reply (a new connection each
-        time)."""
+    def run_after(self, setup, argv):
+        """The command on a new connection after the `setup` commands (their replies not
+        checked): its reply."""
         c = resp.Conn(self.host, self.port, timeout=2.0)
         try:
-            c.call([b"SUBSCRIBE", b"sweep-channel"])
+            for command in setup:
+                c.call(command)
             return Outcome([c.call(argv)])
         except resp.Timeout:
             return Outcome(marker="<timeout>")
@@ -466,21 +467,14 @@ class Side:
         finally:
             c.close()
 
+    def run_subscribed(self, argv):
+        """RESP2, subscribed to a channel, then the command."""
+        return self.run_after([[b"SUBSCRIBE", b"sweep-channel"]], argv)
+
     def run_denied(self, proto, argv):
         """The command from a connection of ACL_USER, who may run nothing: arity and unknown
-        subcommands are refused first, then NOPERM (a new connection each time)."""
-        c = resp.Conn(self.host, self.port, timeout=2.0)
-        try:
-            c.call([b"AUTH", ACL_USER, b"x"])
-            if proto == 3:
-                c.call([b"HELLO", b"3"])
-            return Outcome([c.call(argv)])
-        except resp.Timeout:
-            return Outcome(marker="<timeout>")
-        except (resp.Closed, OSError):
-            return Outcome(marker="<closed>")
-        finally:
-            c.close()
+        subcommands are refused first, then NOPERM."""
+        return self.run_after([[b"AUTH", ACL_USER, b"x"]] + ([[b"HELLO", b"3"]] if proto == 3 else []), argv)
 
     def control(self, argv):
         c = resp.Conn(self.host, self.port, timeout=2.0)
@@ -724,18 +718,12 @@ def sweep(opts, tests, stmd, redis):
             if opts.verbose:
                 print("ok   %s (%d shapes)" % (name, len(shapes)))
     elapsed = time.time() - t0
-    if allowed_used:
-        print("allowed differences seen (allowlist.py):")
-        for k, reason in sorted(allowed_used.items()):
-            print("  %-22s %s" % (k, reason))
+    print_allowed(allowed_used)
     if unsupported:
         print("unsupported by stmd (ERR unknown command): %s" % ", ".join(unsupported))
     print("sweep: %d commands, %d shape runs in %.1fs: %d passed, %d failed, %d skipped (%d unsupported, %d with known stmd bugs)" % (
         len(tests), nshapes, elapsed, passed, failed, skipped, len(unsupported), known_bugs))
-    if opts.results:
-        with open(opts.results, "w") as f:
-            f.write("%d %d %d\n" % (passed, failed, skipped))
-    return 1 if failed else 0
+    return write_results(opts.results, passed, failed, skipped)
 
 
 if __name__ == "__main__":
