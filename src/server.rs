@@ -653,10 +653,12 @@ pub async fn run(
         let accepted = tokio::select! {
             signal = &mut shutdown => {
                 let Some(signal) = signal else { break };
+                // Listening again before the attempt: a signal that comes while it saves is
+                // kept for after a refusal, not lost.
+                let next = stop_signal();
                 if shut_down_by(&shared, signal).await {
                     break;
                 }
-                let next = stop_signal();
                 shutdown = Box::pin(async { Some(next.await) });
                 continue;
             }
