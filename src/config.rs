@@ -1014,7 +1014,8 @@ where
 /// The parameter table behind CONFIG GET/SET (Redis options stmd only accepts are in
 /// `config_inert`).
 pub static PARAMS: &[Param] = &[
-    fixed_param!("port", |c| c.port.to_string()),
+    // CONFIG SET port listens on the new port (`commands::server`).
+    number_param!("port", port, 0, 65535),
     fixed_param!("bind", |c| c.bind.clone()),
     number_param!("maxclients", maxclients, 1, i64::MAX),
     number_param!("timeout", timeout, 0, i32::MAX as i64),

@@ -626,15 +626,6 @@ def scriptable_7_2(name, a, b):
             and a.raw != b"-ERR This Redis command is not allowed from script\r\n")
 
 
-def immutable_in_stmd(a, b, args):
-    return b"can't set immutable config" in a.raw and b"immutable" not in b.raw and b"port" in a.raw
-
-
 # Known stmd bugs the sweep shows, not fixed yet: (check, reason) per command. A shape they match
 # is counted as a known failure (skipped, printed), never as passed.
-SWEEP_KNOWN_BUGS = {
-    "config|set": [
-        (immutable_in_stmd, "stmd bug, not fixed yet: CONFIG SET port is immutable in stmd; "
-         "Redis 7 changes it at run time (and so checks the value)"),
-    ],
-}
+SWEEP_KNOWN_BUGS = {}

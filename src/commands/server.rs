@@ -71,6 +71,28 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
                 }
             }
         }
+        // `port`: listen on the new port now (a port that cannot be bound fails the command);
+        // the accept loop takes the listener once the change is made.
+        let new_listener = match updated.port != ctx.shared.config.read().port {
+            false => None,
+            true if ctx.shared.cluster.is_some() => {
+                // The cluster's configuration records each node's client port.
+                return Err(set_failed("port", "can't set immutable config"));
+            }
+            true if updated.port == 0 => Some(None),
+            true => {
+                let listener = crate::server::listen_tcp(
+                    &updated.bind,
+                    updated.port,
+                    updated.tcp_backlog,
+                )
+                .map_err(|why| {
+                    tracing::warn!(%why, port = updated.port, "CONFIG SET port: cannot listen");
+                    set_failed("port", "Unable to listen on this port. Check server logs.")
+                })?;
+                Some(Some(listener))
+            }
+        };
         let tls = match tls_setting {
             Some(name) => Some(ctx.shared.tls.prepare(&updated).map_err(|why| {
                 tracing::warn!(%why, "CONFIG SET: TLS configuration not updated");
@@ -109,6 +131,16 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         *ctx.shared.config.write() = updated;
         if let Some(filter) = log_level {
             crate::config::apply_log_level(&filter);
+        }
+        if let Some(listener) = new_listener {
+            let port = listener
+                .as_ref()
+                .and_then(|l| l.local_addr().ok())
+                .map_or(0, |a| a.port());
+            ctx.shared.tcp_port.store(port, Ordering::Relaxed);
+            *ctx.shared.new_listener.lock() = Some(listener);
+            ctx.shared.listener_changed.notify_one();
+            tracing::info!(port, "CONFIG SET port: listening on the new port");
         }
         if let Some(tls) = tls {
             ctx.shared.tls.install(tls);
