@@ -705,6 +705,9 @@ pub struct Config {
     /// logging is up.
     #[arg(skip)]
     pub config_warnings: Vec<String>,
+    /// The values of the Redis options stmd checks and keeps without acting on them.
+    #[arg(skip)]
+    pub inert: crate::config_inert::InertValues,
 }
 
 /// Which supervisor to tell when the server is ready (Redis's `supervised`; see `supervise`).
@@ -1011,7 +1014,8 @@ where
 /// The parameter table behind CONFIG GET/SET (Redis options stmd only accepts are in
 /// `config_inert`).
 pub static PARAMS: &[Param] = &[
-    fixed_param!("port", |c| c.port.to_string()),
+    // CONFIG SET port listens on the new port (`commands::server`).
+    number_param!("port", port, 0, 65535),
     fixed_param!("bind", |c| c.bind.clone()),
     number_param!("maxclients", maxclients, 1, i64::MAX),
     number_param!("timeout", timeout, 0, i32::MAX as i64),
@@ -1217,7 +1221,14 @@ pub static PARAMS: &[Param] = &[
     fixed_param!("stm-row-retention-days", |c| c
         .stm_row_retention_days
         .to_string()),
-    fixed_param!("loglevel", |c| c.log_level.clone()),
+    Param {
+        name: "loglevel",
+        get: |c| redis_log_level(&c.log_level),
+        set: Some(|c, v| {
+            c.log_level = log_level_filter(v)?.to_string();
+            Ok(())
+        }),
+    },
     number_param!(
         "slowlog-log-slower-than",
         slowlog_log_slower_than,
@@ -1341,6 +1352,54 @@ impl std::fmt::Display for Percentiles {
     }
 }
 
+/// Redis 7.2's `loglevel` names, as the `tracing` filters stmd logs by (`verbose` is `debug`:
+/// tracing has no level between debug and info), with Redis's CONFIG SET error.
+pub fn log_level_filter(level: &str) -> Result<&'static str, String> {
+    match level.to_ascii_lowercase().as_str() {
+        "debug" | "verbose" => Ok("debug"),
+        "notice" => Ok("info"),
+        "warning" => Ok("warn"),
+        "nothing" => Ok("off"),
+        _ => Err(
+            "argument(s) must be one of the following: debug, verbose, notice, warning, nothing"
+                .into(),
+        ),
+    }
+}
+
+/// Changes the log filter of the running process: installed by the binary once logging is up
+/// (without it, as in tests that run the server in-process, a change is only recorded).
+static LOG_RELOAD: std::sync::OnceLock<LogReload> = std::sync::OnceLock::new();
+
+/// Replaces the log filter with a `--log-level` filter.
+pub type LogReload = Box<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
+
+/// Installs the function CONFIG SET loglevel changes the log filter through (once).
+pub fn set_log_reload(reload: LogReload) {
+    let _ = LOG_RELOAD.set(reload);
+}
+
+/// Applies a `--log-level` filter now, if the process's logging can change.
+pub fn apply_log_level(filter: &str) {
+    if let Some(reload) = LOG_RELOAD.get() {
+        if let Err(why) = reload(filter) {
+            tracing::warn!(%why, filter, "the log level could not be changed");
+        }
+    }
+}
+
+/// The `loglevel` CONFIG GET shows for a `--log-level` filter: Redis's name for a plain level, the
+/// filter itself for a tracing directive (such as `stmd=debug,info`).
+pub fn redis_log_level(filter: &str) -> String {
+    match filter.trim().to_ascii_lowercase().as_str() {
+        "trace" | "debug" => "debug".into(),
+        "info" => "notice".into(),
+        "warn" | "error" => "warning".into(),
+        "off" => "nothing".into(),
+        _ => filter.to_string(),
+    }
+}
+
 /// A boolean as redis.conf spells it.
 fn yes_no(value: bool) -> String {
     if value { "yes" } else { "no" }.to_string()
@@ -1404,36 +1463,50 @@ pub fn redact_password(url: &str) -> String {
     }
 }
 
-/// A CONFIG parameter: one of stmd's own, or a Redis option stmd accepts and ignores.
+/// A CONFIG parameter: one of stmd's own, or a Redis option stmd checks and keeps but does not act
+/// on (its row in `config_inert::INERT`, and whether it goes by its alias).
 #[derive(Clone, Copy)]
 pub enum Setting {
     Live(&'static Param),
-    Inert(&'static str, &'static str),
+    Inert(usize, bool),
 }
 
 impl Setting {
     pub fn name(&self) -> &'static str {
         match self {
             Setting::Live(param) => param.name,
-            Setting::Inert(name, _) => name,
+            Setting::Inert(index, alias) => {
+                let row = &crate::config_inert::INERT[*index];
+                match (alias, row.alias) {
+                    (true, Some(alias)) => alias,
+                    _ => row.name,
+                }
+            }
         }
     }
 
     pub fn value(&self, config: &Config) -> String {
         match self {
             Setting::Live(param) => (param.get)(config),
-            Setting::Inert(_, value) => value.to_string(),
+            Setting::Inert(index, _) => config.inert.get(*index).to_string(),
         }
     }
 }
 
-/// Every CONFIG parameter, stmd's first.
+/// Every CONFIG parameter, stmd's first, then the inert ones (each alias after its option).
 pub fn settings() -> impl Iterator<Item = Setting> {
-    PARAMS.iter().map(Setting::Live).chain(
-        crate::config_inert::INERT_PARAMS
-            .iter()
-            .map(|(name, value)| Setting::Inert(name, value)),
-    )
+    PARAMS
+        .iter()
+        .map(Setting::Live)
+        .chain(
+            crate::config_inert::INERT
+                .iter()
+                .enumerate()
+                .flat_map(|(index, row)| {
+                    std::iter::once(Setting::Inert(index, false))
+                        .chain(row.alias.map(|_| Setting::Inert(index, true)))
+                }),
+        )
 }
 
 /// Finds a parameter by its case-insensitive name.
@@ -1553,18 +1626,16 @@ impl std::fmt::Display for ClientsMemory {
     }
 }
 
-/// Parses a memory size the way redis.conf does: a plain number of bytes or a number with a unit
-/// (`k`/`kb` are 1000/1024, `m`/`mb`, `g`/`gb` likewise), case-insensitive.
+/// Parses a memory size as Redis's `memtoull` does: digits then an optional unit (`b`, `k`/`kb`
+/// are 1000/1024, `m`/`mb`, `g`/`gb` likewise, any case), nothing else (no sign, no spaces). As in
+/// Redis, missing digits count as 0 (`""` and `"mb"` are 0).
 pub fn parse_memory(text: &str) -> Result<u64, String> {
-    let lower = text.trim().to_ascii_lowercase();
-    let split = lower
+    let bad = || format!("argument must be a memory value: '{text}'");
+    let split = text
         .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(lower.len());
-    let (digits, unit) = lower.split_at(split);
-    let base: u64 = digits
-        .parse()
-        .map_err(|_| format!("argument must be a memory value: '{text}'"))?;
-    let factor: u64 = match unit {
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let factor: u64 = match unit.to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "k" => 1000,
         "kb" => 1024,
@@ -1572,10 +1643,13 @@ pub fn parse_memory(text: &str) -> Result<u64, String> {
         "mb" => 1024 * 1024,
         "g" => 1000 * 1000 * 1000,
         "gb" => 1024 * 1024 * 1024,
-        _ => return Err(format!("argument must be a memory value: '{text}'")),
+        _ => return Err(bad()),
     };
-    base.checked_mul(factor)
-        .ok_or_else(|| format!("argument must be a memory value: '{text}'"))
+    let base: u64 = match digits {
+        "" => 0,
+        digits => digits.parse().map_err(|_| bad())?,
+    };
+    base.checked_mul(factor).ok_or_else(bad)
 }
 
 #[cfg(test)]
@@ -1589,7 +1663,8 @@ mod tests {
         assert_eq!(parse_memory("10k"), Ok(10_000));
         assert_eq!(parse_memory("77"), Ok(77));
         assert!(parse_memory("12xb").is_err());
-        assert!(parse_memory("").is_err());
+        assert!(parse_memory("-1").is_err() && parse_memory(" 1").is_err());
+        assert_eq!(parse_memory(""), Ok(0), "as Redis's memtoull");
     }
 
     #[test]
@@ -1687,13 +1762,26 @@ mod tests {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), PARAMS.len());
-        let inert: Vec<_> = crate::config_inert::INERT_PARAMS
-            .iter()
-            .map(|(n, _)| *n)
-            .collect();
+        let rows: Vec<_> = crate::config_inert::INERT.iter().map(|r| r.name).collect();
         assert!(
-            inert.windows(2).all(|w| w[0] < w[1]),
+            rows.windows(2).all(|w| w[0] < w[1]),
             "inert names sorted, unique"
+        );
+        let mut inert: Vec<_> = crate::config_inert::INERT
+            .iter()
+            .flat_map(|r| std::iter::once(r.name).chain(r.alias))
+            .collect();
+        inert.sort();
+        inert.dedup();
+        assert!(inert.iter().all(|n| n.to_ascii_lowercase() == *n));
+        let aliases = crate::config_inert::INERT
+            .iter()
+            .filter(|r| r.alias.is_some())
+            .count();
+        assert_eq!(
+            inert.len(),
+            rows.len() + aliases,
+            "inert names and aliases unique"
         );
         let both: Vec<_> = inert.iter().filter(|n| names.contains(n)).collect();
         assert!(both.is_empty(), "live and inert at once: {both:?}");

@@ -4,7 +4,7 @@
 //! `CONFIG REWRITE` writes the current settings back into the file, keeping its comments.
 
 use crate::config::{Config, PARAMS};
-use crate::config_inert::INERT_PARAMS;
+use crate::config_inert::INERT;
 use clap::{CommandFactory, FromArgMatches};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -25,15 +25,11 @@ const MAX_INCLUDE_DEPTH: usize = 16;
 /// Directives that may be repeated, each line adding to the setting rather than replacing it.
 const ACCUMULATING: &[&str] = &["client-output-buffer-limit", "save"];
 
-/// Redis's `loglevel` names, as `tracing` filters.
+/// Redis's `loglevel` names, as `tracing` filters; anything else is taken as a tracing filter.
 fn log_level_from_redis(level: &str) -> String {
-    match level.to_ascii_lowercase().as_str() {
-        "debug" | "verbose" => "debug".into(),
-        "notice" => "info".into(),
-        "warning" => "warn".into(),
-        "nothing" => "off".into(),
-        _ => level.to_string(),
-    }
+    crate::config::log_level_filter(level)
+        .map(str::to_string)
+        .unwrap_or_else(|_| level.to_string())
 }
 
 /// Splits a line into arguments as redis.conf does: whitespace separates; `"…"` takes the escapes
@@ -221,16 +217,22 @@ fn load_with_env(
     };
     let mut argv = vec![program];
     let mut warnings = Vec::new();
+    let mut inert = crate::config_inert::InertValues::default();
     if let Some(file) = &file {
         for directive in merge_accumulating(read(file)?) {
             match flags_for(&directive, &env_is_set)? {
                 Flags::Set(flags) => argv.extend(flags.into_iter().map(OsString::from)),
-                Flags::Inert(default) => warnings.push(format!(
-                    "{}:{}: '{}' is accepted for Redis compatibility and has no effect in stmd (it stays '{default}')",
-                    directive.file.display(),
-                    directive.line_no,
-                    directive.name
-                )),
+                Flags::Inert(index, value) => {
+                    if value != INERT[index].default {
+                        warnings.push(format!(
+                            "{}:{}: '{}' is accepted for Redis compatibility and has no effect in stmd (it is kept as '{value}', shown by CONFIG GET)",
+                            directive.file.display(),
+                            directive.line_no,
+                            directive.name
+                        ));
+                    }
+                    inert.set(index, value);
+                }
                 Flags::None => {}
             }
         }
@@ -243,6 +245,7 @@ fn load_with_env(
     let mut config = Config::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     config.config_file = file.map(|file| std::path::absolute(&file).unwrap_or(file));
     config.config_warnings = warnings;
+    config.inert = inert;
     Ok(config)
 }
 
@@ -266,8 +269,8 @@ fn merge_accumulating(directives: Vec<Directive>) -> Vec<Directive> {
 enum Flags {
     /// Command-line tokens for the directive.
     Set(Vec<String>),
-    /// A Redis option stmd ignores, set to something other than the value stmd reports.
-    Inert(&'static str),
+    /// A Redis option stmd checks and keeps without acting on it: its row and its value.
+    Inert(usize, String),
     /// Nothing to do (an ignored option at its value, or overridden by the environment).
     None,
 }
@@ -302,11 +305,17 @@ fn flags_for(directive: &Directive, env_is_set: &impl Fn(&str) -> bool) -> Resul
     };
     let command = Config::command();
     let Some(arg) = command.get_arguments().find(|a| a.get_long() == Some(name)) else {
-        return match INERT_PARAMS.iter().find(|(n, _)| *n == name) {
-            Some((_, value)) if directive.args.join(" ") == *value => Ok(Flags::None),
-            Some((_, value)) => Ok(Flags::Inert(value)),
-            None => Err(fail("Bad directive or wrong number of arguments")),
+        let Some((index, row)) = crate::config_inert::find(name) else {
+            return Err(fail("Bad directive or wrong number of arguments"));
         };
+        // As Redis: one argument, unless the option takes several words.
+        if !row.multi_arg() && directive.args.len() != 1 {
+            return Err(fail("wrong number of arguments"));
+        }
+        let value = row
+            .parse(&directive.args.join(" "))
+            .map_err(|why| fail(&why))?;
+        return Ok(Flags::Inert(index, value));
     };
     if arg
         .get_env()
@@ -396,6 +405,11 @@ fn quote(value: &str) -> String {
     if plain {
         return value.to_string();
     }
+    quote_always(value)
+}
+
+/// A value as one double-quoted redis.conf argument, with Redis's escapes.
+fn quote_always(value: &str) -> String {
     let mut out = String::from("\"");
     for c in value.chars() {
         match c {
@@ -420,7 +434,26 @@ fn quote(value: &str) -> String {
 pub fn rewritten(original: &str, config: &Config) -> String {
     const MARKER: &str = "# Generated by CONFIG REWRITE";
     let defaults = Config::default();
-    let params: Vec<_> = PARAMS.iter().filter(|p| rewritable(p.name)).collect();
+    // (name, alias, line, changed): stmd's parameters, then the inert Redis options (whose lines
+    // under their alias are theirs too, rewritten under the name, as Redis does).
+    let mut params: Vec<(&str, Option<&str>, String, bool)> = PARAMS
+        .iter()
+        .filter(|p| rewritable(p.name))
+        .map(|p| {
+            let value = (p.get)(config);
+            let changed = value != (p.get)(&defaults);
+            (p.name, None, directive(p.name, &value), changed)
+        })
+        .collect();
+    params.extend(INERT.iter().enumerate().map(|(index, row)| {
+        let value = config.inert.get(index);
+        // An option of one argument keeps a value with spaces in one quoted word.
+        let line = match row.multi_arg() || !value.contains(' ') {
+            true => directive(row.name, value),
+            false => format!("{} {}", row.name, quote_always(value)),
+        };
+        (row.name, row.alias, line, value != row.default)
+    }));
     let mut written: Vec<&str> = Vec::new();
     let mut lines: Vec<String> = Vec::new();
     for raw in original.lines() {
@@ -432,25 +465,24 @@ pub fn rewritten(original: &str, config: &Config) -> String {
         let param = name
             .as_deref()
             .map(|n| if n == "log-level" { "loglevel" } else { n })
-            .and_then(|n| params.iter().find(|p| p.name == n));
+            .and_then(|n| params.iter().find(|p| p.0 == n || p.1 == Some(n)));
         match param {
             // A cluster node's primary is the cluster's to say, not the file's (as Redis: the
             // line is removed).
-            Some(p) if p.name == "replicaof" && config.cluster_enabled => {}
-            Some(p) if written.contains(&p.name) => {}
+            Some(p) if p.0 == "replicaof" && config.cluster_enabled => {}
+            Some(p) if written.contains(&p.0) => {}
             Some(p) => {
-                written.push(p.name);
-                lines.push(directive(p.name, &(p.get)(config)));
+                written.push(p.0);
+                lines.push(p.2.clone());
             }
             None => lines.push(raw.to_string()),
         }
     }
     let mut appended = Vec::new();
-    for p in &params {
-        let value = (p.get)(config);
-        let cluster_primary = p.name == "replicaof" && config.cluster_enabled;
-        if !written.contains(&p.name) && value != (p.get)(&defaults) && !cluster_primary {
-            appended.push(directive(p.name, &value));
+    for (name, _, line, changed) in &params {
+        let cluster_primary = *name == "replicaof" && config.cluster_enabled;
+        if !written.contains(name) && *changed && !cluster_primary {
+            appended.push(line.clone());
         }
     }
     if !appended.is_empty() {
@@ -627,6 +659,65 @@ mod tests {
             load_file("save \"\"\nlazyfree-lazy-eviction yes\nhz 10\n", &[], &[]).expect("loads");
         assert_eq!(c.config_warnings.len(), 1, "{:?}", c.config_warnings);
         assert!(c.config_warnings[0].contains("lazyfree-lazy-eviction"));
+    }
+
+    #[test]
+    fn inert_options_are_checked_and_kept() {
+        let value = |c: &Config, name: &str| {
+            let (index, _) = crate::config_inert::find(name).expect("inert");
+            c.inert.get(index).to_string()
+        };
+        let c = load_file(
+            "hz 1000\nstream-node-max-bytes 1mb\nREPL-DISKLESS-LOAD SwapDB\nslave-lazy-flush YES\n\
+             oom-score-adj-values 1 2 3\nbind-source-addr \"a b\"\n",
+            &[],
+            &[],
+        )
+        .expect("loads");
+        assert_eq!(value(&c, "hz"), "500");
+        assert_eq!(value(&c, "stream-node-max-bytes"), "1048576");
+        assert_eq!(value(&c, "repl-diskless-load"), "swapdb");
+        assert_eq!(value(&c, "replica-lazy-flush"), "yes");
+        assert_eq!(value(&c, "oom-score-adj-values"), "1 2 3");
+        assert_eq!(value(&c, "bind-source-addr"), "a b");
+        assert_eq!(c.config_warnings.len(), 6, "{:?}", c.config_warnings);
+        for (text, why) in [
+            ("\nhz abc\n", "argument couldn't be parsed into an integer"),
+            (
+                "\nactive-defrag-cycle-max 100\n",
+                "argument must be between 1 and 99 inclusive",
+            ),
+            ("\nactivedefrag maybe\n", "argument must be 'yes' or 'no'"),
+            (
+                "\nstream-node-max-bytes 1zb\n",
+                "argument must be a memory value",
+            ),
+            ("\nhz 1 2\n", "wrong number of arguments"),
+            ("\noom-score-adj-values 1 2\n", "wrong number of arguments"),
+            (
+                "\noom-score-adj sometimes\n",
+                "argument(s) must be one of the following: no, yes, relative, absolute",
+            ),
+        ] {
+            let e = load_file(text, &[], &[]).expect_err("refused");
+            assert!(e.contains("at line 2") && e.ends_with(why), "{text}: {e}");
+        }
+        // Immutable options are set by the file.
+        let c = load_file("io-threads 4\n", &[], &[]).expect("loads");
+        assert_eq!(value(&c, "io-threads"), "4");
+        // CONFIG REWRITE writes them back, under their name, quoted when one word has spaces.
+        let c =
+            load_file("slave-lazy-flush yes\nbind-source-addr \"a b\"\n", &[], &[]).expect("loads");
+        let text = rewritten("slave-lazy-flush yes\nhz 10\n", &c);
+        assert_eq!(
+            text,
+            "replica-lazy-flush yes\nhz 10\n# Generated by CONFIG REWRITE\nbind-source-addr \"a b\"\n"
+        );
+        assert_eq!(
+            rewritten(&text, &c),
+            text,
+            "a second rewrite changes nothing"
+        );
     }
 
     #[test]

@@ -32,6 +32,12 @@ fn main() -> std::process::ExitCode {
         }
     }
     let filter = EnvFilter::try_new(&config.log_level).unwrap_or_else(|_| EnvFilter::new("info"));
+    // CONFIG SET loglevel swaps the filter while the server runs.
+    let (filter, reload) = tracing_subscriber::reload::Layer::new(filter);
+    stmd::config::set_log_reload(Box::new(move |level| {
+        let filter = EnvFilter::try_new(level).map_err(|e| e.to_string())?;
+        reload.reload(filter).map_err(|e| e.to_string())
+    }));
     let writer = match config.logfile.as_str() {
         "" => BoxMakeWriter::new(std::io::stdout),
         path => match LogFile::open(path) {

@@ -42,6 +42,13 @@ pub struct Shared {
     /// 40 hex characters, new every start, as Redis's `run_id`.
     pub run_id: String,
     pub local_addr: SocketAddr,
+    /// The plain TCP port served (INFO's `tcp_port`, the port a replica gives its primary);
+    /// CONFIG SET port moves it.
+    pub tcp_port: std::sync::atomic::AtomicU16,
+    /// The plain listener CONFIG SET port made (None inside: `port 0`, stop listening), taken by
+    /// the accept loop when `listener_changed` wakes it.
+    pub new_listener: parking_lot::Mutex<Option<Option<TcpListener>>>,
+    pub listener_changed: Notify,
     /// Commands slower than `slowlog-log-slower-than`.
     pub slowlog: crate::slowlog::SlowLog,
     /// Connections in MONITOR mode.
@@ -136,6 +143,9 @@ impl Shared {
             started: Instant::now(),
             run_id: crate::replication::new_replid(),
             local_addr,
+            tcp_port: local_addr.port().into(),
+            new_listener: Default::default(),
+            listener_changed: Notify::new(),
             shutdown_requested: Notify::new(),
             shutdown_now: Default::default(),
             scripting: crate::scripting::Scripting::new(),
@@ -188,6 +198,32 @@ enum Accepted {
 }
 
 /// Accepts on `listener`; never resolves when there is none.
+/// CONFIG SET port: a plain TCP listener on `bind`'s address and `port`, with `backlog`, made
+/// at once (so that a port that cannot be bound fails the command). Needs a Tokio runtime.
+pub fn listen_tcp(bind: &str, port: u16, backlog: u32) -> std::io::Result<TcpListener> {
+    use std::net::ToSocketAddrs;
+    if tokio::runtime::Handle::try_current().is_err() {
+        return Err(std::io::Error::other("no runtime"));
+    }
+    let mut last = std::io::Error::other("no address");
+    for address in (bind, port).to_socket_addrs()? {
+        let socket = match address {
+            SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4(),
+            SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6(),
+        };
+        let listening = socket.and_then(|socket| {
+            socket.set_reuseaddr(true)?;
+            socket.bind(address)?;
+            socket.listen(backlog)
+        });
+        match listening {
+            Ok(listener) => return Ok(listener),
+            Err(err) => last = err,
+        }
+    }
+    Err(last)
+}
+
 async fn accept(listener: &Option<TcpListener>) -> std::io::Result<(TcpStream, SocketAddr)> {
     match listener {
         Some(listener) => listener.accept().await,
@@ -466,7 +502,7 @@ pub async fn run(
     config: Config,
     shutdown: impl Future<Output = impl ShutdownCause> + Send + 'static,
 ) -> Result<()> {
-    let listeners = listeners.into();
+    let mut listeners: Listeners = listeners.into();
     let tls = crate::tls::Tls::start(&config, listeners.tls.is_some()).map_err(Error::Config)?;
     let local_addr = match (&listeners.plain, &listeners.tls, &listeners.unix) {
         (Some(listener), _, _) | (None, Some(listener), _) => listener.local_addr()?,
@@ -663,6 +699,13 @@ pub async fn run(
                 continue;
             }
             _ = shared.shutdown_requested.notified() => break,
+            // CONFIG SET port: serve the new listener; the old one closes (its clients stay).
+            _ = shared.listener_changed.notified() => {
+                if let Some(listener) = shared.new_listener.lock().take() {
+                    listeners.plain = listener;
+                }
+                continue;
+            }
             _ = &mut restoring, if !restore_done => {
                 restore_done = true;
                 shared.supervisor.ready();

@@ -583,9 +583,18 @@ def small_set_scan(a, b, args):
     return a.kind == b.kind == "*" and len(a.value) == len(b.value) == 2
 
 
+def loglevel_nothing(a, b, args):
+    """Redis 7.2 added the log level `nothing`: its list of levels ends with it (7.0's does not)."""
+    return a.raw == b.raw.replace(b"notice, warning\r\n", b"notice, warning, nothing\r\n")
+
+
+def config_set_7_2(a, b, args):
+    return lfu_not_offered(a, b, args) or loglevel_nothing(a, b, args)
+
+
 SWEEP_ALLOWED = {
     "sscan": (small_set_scan, "Redis 7.0 scans small sets of strings in hash-seed order from a non-zero cursor (7.2: listpack, whole)"),
-    "config|set": (lfu_not_offered, "stmd offers no LFU maxmemory policies"),
+    "config|set": (config_set_7_2, "stmd offers no LFU maxmemory policies; Redis 7.2's loglevel `nothing` (reference: 7.0)"),
     "xread": (xread_unbalanced, "Redis 7.2's unbalanced-streams text (7.0: always XREAD and '$')"),
     "xreadgroup": (xread_unbalanced, "Redis 7.2's unbalanced-streams text (7.0: always XREAD and '$')"),
     "client|help": (help_text, "HELP texts follow Redis 7.2 (7.2 adds SETINFO and NO-TOUCH)"),
@@ -617,22 +626,6 @@ def scriptable_7_2(name, a, b):
             and a.raw != b"-ERR This Redis command is not allowed from script\r\n")
 
 
-def inert_config_set(a, b, args):
-    return a.raw == b"+OK\r\n" and b.raw.startswith(b"-ERR CONFIG SET failed")
-
-
-def immutable_in_stmd(a, b, args):
-    return b"can't set immutable config" in a.raw and b"immutable" not in b.raw
-
-
 # Known stmd bugs the sweep shows, not fixed yet: (check, reason) per command. A shape they match
 # is counted as a known failure (skipped, printed), never as passed.
-SWEEP_KNOWN_BUGS = {
-    "config|set": [
-        (inert_config_set, "stmd bug, not fixed yet: CONFIG SET accepts any value for the options "
-         "stmd ignores (src/config_inert.rs: hz, oom-score-adj-values…), where Redis checks the value's "
-         "type and range (and refuses its immutable ones)"),
-        (immutable_in_stmd, "stmd bug, not fixed yet: CONFIG SET port/loglevel are immutable in stmd; "
-         "Redis 7 changes them at run time (and so checks the value)"),
-    ],
-}
+SWEEP_KNOWN_BUGS = {}

@@ -253,7 +253,7 @@ fn server(ctx: &Ctx, lines: &mut Lines) {
     lines.add("process_id", std::process::id());
     lines.add("process_supervised", shared.supervisor.name());
     lines.add("run_id", &shared.run_id);
-    lines.add("tcp_port", shared.local_addr.port());
+    lines.add("tcp_port", shared.tcp_port.load(Ordering::Relaxed));
     lines.add("server_time_usec", now_usec);
     lines.add("uptime_in_seconds", uptime);
     lines.add("uptime_in_days", uptime / 86400);

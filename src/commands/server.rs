@@ -17,12 +17,10 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         if args.len() % 2 != 0 {
             return Err(Reply::error(err::SYNTAX));
         }
-        // Validate every pair on a copy first, so a bad pair changes nothing.
-        let mut updated = ctx.shared.config.read().clone();
-        let mut seen: Vec<&str> = Vec::new();
-        // The first TLS setting set: the TLS configuration is rebuilt (also for the same value,
-        // so that CONFIG SET of an unchanged file name reloads a rotated certificate).
-        let mut tls_setting: Option<&str> = None;
+        // As Redis, in two passes: first every name (unknown, immutable, protected, duplicate:
+        // the first such pair answers), then every value on a copy, so a bad pair changes
+        // nothing.
+        let mut pairs: Vec<(Setting, &[u8])> = Vec::new();
         for pair in args[2..].chunks(2) {
             let name = String::from_utf8_lossy(pair[0]).into_owned();
             let failed = |why: &str| set_failed(&name, why);
@@ -32,29 +30,69 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
                         .into(),
                 ));
             };
-            if seen.contains(&setting.name()) {
-                return Err(failed("duplicate parameter"));
-            }
-            seen.push(setting.name());
-            match setting {
-                // Accepted for Redis compatibility; stmd has nothing it would change.
-                Setting::Inert(..) => {}
+            let refusal = match setting {
+                Setting::Inert(index, _) => crate::config_inert::INERT[index].refusal(),
                 // Redis refuses these unless `enable-protected-configs`, which stmd keeps off.
                 Setting::Live(param) if ["dir", "dbfilename"].contains(&param.name) => {
-                    return Err(failed("can't set protected config"));
+                    Some("can't set protected config")
+                }
+                Setting::Live(param) => param.set.is_none().then_some("can't set immutable config"),
+            };
+            if let Some(why) = refusal {
+                return Err(failed(why));
+            }
+            // By name: an option and its alias are two names (the later pair wins), as in Redis.
+            if pairs.iter().any(|(s, _)| s.name() == setting.name()) {
+                return Err(failed("duplicate parameter"));
+            }
+            pairs.push((setting, pair[1]));
+        }
+        let mut updated = ctx.shared.config.read().clone();
+        // The first TLS setting set: the TLS configuration is rebuilt (also for the same value,
+        // so that CONFIG SET of an unchanged file name reloads a rotated certificate).
+        let mut tls_setting: Option<&str> = None;
+        for (setting, value) in &pairs {
+            // A value error names the parameter as Redis's table does (lower case).
+            let failed = |why: &str| set_failed(setting.name(), why);
+            let value = String::from_utf8_lossy(value);
+            match setting {
+                Setting::Inert(index, _) => {
+                    let row = &crate::config_inert::INERT[*index];
+                    let normalised = row.parse(&value).map_err(|why| failed(&why))?;
+                    updated.inert.set(*index, normalised);
                 }
                 Setting::Live(param) => {
-                    let Some(set) = param.set else {
-                        return Err(failed("can't set immutable config"));
-                    };
-                    set(&mut updated, &String::from_utf8_lossy(pair[1]))
-                        .map_err(|why| failed(&why))?;
+                    if let Some(set) = param.set {
+                        set(&mut updated, &value).map_err(|why| failed(&why))?;
+                    }
                     if param.name.starts_with("tls-") {
                         tls_setting = tls_setting.or(Some(param.name));
                     }
                 }
             }
         }
+        // `port`: listen on the new port now (a port that cannot be bound fails the command);
+        // the accept loop takes the listener once the change is made.
+        let new_listener = match updated.port != ctx.shared.config.read().port {
+            false => None,
+            true if ctx.shared.cluster.is_some() => {
+                // The cluster's configuration records each node's client port.
+                return Err(set_failed("port", "can't set immutable config"));
+            }
+            true if updated.port == 0 => Some(None),
+            true => {
+                let listener = crate::server::listen_tcp(
+                    &updated.bind,
+                    updated.port,
+                    updated.tcp_backlog,
+                )
+                .map_err(|why| {
+                    tracing::warn!(%why, port = updated.port, "CONFIG SET port: cannot listen");
+                    set_failed("port", "Unable to listen on this port. Check server logs.")
+                })?;
+                Some(Some(listener))
+            }
+        };
         let tls = match tls_setting {
             Some(name) => Some(ctx.shared.tls.prepare(&updated).map_err(|why| {
                 tracing::warn!(%why, "CONFIG SET: TLS configuration not updated");
@@ -88,7 +126,22 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             ctx.shared.acl.set_requirepass(&updated.requirepass);
         }
         ctx.shared.acl.log.lock().trim(updated.acllog_max_len);
+        let log_level = ctx.shared.config.read().log_level != updated.log_level;
+        let log_level = log_level.then(|| updated.log_level.clone());
         *ctx.shared.config.write() = updated;
+        if let Some(filter) = log_level {
+            crate::config::apply_log_level(&filter);
+        }
+        if let Some(listener) = new_listener {
+            let port = listener
+                .as_ref()
+                .and_then(|l| l.local_addr().ok())
+                .map_or(0, |a| a.port());
+            ctx.shared.tcp_port.store(port, Ordering::Relaxed);
+            *ctx.shared.new_listener.lock() = Some(listener);
+            ctx.shared.listener_changed.notify_one();
+            tracing::info!(port, "CONFIG SET port: listening on the new port");
+        }
         if let Some(tls) = tls {
             ctx.shared.tls.install(tls);
         }

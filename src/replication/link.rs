@@ -237,7 +237,7 @@ async fn link(
         )
     };
     let port = match announce_port {
-        0 => shared.local_addr.port(),
+        0 => shared.tcp_port.load(std::sync::atomic::Ordering::Relaxed),
         port => port,
     };
     conn.send(&[b"REPLCONF", b"listening-port", port.to_string().as_bytes()])

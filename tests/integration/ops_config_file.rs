@@ -182,13 +182,26 @@ async fn without_a_file_rewrite_is_refused_and_redis_options_are_listed() {
             "CONFIG GET * lists {name}"
         );
     }
-    // Accepted, and changes nothing stmd does not do.
+    // Checked and kept as Redis shows it, without effect.
     let () = redis::cmd("CONFIG")
-        .arg(&["SET", "activedefrag", "yes"])
+        .arg(&["SET", "activedefrag", "YES", "stream-node-max-bytes", "1kb"])
         .query_async(&mut con)
         .await
         .expect("accepted");
-    assert_eq!(config_get(&mut con, "activedefrag").await, "no");
+    assert_eq!(config_get(&mut con, "activedefrag").await, "yes");
+    assert_eq!(config_get(&mut con, "stream-node-max-bytes").await, "1024");
+    let refused: redis::RedisResult<()> = redis::cmd("CONFIG")
+        .arg(&["SET", "hz", "abc"])
+        .query_async(&mut con)
+        .await;
+    assert!(refused.is_err_and(|e| e
+        .to_string()
+        .contains("argument couldn't be parsed into an integer")),);
+    let refused: redis::RedisResult<()> = redis::cmd("CONFIG")
+        .arg(&["SET", "io-threads", "4"])
+        .query_async(&mut con)
+        .await;
+    assert!(refused.is_err_and(|e| e.to_string().contains("can't set immutable config")));
 }
 
 /// `stmd --help` lists the environment variables each flag reads, but never their values: the
@@ -209,4 +222,66 @@ fn help_does_not_print_secret_environment_values() {
     assert!(help.contains("STMD_DATABASE_URL"), "{help}");
     assert!(help.contains("STMD_REQUIREPASS"), "{help}");
     assert!(!help.contains("s3cret"), "{help}");
+}
+
+/// CONFIG SET port, as Redis 7: the server listens on the new port and stops listening on the
+/// old one, clients already connected stay; a port that cannot be bound fails the command with
+/// Redis's error and changes nothing.
+#[tokio::test]
+async fn config_set_port_moves_the_listener() {
+    let server = Binary::start(&[]);
+    let mut con = server.client().await;
+    let old: u16 = config_get(&mut con, "port").await.parse().expect("port");
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let busy_port = busy.local_addr().expect("addr").port();
+    let refused: redis::RedisResult<()> = redis::cmd("CONFIG")
+        .arg(&["SET", "port", &busy_port.to_string()])
+        .query_async(&mut con)
+        .await;
+    assert!(
+        refused.is_err_and(|e| e.to_string().contains("Unable to listen on this port")),
+        "a busy port"
+    );
+    assert_eq!(config_get(&mut con, "port").await, old.to_string());
+    drop(busy);
+
+    let new = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let () = redis::cmd("CONFIG")
+        .arg(&["SET", "port", &new.to_string()])
+        .query_async(&mut con)
+        .await
+        .expect("CONFIG SET port");
+    assert_eq!(config_get(&mut con, "port").await, new.to_string());
+    let info: String = redis::cmd("INFO")
+        .arg("server")
+        .query_async(&mut con)
+        .await
+        .expect("INFO");
+    assert!(info.contains(&format!("tcp_port:{new}\r\n")), "{info}");
+    let pong: String = redis::cmd("PING")
+        .query_async(&mut con)
+        .await
+        .expect("the connection made before stays");
+    assert_eq!(pong, "PONG");
+    let client = redis::Client::open(format!("redis://127.0.0.1:{new}/")).expect("url");
+    let mut moved = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("the new port serves");
+    let pong: String = redis::cmd("PING")
+        .query_async(&mut moved)
+        .await
+        .expect("PING");
+    assert_eq!(pong, "PONG");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", old)).is_ok() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the old port still accepts"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }

@@ -313,3 +313,81 @@ fn a_bad_syslog_facility_stops_the_start() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("local9"), "{err}");
 }
+
+/// CONFIG SET loglevel changes what the running server logs: `nothing` silences even warnings,
+/// `warning` lets them through but not the informational lines.
+#[test]
+fn config_set_loglevel_changes_what_is_logged() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("stmd.log");
+    let mut child = stmd()
+        .args(["--log-format", "json", "--port", "0", "--bind", "127.0.0.1"])
+        .args(["--enable-debug-command", "yes"])
+        .arg("--logfile")
+        .arg(&log)
+        .arg("--dir")
+        .arg(dir.path())
+        .spawn()
+        .expect("spawn stmd");
+    let lines = || -> Vec<serde_json::Value> {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect()
+    };
+    let wait_for = |message: &str| -> serde_json::Value {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(line) = lines().into_iter().find(|l| l["message"] == message) {
+                return line;
+            }
+            assert!(Instant::now() < deadline, "no {message:?} in the log");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let ready = wait_for("stmd ready to accept connections");
+    let addr = ready["addr"].as_str().expect("addr").to_string();
+    let mut conn = TcpStream::connect(&addr).expect("connect");
+    conn.set_read_timeout(Some(Duration::from_secs(10))).ok();
+    let mut ask = |words: &[&str], expected: &[u8]| {
+        let mut request = format!("*{}\r\n", words.len());
+        for w in words {
+            request.push_str(&format!("${}\r\n{w}\r\n", w.len()));
+        }
+        conn.write_all(request.as_bytes()).expect("write");
+        let mut got = vec![0u8; expected.len()];
+        conn.read_exact(&mut got).expect("read");
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            String::from_utf8_lossy(expected)
+        );
+    };
+    ask(
+        &["CONFIG", "GET", "loglevel"],
+        b"*2\r\n$8\r\nloglevel\r\n$6\r\nnotice\r\n",
+    );
+    ask(&["CONFIG", "SET", "loglevel", "nothing"], b"+OK\r\n");
+    ask(&["DEBUG", "LOG", "hidden"], b"+OK\r\n");
+    ask(&["CONFIG", "SET", "loglevel", "WARNING"], b"+OK\r\n");
+    ask(
+        &["CONFIG", "GET", "loglevel"],
+        b"*2\r\n$8\r\nloglevel\r\n$7\r\nwarning\r\n",
+    );
+    ask(&["DEBUG", "LOG", "shown"], b"+OK\r\n");
+    wait_for("DEBUG LOG: shown");
+    ask(&["SHUTDOWN"], b"");
+    assert!(child.wait().expect("wait").success());
+    let messages: Vec<String> = lines()
+        .iter()
+        .map(|l| l["message"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert!(
+        !messages.iter().any(|m| m == "DEBUG LOG: hidden"),
+        "{messages:?}"
+    );
+    assert!(
+        !messages.iter().any(|m| m.starts_with("SHUTDOWN requested")),
+        "an informational line at loglevel warning: {messages:?}"
+    );
+}
