@@ -719,13 +719,20 @@ pub enum Supervised {
     Auto,
 }
 
-impl std::fmt::Display for Supervised {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        use clap::ValueEnum;
-        let value = self.to_possible_value().ok_or(std::fmt::Error)?;
-        f.write_str(value.get_name())
-    }
+/// `Display` for clap `ValueEnum`s: the value's command-line name (`systemd`, `local3`), as
+/// CONFIG GET shows it.
+macro_rules! display_as_value_name {
+    ($($name:ty),+) => {$(
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                let value = clap::ValueEnum::to_possible_value(self).ok_or(std::fmt::Error)?;
+                f.write_str(value.get_name())
+            }
+        }
+    )+};
 }
+
+display_as_value_name!(Supervised, SyslogFacility);
 
 /// The facilities Redis's `syslog-facility` accepts.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -739,14 +746,6 @@ pub enum SyslogFacility {
     Local5,
     Local6,
     Local7,
-}
-
-impl std::fmt::Display for SyslogFacility {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        use clap::ValueEnum;
-        let value = self.to_possible_value().ok_or(std::fmt::Error)?;
-        f.write_str(value.get_name())
-    }
 }
 
 /// When TLS clients must present a certificate (Redis's `tls-auth-clients`).

@@ -2,7 +2,8 @@
 container commands) or `CMD`, and says how the two replies must still agree, and why they may
 differ. Keep this list short: everything else is compared byte for byte."""
 
-CONTAINERS = {b"ACL", b"CLIENT", b"COMMAND", b"CONFIG", b"OBJECT", b"MEMORY", b"PUBSUB", b"DEBUG", b"XINFO", b"LATENCY"}
+CONTAINERS = {b"ACL", b"CLIENT", b"COMMAND", b"CONFIG", b"OBJECT", b"MEMORY", b"PUBSUB", b"DEBUG", b"XINFO", b"LATENCY",
+              b"SCRIPT", b"FUNCTION", b"XGROUP", b"SLOWLOG"}
 
 
 def allowed_key(args):
@@ -309,11 +310,12 @@ def acl_cat(a, b, args):
 
 
 def debug_help(a, b, args):
-    """stmd's lines are Redis's, in Redis's order, for the subcommands it serves: a subsequence."""
+    """stmd's lines are Redis's, in Redis's order, for the subcommands it serves: a subsequence
+    (with 7.2's footer, see help_7_2)."""
     if a.kind != "*" or b.kind != "*" or not a.value or a.value[0].raw != b.value[0].raw:
         return a.raw == b.raw
-    theirs = iter([x.raw for x in b.value])
-    return all(line in theirs for line in (x.raw for x in a.value))
+    theirs = iter(help_lines_7_2(b"debug", [x.value for x in b.value]))
+    return all(x.kind == "+" for x in a.value) and all(line in theirs for line in (x.value for x in a.value))
 
 
 ALLOWED = {
@@ -511,11 +513,62 @@ SWEEP_STATEFUL = {
 
 # Per command (`name` or `container|sub`, lower case): (check(stmd, redis, argv), reason). Only
 # for differences where Redis 7.2 (which stmd follows) answers otherwise than the 7.0 reference.
-def help_text(a, b, args):
-    """A HELP reply: an array of status lines under the same heading. The lines follow Redis 7.2
-    and stmd's own subcommands (7.2 adds CLIENT SETINFO and NO-TOUCH, CLUSTER MYSHARDID; stmd has
-    no SCRIPT DEBUG): the texts are not an error path."""
-    return a.kind == b.kind == "*" and bool(a.value) and bool(b.value) and a.value[0].raw == b.value[0].raw
+# HELP texts. stmd answers Redis 7.2's, and the reference server is 7.0: 7.2's `addReplyHelp`
+# ends every HELP with "Print this help." (7.0: "Prints"), and 7.2's CLIENT HELP has two entries
+# more. Whatever else differs from the 7.0 text is a failure.
+HELP_FOOTER_7_0 = b"    Prints this help."
+HELP_FOOTER_7_2 = b"    Print this help."
+# Lines Redis 7.2 added to a command's HELP over 7.0: (the 7.0 line they follow, the lines).
+HELP_ADDED_7_2 = {
+    b"client": [
+        (b"    Assign the name <name> to the current connection.", [
+            b"SETINFO <option> <value>",
+            b"    Set client meta attr. Options are:",
+            b"    * LIB-NAME: the client lib name.",
+            b"    * LIB-VER: the client lib version.",
+        ]),
+        (b"    Protect current client connection from eviction.", [
+            b"NO-TOUCH (ON|OFF)",
+            b"    Will not touch LRU/LFU stats when this mode is on.",
+        ]),
+    ],
+}
+# Lines of subcommands stmd does not serve, left out of its HELP (README: Scripting, Differences).
+HELP_UNSERVED = {
+    b"script": [b"DEBUG (YES|SYNC|NO)", b"    Set the debug mode for subsequent scripts executed."],
+}
+
+
+def help_lines_7_2(name, lines_7_0):
+    """Redis 7.2's HELP lines for command `name` (lower case), made from the 7.0 reference's, less
+    the lines of subcommands stmd does not serve."""
+    added = dict(HELP_ADDED_7_2.get(name, []))
+    unserved = set(HELP_UNSERVED.get(name, []))
+    out = []
+    for line in lines_7_0:
+        if line not in unserved:
+            out.append(HELP_FOOTER_7_2 if line == HELP_FOOTER_7_0 else line)
+        out.extend(added.get(line, []))
+    return out
+
+
+def help_7_2(a, b, args):
+    """A HELP reply: exactly Redis 7.2's text (HELP_ADDED_7_2, 7.2's footer) computed from the 7.0
+    reference's, less the lines of stmd's unserved subcommands (HELP_UNSERVED); 7.0's own text
+    fails. Errors exactly."""
+    if a.kind != "*" or b.kind != "*" or not b.value:
+        return a.raw == b.raw
+    expected = help_lines_7_2(args[0].lower(), [x.value for x in b.value])
+    return all(x.kind == "+" for x in a.value) and [x.value for x in a.value] == expected
+
+
+# The HELPs stmd answers, each with 7.2's footer ("Print this help.", redis/redis#10965).
+HELP_7_2_COMMANDS = ["client", "command", "script", "acl", "config", "function", "latency", "memory", "module",
+                     "object", "pubsub", "slowlog", "xgroup", "xinfo"]
+HELP_REASON = "Redis 7.2's HELP text: 7.0's with 7.2's footer and additions, less unserved subcommands (exact)"
+ALLOWED.update({name.upper() + " HELP": (help_7_2, HELP_REASON) for name in HELP_7_2_COMMANDS})
+# ALLOWED keys whose rule judges every reply, equal ones included: a HELP equal to 7.0's is not 7.2's.
+ALWAYS_CHECKED = {name.upper() + " HELP" for name in HELP_7_2_COMMANDS}
 
 
 def script_debug(a, b, args):
@@ -597,9 +650,7 @@ SWEEP_ALLOWED = {
     "config|set": (config_set_7_2, "stmd offers no LFU maxmemory policies; Redis 7.2's loglevel `nothing` (reference: 7.0)"),
     "xread": (xread_unbalanced, "Redis 7.2's unbalanced-streams text (7.0: always XREAD and '$')"),
     "xreadgroup": (xread_unbalanced, "Redis 7.2's unbalanced-streams text (7.0: always XREAD and '$')"),
-    "client|help": (help_text, "HELP texts follow Redis 7.2 (7.2 adds SETINFO and NO-TOUCH)"),
-    "command|help": (help_text, "HELP texts follow Redis 7.2"),
-    "script|help": (help_text, "HELP texts: no SCRIPT DEBUG in stmd"),
+    **{name + "|help": (help_7_2, HELP_REASON) for name in HELP_7_2_COMMANDS},
     "script|debug": (script_debug, "stmd has no Lua debugger: SCRIPT DEBUG is refused"),
     "zadd": (double_7_2, "Redis 7.2 prints doubles in their shortest form (7.0: %.17g)"),
     "zincrby": (double_7_2, "Redis 7.2 prints doubles in their shortest form (7.0: %.17g)"),

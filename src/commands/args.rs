@@ -14,24 +14,28 @@ pub fn float(arg: &[u8]) -> Result<f64, Reply> {
     parse_long_double(arg).ok_or_else(|| Reply::error(err::NOT_FLOAT))
 }
 
-/// Parses a float like Redis's `string2ld`/`strtold` callers: no surrounding spaces, no NaN.
+/// Parses a float as Redis's `strtod`/`strtold` callers do: the whole argument must be C's number
+/// syntax (decimal, exponent, C99 hex floats like `0x1.8p3`, `inf`/`infinity`), no leading space,
+/// no NaN. A number beyond f64's range reads as ±inf and one too small as 0, as `strtod`'s value
+/// (see [`parse_double`] for the callers that refuse those).
 pub fn parse_float(arg: &[u8]) -> Option<f64> {
-    let text = std::str::from_utf8(arg).ok()?;
-    if text.is_empty()
-        || text.starts_with(char::is_whitespace)
-        || text.ends_with(char::is_whitespace)
-    {
+    parse_float_erange(arg).map(|(value, _)| value)
+}
+
+/// [`parse_float`], and whether `strtod` would report a range error.
+fn parse_float_erange(arg: &[u8]) -> Option<(f64, bool)> {
+    if arg.first().is_none_or(u8::is_ascii_whitespace) || arg.first() == Some(&0x0b) {
         return None;
     }
-    let value = match text.to_ascii_lowercase().as_str() {
-        "inf" | "+inf" | "infinity" | "+infinity" => f64::INFINITY,
-        "-inf" | "-infinity" => f64::NEG_INFINITY,
-        _ => match text.parse::<f64>() {
-            Ok(v) => v,
-            Err(_) => parse_hex_integer(text)?,
-        },
-    };
-    (!value.is_nan()).then_some(value)
+    let (value, used, erange) = crate::number_format::strtod_erange(arg);
+    (used == arg.len() && !value.is_nan()).then_some((value, erange))
+}
+
+/// A float as Redis's `string2d`/`getDoubleFromObject` read one (ZADD scores, GEO arguments,
+/// SORT's weights): as [`parse_float`], but a number that overflows to an infinity or underflows
+/// to zero is refused (the words `inf`/`-inf` still give an infinity).
+pub fn parse_double(arg: &[u8]) -> Option<f64> {
+    parse_float_erange(arg).and_then(|(value, erange)| (!erange).then_some(value))
 }
 
 /// Parses a number like Redis's `string2ld` (INCRBYFLOAT, HINCRBYFLOAT): as [`parse_float`], but
@@ -43,7 +47,7 @@ pub fn parse_long_double(arg: &[u8]) -> Option<f64> {
     let text = std::str::from_utf8(arg).ok()?;
     let overflow = value.is_infinite() && !text.to_ascii_lowercase().contains("inf");
     if overflow || value == 0.0 {
-        if let Some(log10) = decimal_log10(text) {
+        if let Some(log10) = decimal_log10(text).or_else(|| hex_log10(text)) {
             // log10 of long double's largest value, and of half its smallest subnormal.
             if !(-4950.74..=4932.075).contains(&log10) {
                 return None;
@@ -89,23 +93,42 @@ fn decimal_log10(text: &str) -> Option<f64> {
     Some(exponent.saturating_add(point) as f64 + lead.log10() - f64::from(lead_digits - 1))
 }
 
-/// `0x10`, `-0X1f`: the hexadecimal integers `strtold` accepts (hex fractions are not supported).
-fn parse_hex_integer(text: &str) -> Option<f64> {
-    let (sign, rest) = match text.as_bytes().first()? {
-        b'-' => (-1.0, &text[1..]),
-        b'+' => (1.0, &text[1..]),
-        _ => (1.0, text),
-    };
-    let digits = rest
+/// log10 of the magnitude of a C hex float (`-0x1.8p3`), from its digits, for numbers beyond
+/// f64's range; None for a zero or a text that is not one.
+fn hex_log10(text: &str) -> Option<f64> {
+    let unsigned = text.trim_start_matches(['+', '-']);
+    let body = unsigned
         .strip_prefix("0x")
-        .or_else(|| rest.strip_prefix("0X"))?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        .or_else(|| unsigned.strip_prefix("0X"))?;
+    let (mantissa, exponent) = match body.find(['p', 'P']) {
+        Some(at) => (&body[..at], &body[at + 1..]),
+        None => (body, ""),
+    };
+    let (negative, digits) = match exponent.as_bytes().first() {
+        Some(b'-') => (true, &exponent[1..]),
+        Some(b'+') => (false, &exponent[1..]),
+        _ => (false, exponent),
+    };
+    if !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    let value = digits.bytes().fold(0.0f64, |acc, b| {
-        acc * 16.0 + f64::from((b as char).to_digit(16).unwrap_or(0))
+    let magnitude = digits.bytes().fold(0i64, |n, b| {
+        n.saturating_mul(10).saturating_add(i64::from(b - b'0'))
     });
-    Some(sign * value)
+    let exponent = if negative { -magnitude } else { magnitude };
+    let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let all: Vec<u32> = int_part
+        .chars()
+        .chain(frac_part.chars())
+        .map(|c| c.to_digit(16))
+        .collect::<Option<_>>()?;
+    let first = all.iter().position(|&d| d != 0)?;
+    let lead = &all[first..(first + 13).min(all.len())];
+    let value = lead.iter().fold(0f64, |n, &d| n * 16.0 + f64::from(d));
+    // The lead digits' value is scaled by 16 per hex digit between them and the point.
+    let shift = 4 * (int_part.len() as i64 - first as i64 - lead.len() as i64);
+    let log2 = exponent.saturating_add(shift) as f64 + value.log2();
+    Some(log2 * std::f64::consts::LOG10_2)
 }
 
 /// A count that must not be negative; like Redis's `getPositiveLongFromObjectOrReply`, a
@@ -204,9 +227,56 @@ mod tests {
         assert_eq!(parse_float(b"0x10"), Some(16.0));
         assert_eq!(parse_float(b"-0XfF"), Some(-255.0));
         assert_eq!(parse_float(b"0x"), None);
-        for bad in [&b""[..], b"nan", b" 1", b"1 ", b"abc", b"1.2.3"] {
+        for bad in [
+            &b""[..],
+            b"nan",
+            b" 1",
+            b"1 ",
+            b"abc",
+            b"1.2.3",
+            b"\x0b1",
+            b"1\x00",
+        ] {
             assert_eq!(parse_float(bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn hex_floats_parse_like_strtod() {
+        assert_eq!(parse_float(b"0x1p1"), Some(2.0));
+        assert_eq!(parse_float(b"0x1.8p3"), Some(12.0));
+        assert_eq!(parse_float(b"-0x10"), Some(-16.0));
+        assert_eq!(parse_float(b"0X1P-2"), Some(0.25));
+        assert_eq!(parse_float(b"+0x.8"), Some(0.5));
+        assert_eq!(parse_float(b"0x1e"), Some(30.0));
+        assert_eq!(parse_float(b"1.e2"), Some(100.0));
+        for bad in [
+            &b"0x1p"[..],
+            b"0xg",
+            b"0x.",
+            b"0x1p+",
+            b"0x1 ",
+            b"x10",
+            b"0x1.8p3.5",
+        ] {
+            assert_eq!(parse_float(bad), None, "{bad:?}");
+        }
+        // strtod's value beyond f64's range, refused where Redis checks ERANGE.
+        assert_eq!(parse_float(b"0x1p99999"), Some(f64::INFINITY));
+        assert_eq!(parse_float(b"0x1p-99999"), Some(0.0));
+        assert_eq!(parse_double(b"0x1p99999"), None);
+        assert_eq!(parse_double(b"-0x1p-99999"), None);
+        assert_eq!(parse_double(b"1e400"), None);
+        assert_eq!(parse_double(b"1e-400"), None);
+        assert_eq!(parse_double(b"0x0p5"), Some(0.0));
+        assert_eq!(parse_double(b"0e999"), Some(0.0));
+        assert_eq!(parse_double(b"-inf"), Some(f64::NEG_INFINITY));
+        // Long double's range (about 2^16384) for INCRBYFLOAT.
+        assert_eq!(parse_long_double(b"0x1p2000"), Some(f64::INFINITY));
+        assert_eq!(parse_long_double(b"0x1p99999"), None);
+        assert_eq!(parse_long_double(b"-0x10.0p16390"), None);
+        assert_eq!(parse_long_double(b"0x1p-16000"), Some(0.0));
+        assert_eq!(parse_long_double(b"0x1p-99999"), None);
     }
 
     #[test]

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 /// A timeout in seconds (float, 0 = forever), with Redis's error texts. `None` means forever.
 pub fn parse_timeout(arg: &[u8]) -> Result<Option<Duration>, Reply> {
-    let secs = super::args::parse_float(arg)
+    // strtold, as Redis's `getLongDoubleFromObject`: beyond long double's range is refused.
+    let secs = super::args::parse_long_double(arg)
         .ok_or_else(|| Reply::error("ERR timeout is not a float or out of range"))?;
     let millis = secs * 1000.0;
     // Redis converts to a 64-bit millisecond count: infinities and huge values wrap negative.
@@ -122,5 +123,12 @@ mod tests {
         let bad = Err(Reply::error("ERR timeout is not a float or out of range"));
         assert_eq!(parse_timeout(b"abc"), bad);
         assert_eq!(parse_timeout(b"0.01x"), bad);
+        assert_eq!(parse_timeout(b"1e5000"), bad);
+        assert_eq!(parse_timeout(b"0x1p-99999"), bad);
+        assert_eq!(parse_timeout(b"0x"), bad);
+        assert_eq!(
+            parse_timeout(b"0x1p-1"),
+            Ok(Some(Duration::from_millis(500)))
+        );
     }
 }

@@ -11,7 +11,8 @@ use crate::protocol::Reply;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-/// Redis 7.2's CLIENT HELP.
+/// Redis 7.2's CLIENT HELP (src/networking.c). Its KILL filters are 7.2's: the `ID` and `MAXAGE`
+/// lines came with 7.4, though stmd serves both filters (README: Clients).
 const HELP: &[&str] = &[
     "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "CACHING (YES|NO)",
@@ -38,10 +39,6 @@ const HELP: &[&str] = &[
     "      Kill connections authenticated by <username>.",
     "    * SKIPME (YES|NO)",
     "      Skip killing current connection (default: yes).",
-    "    * ID <client-id>",
-    "      Kill connections by client id.",
-    "    * MAXAGE <maxage>",
-    "      Kill connections older than the specified age.",
     "LIST [options ...]",
     "    Return information about client connections. Options:",
     "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",

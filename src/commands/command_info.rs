@@ -132,22 +132,27 @@ pub fn command(_ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     } else if is(sub, "GETKEYS") || is(sub, "GETKEYSANDFLAGS") {
         getkeys(&args[2..], is(sub, "GETKEYSANDFLAGS"))
     } else {
+        // Redis 7.2's text (src/server.c): 7.0's lines, 7.2's footer.
         Ok(help_reply(&[
             "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
             "(no subcommand)",
-            "    Return details about all commands.",
+            "    Return details about all Redis commands.",
             "COUNT",
-            "    Return the total number of commands in this server.",
-            "LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]",
-            "    Return a list of all commands in this server.",
+            "    Return the total number of commands in this Redis server.",
+            "LIST",
+            "    Return a list of all commands in this Redis server.",
             "INFO [<command-name> ...]",
-            "    Return details about multiple commands.",
+            "    Return details about multiple Redis commands.",
+            "    If no command names are given, documentation details for all",
+            "    commands are returned.",
             "DOCS [<command-name> ...]",
-            "    Return documentation details about multiple commands.",
+            "    Return documentation details about multiple Redis commands.",
+            "    If no command names are given, documentation details for all",
+            "    commands are returned.",
             "GETKEYS <full-command>",
-            "    Return the keys from a full command.",
+            "    Return the keys from a full Redis command.",
             "GETKEYSANDFLAGS <full-command>",
-            "    Return the keys and the access flags from a full command.",
+            "    Return the keys and the access flags from a full Redis command.",
             "HELP",
             "    Print this help.",
         ]))

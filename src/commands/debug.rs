@@ -81,7 +81,7 @@ const HELP: &[&str] = &[
     "REPLYBUFFER RESIZING <0|1>",
     "    Enable or disable the reply buffer resize cron job",
     "HELP",
-    "    Prints this help.",
+    "    Print this help.",
 ];
 
 /// Subcommands that crash, hang up or restart Redis on purpose (or poke its allocator): a server

@@ -1,7 +1,7 @@
 //! Geo commands on sorted sets: a point is a member whose score is its 52-bit geohash
 //! (`crate::store::geohash`). Arguments, errors and replies follow Redis's `geo.c`.
 
-use super::args::{int, is, parse_float};
+use super::args::{int, is, parse_double};
 use super::typed::zset;
 use super::{err, CmdResult, Ctx};
 use crate::events::class;
@@ -34,8 +34,9 @@ fn distance_reply(d: f64) -> Reply {
     Reply::Bulk(Bytes::from(format!("{d:.4}")))
 }
 
+/// A number as Redis's `getDoubleFromObjectOrReply` reads one: overflow and underflow refused.
 fn number(arg: &[u8], message: &'static str) -> Result<f64, Reply> {
-    parse_float(arg).ok_or_else(|| Reply::error(message))
+    parse_double(arg).ok_or_else(|| Reply::error(message))
 }
 
 /// `longitude latitude` within Redis's limits.

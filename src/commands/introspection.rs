@@ -88,7 +88,7 @@ pub fn latency(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
             "    If no commands are specified then all histograms are replied.",
             "HELP",
-            "    Prints this help.",
+            "    Print this help.",
         ]))
     }
 }
@@ -201,7 +201,7 @@ pub fn memory(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             "    Return memory in bytes used by <key> and its value. Nested values are",
             "    sampled up to <count> times (default: 5, 0 means sample all).",
             "HELP",
-            "    Prints this help.",
+            "    Print this help.",
         ]))
     }
 }

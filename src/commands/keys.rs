@@ -311,7 +311,7 @@ pub fn object(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             "    Return the number of references of the value associated with the specified",
             "    <key>.",
             "HELP",
-            "    Prints this help.",
+            "    Print this help.",
         ]));
     }
     let (thresholds, per_key_clock) = {

@@ -65,7 +65,7 @@ pub fn slowlog(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             "RESET",
             "    Reset the slowlog.",
             "HELP",
-            "    Prints this help.",
+            "    Print this help.",
         ]))
     }
 }

@@ -223,7 +223,7 @@ pub fn pubsub(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
                 "SHARDNUMSUB [<shardchannel> ...]",
                 "    Return the number of subscribers for the specified shard level channel(s)",
                 "HELP",
-                "    Prints this help.",
+                "    Print this help.",
             ]
             .iter()
             .map(|line| Reply::Status((*line).into()))

@@ -184,7 +184,7 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             "REWRITE",
             "    Rewrite the configuration file.",
             "HELP",
-            "    Prints this help.",
+            "    Print this help.",
         ]))
     }
 }
@@ -366,7 +366,7 @@ pub fn module(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             "UNLOAD <name>",
             "    Unload a module.",
             "HELP",
-            "    Prints this help.",
+            "    Print this help.",
         ]));
     }
     let setting = ctx.shared.config.read().enable_module_command;

@@ -49,24 +49,11 @@ fn sort_score(bytes: &[u8]) -> Option<f64> {
     if bytes.is_empty() {
         return Some(0.0);
     }
-    let text = std::str::from_utf8(bytes).ok()?;
-    let text = text.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
-    let value = match text.to_ascii_lowercase().as_str() {
-        "inf" | "+inf" | "infinity" | "+infinity" => f64::INFINITY,
-        "-inf" | "-infinity" => f64::NEG_INFINITY,
-        _ => {
-            let v = super::args::parse_float(text.as_bytes())?;
-            if v.is_infinite() {
-                return None; // ERANGE
-            }
-            let mantissa = text.split(['e', 'E']).next().unwrap_or(text);
-            if v == 0.0 && mantissa.bytes().any(|b| (b'1'..=b'9').contains(&b)) {
-                return None; // underflow: ERANGE
-            }
-            v
-        }
-    };
-    (!value.is_nan()).then_some(value)
+    let start = bytes
+        .iter()
+        .position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))
+        .unwrap_or(bytes.len());
+    super::args::parse_double(&bytes[start..])
 }
 
 /// One element to sort, with what it sorts by.

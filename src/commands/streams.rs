@@ -1049,7 +1049,7 @@ fn help() -> Reply {
         "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
         "    Set the current group ID and entries_read counter.",
         "HELP",
-        "    Prints this help.",
+        "    Print this help.",
     ];
     Reply::Array(LINES.iter().map(|l| Reply::Status((*l).into())).collect())
 }
@@ -1502,7 +1502,7 @@ pub fn xinfo(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             "STREAM <key> [FULL [COUNT <count>]",
             "    Show information about the stream.",
             "HELP",
-            "    Prints this help.",
+            "    Print this help.",
         ];
         return Ok(Reply::Array(
             LINES.iter().map(|l| Reply::Status((*l).into())).collect(),

@@ -1,7 +1,7 @@
 //! Sorted-set commands except the range family (in `zrange.rs`). The structure is in
 //! `crate::store::zset`.
 
-use super::args::{is, parse_float};
+use super::args::{is, parse_double, parse_float};
 use super::typed::{remove_if_empty, zset, zset_mut, zset_or_create};
 use super::{collection_scan, err, CmdResult, Ctx};
 use crate::protocol::{format_double, Reply};
@@ -11,15 +11,7 @@ use bytes::Bytes;
 /// A score argument as Redis's `string2d` reads it: like any float, but a value that overflows to
 /// infinity or underflows to zero is refused (only the words `inf`/`-inf` give an infinity).
 pub fn score_arg(arg: &[u8]) -> Result<f64, Reply> {
-    let bad = || Reply::error(err::NOT_FLOAT);
-    let value = parse_float(arg).ok_or_else(bad)?;
-    let mantissa = arg.split(|&b| b == b'e' || b == b'E').next().unwrap_or(arg);
-    let overflowed = value.is_infinite() && !arg.iter().any(|b| b.eq_ignore_ascii_case(&b'i'));
-    let underflowed = value == 0.0 && mantissa.iter().any(|b| (b'1'..=b'9').contains(b));
-    if overflowed || underflowed {
-        return Err(bad());
-    }
-    Ok(value)
+    parse_double(arg).ok_or_else(|| Reply::error(err::NOT_FLOAT))
 }
 
 /// `(member, score)` pairs in Redis's shape: RESP2 flattens them with scores as bulk strings;

@@ -112,20 +112,31 @@ pub struct Binary {
 impl Binary {
     /// Starts `stmd --port <free> --no-database --log-level warn <extra>`.
     pub fn start(extra: &[&str]) -> Binary {
-        Binary::spawn(None, extra, &[])
+        Binary::spawn(None, "warn", extra, &[])
+    }
+
+    /// Starts `stmd --port <free> --no-database --log-level <level> <extra>`, for tests that
+    /// read the lines below warnings.
+    pub fn start_at_level(level: &str, extra: &[&str]) -> Binary {
+        Binary::spawn(None, level, extra, &[])
     }
 
     /// Starts `stmd --port <free> --no-database --log-level warn <extra>` with `env` set.
     pub fn start_with_env(extra: &[&str], env: &[(&str, &str)]) -> Binary {
-        Binary::spawn(None, extra, env)
+        Binary::spawn(None, "warn", extra, env)
     }
 
     /// Starts `stmd <file> --port <free> --no-database --log-level warn <extra>` with `env` set.
     pub fn start_from_file(file: &std::path::Path, extra: &[&str], env: &[(&str, &str)]) -> Binary {
-        Binary::spawn(Some(file), extra, env)
+        Binary::spawn(Some(file), "warn", extra, env)
     }
 
-    fn spawn(file: Option<&std::path::Path>, extra: &[&str], env: &[(&str, &str)]) -> Binary {
+    fn spawn(
+        file: Option<&std::path::Path>,
+        level: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Binary {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map(|a| a.port())
@@ -139,7 +150,7 @@ impl Binary {
         let child = cmd
             .args(file)
             .args(["--port", &port.to_string(), "--no-database"])
-            .args(["--log-level", "warn"])
+            .args(["--log-level", level])
             .args(extra)
             .envs(env.iter().copied())
             .spawn()

@@ -234,28 +234,22 @@ async fn syslog_enabled_sends_each_line_to_the_system_log_with_its_severity() {
     socket
         .set_read_timeout(Some(Duration::from_secs(10)))
         .expect("timeout");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port();
-    // At the default log level (info), unlike `common::Binary`'s warn.
-    let mut child = stmd()
-        .args(["--port", &port.to_string(), "--no-database"])
-        .args(["--syslog-enabled", "yes", "--syslog-ident", "stmd-test"])
-        .args(["--syslog-facility", "local3", "--syslog-socket"])
-        .arg(&socket_path)
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("spawn stmd");
-    struct Stop<'a>(&'a mut std::process::Child);
-    impl Drop for Stop<'_> {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let pid = child.id();
-    let _stop = Stop(&mut child);
+    let socket_arg = socket_path.to_str().expect("path");
+    // At the default log level (info), where `common::Binary::start` runs at warn.
+    let server = crate::common::Binary::start_at_level(
+        "info",
+        &[
+            "--syslog-enabled",
+            "yes",
+            "--syslog-ident",
+            "stmd-test",
+            "--syslog-facility",
+            "local3",
+            "--syslog-socket",
+            socket_arg,
+        ],
+    );
+    let pid = server.pid();
     // local3 is facility 19: notice (stmd's info) is <157>, warning <156>.
     let prefix = format!("stmd-test[{pid}]: ");
     let mut seen = Vec::new();
@@ -279,7 +273,7 @@ async fn syslog_enabled_sends_each_line_to_the_system_log_with_its_severity() {
         "{warning}"
     );
 
-    let mut con = crate::common::connect_retrying(port, "stmd").await;
+    let mut con = server.client().await;
     let get = |name: &'static str| {
         let mut con = con.clone();
         async move { crate::ops_config_file::config_get(&mut con, name).await }

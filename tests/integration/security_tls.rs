@@ -115,6 +115,34 @@ impl Certs {
         std::fs::read(self.path(file)).expect("read cert")
     }
 
+    /// The command line of a server with the TLS listener only: `--port 0`, `--tls-port port`,
+    /// `--tls-auth-clients auth`, server.crt and the key file `key` of this folder, then `extra`.
+    pub(crate) fn tls_only_args(
+        &self,
+        port: &str,
+        auth: &str,
+        key: &str,
+        extra: &[&str],
+    ) -> Vec<String> {
+        let (cert, key) = (self.path("server.crt"), self.path(key));
+        let mut args: Vec<String> = [
+            "--port",
+            "0",
+            "--tls-port",
+            port,
+            "--tls-auth-clients",
+            auth,
+            "--tls-cert-file",
+            cert.to_str().expect("path"),
+            "--tls-key-file",
+            key.to_str().expect("path"),
+        ]
+        .map(String::from)
+        .into();
+        args.extend(extra.iter().map(|a| a.to_string()));
+        args
+    }
+
     /// Server settings for TLS with this CA checking client certificates.
     pub(crate) fn configure(&self, config: &mut Config) {
         config.tls_cert_file = Some(self.path("server.crt"));
@@ -362,20 +390,8 @@ async fn client_certificates_can_be_optional_or_not_asked_for() {
 
     // Certificates to check without a CA to check them with: the start fails, as Redis's.
     let tls_port = free_port().to_string();
-    let (cert, key) = (certs.path("server.crt"), certs.path("server.key"));
     for auth in ["yes", "optional"] {
-        let args = [
-            "--port",
-            "0",
-            "--tls-port",
-            &tls_port,
-            "--tls-auth-clients",
-            auth,
-            "--tls-cert-file",
-            cert.to_str().expect("path"),
-            "--tls-key-file",
-            key.to_str().expect("path"),
-        ];
+        let args = certs.tls_only_args(&tls_port, auth, "server.key", &[]);
         let (running, log) = run_binary(&args, Duration::from_secs(2));
         assert!(
             !running
@@ -426,7 +442,7 @@ async fn maxclients_counts_tls_and_plain_clients_together() {
 }
 
 /// Runs the binary and returns (still running after `wait`?, stderr so far or at exit).
-pub(crate) fn run_binary(args: &[&str], wait: Duration) -> (bool, String) {
+pub(crate) fn run_binary<S: AsRef<std::ffi::OsStr>>(args: &[S], wait: Duration) -> (bool, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_stmd"))
         .args(["--no-database", "--log-format", "json"])
         .args(args)

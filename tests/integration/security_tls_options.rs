@@ -375,21 +375,7 @@ async fn an_encrypted_key_starts_with_its_password_and_fails_clearly_without() {
 
     let tls_port = crate::security_tls::free_port().to_string();
     let start = |key: &str, pass: &str| {
-        let (cert, key) = (certs.path("server.crt"), certs.path(key));
-        let args = [
-            "--port",
-            "0",
-            "--tls-port",
-            &tls_port,
-            "--tls-auth-clients",
-            "no",
-            "--tls-cert-file",
-            cert.to_str().expect("path"),
-            "--tls-key-file",
-            key.to_str().expect("path"),
-            "--tls-key-file-pass",
-            pass,
-        ];
+        let args = certs.tls_only_args(&tls_port, "no", key, &["--tls-key-file-pass", pass]);
         run_binary(&args, Duration::from_secs(2))
     };
     let (running, log) = start("server-enc.key", "");

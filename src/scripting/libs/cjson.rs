@@ -5,11 +5,11 @@
 
 mod decode;
 
-use super::number_format::format_g;
 use super::{
     bad_argument, deep, lib_function, message, Args, LibResult, LUA_MAX_C_STACK,
     NESTING_REFERENCE_BUDGET,
 };
+use crate::number_format::format_g;
 use mlua::{LightUserData, Lua, MultiValue, Table, Value};
 use parking_lot::Mutex;
 use std::sync::Arc;

@@ -12,7 +12,6 @@
 mod bit;
 mod cjson;
 mod cmsgpack;
-mod number_format;
 mod r#struct;
 
 use mlua::{ffi, Function, Lua, MultiValue, Value};

@@ -4,7 +4,7 @@
 //! The parser keeps an explicit stack instead of recursing, so deep input cannot overflow ours.
 
 use super::{one, Args, Config, Shared};
-use crate::scripting::libs::number_format::strtod;
+use crate::number_format::strtod;
 use crate::scripting::libs::{bad_argument, message, LibResult, LUA_MAX_C_STACK};
 use mlua::{LightUserData, Lua, MultiValue, Table, Value};
 

@@ -1,8 +1,9 @@
-//! C's number text conversions as glibc does them, which lua-cjson uses: `printf("%.*g")` for
-//! encoding and `strtod` for decoding (hex, `inf`, `nan` and leading zeros included).
+//! C's number text conversions as glibc does them: `printf("%.*g")` and `strtod` (hex floats,
+//! `inf`, `nan` and leading zeros included). lua-cjson uses both; the commands read their float
+//! arguments with `strtod` as Redis does (`crate::commands::args::parse_float`).
 
 /// `snprintf("%.{precision}g", n)` (precision 1 to 17 here; 0 is treated as 1, as C does).
-pub(crate) fn format_g(n: f64, precision: usize) -> String {
+pub fn format_g(n: f64, precision: usize) -> String {
     if n.is_nan() {
         return if n.is_sign_negative() { "-nan" } else { "nan" }.to_string();
     }
@@ -34,7 +35,15 @@ fn strip_fraction_zeros(text: &str) -> &str {
 }
 
 /// glibc `strtod`: the value and how many bytes it used (0 when no number starts here).
-pub(crate) fn strtod(text: &[u8]) -> (f64, usize) {
+pub fn strtod(text: &[u8]) -> (f64, usize) {
+    let (value, used, _) = strtod_erange(text);
+    (value, used)
+}
+
+/// [`strtod`], and whether it would set `errno` to `ERANGE` as far as Redis looks at it: a
+/// number that overflows to an infinity (the words `inf`/`infinity` do not) or underflows to
+/// zero (a zero written as such does not).
+pub fn strtod_erange(text: &[u8]) -> (f64, usize, bool) {
     let mut start = 0;
     while text
         .get(start)
@@ -55,7 +64,7 @@ pub(crate) fn strtod(text: &[u8]) -> (f64, usize) {
         } else {
             3
         };
-        return (signed(f64::INFINITY), at + len);
+        return (signed(f64::INFINITY), at + len, false);
     }
     if starts_with_ignore_case(rest, b"nan") {
         let mut len = 3;
@@ -68,13 +77,13 @@ pub(crate) fn strtod(text: &[u8]) -> (f64, usize) {
                 len = 5 + body;
             }
         }
-        return (signed(f64::NAN), at + len);
+        return (signed(f64::NAN), at + len, false);
     }
     if rest.len() >= 2 && rest[0] == b'0' && (rest[1] | 0x20) == b'x' {
         return match parse_hex(&rest[2..]) {
-            Some((value, len)) => (signed(value), at + 2 + len),
+            Some((value, len, nonzero)) => (signed(value), at + 2 + len, erange(value, nonzero)),
             // "0x" without hex digits: only the "0" is a number.
-            None => (signed(0.0), at + 1),
+            None => (signed(0.0), at + 1, false),
         };
     }
     let digits = |from: usize| {
@@ -92,8 +101,9 @@ pub(crate) fn strtod(text: &[u8]) -> (f64, usize) {
         end += 1 + fraction_digits;
     }
     if integer_digits + fraction_digits == 0 {
-        return (0.0, 0);
+        return (0.0, 0, false);
     }
+    let nonzero = text[at..end].iter().any(|b| (b'1'..=b'9').contains(b));
     if matches!(text.get(end), Some(b'e' | b'E')) {
         let mut exp_at = end + 1;
         if matches!(text.get(exp_at), Some(b'+' | b'-')) {
@@ -115,7 +125,12 @@ pub(crate) fn strtod(text: &[u8]) -> (f64, usize) {
                 .parse()
         })
         .unwrap_or(0.0);
-    (signed(value), end)
+    (signed(value), end, erange(value, nonzero))
+}
+
+/// strtod's range error: a finite number too large for f64, or a non-zero one too small.
+fn erange(value: f64, nonzero_digits: bool) -> bool {
+    value.is_infinite() || (value == 0.0 && nonzero_digits)
 }
 
 fn starts_with_ignore_case(text: &[u8], prefix: &[u8]) -> bool {
@@ -123,9 +138,10 @@ fn starts_with_ignore_case(text: &[u8], prefix: &[u8]) -> bool {
 }
 
 /// The part of a hex float after "0x": digits, an optional point, more digits, an optional
-/// binary exponent `p[+-]d+`. Rounds like a u64 to f64 conversion (glibc rounds exactly; the
-/// two differ only past 64 significant bits).
-fn parse_hex(text: &[u8]) -> Option<(f64, usize)> {
+/// binary exponent `p[+-]d+`, how many bytes it used and whether a digit is not zero. Rounds
+/// like a u64 to f64 conversion (glibc rounds exactly; the two differ only past 64 significant
+/// bits).
+fn parse_hex(text: &[u8]) -> Option<(f64, usize, bool)> {
     let mut mantissa: u64 = 0;
     let mut exponent: i64 = 0;
     let mut seen_digit = false;
@@ -178,7 +194,7 @@ fn parse_hex(text: &[u8]) -> Option<(f64, usize)> {
         value *= 2f64.powi(step as i32);
         remaining -= step;
     }
-    Some((value, at))
+    Some((value, at, mantissa != 0))
 }
 
 #[cfg(test)]
