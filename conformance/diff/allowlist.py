@@ -3,7 +3,7 @@ container commands) or `CMD`, and says how the two replies must still agree, and
 differ. Keep this list short: everything else is compared byte for byte."""
 
 CONTAINERS = {b"ACL", b"CLIENT", b"COMMAND", b"CONFIG", b"OBJECT", b"MEMORY", b"PUBSUB", b"DEBUG", b"XINFO", b"LATENCY",
-              b"SCRIPT", b"FUNCTION", b"XGROUP", b"SLOWLOG"}
+              b"SCRIPT", b"FUNCTION", b"XGROUP", b"SLOWLOG", b"MODULE"}
 
 
 def allowed_key(args):
