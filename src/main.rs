@@ -5,7 +5,7 @@ use std::fs::OpenOptions;
 use std::path::PathBuf;
 use stmd::config::{Config, LogFormat};
 use stmd::server::Listeners;
-use tokio::net::{TcpListener, TcpSocket};
+use tokio::net::TcpListener;
 use tracing_subscriber::fmt::writer::{BoxMakeWriter, MakeWriter};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -167,12 +167,12 @@ async fn serve(config: Config) -> stmd::Result<()> {
     // As in Redis, `--port 0` with a TLS port or a Unix socket means no plain TCP listener;
     // without either it picks a free port.
     let plain = match (config.port, config.tls_port, config.unixsocket.is_empty()) {
-        (0, 0, true) | (1.., _, _) => Some(bind(&config, config.port).await?),
+        (0, 0, true) | (1.., _, _) => Some(bind(&config, config.port)?),
         (0, _, _) => None,
     };
     let tls = match config.tls_port {
         0 => None,
-        port => Some(bind(&config, port).await?),
+        port => Some(bind(&config, port)?),
     };
     let unix = match config.unixsocket.as_str() {
         "" => None,
@@ -183,24 +183,7 @@ async fn serve(config: Config) -> stmd::Result<()> {
 }
 
 /// A TCP listener on `--bind`'s address and `port`, with `--tcp-backlog`.
-async fn bind(config: &Config, port: u16) -> stmd::Result<TcpListener> {
-    let addr = format!("{}:{port}", config.bind);
-    let cannot = |e: std::io::Error| stmd::Error::Config(format!("cannot bind {addr}: {e}"));
-    let mut last = std::io::Error::other("no address");
-    for address in tokio::net::lookup_host(&addr).await.map_err(cannot)? {
-        let socket = match address {
-            std::net::SocketAddr::V4(_) => TcpSocket::new_v4(),
-            std::net::SocketAddr::V6(_) => TcpSocket::new_v6(),
-        };
-        let listening = socket.and_then(|socket| {
-            socket.set_reuseaddr(true)?;
-            socket.bind(address)?;
-            socket.listen(config.tcp_backlog)
-        });
-        match listening {
-            Ok(listener) => return Ok(listener),
-            Err(err) => last = err,
-        }
-    }
-    Err(cannot(last))
+fn bind(config: &Config, port: u16) -> stmd::Result<TcpListener> {
+    stmd::server::listen_tcp(&config.bind, port, config.tcp_backlog)
+        .map_err(|e| stmd::Error::Config(format!("cannot bind {}:{port}: {e}", config.bind)))
 }

@@ -197,9 +197,9 @@ enum Accepted {
     Unix(UnixStream),
 }
 
-/// Accepts on `listener`; never resolves when there is none.
-/// CONFIG SET port: a plain TCP listener on `bind`'s address and `port`, with `backlog`, made
-/// at once (so that a port that cannot be bound fails the command). Needs a Tokio runtime.
+/// A plain TCP listener on `bind`'s address and `port`, with `backlog`: at start, and for CONFIG
+/// SET port (made at once, so that a port that cannot be bound fails the command). Needs a Tokio
+/// runtime.
 pub fn listen_tcp(bind: &str, port: u16, backlog: u32) -> std::io::Result<TcpListener> {
     use std::net::ToSocketAddrs;
     if tokio::runtime::Handle::try_current().is_err() {
@@ -224,6 +224,7 @@ pub fn listen_tcp(bind: &str, port: u16, backlog: u32) -> std::io::Result<TcpLis
     Err(last)
 }
 
+/// Accepts on `listener`; never resolves when there is none.
 async fn accept(listener: &Option<TcpListener>) -> std::io::Result<(TcpStream, SocketAddr)> {
     match listener {
         Some(listener) => listener.accept().await,
