@@ -1351,11 +1351,13 @@ impl std::fmt::Display for Percentiles {
     }
 }
 
-/// Redis 7.2's `loglevel` names, as the `tracing` filters stmd logs by (`verbose` is `debug`:
-/// tracing has no level between debug and info), with Redis's CONFIG SET error.
+/// Redis 7.2's `loglevel` names, as the `tracing` filters stmd logs by, level for level from the
+/// most verbose (Redis's `debug` is tracing's `trace`, `verbose` its `debug`), with Redis's
+/// CONFIG SET error.
 pub fn log_level_filter(level: &str) -> Result<&'static str, String> {
     match level.to_ascii_lowercase().as_str() {
-        "debug" | "verbose" => Ok("debug"),
+        "debug" => Ok("trace"),
+        "verbose" => Ok("debug"),
         "notice" => Ok("info"),
         "warning" => Ok("warn"),
         "nothing" => Ok("off"),
@@ -1391,7 +1393,8 @@ pub fn apply_log_level(filter: &str) {
 /// filter itself for a tracing directive (such as `stmd=debug,info`).
 pub fn redis_log_level(filter: &str) -> String {
     match filter.trim().to_ascii_lowercase().as_str() {
-        "trace" | "debug" => "debug".into(),
+        "trace" => "debug".into(),
+        "debug" => "verbose".into(),
         "info" => "notice".into(),
         "warn" | "error" => "warning".into(),
         "off" => "nothing".into(),
