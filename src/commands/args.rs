@@ -57,13 +57,13 @@ pub fn parse_long_double(arg: &[u8]) -> Option<f64> {
     Some(value)
 }
 
-/// log10 of the magnitude of a decimal number (`-12.5e300`), from its digits, for numbers beyond
-/// f64's range; None for a zero or a text that is not decimal.
-fn decimal_log10(text: &str) -> Option<f64> {
-    let unsigned = text.trim_start_matches(['+', '-']);
-    let (mantissa, exponent) = match unsigned.find(['e', 'E']) {
-        Some(at) => (&unsigned[..at], &unsigned[at + 1..]),
-        None => (unsigned, ""),
+/// A number's mantissa and its signed decimal exponent after `marker` (`e`/`E`, or `p`/`P` for a
+/// hex float; 0 when there is none); None when the exponent is not digits. Saturating: an
+/// exponent of any length is far out of range either way.
+fn split_exponent(number: &str, marker: [char; 2]) -> Option<(&str, i64)> {
+    let (mantissa, exponent) = match number.find(marker) {
+        Some(at) => (&number[..at], &number[at + 1..]),
+        None => (number, ""),
     };
     let (negative, digits) = match exponent.as_bytes().first() {
         Some(b'-') => (true, &exponent[1..]),
@@ -73,11 +73,17 @@ fn decimal_log10(text: &str) -> Option<f64> {
     if !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    // Saturating: an exponent of any length is far out of range either way.
     let magnitude = digits.bytes().fold(0i64, |n, b| {
         n.saturating_mul(10).saturating_add(i64::from(b - b'0'))
     });
-    let exponent = if negative { -magnitude } else { magnitude };
+    Some((mantissa, if negative { -magnitude } else { magnitude }))
+}
+
+/// log10 of the magnitude of a decimal number (`-12.5e300`), from its digits, for numbers beyond
+/// f64's range; None for a zero or a text that is not decimal.
+fn decimal_log10(text: &str) -> Option<f64> {
+    let unsigned = text.trim_start_matches(['+', '-']);
+    let (mantissa, exponent) = split_exponent(unsigned, ['e', 'E'])?;
     let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
     let all: Vec<u8> = int_part.bytes().chain(frac_part.bytes()).collect();
     if !all.iter().all(u8::is_ascii_digit) {
@@ -100,22 +106,7 @@ fn hex_log10(text: &str) -> Option<f64> {
     let body = unsigned
         .strip_prefix("0x")
         .or_else(|| unsigned.strip_prefix("0X"))?;
-    let (mantissa, exponent) = match body.find(['p', 'P']) {
-        Some(at) => (&body[..at], &body[at + 1..]),
-        None => (body, ""),
-    };
-    let (negative, digits) = match exponent.as_bytes().first() {
-        Some(b'-') => (true, &exponent[1..]),
-        Some(b'+') => (false, &exponent[1..]),
-        _ => (false, exponent),
-    };
-    if !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let magnitude = digits.bytes().fold(0i64, |n, b| {
-        n.saturating_mul(10).saturating_add(i64::from(b - b'0'))
-    });
-    let exponent = if negative { -magnitude } else { magnitude };
+    let (mantissa, exponent) = split_exponent(body, ['p', 'P'])?;
     let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
     let all: Vec<u32> = int_part
         .chars()
