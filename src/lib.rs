@@ -23,7 +23,7 @@ pub mod number_format;
 pub mod output_limit;
 pub mod pause;
 pub mod percpu;
-pub mod persist;
+pub mod scope_rows;
 pub mod protocol;
 pub mod pubsub;
 pub mod rdb;

@@ -26,7 +26,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("store", 1),
     ("stm", 1),
     ("rdb", 1),
-    ("persist", 1),
+    ("scope_rows", 1),
     // L2: subsystems that take the store, the configuration and their own state.
     ("acl", 2),
     ("events", 2),

@@ -4,7 +4,7 @@
 
 use super::text::TextCleaner;
 use super::{Ids, Role, Scope, ScopeKey, Snapshot, StmEntry};
-use crate::persist::{PersistHandle, PersistOp};
+use crate::scope_rows::{PersistHandle, PersistOp};
 use crate::protocol::Reply;
 use crate::store::{Locked, Value};
 use bytes::Bytes;
