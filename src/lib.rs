@@ -32,6 +32,7 @@ pub mod scripting;
 pub mod server;
 pub mod slowlog;
 pub mod snapshot;
+pub mod spec;
 pub mod stm;
 pub mod store;
 pub mod supervise;
