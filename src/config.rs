@@ -830,7 +830,7 @@ impl Default for Config {
 impl Config {
     /// The worker threads to run: `--threads`, or for 0 one per core but one (at least one). On a
     /// 2-core host whose clients run beside the server a second worker costs more in context
-    /// switches than it serves (README, Performance, "One worker or two").
+    /// switches than it serves (docs/performance.md, "One worker by default").
     pub fn worker_threads(&self) -> usize {
         match self.threads {
             0 => {

@@ -6,7 +6,7 @@ use crate::clients::{ClientAddr, ClientRegistry};
 use crate::config::Config;
 use crate::connection;
 use crate::metrics::Stats;
-use crate::persist::{self, PersistHandle};
+use crate::scope_rows::{self, PersistHandle};
 use crate::stm::StmState;
 use crate::store::{eviction, expiry, Store};
 use crate::{Error, Result};
@@ -542,11 +542,11 @@ pub async fn run(
     .map_err(Error::Config)?;
     // The writer stops only after the connections have drained, so their last operations land.
     let (writer_stop_tx, writer_stop_rx) = watch::channel(false);
-    let persist::Started {
+    let scope_rows::Started {
         handle: persist,
         writer,
         restored,
-    } = persist::start(&config, store.clone(), writer_stop_rx, cluster.clone())
+    } = scope_rows::start(&config, store.clone(), writer_stop_rx, cluster.clone())
         .map_err(Error::Config)?;
     let restore_timeout = Duration::from_secs(config.stm_restore_timeout);
     let mut shared = Shared::new(config, local_addr, store, persist)?;
@@ -816,7 +816,7 @@ pub async fn run(
     }
     let _ = writer_stop_tx.send(true);
     if let Some(writer) = writer {
-        let limit = persist::writer::DRAIN_TIMEOUT + Duration::from_secs(1);
+        let limit = scope_rows::writer::DRAIN_TIMEOUT + Duration::from_secs(1);
         if tokio::time::timeout(limit, writer).await.is_err() {
             tracing::warn!("the scope-row writer did not finish in time");
         }

@@ -300,7 +300,7 @@ fn aux_fields() -> [(&'static str, String); 5] {
     [
         (
             "redis-ver",
-            crate::commands::connection::REDIS_VERSION.to_string(),
+            crate::spec::REDIS_VERSION.to_string(),
         ),
         ("redis-bits", "64".to_string()),
         ("ctime", (crate::store::now_ms() / 1000).to_string()),

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The real prometheus-redis-exporter (Debian package) scraping stmd and redis-server in the same
 run: every metric family it reports for Redis must be reported for stmd too, except the families
-that describe RDB/AOF/fork work stmd does not do (README: INFO and introspection).
+that describe RDB/AOF/fork work stmd does not do (docs/operations.md: INFO and introspection).
 
 Usage: families.py --stmd host:port --redis host:port [--results FILE]"""
 

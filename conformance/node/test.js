@@ -420,7 +420,7 @@ test('node-redis RESP3: defineScript and a function called through FCALL', async
 
 // ---------------------------------------------------------------- ACL: a named user
 
-/** A bot-shard user (issue #16's least-privilege profile), created and dropped by an admin. */
+/** A bot-shard user (a least-privilege profile), created and dropped by an admin. */
 async function withBotUser(fn) {
   const admin = io();
   const name = uniq('bot');

@@ -1,4 +1,4 @@
-"""The bot's short-term memory flow through redis-py, as in the README's Python example:
+"""The bot's short-term memory flow through redis-py, as in docs/examples/bot_memory.py:
 STM.CAPTURE → STM.GET (RESP3 map / RESP2 flat list / JSON) → STM.RECENT → STM.SUMMARY → STM.FORGET."""
 
 import asyncio
@@ -29,7 +29,7 @@ def as_dict(v):
 
 
 def after_turn(r, user, channel, server, history, replies, privacy="MINIMAL", stop=False):
-    """The README's capture helper."""
+    """The bot example's capture helper."""
     args = ["STM.CAPTURE", "USER", user, "CHANNEL", channel, "SERVER", server or "DM", "PRIVACY", privacy]
     if stop:
         args.append("STOP")

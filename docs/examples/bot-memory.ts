@@ -1,5 +1,5 @@
 // stmd from a TypeScript bot (ioredis 5): capture a turn, read memory for the next prompt, write a
-// summary, forget a user. The same code is in the README's "Use it from your bot" section.
+// summary, forget a user. docs/stm.md, "Use it from your bot", says what each step is for.
 import Redis from "ioredis";
 
 export const redis = new Redis({ host: "127.0.0.1", port: 6379, lazyConnect: true });

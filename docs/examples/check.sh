@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the README's bot examples (docs/examples/bot_memory.py and bot-memory.ts) against a fresh
+# Runs the bot examples (docs/examples/bot_memory.py and bot-memory.ts) against a fresh
 # stmd on a free loopback port, with the clients conformance/ installs (conformance/run python node
 # first). TypeScript is type-checked and compiled with `tsc` from npm (installed into a temp dir).
 set -euo pipefail

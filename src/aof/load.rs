@@ -100,7 +100,7 @@ impl Replay {
             config.clone(),
             addr,
             store.clone(),
-            crate::persist::PersistHandle::disabled(),
+            crate::scope_rows::PersistHandle::disabled(),
         )
         .map_err(|e| e.to_string())?;
         if !functions.is_empty() {

@@ -50,7 +50,7 @@ impl Coordinator {
             .max_connections(3)
             .acquire_timeout(Duration::from_secs(5))
             .connect_lazy_with(options);
-        crate::persist::db::migrate_postgres(&pool)
+        crate::scope_rows::db::migrate_postgres(&pool)
             .await
             .map_err(|e| format!("cannot prepare the cluster tables in Postgres: {e}"))?;
         Ok(Coordinator { pool })

@@ -250,7 +250,7 @@ async fn warm_taken_over(
         .stats
         .slots_taken_over
         .fetch_add(gained.len() as u64, Relaxed);
-    let db = crate::persist::db::Database::Postgres(coordinator.pool().clone());
+    let db = crate::scope_rows::db::Database::Postgres(coordinator.pool().clone());
     let summary_ttl_secs = warm.shared.config.read().stm_summary_ttl;
     let limit = Duration::from_millis(cluster.node_timeout_ms.max(1000));
     let rows = match tokio::time::timeout(limit, db.load_recent(summary_ttl_secs)).await {
@@ -271,7 +271,7 @@ async fn warm_taken_over(
     let store = warm.shared.store.clone();
     // The merge locks the keyspace's shards: off the async workers.
     let merged = tokio::task::spawn_blocking(move || {
-        crate::persist::restore::take_over_slots(
+        crate::scope_rows::restore::take_over_slots(
             &store,
             &rows,
             |key| mine[super::key_slot(key) as usize],

@@ -1,4 +1,4 @@
-//! Cluster mode (issue #17): Redis Cluster's protocol on top of a slot map kept in Postgres.
+//! Cluster mode: Redis Cluster's protocol on top of a slot map kept in Postgres.
 //!
 //! - [`key_slot`]: CRC16 and hash tags exactly as Redis computes them.
 //! - [`SlotMap`]: one configuration (an epoch, the nodes, the owner of each of the 16384 slots).

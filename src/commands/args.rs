@@ -41,7 +41,7 @@ pub fn parse_double(arg: &[u8]) -> Option<f64> {
 /// Parses a number like Redis's `string2ld` (INCRBYFLOAT, HINCRBYFLOAT): as [`parse_float`], but
 /// refused where `strtold` reports a range error, that is beyond long double's range (about
 /// 1.19e4932) or so small that it reads as 0. A number beyond f64's range but within long
-/// double's comes back as ±inf (stmd computes these in f64: README, known differences).
+/// double's comes back as ±inf (stmd computes these in f64: docs/compatibility.md, known differences).
 pub fn parse_long_double(arg: &[u8]) -> Option<f64> {
     let value = parse_float(arg)?;
     let text = std::str::from_utf8(arg).ok()?;

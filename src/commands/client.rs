@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// Redis 7.2's CLIENT HELP (src/networking.c). Its KILL filters are 7.2's: the `ID` and `MAXAGE`
-/// lines came with 7.4, though stmd serves both filters (README: Clients).
+/// lines came with 7.4, though stmd serves both filters (docs/operations.md: Clients).
 const HELP: &[&str] = &[
     "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "CACHING (YES|NO)",

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use std::sync::atomic::Ordering;
 
 /// The Redis version whose commands and replies we follow.
-pub const REDIS_VERSION: &str = "7.2.4";
+pub use crate::spec::REDIS_VERSION;
 
 pub fn ping(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     if !ctx.conn.resp3 && ctx.conn.subs.any() && args.len() <= 2 {

@@ -131,8 +131,6 @@ fn atoi(arg: &[u8]) -> i64 {
     sign * digits[..end].parse::<i64>().unwrap_or(0)
 }
 
-/// RESTORE and RDB loads skip the CRC64 check while set (DEBUG SET-SKIP-CHECKSUM-VALIDATION).
-pub static SKIP_CHECKSUM: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 pub fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let setting = ctx.shared.config.read().enable_debug_command;
@@ -191,7 +189,7 @@ pub fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             .store(atoi(args[2]) != 0, Relaxed);
         Ok(Reply::OK)
     } else if is(sub, "SET-SKIP-CHECKSUM-VALIDATION") && n == 3 {
-        SKIP_CHECKSUM.store(atoi(args[2]) != 0, Relaxed);
+        crate::rdb::SKIP_CHECKSUM.store(atoi(args[2]) != 0, Relaxed);
         Ok(Reply::OK)
     } else if INERT_SWITCHES.iter().any(|name| is(sub, name)) && n == 3 {
         let _ = atoi(args[2]);

@@ -1,7 +1,7 @@
 //! INFO, with Redis 7.2's sections, field names and section selection (`default`, `all`,
 //! `everything`, named sections, case-insensitive, unknown names ignored). Every figure is true
 //! of stmd: what stmd does not do (RDB, AOF, replicas, forks) reports as not happening, and fields
-//! stmd cannot measure are left out rather than invented (README: INFO and introspection).
+//! stmd cannot measure are left out rather than invented (docs/operations.md: INFO and introspection).
 
 use super::connection::REDIS_VERSION;
 use super::{CmdResult, Ctx};

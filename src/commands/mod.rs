@@ -66,17 +66,7 @@ pub type CmdResult = Result<Reply, Reply>;
 pub type Handler = fn(&mut Ctx<'_, '_>, &[&[u8]]) -> CmdResult;
 
 /// The exact error texts shared by many commands.
-pub mod err {
-    pub const SYNTAX: &str = "ERR syntax error";
-    pub const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
-    pub const NOT_FLOAT: &str = "ERR value is not a valid float";
-    pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
-    pub const NOAUTH: &str = "NOAUTH Authentication required.";
-    pub const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
-    pub const NO_SUCH_KEY: &str = "ERR no such key";
-    pub const OVERFLOW: &str = "ERR increment or decrement would overflow";
-    pub const NOT_IN_MULTI: &str = "ERR Command not allowed inside a transaction";
-}
+pub use crate::spec::errors as err;
 
 /// Per-connection state that commands read and change.
 pub struct ConnState {

@@ -2,7 +2,7 @@
 
 use super::args::{is, Cursor};
 use super::{err, CmdResult, Ctx};
-use crate::persist::PersistOp;
+use crate::scope_rows::PersistOp;
 use crate::protocol::Reply;
 use crate::stm::capture::{self, entry_at, CaptureRequest, MessageItem, ReplyItem, Skip, Ttls};
 use crate::stm::{

@@ -53,7 +53,7 @@ pub const CLIENT_SUBCOMMANDS: &[Command] = commands![
         complexity: "O(1)";
 ];
 
-/// ACL's subcommands (issue #16).
+/// ACL's subcommands.
 pub const ACL_SUBCOMMANDS: &[Command] = commands![
     "acl|cat", -2, NOSCRIPT | LOADING | STALE, (0, 0, 0), "server", "6.0.0", acl::acl, "[category]", "Lists the ACL categories, or the commands inside a category.",
         complexity: "O(1) since the categories and commands are a fixed set.";
@@ -87,9 +87,9 @@ pub const ACL_SUBCOMMANDS: &[Command] = commands![
 /// `super::cluster_admin`) change the shared configuration as `stmd cluster …` does.
 pub const CLUSTER_SUBCOMMANDS: &[Command] = commands![
     "cluster|countkeysinslot", 3, STALE, (0, 0, 0), "cluster", "3.0.0", super::cluster::cluster, "slot", "Returns the number of keys in a hash slot.",
-        complexity: "O(N), N the keys of the node (a scan; see README: Cluster).";
+        complexity: "O(N), N the keys of the node (a scan; see docs/cluster.md).";
     "cluster|getkeysinslot", 4, STALE, (0, 0, 0), "cluster", "3.0.0", super::cluster::cluster, "slot count", "Returns the key names in a hash slot.",
-        complexity: "O(N), N the keys of the node (a scan; see README: Cluster).", tips: &["nondeterministic_output"];
+        complexity: "O(N), N the keys of the node (a scan; see docs/cluster.md).", tips: &["nondeterministic_output"];
     "cluster|info", 2, STALE, (0, 0, 0), "cluster", "3.0.0", super::cluster::cluster, "", "Returns information about the state of a node.",
         complexity: "O(1)", tips: &["nondeterministic_output"];
     "cluster|keyslot", 3, STALE, (0, 0, 0), "cluster", "3.0.0", super::cluster::cluster, "key", "Returns the hash slot for a key.",

@@ -285,7 +285,7 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(1)";
     "client", -2, 0, (0, 0, 0), "connection", "2.4.0", conn::client, "", "A container for client connection commands.",
         complexity: "Depends on the subcommand.", subcommands: CLIENT_SUBCOMMANDS;
-    // cluster mode (issue #17)
+    // cluster mode
     "cluster", -2, 0, (0, 0, 0), "cluster", "3.0.0", super::cluster::cluster, "", "A container for Redis Cluster commands.",
         complexity: "Depends on the subcommand.", subcommands: CLUSTER_SUBCOMMANDS;
     "readonly", 1, LOADING | STALE | FAST, (0, 0, 0), "cluster", "3.0.0", super::cluster::accept, "", "Enables read-only queries for a connection to a Redis Cluster replica node.",
@@ -297,7 +297,7 @@ pub static COMMANDS: &[Command] = commands![
     // server
     "info", -1, LOADING | STALE, (0, 0, 0), "server", "1.0.0", info::info, "[section [section ...]]", "Returns information and statistics about the server.",
         complexity: "O(1)", acl: cat::DANGEROUS, tips: &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"];
-    // ACL (issue #16).
+    // ACL.
     "acl", -2, 0, (0, 0, 0), "server", "6.0.0", acl::acl, "", "A container for Access List Control commands.",
         complexity: "Depends on the subcommand.", subcommands: ACL_SUBCOMMANDS;
     "config", -2, 0, (0, 0, 0), "server", "2.0.0", server::config, "", "A container for server configuration commands.",
@@ -459,7 +459,7 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(N), N the length returned.", doc_flags: &["deprecated"], deprecated_since: "2.0.0", replaced_by: "`GETRANGE`", keys: &[key(RO | ACCESS, 1)];
     "setrange", 4, WRITE | DENYOOM, (1, 1, 1), "string", "2.2.0", strings::setrange, "key offset value", "Overwrites a part of a string value with another by an offset.",
         complexity: "O(M), M the length written, plus growing the value.", keys: &[key(RW | UPDATE, 1)];
-    // bitmaps, HyperLogLog, LCS (issue #14)
+    // bitmaps, HyperLogLog, LCS
     "setbit", 4, WRITE | DENYOOM, (1, 1, 1), "bitmap", "2.2.0", bitmaps::setbit, "key offset value", "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist.",
         complexity: "O(1), plus growing the value.", keys: &[key(RW | ACCESS | UPDATE, 1)];
     "getbit", 3, READONLY | FAST, (1, 1, 1), "bitmap", "2.2.0", bitmaps::getbit, "key offset", "Returns a bit value by offset.",
@@ -666,7 +666,7 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(M log N), M the members popped, N the size of the sorted set.", keys: &[key(RW | ACCESS | DELETE, 1)];
     "zscan", -3, READONLY, (1, 1, 1), "sorted-set", "2.8.0", zsets::zscan, "key cursor [MATCH pattern] [COUNT count]", "Iterates over members and scores of a sorted set.",
         complexity: "O(1) per call; O(N) for a whole iteration, N the elements.", keys: &[key(RO | ACCESS, 1)], tips: &["nondeterministic_output"];
-    // sorted-set algebra, pops and LMPOP/BLMPOP (issue #14)
+    // sorted-set algebra, pops and LMPOP/BLMPOP
     "zunion", -3, READONLY, (0, 0, 0), "sorted-set", "6.2.0", zalgebra::zalgebra, "numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE <SUM | MIN | MAX>] [WITHSCORES]", "Returns the union of multiple sorted sets.",
         complexity: "O(N) + O(M*log(M)), N the sum of the input sizes, M the result's size.", keys: &[keynum(RO | ACCESS, 1, 0, 1, 1)];
     "zinter", -3, READONLY, (0, 0, 0), "sorted-set", "6.2.0", zalgebra::zalgebra, "numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE <SUM | MIN | MAX>] [WITHSCORES]", "Returns the intersect of multiple sorted sets.",

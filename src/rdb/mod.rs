@@ -78,10 +78,13 @@ pub fn seal(mut body: Vec<u8>) -> Vec<u8> {
     body
 }
 
+/// RESTORE and RDB loads skip the CRC64 check while set (DEBUG SET-SKIP-CHECKSUM-VALIDATION).
+pub static SKIP_CHECKSUM: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// True while DEBUG SET-SKIP-CHECKSUM-VALIDATION 1 is in force: RESTORE payloads and RDB files are
 /// read without checking their CRC64, as in Redis.
 pub fn skip_checksum() -> bool {
-    crate::commands::debug::SKIP_CHECKSUM.load(std::sync::atomic::Ordering::Relaxed)
+    SKIP_CHECKSUM.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Checks a payload's footer as Redis's `verifyDumpPayload` does and returns the body before it.

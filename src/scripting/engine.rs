@@ -118,7 +118,7 @@ impl Engine {
         let error_value = lua.create_function(move |lua, error: mlua::Error| {
             error_value(lua, &error_names, &error)
         })?;
-        let version = crate::commands::connection::REDIS_VERSION;
+        let version = crate::spec::REDIS_VERSION;
         let (env, invoke, protect, redis, load_library, call_error): (
             Table,
             Function,

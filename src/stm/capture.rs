@@ -4,7 +4,7 @@
 
 use super::text::TextCleaner;
 use super::{Ids, Role, Scope, ScopeKey, Snapshot, StmEntry};
-use crate::persist::{PersistHandle, PersistOp};
+use crate::scope_rows::{PersistHandle, PersistOp};
 use crate::protocol::Reply;
 use crate::store::{Locked, Value};
 use bytes::Bytes;
@@ -185,7 +185,7 @@ pub fn entry_at<'l>(locked: &'l mut Locked, key: &[u8]) -> Result<Option<&'l mut
     match locked.get_mut(key).map(|e| &mut e.value) {
         None => Ok(None),
         Some(Value::Stm(entry)) => Ok(Some(entry)),
-        Some(_) => Err(Reply::error(crate::commands::err::WRONGTYPE)),
+        Some(_) => Err(Reply::error(crate::spec::errors::WRONGTYPE)),
     }
 }
 

@@ -364,7 +364,7 @@ pub struct Distilled {
 }
 
 use crate::config::Config;
-use crate::persist::PersistHandle;
+use crate::scope_rows::PersistHandle;
 use crate::store::Store;
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicU64, Ordering};

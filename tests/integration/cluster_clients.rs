@@ -1,4 +1,4 @@
-//! Cluster mode with every cluster client the README routes (issue #17): ioredis `Cluster` and
+//! Cluster mode with every cluster client docs/cluster.md routes: ioredis `Cluster` and
 //! node-redis `createCluster` (conformance/node/cluster.js), the redis-rs cluster client and
 //! `redis-cli -c`, each running a standard workload and a bot's STM workload over many channels
 //! against three real `stmd` nodes on 127.0.0.2/3/4 and a throwaway Postgres, with no CROSSSLOT

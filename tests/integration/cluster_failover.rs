@@ -1,4 +1,4 @@
-//! Cluster failover (issue #17): three real `stmd` nodes on 127.0.0.2/3/4 and a throwaway
+//! Cluster failover: three real `stmd` nodes on 127.0.0.2/3/4 and a throwaway
 //! Postgres; one node is killed with `kill -9`, the live ones reassign its slots through Postgres,
 //! warm its STM summaries from the rows, and clients following MOVED read them back. Skipped,
 //! loudly, without PostgreSQL or redis-cli (unless STMD_REQUIRE_POSTGRES=1, as in `.ci/run`).

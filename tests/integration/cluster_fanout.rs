@@ -1,4 +1,4 @@
-//! Cluster mode across nodes (issue #17): owner-wide STM.RECENT, STM.CONTEXT's other-channel blocks
+//! Cluster mode across nodes: owner-wide STM.RECENT, STM.CONTEXT's other-channel blocks
 //! and STM.FORGET USER gathered from every node, PUBLISH forwarded node to node, and sharded
 //! Pub/Sub kept on the slot's owner.
 //! Three real `stmd` processes on 127.0.0.2/3/4, a throwaway Postgres, redis-cli and the `redis`

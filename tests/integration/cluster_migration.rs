@@ -1,4 +1,4 @@
-//! Moving slots with their keys (issue #17): real `stmd` nodes on 127.0.0.2/3/4 and a throwaway
+//! Moving slots with their keys: real `stmd` nodes on 127.0.0.2/3/4 and a throwaway
 //! Postgres; `stmd cluster move-slots` runs while several redis-rs clients write (following
 //! MOVED), and every acknowledged write must be on the new owner afterwards, with TTLs, STM
 //! entries and blocked clients right. Skipped, loudly, without PostgreSQL or redis-cli (unless

@@ -1,4 +1,4 @@
-//! Cluster mode, phase 1 (issue #17): three real `stmd` processes on 127.0.0.2/3/4 and a throwaway
+//! Cluster mode, phase 1: three real `stmd` processes on 127.0.0.2/3/4 and a throwaway
 //! Postgres as the coordinator, driven by the `stmd cluster` admin tool, `redis-cli -c` and
 //! `redis-cli --cluster check`. Skipped, loudly, without PostgreSQL or redis-cli (unless
 //! STMD_REQUIRE_POSTGRES=1, as in `.ci/run`).

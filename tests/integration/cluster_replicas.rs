@@ -446,7 +446,7 @@ fn replicas_follow_serve_readonly_reads_and_take_over_with_the_keys() {
         }
     }
     // Its plain keys are exactly the promoted node's; the STM entry is not (a full sync carries
-    // no STM entries, as a snapshot does not: README, Replication).
+    // no STM entries, as a snapshot does not: docs/replication.md).
     let dbsize = |n: &Node| n.cli(&["DBSIZE"]).parse::<usize>().expect("DBSIZE");
     assert_eq!(dbsize(&nodes[0]) + 1, dbsize(&nodes[2]));
 }

@@ -1,6 +1,6 @@
 //! No Docker engine runs here, so this checks what can be checked without one: every `STMD_*`
 //! setting the Dockerfile and docker-compose.yml use is a real one, with a value stmd accepts, and
-//! the Dockerfile keeps the promises of the README (non-root, port, health check, data volume).
+//! the Dockerfile keeps the promises of docs/operations.md (non-root, port, health check, data volume).
 
 use clap::{CommandFactory, Parser};
 use regex::Regex;

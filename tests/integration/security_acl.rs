@@ -1,4 +1,4 @@
-//! ACL (issue #16) over real TCP: users and their rules as the clients of a shared stmd see them.
+//! ACL over real TCP: users and their rules as the clients of a shared stmd see them.
 //! The bot-shard profile, read-only key rules, disconnection of a deleted user, the ACL file round
 //! trip, scripts, MULTI, Pub/Sub channels (and subscribers closed when they are revoked), CLIENT
 //! LIST/KILL USER, the INFO counters and the STM commands whose keys are computed (CAPTURE,

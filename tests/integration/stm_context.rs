@@ -1,4 +1,4 @@
-//! STM.CONTEXT against the STM contract (README "Short-term memory"), over real TCP. Every call is
+//! STM.CONTEXT against the STM contract (docs/stm.md), over real TCP. Every call is
 //! made three ways: RESP2 or RESP3 (each test runs both) and `FORMAT JSON`; the RESP map is turned
 //! into JSON and must equal the JSON reply, so each assertion holds for all three forms.
 

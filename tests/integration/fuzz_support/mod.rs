@@ -9,7 +9,7 @@ use std::sync::Arc;
 use stmd::clients::ClientAddr;
 use stmd::commands::{self, ConnState, Ctx};
 use stmd::config::Config;
-use stmd::persist::PersistHandle;
+use stmd::scope_rows::PersistHandle;
 use stmd::protocol::{parse_request, Limits, Parsed, Reply};
 use stmd::server::Shared;
 use stmd::store::Store;

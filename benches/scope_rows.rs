@@ -2,7 +2,7 @@
 //! rate with the database up and down (the aim: the same). Uses a throwaway PostgreSQL cluster when
 //! PostgreSQL is installed, else the embedded SQLite file (the down case then needs Postgres).
 //!
-//! Run: `cargo bench --bench persist` (CAPTURES=… and CLIENTS=… to change the load).
+//! Run: `cargo bench --bench scope_rows` (CAPTURES=… and CLIENTS=… to change the load).
 
 #[path = "../tests/common/postgres.rs"]
 mod postgres;

@@ -1,0 +1,19 @@
+//! What every layer may know about the commands without knowing the handlers: the exact error
+//! texts many commands share and the Redis version stmd reports (docs/architecture.md, L0).
+
+/// The exact error texts shared by many commands (handlers name them `err::…`).
+pub mod errors {
+    pub const SYNTAX: &str = "ERR syntax error";
+    pub const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+    pub const NOT_FLOAT: &str = "ERR value is not a valid float";
+    pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+    pub const NOAUTH: &str = "NOAUTH Authentication required.";
+    pub const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+    pub const NO_SUCH_KEY: &str = "ERR no such key";
+    pub const OVERFLOW: &str = "ERR increment or decrement would overflow";
+    pub const NOT_IN_MULTI: &str = "ERR Command not allowed inside a transaction";
+}
+
+/// The Redis version stmd answers as (INFO `redis_version`, HELLO, LOLWUT, scripts'
+/// `REDIS_VERSION`, the RDB files' `redis-ver`): the release whose commands and replies it serves.
+pub const REDIS_VERSION: &str = "7.2.4";
