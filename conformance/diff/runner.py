@@ -38,7 +38,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import resp  # noqa: E402
-from allowlist import ALLOWED, ALWAYS_CHECKED, NOPERM_REASON, allowed_key, noperm_7_2  # noqa: E402
+from allowlist import ALLOWED, ALWAYS_CHECKED, NOPERM_REASON, REFERENCES_DIFFER, allowed_key, noperm_7_2  # noqa: E402
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
 
 ESCAPES = {"n": b"\n", "r": b"\r", "t": b"\t", "b": b"\b", "a": b"\a", '"': b'"', "\\": b"\\"}
 MODS = {"unordered", "scan", "c2", "send", "read", "raw"}
@@ -378,6 +379,49 @@ def step_matches(step, mine, theirs):
     return False, None
 
 
+def step_verdict(case, step, mine, red, val):
+    """(matches, allowed-reason or None) of one step against both references.
+
+    Without a second reference (val is None) this is step_matches against redis-server. With one,
+    stmd must match both (each exactly or by its ALLOWED rule). Where it matches only one, the
+    step passes only when REFERENCES_DIFFER names its command (or its case), names that reference
+    as the one stmd follows, and its check accepts stmd's reply against the other reference."""
+    ok_r, why_r = step_matches(step, mine, red)
+    if val is None:
+        return ok_r, why_r
+    ok_v, why_v = step_matches(step, mine, val)
+    if ok_r and ok_v:
+        return True, why_r or why_v
+    if not (ok_r or ok_v):
+        return False, None
+    rule = REFERENCES_DIFFER.get(case.id)
+    if rule is None and step.args and "raw" not in step.mods:
+        rule = REFERENCES_DIFFER.get(allowed_key(step.args))
+    if rule is None:
+        return False, None
+    follows, check, reason = rule
+    if follows == "redis" and ok_r:
+        other = val
+    elif follows == "valkey" and ok_v:
+        other = red
+    else:
+        return False, None
+    if other.marker or len(other.replies) != len(mine.replies):
+        return False, None
+    if all(check(a, b, step.args) for a, b in zip(mine.replies, other.replies)):
+        return True, "%s (stmd follows %s)" % (reason, follows)
+    return False, None
+
+
+def references_differ(red, val):
+    """Whether redis-server and valkey-server answered one step differently (raw bytes)."""
+    if red.marker or val.marker:
+        return red.marker != val.marker
+    if red.scan_items is not None or val.scan_items is not None:
+        return red.scan_items != val.scan_items
+    return [r.raw for r in red.replies] != [r.raw for r in val.replies]
+
+
 def is_unknown_command(outcome):
     return any(r.kind == "-" and r.value.startswith(b"ERR unknown command") for r in outcome.replies)
 
@@ -424,6 +468,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--stmd", required=True, help="host:port of stmd")
     ap.add_argument("--redis", required=True, help="host:port of the reference redis-server")
+    ap.add_argument("--valkey", help="host:port of the second reference, valkey-server 8.1")
     ap.add_argument("--corpus", default=os.path.join(os.path.dirname(__file__), "..", "corpus"))
     ap.add_argument("--known", default=os.path.join(os.path.dirname(__file__), "known-failures.txt"))
     ap.add_argument("--results", help="write `passed failed skipped` here")
@@ -436,6 +481,12 @@ def main():
         return Server(label, host, int(port))
 
     stmd, redis = server("stmd", opts.stmd), server("redis", opts.redis)
+    valkey = server("valkey", opts.valkey) if opts.valkey else None
+    servers = [s for s in (stmd, redis, valkey) if s]
+    # The servers are independent: each case runs on all of them at once, so a second reference
+    # does not lengthen the run.
+    pool = ThreadPoolExecutor(len(servers))
+    ref_diffs = {}  # allow-list key → steps where the two references answered differently
     files = sorted(f for f in os.listdir(opts.corpus) if f.endswith(".txt"))
     cases = [c for f in files for c in parse_corpus_file(os.path.join(opts.corpus, f))]
     if opts.filter:
@@ -458,11 +509,17 @@ def main():
         stats = per_file.setdefault(case.file, [0, 0, 0])
         for proto in case.protocols:
             label = "%s [RESP%d]" % (case.id, proto)
-            mine = run_case(stmd, case, proto)
-            theirs = run_case(redis, case, proto)
-            verdicts = [step_matches(s, a, b) for s, a, b in zip((s for s in case.steps if not s.sleep_ms), mine, theirs)]
-            ok = all(v[0] for v in verdicts)
+            runs = list(pool.map(lambda srv: run_case(srv, case, proto), servers))
+            mine, theirs = runs[0], runs[1]
+            second = runs[2] if valkey else [None] * len(mine)
             steps = [s for s in case.steps if not s.sleep_ms]
+            verdicts = [step_verdict(case, s, a, b, c) for s, a, b, c in zip(steps, mine, theirs, second)]
+            ok = all(v[0] for v in verdicts)
+            if valkey:
+                for s, b, c in zip(steps, theirs, second):
+                    if references_differ(b, c):
+                        key = allowed_key(s.args) if s.args and "raw" not in s.mods else "(raw)"
+                        ref_diffs[key] = ref_diffs.get(key, 0) + 1
             if not ok:
                 unknown = [a for s, a, b in zip(steps, mine, theirs)
                            if "raw" not in s.mods and is_unknown_command(a) and not is_unknown_command(b)]
@@ -494,14 +551,16 @@ def main():
             print("%s %s  (%s line %d)" % (tag, label, case.file + ".txt", case.line))
             if case.id in known:
                 print("    known: %s" % known[case.id])
-            for s, a, b, v in zip(steps, mine, theirs, verdicts):
+            for s, a, b, c, v in zip(steps, mine, theirs, second, verdicts):
                 mark = "  " if v[0] else "!="
                 print("  %s %s" % (mark, s.text))
                 if v[0]:
-                    print("       both : %s" % a.show())
+                    print("       all  : %s" % a.show())
                 else:
-                    print("       stmd : %s" % a.show())
-                    print("       redis: %s" % b.show())
+                    print("       stmd  : %s" % a.show())
+                    print("       redis : %s" % b.show())
+                    if c is not None:
+                        print("       valkey: %s" % c.show())
     elapsed = time.time() - t0
 
     print()
@@ -510,6 +569,9 @@ def main():
         p, fl, sk = per_file[f]
         print("  %-14s %4d / %d / %d" % (f, p, fl, sk))
     print_allowed(allowed_used)
+    if ref_diffs:
+        print("steps where redis-server and valkey-server differ, by command (each protocol run): %s" % (
+            ", ".join("%s(%d)" % kv for kv in sorted(ref_diffs.items()))))
     if unsupported:
         total = sum(unsupported.values())
         print("unsupported by stmd (ERR unknown command), %d case runs skipped: %s" % (

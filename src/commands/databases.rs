@@ -273,37 +273,47 @@ pub fn swapdb(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     Ok(Reply::OK)
 }
 
-/// `[ASYNC | SYNC]`, the only argument FLUSHDB and FLUSHALL take.
-fn flush_mode_ok(args: &[&[u8]]) -> Result<(), Reply> {
+/// `[ASYNC | SYNC]`, the only argument FLUSHDB and FLUSHALL take: whether the flush frees the
+/// keys' memory on the lazyfree thread (ASYNC) or before answering.
+fn flush_is_async(args: &[&[u8]]) -> Result<bool, Reply> {
     match args {
-        [_] => Ok(()),
-        [_, mode] if is(mode, "ASYNC") || is(mode, "SYNC") => Ok(()),
+        [_] => Ok(false),
+        [_, mode] if is(mode, "ASYNC") => Ok(true),
+        [_, mode] if is(mode, "SYNC") => Ok(false),
         _ => Err(Reply::error(err::SYNTAX)),
     }
 }
 
+fn flush(locked: &mut Locked, lazily: bool) {
+    if lazily {
+        locked.clear_lazily();
+    } else {
+        locked.clear();
+    }
+}
+
 pub fn flushdb(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    flush_mode_ok(args)?;
+    let lazily = flush_is_async(args)?;
     if ctx.shared.store.existing(ctx.conn.db).is_some() {
-        ctx.lock_all().clear();
+        flush(&mut ctx.lock_all(), lazily);
     }
     Ok(Reply::OK)
 }
 
 pub fn flushall(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    flush_mode_ok(args)?;
+    let lazily = flush_is_async(args)?;
     let dbs: SmallVec<[usize; 16]> = ctx.shared.store.existing_dbs().map(|(db, _)| db).collect();
     if ctx.in_exec() {
         // EXEC holds every database already: the flush is atomic under its locks.
         for db in dbs {
-            ctx.lock_all_of(db).clear();
+            flush(&mut ctx.lock_all_of(db), lazily);
         }
         return Ok(Reply::OK);
     }
     // Every database is locked (in ascending order, as every multi-database lock) before any is
     // emptied, so no client sees database 0 empty while database 1 is still full.
     for locked in ctx.shared.store.lock_dbs(&dbs).iter_mut() {
-        locked.clear();
+        flush(locked, lazily);
     }
     Ok(Reply::OK)
 }

@@ -418,8 +418,11 @@ fn memory(ctx: &Ctx, lines: &mut Lines) {
     lines.add("mem_aof_buffer", 0);
     lines.add("mem_allocator", allocator_name());
     lines.add("active_defrag_running", 0);
-    lines.add("lazyfree_pending_objects", 0);
-    lines.add("lazyfreed_objects", 0);
+    lines.add(
+        "lazyfree_pending_objects",
+        crate::store::lazyfree::pending(),
+    );
+    lines.add("lazyfreed_objects", crate::store::lazyfree::freed());
 }
 
 /// Physical memory of the machine, from /proc/meminfo (0 where unavailable).

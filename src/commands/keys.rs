@@ -7,15 +7,25 @@ use crate::events::class;
 use crate::glob;
 use crate::protocol::Reply;
 use crate::store::value::Value;
-use crate::store::{encoding, scan};
+use crate::store::{encoding, lazyfree, scan};
 use bytes::Bytes;
 use rand::Rng;
 
+/// DEL and UNLINK. UNLINK hands the values that are costly to free to the lazyfree thread
+/// (after the keys' locks are released), as Redis does.
 pub fn del(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let keys = &args[1..];
     let mut locked = ctx.lock(keys);
-    let removed = keys.iter().filter(|k| locked.remove(k).is_some()).count();
-    Ok(Reply::Int(removed as i64))
+    let removed: Vec<Value> = keys
+        .iter()
+        .filter_map(|k| locked.remove(k).map(|entry| entry.value))
+        .collect();
+    drop(locked);
+    let count = removed.len();
+    if is(args[0], "UNLINK") {
+        removed.into_iter().for_each(lazyfree::free_value);
+    }
+    Ok(Reply::Int(count as i64))
 }
 
 pub fn exists(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {

@@ -14,6 +14,7 @@ pub use held::in_order;
 pub mod compact;
 pub mod digest;
 pub mod hyperloglog;
+pub mod lazyfree;
 pub mod packed;
 pub mod ranked;
 pub mod scan;
@@ -854,11 +855,27 @@ impl<'a> Locked<'a> {
     /// Removes every key of the locked shards, and gives back their tables' memory as Redis's
     /// FLUSHALL does (a drained table keeps its capacity otherwise).
     pub fn clear(&mut self) {
+        self.clear_with(drop);
+    }
+
+    /// [`Locked::clear`] for FLUSHALL/FLUSHDB ASYNC: the keys are gone at once, their memory is
+    /// freed on the lazyfree thread (one object per key in INFO, as Redis counts a database).
+    pub fn clear_lazily(&mut self) {
+        let mut removed = Vec::new();
+        self.clear_with(|node| removed.push(node));
+        if !removed.is_empty() {
+            let keys = removed.len() as u64;
+            lazyfree::free_later(removed, keys);
+        }
+    }
+
+    fn clear_with(&mut self, mut removed: impl FnMut(shard::Node)) {
         self.store.noting(self.db, b"", Change::Flushed);
         let space = self.space;
         self.held.for_each_mut(|shard| {
             for node in shard.drain() {
                 space.on_remove(node.name(), &node.entry().value);
+                removed(node);
             }
         });
     }

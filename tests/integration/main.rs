@@ -36,6 +36,7 @@ mod ops_config_file;
 mod ops_debug;
 mod ops_docker;
 mod ops_introspection;
+mod ops_lazyfree;
 mod ops_logs;
 mod ops_metrics;
 mod ops_monitor;
