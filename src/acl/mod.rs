@@ -216,7 +216,9 @@ fn check_selector(
     keys: Keys<'_>,
 ) -> Result<(), Refusal> {
     // AUTH and HELLO (no_auth) pass the command check, as in Redis.
-    if !cmd.has(crate::commands::table::NO_AUTH) && !id.is_some_and(|id| selector.allows_id(id)) {
+    if !cmd.has(crate::commands::table::NO_AUTH)
+        && !id.is_some_and(|id| selector.allows_command(id, args))
+    {
         return Err(Refusal {
             denied: Denied::Command,
             arg: 0,

@@ -67,6 +67,10 @@ pub struct Selector {
     pub all_commands: bool,
     /// The command rules as given, compacted as Redis 7.2 compacts them (ACL LIST shows them).
     pub command_rules: Vec<String>,
+    /// Redis's first-arg rules (`+select|0`): a command without subcommands that is not allowed
+    /// as a whole is allowed when its first argument is one of these (by command id; lowercase,
+    /// compared without case as Redis does).
+    first_args: Vec<(usize, Vec<u8>)>,
     pub keys: Vec<KeyPattern>,
     pub all_keys: bool,
     pub channels: Vec<Vec<u8>>,
@@ -136,6 +140,7 @@ impl Selector {
             allowed: vec![0; IDS.words()],
             all_commands: false,
             command_rules: Vec::new(),
+            first_args: Vec::new(),
             keys: Vec::new(),
             all_keys: false,
             channels: Vec::new(),
@@ -158,7 +163,23 @@ impl Selector {
             .is_some_and(|w| w & (1 << (id % 64)) != 0)
     }
 
+    /// Whether the command with this id may run with these arguments (`args[0]` is its name): as
+    /// a whole, or by a first-arg rule.
+    #[inline]
+    pub fn allows_command(&self, id: usize, args: &[&[u8]]) -> bool {
+        self.allows_id(id)
+            || args.get(1).is_some_and(|first| {
+                self.first_args
+                    .iter()
+                    .any(|(i, arg)| *i == id && arg.eq_ignore_ascii_case(first))
+            })
+    }
+
+    /// Allowing or denying a command as a whole drops its first-arg rules, as in Redis.
     fn set_id(&mut self, id: usize, on: bool) {
+        if !self.first_args.is_empty() {
+            self.first_args.retain(|(i, _)| *i != id);
+        }
         if let Some(w) = self.allowed.get_mut(id / 64) {
             if on {
                 *w |= 1 << (id % 64);
@@ -231,12 +252,14 @@ impl Selector {
                 self.allowed.iter_mut().for_each(|w| *w = u64::MAX);
                 self.all_commands = true;
                 self.command_rules.clear();
+                self.first_args.clear();
                 return Ok(());
             }
             b"nocommands" | b"-@all" => {
                 self.allowed.iter_mut().for_each(|w| *w = 0);
                 self.all_commands = false;
                 self.command_rules.clear();
+                self.first_args.clear();
                 return Ok(());
             }
             _ => {}
@@ -273,13 +296,27 @@ impl Selector {
                     crate::commands::table::lookup(main.as_bytes()).ok_or(RuleError::Unknown)?;
                 match sub {
                     None => self.set_command(cmd, allow),
+                    Some("") if allow => return Err(RuleError::Syntax),
+                    Some(sub) if cmd.subcommands.is_empty() => {
+                        // Redis's first-arg rule (`+select|0`): the command with this first
+                        // argument only. There is no `-` form, nor one with two `|`.
+                        if !allow || sub.contains('|') {
+                            return Err(RuleError::Unknown);
+                        }
+                        let arg = sub.to_ascii_lowercase().into_bytes();
+                        if let Some(id) = IDS.of(cmd) {
+                            if !self.first_args.iter().any(|(i, a)| *i == id && *a == arg) {
+                                self.first_args.push((id, arg));
+                            }
+                        }
+                    }
                     Some(sub) => {
-                        if cmd.subcommands.is_empty() {
-                            // Redis's first-arg rules (`+select|0`) are not supported here.
-                            return Err(if allow {
-                                RuleError::Unknown
-                            } else {
+                        if let Some((sub, _)) = sub.split_once('|') {
+                            // `+config|get|x`: a first-arg rule on a subcommand.
+                            return Err(if allow && cmd.subcommand(sub.as_bytes()).is_some() {
                                 RuleError::SubcommandOfPlain
+                            } else {
+                                RuleError::Unknown
                             });
                         }
                         let row = cmd.subcommand(sub.as_bytes()).ok_or(RuleError::Unknown)?;

@@ -581,17 +581,46 @@ fn bitfield_generic(ctx: &mut Ctx, args: &[&[u8]], ro: bool) -> CmdResult {
             "ERR BITFIELD_RO only supports the GET subcommand",
         ));
     }
-    read_string(&mut locked, key)?;
     let need = (highest >> 3) as usize + 1;
-    let replies = write_string(&mut locked, key, need, |buf| {
+    // Redis counts one change per SET or INCRBY that ran (OVERFLOW FAIL can refuse one) and
+    // changed its field, or every one that ran when the string had to be created or grown; with
+    // no change, the key is not written at all.
+    let grown = read_string(&mut locked, key)?.is_none_or(|b| b.len() < need);
+    let mut changes = 0u64;
+    let mut apply = |buf: &mut [u8]| -> Vec<Reply> {
         fields
             .iter()
             .map(|f| match f.op {
                 FieldOp::Get => Reply::Int(read_field(buf, f)),
-                _ => write_field(buf, f),
+                _ => {
+                    let (reply, changed) = write_field(buf, f);
+                    if changed || (grown && !matches!(reply, Reply::Nil)) {
+                        changes += 1;
+                    }
+                    reply
+                }
             })
             .collect()
-    });
+    };
+    let existing = locked
+        .get_mut_unversioned(key)
+        .and_then(|e| match &mut e.value {
+            Value::Str(b) => Some(b),
+            _ => None,
+        });
+    let replies = match existing {
+        Some(b) => {
+            let replies = apply(b.grown_to(need));
+            if changes > 0 {
+                locked.get_mut(key);
+            }
+            replies
+        }
+        None => write_string(&mut locked, key, need, apply),
+    };
+    if changes > 1 {
+        locked.count_more_writes(key, changes - 1);
+    }
     Ok(Reply::Array(replies))
 }
 
@@ -611,8 +640,9 @@ fn read_field(value: &[u8], f: &Field) -> i64 {
     }
 }
 
-/// A SET or INCRBY on `buf` (already long enough): the reply, nil when OVERFLOW FAIL refuses it.
-fn write_field(buf: &mut [u8], f: &Field) -> Reply {
+/// A SET or INCRBY on `buf` (already long enough): the reply, nil when OVERFLOW FAIL refuses it,
+/// and whether the field's value changed.
+fn write_field(buf: &mut [u8], f: &Field) -> (Reply, bool) {
     let incr = f.op == FieldOp::Incrby;
     if f.signed {
         let old = get_signed(buf, f.offset, f.bits);
@@ -628,10 +658,10 @@ fn write_field(buf: &mut [u8], f: &Field) -> Reply {
             }
         };
         if over && f.overflow == Overflow::Fail {
-            return Reply::Nil;
+            return (Reply::Nil, false);
         }
         set_unsigned(buf, f.offset, f.bits, new as u64);
-        Reply::Int(if incr { new } else { old })
+        (Reply::Int(if incr { new } else { old }), new != old)
     } else {
         let old = get_unsigned(buf, f.offset, f.bits);
         let (new, over) = if incr {
@@ -646,10 +676,13 @@ fn write_field(buf: &mut [u8], f: &Field) -> Reply {
             }
         };
         if over && f.overflow == Overflow::Fail {
-            return Reply::Nil;
+            return (Reply::Nil, false);
         }
         set_unsigned(buf, f.offset, f.bits, new);
-        Reply::Int(if incr { new as i64 } else { old as i64 })
+        (
+            Reply::Int(if incr { new as i64 } else { old as i64 }),
+            new != old,
+        )
     }
 }
 

@@ -8,6 +8,7 @@ use super::{err, table, CmdResult, Command, ConnState, Ctx};
 use crate::clients::{flag, ClientClass, ClientInfo};
 use crate::pause::PauseMode;
 use crate::protocol::Reply;
+use bytes::BytesMut;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -70,22 +71,44 @@ const HELP: &[&str] = &[
     "    Print this help.",
 ];
 
-/// CLIENT REPLY's state: which replies the connection sends.
+/// CLIENT REPLY's state: which replies the connection sends. Out-of-band frames a command
+/// produces (Pub/Sub subscribe and unsubscribe confirmations) are kept apart in `pushes`: they go
+/// out whatever the mode, as Redis 7.2 sends every frame it writes while `CLIENT_PUSHING` (under
+/// RESP2 too, where the confirmations are plain arrays). Messages and invalidations never pass
+/// here: they arrive through the mailbox, which CLIENT REPLY does not touch either.
 #[derive(Default, Debug)]
 pub struct ReplyMode {
     off: bool,
     skip_this: bool,
     skip_next: bool,
+    pushes: BytesMut,
 }
 
 impl ReplyMode {
     /// Called once for each command's final reply: whether to send it. Moves SKIP on to the next
     /// command, as Redis does after every command.
     #[inline]
-    pub fn take_send(&mut self) -> bool {
+    fn take_send(&mut self) -> bool {
         let send = !self.off && !self.skip_this;
         self.skip_this = std::mem::take(&mut self.skip_next);
         send
+    }
+
+    /// Where a command writes its out-of-band frames (see [`ReplyMode`]).
+    pub fn pushes(&mut self) -> &mut BytesMut {
+        &mut self.pushes
+    }
+
+    /// Writes a command's out-of-band frames, then its final reply unless the mode drops it.
+    #[inline]
+    pub fn write(&mut self, reply: &Reply, resp3: bool, out: &mut BytesMut) {
+        if !self.pushes.is_empty() {
+            out.extend_from_slice(&self.pushes);
+            self.pushes.clear();
+        }
+        if self.take_send() {
+            reply.encode(resp3, out);
+        }
     }
 }
 
@@ -488,7 +511,9 @@ fn client_unblock(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 fn client_reply(ctx: &mut Ctx, mode: &[u8]) -> CmdResult {
     let replies = &mut ctx.conn.replies;
     if is(mode, "ON") {
-        *replies = ReplyMode::default();
+        replies.off = false;
+        replies.skip_this = false;
+        replies.skip_next = false;
     } else if is(mode, "OFF") {
         replies.off = true;
     } else if is(mode, "SKIP") {

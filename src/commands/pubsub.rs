@@ -120,7 +120,7 @@ pub fn subscribe(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         let count = kind.count(&ctx.conn.subs);
         confirmation(&mut out, resp3, kind.names(true), Some(&name), count);
     }
-    Ok(Reply::Raw(out.freeze()))
+    Ok(confirmations(ctx, out))
 }
 
 /// UNSUBSCRIBE, PUNSUBSCRIBE and SUNSUBSCRIBE; without arguments, from everything of that kind.
@@ -153,7 +153,18 @@ pub fn unsubscribe(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         let count = kind.count(&ctx.conn.subs);
         confirmation(&mut out, resp3, kind.names(false), Some(name), count);
     }
-    Ok(Reply::Raw(out.freeze()))
+    Ok(confirmations(ctx, out))
+}
+
+/// Hands a command's confirmations to the connection as out-of-band frames, which CLIENT REPLY
+/// OFF and SKIP do not silence (as in Redis 7.2); the command itself then has no reply of its
+/// own. Inside EXEC they stay the command's reply: they are elements of EXEC's array.
+fn confirmations(ctx: &mut Ctx, out: BytesMut) -> Reply {
+    if ctx.in_exec() {
+        return Reply::Raw(out.freeze());
+    }
+    ctx.conn.replies.pushes().extend_from_slice(&out);
+    Reply::Raw(bytes::Bytes::new())
 }
 
 /// Drops every subscription without replying (RESET).

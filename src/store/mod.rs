@@ -632,6 +632,26 @@ impl<'a> Locked<'a> {
         self.get_mut_at(spot, key)
     }
 
+    /// The live entry at `key` for a write that may turn out to change nothing: no version, no
+    /// note, no access. A caller that did change it then calls [`Locked::get_mut`], so WATCH,
+    /// tracking and the change count see the write only when there was one (Redis's BITFIELD
+    /// skips `signalModifiedKey` and `dirty` when no field changed).
+    pub fn get_mut_unversioned(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        let spot = self.spot(key);
+        self.live_entry_at(spot, key).map(|(_, e)| e)
+    }
+
+    /// Counts `n` writes more to `key`'s shard than the one that changed it, for a command Redis
+    /// counts as several changes (BITFIELD adds one per field it changed to `dirty`): INFO's
+    /// `rdb_changes_since_last_save` and the `save` rules see them.
+    pub fn count_more_writes(&mut self, key: &[u8], n: u64) {
+        let spot = self.spot(key);
+        let shard = self.held.shard_index(spot.slot);
+        for _ in 0..n {
+            self.space.bump_version(shard);
+        }
+    }
+
     /// [`Locked::get_mut`] with the key's spot already computed.
     fn get_mut_at(&mut self, spot: Spot, key: &[u8]) -> Option<&mut Entry> {
         let (store, space, db, now) = (self.store, self.space, self.db, self.now);

@@ -701,3 +701,38 @@ async fn stm_recent_leaves_out_the_entries_the_user_may_not_read() {
         .collect();
     assert_eq!(keys, ["shortterm:user:u1:c2:7"]);
 }
+
+/// `+select|0` (a first-arg rule on a command without subcommands) lets the user run SELECT 0
+/// and nothing else of SELECT; allowing SELECT as a whole, then denying it, drops the rule.
+#[tokio::test]
+async fn first_arg_rule_allows_that_first_argument_only() {
+    let server = TestServer::start().await;
+    let mut admin = server.raw().await;
+    let rules = [
+        "ACL",
+        "SETUSER",
+        "u",
+        "on",
+        ">pw",
+        "-@all",
+        "+select|0",
+        "+auth",
+    ];
+    assert_eq!(raw_cmd(&mut admin, &rules).await, "+OK\r\n");
+    let mut user = server.raw().await;
+    assert_eq!(raw_cmd(&mut user, &["AUTH", "u", "pw"]).await, "+OK\r\n");
+    assert_eq!(raw_cmd(&mut user, &["SELECT", "0"]).await, "+OK\r\n");
+    let denied = "-NOPERM User u has no permissions to run the 'select' command\r\n";
+    assert_eq!(raw_cmd(&mut user, &["SELECT", "1"]).await, denied);
+    assert_eq!(raw_cmd(&mut user, &["SELECT", "00"]).await, denied);
+    let shown = raw_cmd(&mut admin, &["ACL", "LIST"]).await;
+    assert!(shown.contains("-@all +select|0 +auth"), "{shown}");
+    let more = ["ACL", "SETUSER", "u", "+select", "-select"];
+    assert_eq!(raw_cmd(&mut admin, &more).await, "+OK\r\n");
+    assert_eq!(raw_cmd(&mut user, &["SELECT", "0"]).await, denied);
+    let minus = ["ACL", "SETUSER", "u", "-select|0"];
+    assert_eq!(
+        raw_cmd(&mut admin, &minus).await,
+        "-ERR Error in ACL SETUSER modifier '-select|0': Unknown command or category name in ACL\r\n"
+    );
+}
