@@ -16,26 +16,109 @@
 //!   its keys, which retries: if elements are left it is served, otherwise it waits again. Spurious
 //!   wake-ups cost one retry; a missed one would strand an element, so we err towards waking.
 //!
+//! Served between commands, as Redis serves blocked clients right after the command, transaction
+//! or script that fed them (before any client's next command): a waiter parked in its connection
+//! loop that is woken counts as *owed* in the store's [`Handoff`] until its rerun is over (served
+//! or waiting again). Every connection checks [`Handoff::pending`] before each command (one relaxed
+//! load; zero when nobody is blocked) and, when something is owed, lets the woken clients run
+//! first. So `LPUSH l x` pipelined with `RPOP l` lets a client blocked on `l` have `x`, and a push
+//! of two elements serves two waiters (the first one leaving wakes the next, still owed). Only a
+//! waiter that is parked, ready to rerun at once, is owed: one that is writing its own output or
+//! waiting for a script to end is not, so nobody can stall the others by not reading.
+//!
 //! Lock order: the registry mutex is taken while a shard lock may be held, never the other way.
 
 use bytes::Bytes;
 use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::Notify;
+
+/// The blocked clients woken and not yet done with their rerun, across every database.
+#[derive(Debug, Default)]
+pub struct Handoff {
+    owed: AtomicUsize,
+    settled: Notify,
+}
+
+impl Handoff {
+    /// True when some woken client has yet to run its command again: the caller should let it
+    /// run ([`Handoff::settled`]) before its own next command.
+    pub fn pending(&self) -> bool {
+        self.owed.load(Ordering::Relaxed) != 0
+    }
+
+    /// Resolves once no woken client is owed its rerun.
+    pub async fn settled(&self) {
+        loop {
+            let settled = self.settled.notified();
+            tokio::pin!(settled);
+            settled.as_mut().enable();
+            if self.owed.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            settled.await;
+        }
+    }
+
+    fn paid(&self) {
+        if self.owed.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.settled.notify_waiters();
+        }
+    }
+}
+
+/// A waiter's state towards the [`Handoff`].
+const IDLE: u8 = 0;
+/// In its connection loop, ready to rerun as soon as it is woken.
+const PARKED: u8 = 1;
+/// Woken while parked: counted in [`Handoff`] until its rerun is over.
+const OWED: u8 = 2;
 
 /// One blocked client.
 #[derive(Debug)]
 pub struct Waiter {
     id: u64,
     notify: Notify,
+    state: AtomicU8,
+    handoff: Arc<Handoff>,
 }
 
 impl Waiter {
     /// Resolves when a push (or the waiter ahead leaving) suggests a retry.
     pub async fn woken(&self) {
         self.notify.notified().await;
+    }
+
+    /// The connection loop is ready to rerun the command the moment it is woken: a wake-up from
+    /// now on holds other commands back until [`Waiter::settle`].
+    pub fn park(&self) {
+        let _ = self
+            .state
+            .compare_exchange(IDLE, PARKED, Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    /// The rerun is over (or the loop is about to await something else): nobody waits for this
+    /// client any longer.
+    pub fn settle(&self) {
+        if self.state.swap(IDLE, Ordering::AcqRel) == OWED {
+            self.handoff.paid();
+        }
+    }
+
+    fn wake(&self) {
+        self.notify.notify_one();
+        // Counted before the state says so: a `settle` racing this one then never takes the
+        // count below zero (which would lose the notification of reaching it).
+        self.handoff.owed.fetch_add(1, Ordering::AcqRel);
+        if self
+            .state
+            .compare_exchange(PARKED, OWED, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            self.handoff.paid();
+        }
     }
 }
 
@@ -46,9 +129,19 @@ pub struct Waiters {
     /// Number of keys with waiters: lets every push skip the mutex when nobody is blocked.
     keys_waited: AtomicUsize,
     next_id: AtomicU64,
+    /// Shared by every database of a store, so one check covers them all.
+    handoff: Arc<Handoff>,
 }
 
 impl Waiters {
+    /// A registry whose wake-ups are counted in `handoff`.
+    pub fn new(handoff: Arc<Handoff>) -> Waiters {
+        Waiters {
+            handoff,
+            ..Default::default()
+        }
+    }
+
     /// Wakes the first client waiting on `key`, if any. Called by every write that adds list
     /// elements, under the key's shard lock.
     pub fn signal(&self, key: &[u8]) {
@@ -56,7 +149,7 @@ impl Waiters {
             return;
         }
         if let Some(first) = self.queues.lock().get(key).and_then(|q| q.front()) {
-            first.notify.notify_one();
+            first.wake();
         }
     }
 
@@ -73,7 +166,7 @@ impl Waiters {
         };
         if let Some(at) = queue.iter().position(|w| w.id == me.id) {
             if let Some(next) = queue.get(at + 1) {
-                next.notify.notify_one();
+                next.wake();
             }
         }
     }
@@ -97,6 +190,8 @@ impl Waiters {
         let waiter = Arc::new(Waiter {
             id: self.next_id.fetch_add(1, Ordering::Relaxed),
             notify: Notify::new(),
+            state: AtomicU8::new(IDLE),
+            handoff: self.handoff.clone(),
         });
         let mut queues = self.queues.lock();
         for key in &keys {
@@ -129,7 +224,7 @@ impl Waiters {
             } else if let Some(next) = at.and_then(|i| queue.get(i)) {
                 // The one that followed gets the turn (a stream wake-up travels down the queue;
                 // for lists a follower that is not first just waits again).
-                next.notify.notify_one();
+                next.wake();
             }
         }
     }
@@ -143,7 +238,7 @@ impl Waiters {
         for (key, queue) in self.queues.lock().iter() {
             if moved(key) {
                 for waiter in queue {
-                    waiter.notify.notify_one();
+                    waiter.wake();
                 }
             }
         }

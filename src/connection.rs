@@ -125,6 +125,9 @@ enum Batch {
     ScriptWait,
     /// SYNC/PSYNC: the connection becomes a replica's once the output is written.
     Replica,
+    /// Blocked clients were woken (perhaps by this batch's last write): let them be served
+    /// before the next command, as Redis serves them between commands.
+    Handoff,
 }
 
 /// The output-buffer class of a connection right now.
@@ -220,6 +223,16 @@ async fn serve_loop(
                 }
             }
             Batch::More => continue,
+            Batch::Handoff => {
+                // The pause is a safety net: the batch looks again (a script that started meanwhile
+                // lifts the wait, see `run_buffered`).
+                tokio::select! {
+                    biased;
+                    _ = info.ended() => return Ok(()),
+                    _ = shared.store.handoff.settled() => continue,
+                    _ = tokio::time::sleep(std::time::Duration::from_millis(10)) => continue,
+                }
+            }
             Batch::Replica => {
                 if let Some(handoff) = conn.replica_handoff.as_mut() {
                     handoff.pending = inbuf.split();
@@ -406,6 +419,12 @@ fn run_buffered(
             batch = Batch::More;
             break;
         }
+        // One relaxed load when nobody was woken. While a script runs, the woken clients wait for
+        // it to end and dispatch decides (wait or BUSY) for everyone else.
+        if shared.store.handoff.pending() && !shared.scripting.run.is_active() {
+            batch = Batch::Handoff;
+            break;
+        }
         // AUTH may come earlier in the same batch, so this is read per request.
         limits.authenticated = conn.authenticated;
         let inline_args;
@@ -533,6 +552,9 @@ async fn wait_blocked(
         }
         let deadline = first_deadline.flatten();
         let waiter = conn.wait.as_ref().map(|g| g.waiter().clone());
+        if let (Some(w), false) = (&waiter, postponed) {
+            w.park(); // from here a wake-up holds other commands back until the rerun is over
+        }
         let woken = async {
             if postponed {
                 match shared.cluster.as_deref() {
@@ -573,6 +595,9 @@ async fn wait_blocked(
                     shared.scripting.wait(turn, threshold).await;
                     reply = commands::dispatch(&mut Ctx::new(shared, conn), &args);
                 }
+                if let Some(w) = &waiter {
+                    w.settle();
+                }
                 if conn.block.is_none() && !conn.postponed {
                     conn.wait = None;
                     finish(conn, reply, out);
@@ -607,6 +632,9 @@ async fn wait_blocked(
                 }
             }
             delivery = next_delivery(&mut conn.subs.inbox) => {
+                if let Some(w) = &waiter {
+                    w.settle(); // a write the client does not read must not hold others back
+                }
                 take_delivery(conn, delivery, out);
                 drain_inbox(conn, out);
                 tokio::select! {
@@ -620,6 +648,9 @@ async fn wait_blocked(
             _ = info.ended() => break false,
         }
     };
+    if let Some(guard) = &conn.wait {
+        guard.waiter().settle(); // closing: nobody waits for this client's rerun
+    }
     publish_batch(conn, info, inbuf, &Batch::Done);
     Ok(served)
 }

@@ -25,6 +25,26 @@ pub fn parse_timeout(arg: &[u8]) -> Result<Option<Duration>, Reply> {
     Ok((millis > 0).then(|| Duration::from_millis(millis)))
 }
 
+/// Whether a key holds something to pop, from `found` (the command's typed lookup of it). A rerun
+/// after a wake-up (`rerun`) does not fail on a key of another type: as Redis 7.2, it keeps waiting
+/// unless some other key can serve it, and then answers that key's error (`wrong`, the first one
+/// met), as Redis's re-executed command would. A `MULTI; LPUSH l a; DEL l; SET l x; EXEC` so
+/// leaves a BLPOP on `l` waiting for the next push.
+pub(super) fn holds<T>(
+    found: Result<Option<T>, Reply>,
+    rerun: bool,
+    wrong: &mut Option<Reply>,
+) -> Result<bool, Reply> {
+    match found {
+        Ok(value) => Ok(value.is_some()),
+        Err(error) if rerun => {
+            wrong.get_or_insert(error);
+            Ok(false)
+        }
+        Err(error) => Err(error),
+    }
+}
+
 /// Ends a command's wait (if it was waiting) or starts one, after an attempt found nothing.
 /// `guard` is the registration made under the lock by this attempt, if it was the first.
 fn block_or_nil(ctx: &mut Ctx, timeout: Option<Duration>, guard: Option<WaitGuard>) -> CmdResult {
@@ -52,12 +72,17 @@ pub fn bpop(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let waiters = ctx.shared.store.db(ctx.conn.db).waiters.clone();
     let guard = {
         let mut locked = ctx.lock(keys);
+        let mut wrong = None;
         for key in keys {
-            if list(&mut locked, key)?.is_none() {
+            if !holds(list(&mut locked, key), me.is_some(), &mut wrong)? {
                 continue;
             }
             if !in_exec && waiters.someone_ahead(key, me.as_deref()) {
                 continue; // first come, first served: an earlier client gets this one
+            }
+            if let Some(error) = wrong {
+                ctx.conn.wait = None;
+                return Err(error);
             }
             if let Some(value) = pop_one(&mut locked, key, end)? {
                 drop(locked);
@@ -90,7 +115,7 @@ pub fn blmove(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let waiters = ctx.shared.store.db(ctx.conn.db).waiters.clone();
     let guard = {
         let mut locked = ctx.lock(&args[1..3]);
-        let exists = list(&mut locked, src)?.is_some();
+        let exists = holds(list(&mut locked, src), me.is_some(), &mut None)?;
         if exists && (in_exec || !waiters.someone_ahead(src, me.as_deref())) {
             if let Some(value) = move_one(&mut locked, src, dst, from, to)? {
                 drop(locked);

@@ -5,7 +5,7 @@
 //! result is a nil reply at once.
 
 use super::args::{int, is};
-use super::blocking_lists::parse_timeout;
+use super::blocking_lists::{holds, parse_timeout};
 use super::lists::{pop_one, End};
 use super::typed::{list, remove_if_empty, zset, zset_mut};
 use super::{err, BlockRequest, CmdResult, Ctx};
@@ -29,12 +29,21 @@ fn serve(
     let waiters = ctx.shared.store.db(ctx.conn.db).waiters.clone();
     let guard = {
         let mut locked = ctx.lock(keys);
+        let mut wrong = None;
         for key in keys {
-            if !exists(&mut locked, key)? {
+            if !holds(
+                exists(&mut locked, key).map(|e| e.then_some(())),
+                me.is_some(),
+                &mut wrong,
+            )? {
                 continue;
             }
             if blocking.is_some() && !in_exec && waiters.someone_ahead(key, me.as_deref()) {
                 continue; // first come, first served: an earlier client gets this one
+            }
+            if let Some(error) = wrong {
+                ctx.conn.wait = None;
+                return Err(error);
             }
             let reply = pop(&mut locked, key)?;
             drop(locked);

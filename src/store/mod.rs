@@ -172,6 +172,9 @@ pub struct Store {
     pub replica_keeps_expired: AtomicBool,
     /// The replication stream: every write, once a replica has attached.
     pub feed: crate::replication::feed::Feed,
+    /// Blocked clients woken and owed their rerun, in any database: each connection lets them
+    /// run before its next command (see `crate::blocking`).
+    pub handoff: Arc<crate::blocking::Handoff>,
     /// INFO's `expired_stale_perc`: the share of swept keys found expired, smoothed over the
     /// expiry cycle's ticks as Redis smooths it (an `f64`'s bits).
     expired_stale: AtomicU64,
@@ -223,6 +226,7 @@ impl Store {
             pause: Default::default(),
             replica_keeps_expired: AtomicBool::new(false),
             feed: Default::default(),
+            handoff: Default::default(),
             expired_stale: AtomicU64::new(0),
         };
         store.db(0); // the one nearly every client uses
@@ -278,7 +282,7 @@ impl Store {
     /// on first use.
     #[inline]
     pub fn db(&self, db: usize) -> &Keyspace {
-        self.dbs[db].get_or_init(|| Keyspace::new(&self.hasher))
+        self.dbs[db].get_or_init(|| Keyspace::new(&self.hasher, &self.handoff))
     }
 
     /// The keyspace of `db` if it was ever used: reads of a never-used database need not create it.
@@ -397,7 +401,7 @@ impl Store {
 }
 
 impl Keyspace {
-    fn new(hasher: &Hasher) -> Keyspace {
+    fn new(hasher: &Hasher, handoff: &Arc<crate::blocking::Handoff>) -> Keyspace {
         Keyspace {
             shards: (0..SHARDS)
                 .map(|_| RwLock::new(Shard::new(hasher.clone())))
@@ -405,7 +409,7 @@ impl Keyspace {
             hasher: hasher.clone(),
             versions: (0..SHARDS).map(|_| ShardVersion::default()).collect(),
             stm_index: StmIndex::default(),
-            waiters: Default::default(),
+            waiters: Arc::new(Waiters::new(handoff.clone())),
             swaps: AtomicU64::new(0),
         }
     }

@@ -29,6 +29,7 @@ mod core_unix_socket;
 mod events_keyspace;
 mod events_tracking;
 mod fuzz_props;
+mod hostile_blocking;
 mod hostile_pushes;
 mod keys_dump;
 mod keys_migrate;
