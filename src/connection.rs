@@ -555,6 +555,10 @@ async fn wait_blocked(
         if let (Some(w), false) = (&waiter, postponed) {
             w.park(); // from here a wake-up holds other commands back until the rerun is over
         }
+        // However this iteration ends (served, timed out, unblocked, closed, an error), the
+        // waiter stops being owed: a woken client that times out at the same moment must not
+        // hold every other client back.
+        let _settle = SettleOnDrop(waiter.clone());
         let woken = async {
             if postponed {
                 match shared.cluster.as_deref() {
@@ -596,7 +600,7 @@ async fn wait_blocked(
                     reply = commands::dispatch(&mut Ctx::new(shared, conn), &args);
                 }
                 if let Some(w) = &waiter {
-                    w.settle();
+                    w.settle(); // before the reply is written: a slow reader holds nobody back
                 }
                 if conn.block.is_none() && !conn.postponed {
                     conn.wait = None;
@@ -648,11 +652,19 @@ async fn wait_blocked(
             _ = info.ended() => break false,
         }
     };
-    if let Some(guard) = &conn.wait {
-        guard.waiter().settle(); // closing: nobody waits for this client's rerun
-    }
     publish_batch(conn, info, inbuf, &Batch::Done);
     Ok(served)
+}
+
+/// Settles a blocked client's waiter when dropped (see [`crate::blocking::Waiter::settle`]).
+struct SettleOnDrop(Option<Arc<crate::blocking::Waiter>>);
+
+impl Drop for SettleOnDrop {
+    fn drop(&mut self) {
+        if let Some(waiter) = &self.0 {
+            waiter.settle();
+        }
+    }
 }
 
 /// Encodes the final reply of a command that waited, unless CLIENT REPLY drops it.
