@@ -29,6 +29,7 @@ mod core_unix_socket;
 mod events_keyspace;
 mod events_tracking;
 mod fuzz_props;
+mod hostile_scripts;
 mod keys_dump;
 mod keys_migrate;
 mod ops_aof;
