@@ -521,6 +521,39 @@ pub fn acl_check(
     args: &[&[u8]],
     context: &'static str,
 ) -> Result<(), String> {
+    acl_verdict(ctx, cmd, args, |ctx, refusal, keys| {
+        let context = if context == "toplevel" && ctx.conn.multi.is_some() {
+            "multi"
+        } else {
+            context
+        };
+        let user = ctx.conn.user.clone();
+        let object = match refusal.denied {
+            crate::acl::Denied::Command | crate::acl::Denied::Auth => cmd.name.to_string(),
+            _ => String::from_utf8_lossy(keys.refused(refusal, args)).into_owned(),
+        };
+        acl_log(ctx, refusal.denied, context, object, user.name_str());
+        Err(format!(
+            "NOPERM {}",
+            crate::acl::message(refusal, &user, cmd, args, keys, false)
+        ))
+    })
+}
+
+/// `redis.acl_check_cmd`: whether the connection's user may run `cmd` with `args` (a question,
+/// so nothing is counted or logged).
+pub fn acl_permits(ctx: &mut Ctx<'_, '_>, cmd: &Command, args: &[&[u8]]) -> bool {
+    acl_verdict(ctx, cmd, args, |_, _, _| Err(())).is_ok()
+}
+
+/// The ACL check itself: Ok when the user may run it, else what `refused` makes of the refusal
+/// and the keys the command names.
+fn acl_verdict<E>(
+    ctx: &mut Ctx<'_, '_>,
+    cmd: &Command,
+    args: &[&[u8]],
+    refused: impl FnOnce(&mut Ctx<'_, '_>, crate::acl::Refusal, crate::acl::Keys<'_>) -> Result<(), E>,
+) -> Result<(), E> {
     refresh_user(ctx);
     if ctx.conn.user.unrestricted || !ctx.conn.authenticated || ctx.conn.from_primary {
         return Ok(());
@@ -529,24 +562,10 @@ pub fn acl_check(
     let keys = computed
         .as_deref()
         .map_or(crate::acl::Keys::Specs, crate::acl::Keys::Computed);
-    let Err(refusal) = crate::acl::check(&ctx.conn.user, cmd, args, keys) else {
-        return Ok(());
-    };
-    let context = if context == "toplevel" && ctx.conn.multi.is_some() {
-        "multi"
-    } else {
-        context
-    };
-    let user = ctx.conn.user.clone();
-    let object = match refusal.denied {
-        crate::acl::Denied::Command | crate::acl::Denied::Auth => cmd.name.to_string(),
-        _ => String::from_utf8_lossy(keys.refused(refusal, args)).into_owned(),
-    };
-    acl_log(ctx, refusal.denied, context, object, user.name_str());
-    Err(format!(
-        "NOPERM {}",
-        crate::acl::message(refusal, &user, cmd, args, keys, false)
-    ))
+    match crate::acl::check(&ctx.conn.user, cmd, args, keys) {
+        Ok(()) => Ok(()),
+        Err(refusal) => refused(ctx, refusal, keys),
+    }
 }
 
 /// For a command that filters the keys it finds while running (STM.RECENT): true when the

@@ -6,7 +6,7 @@
 use super::databases::HeldLocks;
 use super::{table, CmdResult, Ctx};
 use crate::protocol::Reply;
-use crate::scripting::{BusyCheck, EngineGuard, Loaded, ScriptFlags};
+use crate::scripting::{BusyCheck, EngineGuard, Loaded, Request, ScriptFlags};
 use crate::store::eviction::OOM;
 use bytes::Bytes;
 use std::time::Duration;
@@ -231,9 +231,15 @@ fn execute<'s>(
     let running = shared.scripting.running(loaded.is_function);
     shared.scripting.run.set_inline(inline);
     let caller_db = inner.conn.db;
-    let reply = engine.invoke(&loaded, script.keys, script.argv, &mut |call, resp3| {
-        call_from_script(&mut inner, call, resp3, &permissions)
-    });
+    let reply = engine.invoke(
+        &loaded,
+        script.keys,
+        script.argv,
+        &mut |call, request| match request {
+            Request::Run { resp3 } => call_from_script(&mut inner, call, resp3, &permissions),
+            Request::AclCheck => acl_check_from_script(&mut inner, call),
+        },
+    );
     // A SELECT inside the script is the script's: its caller stays in its database (Redis).
     if inner.conn.db != caller_db {
         inner.conn.db = caller_db;
@@ -251,21 +257,35 @@ fn execute<'s>(
     Ok(reply)
 }
 
+/// `redis.acl_check_cmd`: whether the script's caller may run the command (as Redis, its arity is
+/// not checked; a container's unknown subcommand is an unknown command).
+fn acl_check_from_script(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    match script_command(ctx.shared, args) {
+        Some((_, effective)) => Reply::Bool(super::acl_permits(ctx, effective, args)),
+        None => Reply::error("ERR Invalid command passed to redis.acl_check_cmd()"),
+    }
+}
+
+/// A script's command and the row whose checks apply: a container's subcommand is looked up as
+/// Redis does (an unknown one is an unknown command), and its own arity and flags apply (`CONFIG
+/// GET` is `noscript`, as `CONFIG` is not).
+fn script_command(
+    shared: &crate::server::Shared,
+    args: &[&[u8]],
+) -> Option<(&'static table::Command, &'static table::Command)> {
+    let cmd = shared.commands.lookup(args[0])?;
+    match (cmd.subcommands.is_empty(), args.get(1)) {
+        (false, Some(sub)) => Some((cmd, cmd.subcommand(sub)?)),
+        _ => Some((cmd, cmd)),
+    }
+}
+
 /// One `redis.call` / `redis.pcall`: Redis's script checks in Redis's order, then the handler.
 fn call_from_script(ctx: &mut Ctx, args: &[&[u8]], resp3: bool, may: &Permissions) -> Reply {
     ctx.shared.scripting.run.maybe_hand_off();
     const UNKNOWN: &str = "ERR Unknown Redis command called from script";
-    let Some(cmd) = ctx.shared.commands.lookup(args[0]) else {
+    let Some((cmd, effective)) = script_command(ctx.shared, args) else {
         return Reply::error(UNKNOWN);
-    };
-    // A container's subcommand is looked up as Redis does (an unknown one is an unknown command),
-    // and its own arity and flags apply (`CONFIG GET` is `noscript`, as `CONFIG` is not).
-    let effective = match (cmd.subcommands.is_empty(), args.get(1)) {
-        (false, Some(sub)) => match cmd.subcommand(sub) {
-            Some(effective) => effective,
-            None => return Reply::error(UNKNOWN),
-        },
-        _ => cmd,
     };
     if !effective.arity_ok(args.len()) {
         return Reply::error("ERR Wrong number of args calling Redis command from script");

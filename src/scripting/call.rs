@@ -22,7 +22,18 @@ use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 
-/// What the two functions reach through their first upvalue (a light userdata). The engine owns
+/// What a script asks of the command runner.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Request {
+    /// `redis.call` / `redis.pcall`: run the command; its reply in RESP3 when the script asked
+    /// for it (`redis.setresp(3)`).
+    Run { resp3: bool },
+    /// `redis.acl_check_cmd`: whether the script's caller may run the command (`Reply::Bool`),
+    /// or Redis's error for a command that does not exist.
+    AclCheck,
+}
+
+/// What the three functions reach through their first upvalue (a light userdata). The engine owns
 /// it, boxed (a stable address), for as long as its Lua state can run a script.
 pub struct CallState {
     /// The engine's Lua, to lift the script's memory budget during a call.
@@ -33,12 +44,16 @@ pub struct CallState {
     pub resp3: Arc<AtomicBool>,
 }
 
-/// Creates `redis.call` and `redis.pcall` on `state`'s Lua. `call_error` is the metatable of the
-/// error tables `redis.call` raises (so the prelude's `pcall` can tell them from a script's own).
-pub fn functions(state: &CallState, call_error: &Table) -> mlua::Result<(Function, Function)> {
+/// Creates `redis.call`, `redis.pcall` and `redis.acl_check_cmd` on `state`'s Lua. `call_error`
+/// is the metatable of the error tables they raise (so the prelude's `pcall` can tell them from
+/// a script's own).
+pub fn functions(
+    state: &CallState,
+    call_error: &Table,
+) -> mlua::Result<(Function, Function, Function)> {
     let pointer = state as *const CallState as *mut std::ffi::c_void;
-    // SAFETY: the closure only pushes values (two light userdata, the metatable twice, two C
-    // closures) after growing the stack; `exec_raw` runs it protected and takes the two closures
+    // SAFETY: the closure only pushes values (three light userdata, the metatable three times,
+    // three C closures), within the 20 free slots it starts with; `exec_raw` runs it protected and takes the two closures
     // from the stack. The pointer stays valid for as long as the functions can be called: the
     // engine keeps the boxed `CallState` alive as long as its Lua state runs scripts.
     unsafe {
@@ -50,6 +65,9 @@ pub fn functions(state: &CallState, call_error: &Table) -> mlua::Result<(Functio
             ffi::lua_pushlightuserdata(l, pointer);
             ffi::lua_pushvalue(l, 1);
             ffi::lua_pushcclosure(l, redis_pcall, 2);
+            ffi::lua_pushlightuserdata(l, pointer);
+            ffi::lua_pushvalue(l, 1);
+            ffi::lua_pushcclosure(l, redis_acl_check_cmd, 2);
             ffi::lua_remove(l, 1);
         })
     }
@@ -90,19 +108,23 @@ unsafe fn push_array(l: *mut ffi::lua_State, items: &[&[u8]]) {
 }
 
 unsafe extern "C-unwind" fn redis_call(l: *mut ffi::lua_State) -> c_int {
-    command(l, true)
+    command(l, true, false)
 }
 
 unsafe extern "C-unwind" fn redis_pcall(l: *mut ffi::lua_State) -> c_int {
-    command(l, false)
+    command(l, false, false)
 }
 
-/// Runs the command the arguments name and leaves its converted reply on the stack, or raises
-/// (`raise`) or returns the error table.
-unsafe fn command(l: *mut ffi::lua_State, raise: bool) -> c_int {
+unsafe extern "C-unwind" fn redis_acl_check_cmd(l: *mut ffi::lua_State) -> c_int {
+    command(l, true, true)
+}
+
+/// Runs the command the arguments name (or checks it against the caller's ACL: `acl`) and leaves
+/// its converted reply on the stack, or raises (`raise`) or returns the error table.
+unsafe fn command(l: *mut ffi::lua_State, raise: bool, acl: bool) -> c_int {
     // SAFETY: upvalue 1 is the `CallState` pointer `functions` closed over (see there).
     let state = &*(ffi::lua_touserdata(l, ffi::lua_upvalueindex(1)) as *const CallState);
-    if run_command(l, state) || !raise {
+    if run_command(l, state, acl) || !raise {
         return 1;
     }
     // Nothing of Rust's is alive in this frame: the jump skips no destructor.
@@ -110,9 +132,17 @@ unsafe fn command(l: *mut ffi::lua_State, raise: bool) -> c_int {
 }
 
 /// The command's reply converted onto the stack (true), or its error table (false).
-unsafe fn run_command(l: *mut ffi::lua_State, state: &CallState) -> bool {
+unsafe fn run_command(l: *mut ffi::lua_State, state: &CallState, acl: bool) -> bool {
     let budget = state.lua.set_memory_limit(0).unwrap_or(0);
-    let outcome = reply_of(l, state).and_then(|reply| {
+    let resp3 = state.resp3.load(Relaxed);
+    let request = match acl {
+        true => Request::AclCheck,
+        false => Request::Run { resp3 },
+    };
+    let outcome = reply_of(l, state, request).and_then(|reply| {
+        // The arguments are done with: their slots go back, so a call with as many arguments as
+        // Lua's C stack holds (`unpack` of 7,999 values) still has room for its reply.
+        ffi::lua_settop(l, 0);
         // Each level of nesting holds a table and a key while the next level is built.
         match ffi::lua_checkstack(l, (3 * depth(&reply) + 3).try_into().unwrap_or(c_int::MAX)) {
             0 => Err("ERR reached lua stack limit".to_string()),
@@ -120,8 +150,12 @@ unsafe fn run_command(l: *mut ffi::lua_State, state: &CallState) -> bool {
         }
     });
     let ok = match outcome {
+        Ok(Reply::Bool(allowed)) if acl => {
+            ffi::lua_pushboolean(l, c_int::from(allowed));
+            true
+        }
         Ok(reply) => {
-            push_reply(l, reply, state.resp3.load(Relaxed));
+            push_reply(l, reply, resp3);
             true
         }
         Err(text) => {
@@ -134,7 +168,11 @@ unsafe fn run_command(l: *mut ffi::lua_State, state: &CallState) -> bool {
 }
 
 /// Reads the arguments and runs the command.
-unsafe fn reply_of(l: *mut ffi::lua_State, state: &CallState) -> Result<Reply, String> {
+unsafe fn reply_of(
+    l: *mut ffi::lua_State,
+    state: &CallState,
+    request: Request,
+) -> Result<Reply, String> {
     let count = ffi::lua_gettop(l);
     if count == 0 {
         return Err("ERR Please specify at least one argument for this redis lib call".into());
@@ -151,9 +189,8 @@ unsafe fn reply_of(l: *mut ffi::lua_State, state: &CallState) -> Result<Reply, S
         // SAFETY: a string on the stack, `len` bytes long, alive until this call returns.
         args.push(std::slice::from_raw_parts(bytes.cast::<u8>(), len));
     }
-    let resp3 = state.resp3.load(Relaxed);
     let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        state.runner.run(&args, resp3)
+        state.runner.run(&args, request)
     }));
     match ran {
         Ok(None) => Err("ERR redis.call is only available to a running script".into()),

@@ -1,12 +1,13 @@
 //! The one Lua 5.1 state every script runs in, its sandbox, and the script cache.
 
-use super::call::{self, CallState};
+use super::call::{self, CallState, Request};
 use super::convert;
 use super::functions::{self, Functions, Library, LibraryFunction, RestorePolicy};
+use super::hook::Hook;
 use super::RunState;
 use crate::protocol::Reply;
 use bytes::Bytes;
-use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value, VmState};
+use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -18,9 +19,6 @@ pub const MAX_EVAL_SCRIPTS: usize = 500;
 /// What one script call may allocate in the Lua state before it fails with an out-of-memory
 /// error (the server and the other scripts stay up).
 pub const SCRIPT_MEMORY_BUDGET: usize = 256 << 20;
-
-/// Lua instructions between two checks for SCRIPT KILL (Redis's hook count).
-const HOOK_EVERY: u32 = 100_000;
 
 /// A cached script: its compiled function and what it was compiled from.
 struct CachedScript {
@@ -67,6 +65,8 @@ pub struct Engine {
     /// SHAs added by EVAL, oldest first.
     eval_order: VecDeque<String>,
     body_bytes: usize,
+    /// What the instruction hook reads; declared after `lua`, so it is dropped after the state.
+    hook: Box<Hook>,
     /// What `redis.call` and `redis.pcall` point to; declared after `lua`, so it is dropped after
     /// the state that can call them.
     _call_state: Box<CallState>,
@@ -151,29 +151,41 @@ impl Engine {
                 Ok(())
             })?,
         )?;
+        // Accepted and ignored (scripts are replicated by their effects), after Redis's checks.
+        // A C function, as Redis's, so an error names the script's line even after `return`.
+        redis.raw_set(
+            "set_repl",
+            lua.create_function(|_, flags: mlua::Variadic<Value>| {
+                if flags.len() != 1 {
+                    return Err(raise("ERR redis.set_repl() requires two arguments."));
+                }
+                // Read as C's lua_tonumber and an int cast: a non-number is 0.
+                let flags = match &flags[0] {
+                    Value::Integer(n) => *n as f64,
+                    Value::Number(n) => *n,
+                    Value::String(s) => s.to_str().ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0.0),
+                    _ => 0.0,
+                };
+                if flags.trunc() < 0.0 || flags.trunc() > 3.0 {
+                    return Err(raise(
+                        "ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.",
+                    ));
+                }
+                Ok(())
+            })?,
+        )?;
         let runner = Arc::new(RunnerSlot::default());
         let call_state = Box::new(CallState {
             lua: lua.clone(),
             runner: runner.clone(),
             resp3: resp3.clone(),
         });
-        let (call, pcall) = call::functions(&call_state, &call_error)?;
+        let (call, pcall, acl_check_cmd) = call::functions(&call_state, &call_error)?;
         redis.raw_set("call", call)?;
         redis.raw_set("pcall", pcall)?;
+        redis.raw_set("acl_check_cmd", acl_check_cmd)?;
         protect.call::<()>(())?;
-        lua.set_hook(
-            HookTriggers::new().every_nth_instruction(HOOK_EVERY),
-            move |_, _| {
-                if run.kill_requested() {
-                    Err(mlua::Error::RuntimeError(
-                        "Script killed by user with SCRIPT KILL...".into(),
-                    ))
-                } else {
-                    run.on_hook();
-                    Ok(VmState::Continue)
-                }
-            },
-        );
+        let hook = Hook::install(&lua, run)?;
         Ok(Engine {
             runner,
             lua,
@@ -186,6 +198,7 @@ impl Engine {
             scripts: HashMap::default(),
             eval_order: VecDeque::new(),
             body_bytes: 0,
+            hook,
             _call_state: call_state,
         })
     }
@@ -274,9 +287,9 @@ impl Engine {
         })
     }
 
-    /// Compiles a library and runs its code to collect what it registers (FUNCTION LOAD).
-    /// Redis's errors; the loaded set is not touched.
-    pub fn compile_library(&mut self, code: &[u8]) -> Result<Library, String> {
+    /// Compiles a library and runs its code to collect what it registers (FUNCTION LOAD, under
+    /// the load time limit when `limited`). Redis's errors; the loaded set is not touched.
+    pub fn compile_library(&mut self, code: &[u8], limited: bool) -> Result<Library, String> {
         let name = functions::library_name(code)?;
         // The metadata line stays as a comment so line numbers match the code as sent.
         let mut source = b"--".to_vec();
@@ -291,7 +304,9 @@ impl Engine {
         let lua = &self.lua;
         lua.set_memory_limit(lua.used_memory().saturating_add(SCRIPT_MEMORY_BUDGET))
             .map_err(|e| e.to_string())?;
-        let outcome = self.load_library.call::<(bool, Value)>(chunk);
+        let outcome = self
+            .hook
+            .limit_load(limited, || self.load_library.call::<(bool, Value)>(chunk));
         let _ = lua.set_memory_limit(0);
         let registering = |text: String| format!("ERR Error registering functions: {text}");
         let (ok, value) =
@@ -332,7 +347,7 @@ impl Engine {
 
     /// FUNCTION LOAD [REPLACE]: the library's name once it is in.
     pub fn load_function_library(&mut self, code: &[u8], replace: bool) -> Result<String, String> {
-        let library = self.compile_library(code)?;
+        let library = self.compile_library(code, true)?;
         let name = library.name.clone();
         self.functions.insert(library, replace)?;
         Ok(name)
@@ -350,7 +365,7 @@ impl Engine {
             RestorePolicy::Append | RestorePolicy::Replace => self.functions.clone(),
         };
         for code in codes {
-            let library = self.compile_library(code)?;
+            let library = self.compile_library(code, false)?;
             next.insert(library, policy == RestorePolicy::Replace)?;
         }
         self.functions = next;
@@ -385,7 +400,7 @@ impl Engine {
         script: &Loaded,
         keys: &[&[u8]],
         argv: &[&[u8]],
-        call: &mut dyn FnMut(&[&[u8]], bool) -> Reply,
+        call: &mut dyn FnMut(&[&[u8]], Request) -> Reply,
     ) -> Reply {
         match self.try_invoke(script, keys, argv, call) {
             Ok(reply) => reply,
@@ -400,10 +415,11 @@ impl Engine {
         script: &Loaded,
         keys: &[&[u8]],
         argv: &[&[u8]],
-        call: &mut dyn FnMut(&[&[u8]], bool) -> Reply,
+        call: &mut dyn FnMut(&[&[u8]], Request) -> Reply,
     ) -> mlua::Result<Reply> {
         let lua = &self.lua;
         self.resp3.store(false, Relaxed);
+        self.hook.rearm();
         let _running = self.runner.hold(call);
         lua.set_memory_limit(lua.used_memory().saturating_add(SCRIPT_MEMORY_BUDGET))?;
         let outcome = call::invoke(
@@ -426,7 +442,7 @@ impl Engine {
 
 /// The command runner of one script call: runs one command for `redis.call` (its second
 /// argument: the script asked for RESP3) and returns its reply.
-type Runner<'a> = dyn FnMut(&[&[u8]], bool) -> Reply + 'a;
+type Runner<'a> = dyn FnMut(&[&[u8]], Request) -> Reply + 'a;
 
 /// Where `redis.call` and `redis.pcall`, created once with the state, find the runner of the
 /// script call in progress (a scoped Lua function per call cost more than the call itself).
@@ -459,11 +475,11 @@ impl RunnerSlot {
     }
 
     /// Runs one command with the runner in the slot; None when no script call holds one.
-    pub(super) fn run(&self, args: &[&[u8]], resp3: bool) -> Option<Reply> {
+    pub(super) fn run(&self, args: &[&[u8]], request: Request) -> Option<Reply> {
         let mut runner = self.0.lock().take()?;
         // SAFETY: see `hold`: the runner's borrow is alive while it is in the slot, and taking
         // it out makes this the only reference to it.
-        let reply = unsafe { (runner.0.as_mut())(args, resp3) };
+        let reply = unsafe { (runner.0.as_mut())(args, request) };
         *self.0.lock() = Some(runner);
         Some(reply)
     }

@@ -24,6 +24,7 @@ mod call;
 pub mod convert;
 pub mod engine;
 pub mod functions;
+mod hook;
 pub mod libs;
 
 use bytes::Bytes;
@@ -35,6 +36,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
+pub use call::Request;
 pub use engine::{Engine, Loaded, ScriptFlags};
 pub use functions::{Functions, Library, RestorePolicy};
 

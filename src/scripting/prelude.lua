@@ -76,8 +76,8 @@ function redis.log(level, ...)
 end
 
 
--- Accepted and ignored: scripts are always replicated by their effects (Redis 7).
-function redis.set_repl() end
+-- Accepted and ignored: scripts are always replicated by their effects (Redis 7). redis.set_repl
+-- is Rust's (engine.rs), checked as Redis checks it.
 function redis.replicate_commands() return true end
 function redis.breakpoint() return false end
 function redis.debug() end
@@ -188,6 +188,24 @@ local function caught(ok, ...)
 end
 globals.pcall = function(f, ...)
   return caught(pcall(f, ...))
+end
+-- xpcall runs the script's handler after the error is caught, not as Lua's error function: Lua
+-- runs an error function with its hooks off when the error came from a hook (a kill), so a
+-- loop in a handler could not be stopped. As in Lua, an error in the handler calls it again with
+-- that error, until Lua's C-call depth would give up.
+local function keep(err) return err end
+local function handled(handler, ok, ...)
+  if ok then return ok, ... end
+  local err = (...)
+  for _ = 1, 200 do
+    local fine, value = pcall(handler, err)
+    if fine then return false, value end
+    err = value
+  end
+  return false, 'error in error handling'
+end
+globals.xpcall = function(f, handler)
+  return handled(handler, xpcall(f, keep))
 end
 globals.load = sandboxed(load)
 globals.loadstring = sandboxed(loadstring)

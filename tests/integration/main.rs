@@ -31,6 +31,7 @@ mod events_tracking;
 mod fuzz_props;
 mod hostile_blocking;
 mod hostile_pushes;
+mod hostile_scripts;
 mod keys_dump;
 mod keys_migrate;
 mod ops_aof;
