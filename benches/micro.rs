@@ -15,8 +15,8 @@ use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion
 use std::sync::Arc;
 use stmd::commands::{dispatch, ConnState, Ctx};
 use stmd::config::Config;
-use stmd::scope_rows::PersistHandle;
 use stmd::protocol::{parse_request, Limits, Reply};
+use stmd::scope_rows::PersistHandle;
 use stmd::server::Shared;
 use stmd::stm::text::TextCleaner;
 use stmd::store::Store;

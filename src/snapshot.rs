@@ -298,10 +298,7 @@ fn write(shared: &Shared, functions: &[Bytes], walk: Walk) -> Result<(), String>
 /// The aux fields at the head of every file.
 fn aux_fields() -> [(&'static str, String); 5] {
     [
-        (
-            "redis-ver",
-            crate::spec::REDIS_VERSION.to_string(),
-        ),
+        ("redis-ver", crate::spec::REDIS_VERSION.to_string()),
         ("redis-bits", "64".to_string()),
         ("ctime", (crate::store::now_ms() / 1000).to_string()),
         ("used-mem", crate::metrics::allocated_bytes().to_string()),

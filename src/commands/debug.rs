@@ -131,7 +131,6 @@ fn atoi(arg: &[u8]) -> i64 {
     sign * digits[..end].parse::<i64>().unwrap_or(0)
 }
 
-
 pub fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let setting = ctx.shared.config.read().enable_debug_command;
     if !setting.allows(&ctx.conn.info.addr) {

@@ -2,8 +2,8 @@
 
 use super::args::{is, Cursor};
 use super::{err, CmdResult, Ctx};
-use crate::scope_rows::PersistOp;
 use crate::protocol::Reply;
+use crate::scope_rows::PersistOp;
 use crate::stm::capture::{self, entry_at, CaptureRequest, MessageItem, ReplyItem, Skip, Ttls};
 use crate::stm::{
     parse_lineage, parse_persona, render, valid_id, Role, Scope, ScopeKey, StmEntry, StmStats,

@@ -4,8 +4,8 @@
 
 use super::text::TextCleaner;
 use super::{Ids, Role, Scope, ScopeKey, Snapshot, StmEntry};
-use crate::scope_rows::{PersistHandle, PersistOp};
 use crate::protocol::Reply;
+use crate::scope_rows::{PersistHandle, PersistOp};
 use crate::store::{Locked, Value};
 use bytes::Bytes;
 use std::borrow::Cow;

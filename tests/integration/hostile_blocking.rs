@@ -386,3 +386,66 @@ async fn a_script_that_pushes_serves_the_waiter_before_the_next_command() {
     let log = on_both(script_push).await;
     assert_eq!(log, [":1\r\n", ":0\r\n", "*2\r\n$1\r\nl\r\n$1\r\ny\r\n"]);
 }
+
+/// Six clients loop `BLPOP l 0.01` (so timeouts and wake-ups race all the time) while a seventh
+/// pushes 300 elements: every element is received once or left in the list, every reply comes
+/// within 5 s, and another client gets PONG within a second throughout.
+async fn blpop_with_short_timeouts(addr: SocketAddr) -> Vec<String> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut consumers = Vec::new();
+    for _ in 0..6 {
+        let stop = stop.clone();
+        consumers.push(tokio::spawn(async move {
+            let mut conn = connect(addr).await;
+            let mut got = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                let reply =
+                    tokio::time::timeout(Duration::from_secs(5), cmd(&mut conn, "BLPOP l 0.01"))
+                        .await
+                        .expect("a BLPOP reply within 5 s");
+                if let Some(value) = reply.rsplit("\r\n").nth(1) {
+                    if reply.starts_with("*2") {
+                        got.push(value.to_string());
+                    }
+                }
+            }
+            got
+        }));
+    }
+    let mut pusher = connect(addr).await;
+    let mut ctl = connect(addr).await;
+    for i in 0..300 {
+        cmd(&mut pusher, &format!("RPUSH l {i}")).await;
+        if i % 50 == 0 {
+            pong(&mut ctl).await;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stop.store(true, Ordering::Relaxed);
+    let mut all: Vec<String> = Vec::new();
+    for consumer in consumers {
+        all.extend(consumer.await.expect("consumer"));
+    }
+    pong(&mut ctl).await;
+    let left = cmd(&mut ctl, "LRANGE l 0 -1").await;
+    all.extend(
+        left.split("\r\n")
+            .filter(|l| !l.is_empty() && !l.starts_with('*') && !l.starts_with('$'))
+            .map(String::from),
+    );
+    let total = all.len();
+    all.sort();
+    all.dedup();
+    vec![
+        format!("{total} elements"),
+        format!("{} distinct", all.len()),
+    ]
+}
+
+#[tokio::test]
+async fn short_blpop_timeouts_racing_pushes_lose_nothing_and_stall_nobody() {
+    let transcript = on_both(blpop_with_short_timeouts).await;
+    assert_eq!(transcript, ["300 elements", "300 distinct"]);
+}

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use stmd::clients::ClientAddr;
 use stmd::commands::{self, ConnState, Ctx};
 use stmd::config::Config;
-use stmd::scope_rows::PersistHandle;
 use stmd::protocol::{parse_request, Limits, Parsed, Reply};
+use stmd::scope_rows::PersistHandle;
 use stmd::server::Shared;
 use stmd::store::Store;
 
