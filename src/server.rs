@@ -417,6 +417,45 @@ async fn wait_for_replicas(shared: &Shared) {
     }
 }
 
+/// [`shut_down_by`], listening to `signals` meanwhile: a SIGINT exits at once ([`insist_on`]); a
+/// SIGTERM is kept, and `signals` gives it back first if the shutdown is refused (its save failed).
+async fn shut_down_insisting(
+    shared: &Arc<Shared>,
+    signal: StopSignal,
+    signals: &mut Pin<Box<dyn Future<Output = Option<StopSignal>> + Send>>,
+) -> bool {
+    let attempt = shut_down_by(shared, signal);
+    tokio::pin!(attempt);
+    let mut kept = None;
+    let mut fired = false;
+    loop {
+        tokio::select! {
+            done = &mut attempt => {
+                if let (false, Some(kept)) = (done, kept) {
+                    *signals = Box::pin(async move { Some(kept) });
+                }
+                return done;
+            }
+            again = &mut *signals, if !fired => {
+                fired = true;
+                if let Some(again) = again {
+                    insist_on(again);
+                    kept = Some(again);
+                }
+            }
+        }
+    }
+}
+
+/// A SIGINT that comes while a shutdown by signal is pending (waiting for a script, or saving)
+/// exits at once, as Redis's signal handler does.
+fn insist_on(signal: StopSignal) {
+    if signal == StopSignal::Interrupt {
+        tracing::warn!("You insist... exiting now.");
+        std::process::exit(1);
+    }
+}
+
 /// Resolves on SIGINT or SIGTERM, naming it: the shutdown future of the binary, and the one that
 /// follows a shutdown refused because its save failed. The handlers are installed at the call,
 /// not at the first poll, so a signal that comes before the accept loop first waits is not the
@@ -686,6 +725,8 @@ pub async fn run(
     let restoring = wait_for_restore(restored, restore_timeout);
     tokio::pin!(restoring);
     let mut restore_done = false;
+    // A signal that came while a script ran: the shutdown waits for the script's end.
+    let mut deferred: Option<StopSignal> = None;
     loop {
         let accepted = tokio::select! {
             signal = &mut shutdown => {
@@ -693,10 +734,29 @@ pub async fn run(
                 // Listening again before the attempt: a signal that comes while it saves is
                 // kept for after a refusal, not lost.
                 let next = stop_signal();
-                if shut_down_by(&shared, signal).await {
+                shutdown = Box::pin(async { Some(next.await) });
+                if deferred.is_some() {
+                    insist_on(signal);
+                    continue;
+                }
+                // As Redis: a shutdown by signal waits for a running script to end or be
+                // killed, and connections are still accepted meanwhile, so that SCRIPT KILL,
+                // FUNCTION KILL or SHUTDOWN NOSAVE can reach it.
+                if shared.scripting.run.is_active() {
+                    tracing::warn!(?signal, "a signal came while a script runs: shutting down when it ends");
+                    deferred = Some(signal);
+                    continue;
+                }
+                if shut_down_insisting(&shared, signal, &mut shutdown).await {
                     break;
                 }
-                shutdown = Box::pin(async { Some(next.await) });
+                continue;
+            }
+            _ = shared.scripting.run.until_idle(), if deferred.is_some() => {
+                let Some(signal) = deferred.take() else { continue };
+                if shut_down_insisting(&shared, signal, &mut shutdown).await {
+                    break;
+                }
                 continue;
             }
             _ = shared.shutdown_requested.notified() => break,

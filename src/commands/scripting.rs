@@ -260,7 +260,7 @@ fn execute<'s>(
 /// `redis.acl_check_cmd`: whether the script's caller may run the command (as Redis, its arity is
 /// not checked; a container's unknown subcommand is an unknown command).
 fn acl_check_from_script(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
-    match script_command(ctx.shared, args) {
+    match script_command(&ctx.shared.commands, args) {
         Some((_, effective)) => Reply::Bool(super::acl_permits(ctx, effective, args)),
         None => Reply::error("ERR Invalid command passed to redis.acl_check_cmd()"),
     }
@@ -270,10 +270,10 @@ fn acl_check_from_script(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 /// Redis does (an unknown one is an unknown command), and its own arity and flags apply (`CONFIG
 /// GET` is `noscript`, as `CONFIG` is not).
 fn script_command(
-    shared: &crate::server::Shared,
+    commands: &table::CommandNames,
     args: &[&[u8]],
 ) -> Option<(&'static table::Command, &'static table::Command)> {
-    let cmd = shared.commands.lookup(args[0])?;
+    let cmd = commands.lookup(args[0])?;
     match (cmd.subcommands.is_empty(), args.get(1)) {
         (false, Some(sub)) => Some((cmd, cmd.subcommand(sub)?)),
         _ => Some((cmd, cmd)),
@@ -284,7 +284,7 @@ fn script_command(
 fn call_from_script(ctx: &mut Ctx, args: &[&[u8]], resp3: bool, may: &Permissions) -> Reply {
     ctx.shared.scripting.run.maybe_hand_off();
     const UNKNOWN: &str = "ERR Unknown Redis command called from script";
-    let Some((cmd, effective)) = script_command(ctx.shared, args) else {
+    let Some((cmd, effective)) = script_command(&ctx.shared.commands, args) else {
         return Reply::error(UNKNOWN);
     };
     if !effective.arity_ok(args.len()) {

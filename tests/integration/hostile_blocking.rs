@@ -392,42 +392,38 @@ async fn a_script_that_pushes_serves_the_waiter_before_the_next_command() {
 /// within 5 s, and another client gets PONG within a second throughout.
 async fn blpop_with_short_timeouts(addr: SocketAddr) -> Vec<String> {
     use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut consumers = Vec::new();
-    for _ in 0..6 {
-        let stop = stop.clone();
-        consumers.push(tokio::spawn(async move {
-            let mut conn = connect(addr).await;
-            let mut got = Vec::new();
-            while !stop.load(Ordering::Relaxed) {
-                let reply =
-                    tokio::time::timeout(Duration::from_secs(5), cmd(&mut conn, "BLPOP l 0.01"))
-                        .await
-                        .expect("a BLPOP reply within 5 s");
+    let stop = AtomicBool::new(false);
+    let consumers = futures_util::future::join_all((0..6).map(|_| async {
+        let mut conn = connect(addr).await;
+        let mut got = Vec::new();
+        while !stop.load(Ordering::Relaxed) {
+            let reply =
+                tokio::time::timeout(Duration::from_secs(5), cmd(&mut conn, "BLPOP l 0.01"))
+                    .await
+                    .expect("a BLPOP reply within 5 s");
+            if reply.starts_with("*2") {
                 if let Some(value) = reply.rsplit("\r\n").nth(1) {
-                    if reply.starts_with("*2") {
-                        got.push(value.to_string());
-                    }
+                    got.push(value.to_string());
                 }
             }
-            got
-        }));
-    }
-    let mut pusher = connect(addr).await;
-    let mut ctl = connect(addr).await;
-    for i in 0..300 {
-        cmd(&mut pusher, &format!("RPUSH l {i}")).await;
-        if i % 50 == 0 {
-            pong(&mut ctl).await;
         }
-    }
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    stop.store(true, Ordering::Relaxed);
-    let mut all: Vec<String> = Vec::new();
-    for consumer in consumers {
-        all.extend(consumer.await.expect("consumer"));
-    }
+        got
+    }));
+    let mut ctl = connect(addr).await;
+    let pusher = async {
+        let mut pusher = connect(addr).await;
+        let mut ctl = connect(addr).await;
+        for i in 0..300 {
+            cmd(&mut pusher, &format!("RPUSH l {i}")).await;
+            if i % 50 == 0 {
+                pong(&mut ctl).await;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        stop.store(true, Ordering::Relaxed);
+    };
+    let (received, ()) = tokio::join!(consumers, pusher);
+    let mut all: Vec<String> = received.into_iter().flatten().collect();
     pong(&mut ctl).await;
     let left = cmd(&mut ctl, "LRANGE l 0 -1").await;
     all.extend(

@@ -16,8 +16,10 @@ async fn connect(port: u16) -> MultiplexedConnection {
 fn outcome(reply: redis::RedisResult<redis::Value>) -> String {
     match reply {
         Ok(value) => format!("{value:?}"),
+        // The code and text when the client parsed them, and its own rendering (which carries the
+        // text for the errors it does not parse, e.g. `ERR Error registering functions: …`).
         Err(err) => format!(
-            "{} {}",
+            "{} {} ({err})",
             err.code().unwrap_or("?"),
             err.detail().unwrap_or("")
         ),
@@ -148,4 +150,78 @@ async fn hostile_functions_and_library_loads_as_on_redis() {
             "{ended}"
         );
     }
+}
+
+/// SIGTERM while a script runs: the server keeps accepting connections (so SCRIPT KILL can reach
+/// the script) and shuts down as soon as the script is killed, as Redis does.
+#[tokio::test]
+async fn a_signal_during_a_script_takes_effect_when_the_script_is_killed() {
+    let mut server = common::Binary::start(&["--busy-reply-threshold", "100"]);
+    server.wait_accepting();
+    let mut caller = server.client().await;
+    let running = tokio::spawn(async move {
+        redis::cmd("EVAL")
+            .arg(&["while 1 do end", "0"])
+            .query_async::<redis::Value>(&mut caller)
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.signal("TERM");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        server.exit_within(Duration::ZERO).is_none(),
+        "exited before the script ended"
+    );
+    let mut admin = server.client().await; // still accepting
+    let killed: String = redis::cmd("SCRIPT")
+        .arg("KILL")
+        .query_async(&mut admin)
+        .await
+        .expect("SCRIPT KILL");
+    assert_eq!(killed, "OK");
+    let status = server.exit_within(Duration::from_secs(5));
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "no clean exit after the kill: {status:?}"
+    );
+    let caller = running.await.expect("caller");
+    assert!(
+        caller.is_err(),
+        "the killed script's caller gets an error: {caller:?}"
+    );
+}
+
+/// A script that wrote cannot be killed; while it runs, a SIGINT waits for it, and a second SIGINT
+/// exits at once ("You insist... exiting now."), as Redis's signal handler does.
+#[tokio::test]
+async fn a_second_sigint_exits_at_once_while_an_unkillable_script_runs() {
+    let mut server = common::Binary::start(&["--busy-reply-threshold", "100"]);
+    server.wait_accepting();
+    let mut caller = server.client().await;
+    let _running = tokio::spawn(async move {
+        redis::cmd("EVAL")
+            .arg(&["redis.call('set', 'k', 'v') while 1 do end", "0"])
+            .query_async::<redis::Value>(&mut caller)
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut admin = server.client().await;
+    let refused = redis::cmd("SCRIPT")
+        .arg("KILL")
+        .query_async::<String>(&mut admin)
+        .await
+        .expect_err("UNKILLABLE");
+    assert_eq!(refused.code(), Some("UNKILLABLE"));
+    server.signal("INT");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        server.exit_within(Duration::ZERO).is_none(),
+        "exited on the first SIGINT"
+    );
+    server.signal("INT");
+    let status = server.exit_within(Duration::from_secs(2));
+    assert!(
+        status.is_some_and(|s| s.code() == Some(1)),
+        "no exit on the second SIGINT: {status:?}"
+    );
 }
