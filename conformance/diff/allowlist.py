@@ -785,6 +785,7 @@ REFERENCES_DIFFER = {
     "BLPOP": ("redis", same_kind, VALKEY_ERROR + ": 'timeout is out of range'"),
     "CLIENT KILL": ("redis", same_kind, VALKEY_ERROR),
     "CLIENT LIST": ("redis", any_reply, "Valkey 8 rejects ID 0 and non-numeric ids; Redis 7.2 lists no client"),
+    "CLIENT INFO": ("redis", same_kind, "Valkey 8 shares one query buffer among clients (qbuf=0 qbuf-free=0 between commands); Redis 7.2 sizes each client's as 7.0 does"),
     "CLIENT PAUSE": ("redis", any_reply, VALKEY_ACCEPTS + ": an argument after WRITE|ALL"),
     "CLIENT UNBLOCK": ("redis", any_reply, VALKEY_ACCEPTS + ": an argument after TIMEOUT|ERROR"),
     "BITCOUNT": ("redis", any_reply, VALKEY_ACCEPTS + ": a start without an end (Redis 7.4's form)"),

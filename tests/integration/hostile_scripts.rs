@@ -8,8 +8,12 @@ use crate::common::{self, real_redis::RealRedis, TestServer};
 use redis::aio::MultiplexedConnection;
 use std::time::{Duration, Instant};
 
+/// A connection that waits 10 s for a reply (the client's default, 500 ms, is shorter than a
+/// FUNCTION LOAD's limit and than a script's run before its kill).
 async fn connect(port: u16) -> MultiplexedConnection {
-    common::connect_retrying(port, "server").await
+    let mut conn = common::connect_retrying(port, "server").await;
+    conn.set_response_timeout(Duration::from_secs(10));
+    conn
 }
 
 /// What a reply or error reads as, for comparing the two servers.
@@ -158,7 +162,7 @@ async fn hostile_functions_and_library_loads_as_on_redis() {
 async fn a_signal_during_a_script_takes_effect_when_the_script_is_killed() {
     let mut server = common::Binary::start(&["--busy-reply-threshold", "100"]);
     server.wait_accepting();
-    let mut caller = server.client().await;
+    let mut caller = connect(server.port).await;
     let running = tokio::spawn(async move {
         redis::cmd("EVAL")
             .arg(&["while 1 do end", "0"])
@@ -172,7 +176,7 @@ async fn a_signal_during_a_script_takes_effect_when_the_script_is_killed() {
         server.exit_within(Duration::ZERO).is_none(),
         "exited before the script ended"
     );
-    let mut admin = server.client().await; // still accepting
+    let mut admin = connect(server.port).await; // still accepting
     let killed: String = redis::cmd("SCRIPT")
         .arg("KILL")
         .query_async(&mut admin)
@@ -197,7 +201,7 @@ async fn a_signal_during_a_script_takes_effect_when_the_script_is_killed() {
 async fn a_second_sigint_exits_at_once_while_an_unkillable_script_runs() {
     let mut server = common::Binary::start(&["--busy-reply-threshold", "100"]);
     server.wait_accepting();
-    let mut caller = server.client().await;
+    let mut caller = connect(server.port).await;
     let _running = tokio::spawn(async move {
         redis::cmd("EVAL")
             .arg(&["redis.call('set', 'k', 'v') while 1 do end", "0"])
@@ -205,7 +209,7 @@ async fn a_second_sigint_exits_at_once_while_an_unkillable_script_runs() {
             .await
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let mut admin = server.client().await;
+    let mut admin = connect(server.port).await;
     let refused = redis::cmd("SCRIPT")
         .arg("KILL")
         .query_async::<String>(&mut admin)
