@@ -374,3 +374,35 @@ pub fn resp(args: &[&[u8]]) -> Vec<u8> {
     }
     out
 }
+
+/// Ends the test process if the test that holds it runs longer than `limit`: a script or a
+/// blocked client left running forever would otherwise keep the runtime (and CI) from ever
+/// finishing. Dropping it (the test ended, passed or failed) disarms it, so a long suite is not
+/// cut short by an earlier test's timer.
+pub struct Watchdog(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+pub fn watchdog(name: &'static str, limit: Duration) -> Watchdog {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let done = std::sync::Arc::new(AtomicBool::new(false));
+    let watched = done.clone();
+    std::thread::spawn(move || {
+        let deadline = std::time::Instant::now() + limit;
+        while std::time::Instant::now() < deadline {
+            if watched.load(Ordering::Relaxed) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        if !watched.load(Ordering::Relaxed) {
+            eprintln!("{name}: a test ran for {limit:?}; aborting");
+            std::process::exit(101);
+        }
+    });
+    Watchdog(done)
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}

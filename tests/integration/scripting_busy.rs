@@ -46,23 +46,13 @@ async fn start_script(server: &TestServer, body: &str, keys: &[&[u8]]) -> (RawCo
     (scripted, body)
 }
 
-/// Ends the test process if a test runs far too long: a script left running forever would
-/// otherwise keep the runtime (and CI) from ever finishing.
-fn watchdog() {
-    std::thread::spawn(|| {
-        std::thread::sleep(Duration::from_secs(60));
-        eprintln!("scripting_busy: a test ran for 60 s; aborting");
-        std::process::exit(101);
-    });
-}
-
 fn text(reply: Vec<u8>) -> String {
     String::from_utf8_lossy(&reply).into_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn busy_then_script_kill_from_other_connections() {
-    watchdog();
+    let _watchdog = common::watchdog("scripting_busy", Duration::from_secs(60));
     let server = server_with_threshold("300").await;
     let (mut looping, body) = start_script(&server, "while true do end", &[]).await;
     // Sent under the threshold: it waits (as it would queue in Redis), then answers BUSY.
@@ -110,7 +100,7 @@ async fn busy_then_script_kill_from_other_connections() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_command_under_the_threshold_waits_for_the_script() {
-    watchdog();
+    let _watchdog = common::watchdog("scripting_busy", Duration::from_secs(60));
     let server = TestServer::start().await;
     // About a few hundred milliseconds of Lua, then a write the waiting reader must see.
     let (mut scripted, _) = start_script(
@@ -129,7 +119,7 @@ async fn a_command_under_the_threshold_waits_for_the_script() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_script_that_wrote_cannot_be_killed_but_shutdown_nosave_stops_the_server() {
-    watchdog();
+    let _watchdog = common::watchdog("scripting_busy", Duration::from_secs(60));
     let mut server = server_with_threshold("100").await;
     let (_writer, _) = start_script(
         &server,
@@ -157,7 +147,7 @@ async fn a_script_that_wrote_cannot_be_killed_but_shutdown_nosave_stops_the_serv
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn allow_busy_commands_still_run() {
-    watchdog();
+    let _watchdog = common::watchdog("scripting_busy", Duration::from_secs(60));
     let server = server_with_threshold("100").await;
     let (mut looping, _) = start_script(&server, "while true do end", &[]).await;
     tokio::time::sleep(Duration::from_millis(150)).await;
@@ -175,7 +165,7 @@ async fn allow_busy_commands_still_run() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_blocked_on_a_list_a_long_script_feeds_is_served_after_it_not_busy() {
-    watchdog();
+    let _watchdog = common::watchdog("scripting_busy", Duration::from_secs(60));
     let server = server_with_threshold("100").await;
     let mut blocked = server.raw().await;
     blocked.send(&resp(&[b"BLPOP", b"queue", b"0"])).await;

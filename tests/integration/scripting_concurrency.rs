@@ -9,14 +9,6 @@ use common::{resp, TestServer};
 use redis::AsyncCommands;
 use std::time::{Duration, Instant};
 
-fn watchdog() {
-    std::thread::spawn(|| {
-        std::thread::sleep(Duration::from_secs(90));
-        eprintln!("scripting_concurrency: a test ran for 90 s; aborting");
-        std::process::exit(101);
-    });
-}
-
 /// Each task's result; a task still running after 60 s fails the test (a deadlock).
 async fn finish_within_60s<T>(tasks: Vec<tokio::task::JoinHandle<T>>) -> Vec<T> {
     let mut results = Vec::with_capacity(tasks.len());
@@ -33,7 +25,7 @@ const UNSAFE_INCR: &str = "local n = tonumber(redis.call('get', KEYS[1]) or '0')
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_scripts_and_writers_lose_no_update() {
-    watchdog();
+    let _watchdog = common::watchdog("scripting_concurrency", Duration::from_secs(90));
     let server = TestServer::start().await;
     let mut admin = server.client().await;
     let sha: String = redis::cmd("SCRIPT")
@@ -86,7 +78,7 @@ async fn concurrent_scripts_and_writers_lose_no_update() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scripts_inside_exec_and_alone_do_not_deadlock() {
-    watchdog();
+    let _watchdog = common::watchdog("scripting_concurrency", Duration::from_secs(90));
     let server = TestServer::start().await;
     let mut tasks = Vec::new();
     for c in 0..8 {
@@ -130,7 +122,7 @@ async fn scripts_inside_exec_and_alone_do_not_deadlock() {
 /// connection could even get its BUSY reply, nor send SCRIPT KILL.
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_long_script_leaves_a_single_worker_free() {
-    watchdog();
+    let _watchdog = common::watchdog("scripting_concurrency", Duration::from_secs(90));
     let server = TestServer::start_with(|c| c.threads = 1).await;
     let mut admin = server.raw().await;
     admin
@@ -194,7 +186,7 @@ fn bump_all(keys: &[String]) -> redis::Cmd {
 /// takes the engine before its locks): no deadlock, and every reader sees all keys equal.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scripts_reaching_undeclared_keys_and_in_order_lockers_stay_atomic() {
-    watchdog();
+    let _watchdog = common::watchdog("scripting_concurrency", Duration::from_secs(90));
     let server = TestServer::start().await;
     let keys: Vec<String> = (0..24).map(|i| format!("bump:{i}")).collect();
     let (clients, rounds) = (8, 400);
@@ -256,7 +248,7 @@ async fn scripts_reaching_undeclared_keys_and_in_order_lockers_stay_atomic() {
 /// 1 first, then 0, never deadlock against transactions locking 0, then 1.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_script_in_two_databases_is_atomic_and_does_not_deadlock() {
-    watchdog();
+    let _watchdog = common::watchdog("scripting_concurrency", Duration::from_secs(90));
     let server = TestServer::start().await;
     const BOTH: &str = "redis.call('select', 1) redis.call('incr', 'b') \
          redis.call('select', 0) return redis.call('incr', 'a')";
