@@ -179,3 +179,83 @@ pub const LATENCY_BUCKETS_US: [u64; 12] = [
 ];
 
 pub use crate::command_stats::CommandStats;
+
+/// jemalloc's own statistics report (`malloc_stats_print`).
+pub fn allocator_report() -> String {
+    extern "C" fn collect(opaque: *mut std::ffi::c_void, text: *const std::ffi::c_char) {
+        if opaque.is_null() || text.is_null() {
+            return;
+        }
+        // SAFETY: `opaque` is the `&mut String` passed below, alive for the whole print call and
+        // not otherwise borrowed meanwhile; `text` is a NUL-terminated string jemalloc owns for
+        // the duration of this callback.
+        unsafe {
+            let out = &mut *(opaque as *mut String);
+            out.push_str(&std::ffi::CStr::from_ptr(text).to_string_lossy());
+        }
+    }
+    let mut out = String::new();
+    // SAFETY: `collect` matches jemalloc's write callback signature; the opaque pointer is our
+    // String (see `collect`), and a null options string asks for the default report.
+    unsafe {
+        tikv_jemalloc_sys::malloc_stats_print(
+            Some(collect),
+            &mut out as *mut String as *mut std::ffi::c_void,
+            std::ptr::null(),
+        );
+    }
+    out
+}
+
+/// Returns unused dirty pages of every arena to the system.
+pub fn purge_allocator() {
+    // 4096 is MALLCTL_ARENAS_ALL: the command applies to every arena.
+    const PURGE_ALL: &[u8] = b"arena.4096.purge\0";
+    // SAFETY: `arena.<i>.purge` takes and returns no value, so there is nothing to read or write
+    // through the null pointers; the name is NUL-terminated.
+    unsafe {
+        tikv_jemalloc_sys::mallctl(
+            PURGE_ALL.as_ptr() as *const std::ffi::c_char,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            0,
+        );
+    }
+}
+
+/// getrusage for `who` (RUSAGE_SELF, RUSAGE_CHILDREN, RUSAGE_THREAD), None if it fails.
+pub fn cpu_usage(who: libc::c_int) -> Option<libc::rusage> {
+    // SAFETY: `usage` is a plain C struct for which all-zero bytes are a valid value, and
+    // getrusage only writes into the struct we pass by pointer; it lives for the whole call.
+    unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        (libc::getrusage(who, &mut usage) == 0).then_some(usage)
+    }
+}
+
+/// The allocator's figures, refreshed (jemalloc caches them until the epoch advances).
+pub struct Allocator {
+    pub allocated: u64,
+    pub active: u64,
+    pub resident: u64,
+}
+
+impl Allocator {
+    pub fn read() -> Allocator {
+        use tikv_jemalloc_ctl::stats;
+        let _ = tikv_jemalloc_ctl::epoch::advance();
+        let read = |r: tikv_jemalloc_ctl::Result<usize>| r.map_or(0, |n| n as u64);
+        Allocator {
+            allocated: read(stats::allocated::read()),
+            active: read(stats::active::read()),
+            resident: read(stats::resident::read()),
+        }
+    }
+}
+
+/// `jemalloc-5.3.0`, as Redis names its allocator.
+pub fn allocator_name() -> String {
+    let version = tikv_jemalloc_ctl::version::read().unwrap_or("unknown");
+    format!("jemalloc-{}", version.split('-').next().unwrap_or(version))
+}

@@ -5,7 +5,7 @@
 
 use super::connection::REDIS_VERSION;
 use super::{CmdResult, Ctx};
-use crate::metrics::allocated_bytes;
+use crate::metrics::{allocated_bytes, allocator_name, Allocator};
 use crate::percpu::Total;
 use crate::protocol::Reply;
 use std::fmt::Write;
@@ -286,32 +286,6 @@ fn multiplexing_api() -> &'static str {
     }
 }
 
-/// The allocator's figures, refreshed (jemalloc caches them until the epoch advances).
-pub struct Allocator {
-    pub allocated: u64,
-    pub active: u64,
-    pub resident: u64,
-}
-
-impl Allocator {
-    pub fn read() -> Allocator {
-        use tikv_jemalloc_ctl::stats;
-        let _ = tikv_jemalloc_ctl::epoch::advance();
-        let read = |r: tikv_jemalloc_ctl::Result<usize>| r.map_or(0, |n| n as u64);
-        Allocator {
-            allocated: read(stats::allocated::read()),
-            active: read(stats::active::read()),
-            resident: read(stats::resident::read()),
-        }
-    }
-}
-
-/// `jemalloc-5.3.0`, as Redis names its allocator.
-pub fn allocator_name() -> String {
-    let version = tikv_jemalloc_ctl::version::read().unwrap_or("unknown");
-    format!("jemalloc-{}", version.split('-').next().unwrap_or(version))
-}
-
 fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 {
         0.0
@@ -547,20 +521,11 @@ fn seconds(tv: libc::timeval) -> String {
     format!("{}.{:06}", tv.tv_sec, tv.tv_usec)
 }
 
-fn rusage(who: libc::c_int) -> Option<libc::rusage> {
-    // SAFETY: `usage` is a plain C struct for which all-zero bytes are a valid value, and
-    // getrusage only writes into the struct we pass by pointer; it lives for the whole call.
-    unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        (libc::getrusage(who, &mut usage) == 0).then_some(usage)
-    }
-}
-
 /// CPU from getrusage. stmd runs commands on every worker thread, so the `_main_thread` figures
 /// are those of the worker answering this INFO (all the command work with `--threads 1`).
 fn cpu(lines: &mut Lines) {
     let mut figures = |prefix: &str, who: libc::c_int| {
-        if let Some(u) = rusage(who) {
+        if let Some(u) = crate::metrics::cpu_usage(who) {
             lines.add(&format!("used_cpu_sys{prefix}"), seconds(u.ru_stime));
             lines.add(&format!("used_cpu_user{prefix}"), seconds(u.ru_utime));
         }

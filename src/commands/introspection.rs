@@ -2,8 +2,9 @@
 
 use super::args::is;
 use super::connection::{help_reply, REDIS_VERSION};
-use super::info::{human_bytes, Allocator};
+use super::info::human_bytes;
 use super::{err, CmdResult, Ctx};
+use crate::metrics::Allocator;
 use crate::protocol::Reply;
 use crate::store::Value;
 use std::fmt::Write;
@@ -182,9 +183,9 @@ pub fn memory(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     } else if is(sub, "DOCTOR") {
         Ok(Reply::Verbatim(memory_doctor(ctx)))
     } else if is(sub, "MALLOC-STATS") {
-        Ok(Reply::Verbatim(malloc_stats()))
+        Ok(Reply::Verbatim(crate::metrics::allocator_report()))
     } else if is(sub, "PURGE") {
-        purge();
+        crate::metrics::purge_allocator();
         Ok(Reply::OK)
     } else {
         Ok(help_reply(&[
@@ -395,50 +396,6 @@ fn memory_doctor(ctx: &Ctx) -> String {
     issues.iter().for_each(|i| text.push_str(i));
     text.push_str("I'm here to keep you safe, Sam. I want to help you.\n");
     text
-}
-
-/// jemalloc's own statistics report (`malloc_stats_print`).
-fn malloc_stats() -> String {
-    extern "C" fn collect(opaque: *mut std::ffi::c_void, text: *const std::ffi::c_char) {
-        if opaque.is_null() || text.is_null() {
-            return;
-        }
-        // SAFETY: `opaque` is the `&mut String` passed below, alive for the whole print call and
-        // not otherwise borrowed meanwhile; `text` is a NUL-terminated string jemalloc owns for
-        // the duration of this callback.
-        unsafe {
-            let out = &mut *(opaque as *mut String);
-            out.push_str(&std::ffi::CStr::from_ptr(text).to_string_lossy());
-        }
-    }
-    let mut out = String::new();
-    // SAFETY: `collect` matches jemalloc's write callback signature; the opaque pointer is our
-    // String (see `collect`), and a null options string asks for the default report.
-    unsafe {
-        tikv_jemalloc_sys::malloc_stats_print(
-            Some(collect),
-            &mut out as *mut String as *mut std::ffi::c_void,
-            std::ptr::null(),
-        );
-    }
-    out
-}
-
-/// Returns unused dirty pages of every arena to the system.
-fn purge() {
-    // 4096 is MALLCTL_ARENAS_ALL: the command applies to every arena.
-    const PURGE_ALL: &[u8] = b"arena.4096.purge\0";
-    // SAFETY: `arena.<i>.purge` takes and returns no value, so there is nothing to read or write
-    // through the null pointers; the name is NUL-terminated.
-    unsafe {
-        tikv_jemalloc_sys::mallctl(
-            PURGE_ALL.as_ptr() as *const std::ffi::c_char,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            0,
-        );
-    }
 }
 
 /// ROLE: this node's place in replication.

@@ -125,36 +125,45 @@ impl Hook {
 }
 
 /// The C hook (see the module's comment).
+///
+/// # Safety
+/// Only Lua calls it, as the hook [`Hook::install`] set on a state whose registry holds the
+/// `Hook`'s address.
 unsafe extern "C-unwind" fn on_hook(l: *mut ffi::lua_State, ar: *mut ffi::lua_Debug) {
-    // A hook runs with LUA_MINSTACK free slots (Lua grows the stack before calling it).
-    ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, REGISTRY_FIELD.as_ptr());
-    let hook = ffi::lua_touserdata(l, -1) as *const Hook;
-    ffi::lua_pop(l, 1);
-    // SAFETY: the registry holds the boxed `Hook` the engine keeps alive with its state.
-    let Some(hook) = hook.as_ref() else { return };
-    let Some(reason) = hook.stop() else {
-        // Rust code called from C must not unwind into it.
-        let _ = std::panic::catch_unwind(|| hook.run.on_hook());
-        return;
-    };
-    for thread in [l, hook.main as *mut ffi::lua_State] {
-        ffi::lua_sethook(
-            thread,
-            Some(on_hook),
-            ffi::LUA_MASKCOUNT | ffi::LUA_MASKLINE,
-            EVERY,
-        );
+    // SAFETY: Lua calls the hook with a live state and its debug record, LUA_MINSTACK slots
+    // free; the registry field holds the boxed `Hook` the engine keeps alive with its state; this
+    // frame holds nothing to drop when `lua_error` jumps.
+    unsafe {
+        // A hook runs with LUA_MINSTACK free slots (Lua grows the stack before calling it).
+        ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, REGISTRY_FIELD.as_ptr());
+        let hook = ffi::lua_touserdata(l, -1) as *const Hook;
+        ffi::lua_pop(l, 1);
+        // SAFETY: the registry holds the boxed `Hook` the engine keeps alive with its state.
+        let Some(hook) = hook.as_ref() else { return };
+        let Some(reason) = hook.stop() else {
+            // Rust code called from C must not unwind into it.
+            let _ = std::panic::catch_unwind(|| hook.run.on_hook());
+            return;
+        };
+        for thread in [l, hook.main as *mut ffi::lua_State] {
+            ffi::lua_sethook(
+                thread,
+                Some(on_hook),
+                ffi::LUA_MASKCOUNT | ffi::LUA_MASKLINE,
+                EVERY,
+            );
+        }
+        hook.every_line.store(true, Relaxed);
+        // The prelude's own lines (its error handler, the end of `invoke`) run on: the error is
+        // raised at the script's next line, so it carries the script's name and line.
+        if ffi::lua_getinfo(l, c"S".as_ptr(), ar) != 0
+            && !(*ar).source.is_null()
+            && CStr::from_ptr((*ar).source) == c"=stmd"
+        {
+            return;
+        }
+        ffi::lua_pushstring(l, reason.as_ptr());
+        // Nothing of Rust's is alive in this frame: the jump skips no destructor.
+        ffi::lua_error(l);
     }
-    hook.every_line.store(true, Relaxed);
-    // The prelude's own lines (its error handler, the end of `invoke`) run on: the error is
-    // raised at the script's next line, so it carries the script's name and line.
-    if ffi::lua_getinfo(l, c"S".as_ptr(), ar) != 0
-        && !(*ar).source.is_null()
-        && CStr::from_ptr((*ar).source) == c"=stmd"
-    {
-        return;
-    }
-    ffi::lua_pushstring(l, reason.as_ptr());
-    // Nothing of Rust's is alive in this frame: the jump skips no destructor.
-    ffi::lua_error(l);
 }

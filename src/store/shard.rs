@@ -28,6 +28,7 @@ pub(super) struct Node(NonNull<Entry>);
 // would its value; `Entry` is `Send + Sync`, so sending or sharing a `Node` is as sound as
 // sending or sharing a `Box<Entry>`.
 unsafe impl Send for Node {}
+// SAFETY: as for `Send` above.
 unsafe impl Sync for Node {}
 
 /// The bytes a name of `len` bytes takes in a node, with its length.

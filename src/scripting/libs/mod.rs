@@ -114,44 +114,50 @@ where
 /// `lua_error` (as `luaL_error` does) or with `luaL_argerror`, so position and function name are
 /// Lua's own.
 ///
-/// SAFETY (of the body): this is only called by Lua as a C function. Every local here is a plain
+/// # Safety
+/// Only Lua calls it, as a C closure whose upvalue 1 is the wrapped function.
+///
+/// Why the body is sound: this is only called by Lua as a C function. Every local here is a plain
 /// integer, float or pointer with no destructor, so Lua's error longjmp leaving this frame skips no Rust
 /// drop. Stack use: one slot for a replaced tiny-number argument (popped by `lua_replace`), one
 /// for the pushed function (Lua guarantees LUA_MINSTACK = 20 free slots
 /// to a C function), two for `luaL_where` + message, checked with `lua_checkstack`. The message
 /// pointer stays valid while its string sits at index 2, which nothing removes before the raise.
 unsafe extern "C-unwind" fn raise_like_lauxlib(state: *mut ffi::lua_State) -> c_int {
-    let nargs = ffi::lua_gettop(state);
-    for index in 1..=nargs {
-        if ffi::lua_type(state, index) == ffi::LUA_TNUMBER {
-            let n = ffi::lua_tonumber(state, index);
-            if is_tiny(n) {
-                // The pointer is never dereferenced: it only carries the number's bits.
-                ffi::lua_pushlightuserdata(state, n.to_bits() as usize as *mut c_void);
-                ffi::lua_replace(state, index);
+    // SAFETY: see the function's Safety section.
+    unsafe {
+        let nargs = ffi::lua_gettop(state);
+        for index in 1..=nargs {
+            if ffi::lua_type(state, index) == ffi::LUA_TNUMBER {
+                let n = ffi::lua_tonumber(state, index);
+                if is_tiny(n) {
+                    // The pointer is never dereferenced: it only carries the number's bits.
+                    ffi::lua_pushlightuserdata(state, n.to_bits() as usize as *mut c_void);
+                    ffi::lua_replace(state, index);
+                }
             }
         }
+        ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
+        ffi::lua_insert(state, 1);
+        ffi::lua_call(state, nargs, ffi::LUA_MULTRET);
+        let nresults = ffi::lua_gettop(state);
+        if ffi::lua_toboolean(state, 1) != 0 {
+            return nresults - 1;
+        }
+        if ffi::lua_isnumber(state, 3) != 0 {
+            let narg = ffi::lua_tonumber(state, 3) as c_int;
+            let text = ffi::lua_tolstring(state, 2, std::ptr::null_mut());
+            return ffi::luaL_argerror(state, narg, text);
+        }
+        if ffi::lua_isboolean(state, 3) != 0 || ffi::lua_checkstack(state, 2) == 0 {
+            ffi::lua_settop(state, 2);
+            ffi::lua_error(state);
+        }
+        ffi::luaL_where(state, 1);
+        ffi::lua_pushvalue(state, 2);
+        ffi::lua_concat(state, 2);
+        ffi::lua_error(state)
     }
-    ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
-    ffi::lua_insert(state, 1);
-    ffi::lua_call(state, nargs, ffi::LUA_MULTRET);
-    let nresults = ffi::lua_gettop(state);
-    if ffi::lua_toboolean(state, 1) != 0 {
-        return nresults - 1;
-    }
-    if ffi::lua_isnumber(state, 3) != 0 {
-        let narg = ffi::lua_tonumber(state, 3) as c_int;
-        let text = ffi::lua_tolstring(state, 2, std::ptr::null_mut());
-        return ffi::luaL_argerror(state, narg, text);
-    }
-    if ffi::lua_isboolean(state, 3) != 0 || ffi::lua_checkstack(state, 2) == 0 {
-        ffi::lua_settop(state, 2);
-        ffi::lua_error(state);
-    }
-    ffi::luaL_where(state, 1);
-    ffi::lua_pushvalue(state, 2);
-    ffi::lua_concat(state, 2);
-    ffi::lua_error(state)
 }
 
 /// Numbers mlua would read as the integer 0 (it rounds anything within 2^-52 of an integer):
