@@ -85,6 +85,30 @@ pub struct Shared {
     pub supervisor: crate::supervise::Supervisor,
 }
 
+impl crate::snapshot::Host for Shared {
+    fn store(&self) -> &Store {
+        &self.store
+    }
+    fn config(&self) -> &RwLock<Config> {
+        &self.config
+    }
+    fn snapshots(&self) -> &crate::snapshot::Snapshots {
+        &self.snapshots
+    }
+    fn scripting(&self) -> &crate::scripting::Scripting {
+        &self.scripting
+    }
+}
+
+impl crate::aof::Host for Shared {
+    fn aof(&self) -> &crate::aof::Aof {
+        &self.aof
+    }
+    fn replication(&self) -> &crate::replication::Replication {
+        &self.replication
+    }
+}
+
 impl Shared {
     pub fn new(
         config: Config,
@@ -369,7 +393,7 @@ async fn shut_down_by(shared: &Arc<Shared>, signal: StopSignal) -> bool {
     tracing::info!(?signal, %flags, "received a signal: shutting down");
     let saving = shared.clone();
     let saved = tokio::task::spawn_blocking(move || {
-        crate::snapshot::save_before_signal_shutdown(&saving, flags.force)
+        crate::snapshot::save_before_signal_shutdown(&*saving, flags.force)
     })
     .await;
     if let Ok(Err(err)) = saved {
@@ -603,7 +627,7 @@ pub async fn run(
             .map_err(|e| Error::Config(format!("cannot load the snapshot's functions: {e}")))?;
     }
     let shared = Arc::new(shared);
-    let aof_log = crate::aof::open_at_start(&shared).map_err(Error::Config)?;
+    let aof_log = crate::aof::open_at_start(&*shared).map_err(Error::Config)?;
     let aof_thread = crate::aof::spawn(shared.clone(), aof_log)?;
     // `replicaof` in the configuration: follow that primary from the start.
     let replicaof = shared.config.read().replicaof.clone();
@@ -866,7 +890,7 @@ pub async fn run(
     let _ = tokio::task::spawn_blocking(move || aof_thread.join()).await;
     {
         let shared = shared.clone();
-        let _ = tokio::task::spawn_blocking(move || crate::snapshot::at_shutdown(&shared)).await;
+        let _ = tokio::task::spawn_blocking(move || crate::snapshot::at_shutdown(&*shared)).await;
     }
     if let Some(task) = cluster_task {
         let _ = task.await;

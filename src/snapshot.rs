@@ -8,10 +8,12 @@
 //! Redis's is). STM entries are not written: their durable form is their scope row (raw messages
 //! never go to disk), which brings them back after a restart.
 
+use crate::config::Config;
 use crate::rdb::file::{read_file, FileSink, FileWriter};
-use crate::server::Shared;
+use crate::scripting::Scripting;
 use crate::store::{Store, Value};
 use bytes::Bytes;
+use parking_lot::RwLock;
 use std::fmt;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
@@ -19,6 +21,16 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering::Re
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
+
+/// What snapshots reach of the server: the store, the configuration, their own state and the
+/// script engine (whose libraries a file carries). The server's shared state implements it, so
+/// this module never sees the server.
+pub trait Host: Send + Sync + 'static {
+    fn store(&self) -> &Store;
+    fn config(&self) -> &RwLock<Config>;
+    fn snapshots(&self) -> &Snapshots;
+    fn scripting(&self) -> &Scripting;
+}
 
 /// The `save` setting: save after `secs` seconds if at least `changes` writes happened, for any
 /// of the pairs. Empty: no automatic snapshots.
@@ -238,19 +250,19 @@ impl Snapshots {
 }
 
 /// The file snapshots go to: `dir/dbfilename`.
-pub fn file_path(shared: &Shared) -> PathBuf {
-    let config = shared.config.read();
+pub fn file_path(host: &impl Host) -> PathBuf {
+    let config = host.config().read();
     config.dir.join(&config.dbfilename)
 }
 
 /// SAVE: writes the file now, every database locked at once (one instant, as Redis's SAVE).
 /// `functions` are the libraries' codes, read by the caller from the engine it may hold.
-pub fn save(shared: &Shared, functions: &[Bytes]) -> Result<(), String> {
-    let snapshots = &shared.snapshots;
+pub fn save(host: &impl Host, functions: &[Bytes]) -> Result<(), String> {
+    let snapshots = host.snapshots();
     if !snapshots.claim() {
         return Err(IN_PROGRESS.into());
     }
-    let result = write(shared, functions, Walk::AllAtOnce);
+    let result = write(host, functions, Walk::AllAtOnce);
     snapshots.busy.store(false, Relaxed);
     result
 }
@@ -266,14 +278,14 @@ enum Walk {
 
 /// Writes a file to a temporary name beside the target, syncs it and renames it over the target,
 /// so a crash mid-save leaves the previous file whole. Records the outcome.
-fn write(shared: &Shared, functions: &[Bytes], walk: Walk) -> Result<(), String> {
-    let target = file_path(shared);
+fn write(host: &impl Host, functions: &[Bytes], walk: Walk) -> Result<(), String> {
+    let target = file_path(host);
     let temp = target.with_file_name(format!("temp-{}.rdb", std::process::id()));
-    let writes_before = shared.store.writes_so_far();
-    shared.snapshots.saves.fetch_add(1, Relaxed); // Redis counts the saves begun
+    let writes_before = host.store().writes_so_far();
+    host.snapshots().saves.fetch_add(1, Relaxed); // Redis counts the saves begun
     let written =
-        write_to(shared, functions, walk, &temp).and_then(|()| std::fs::rename(&temp, &target));
-    let snapshots = &shared.snapshots;
+        write_to(host, functions, walk, &temp).and_then(|()| std::fs::rename(&temp, &target));
+    let snapshots = host.snapshots();
     match written {
         Ok(()) => {
             snapshots
@@ -316,9 +328,9 @@ fn put<W: std::io::Write>(out: &mut FileWriter<W>, name: &[u8], entry: &crate::s
 /// The whole dataset as an RDB image in memory, at one instant: the script engine (so no library
 /// changes) and every database are locked while it is encoded, and `at_instant` runs under those
 /// locks (a full sync reads the replication offset there). Off the tokio workers only.
-pub fn image<T>(shared: &Shared, at_instant: impl FnOnce() -> T) -> std::io::Result<(Vec<u8>, T)> {
-    let store = &shared.store;
-    let engine = shared.scripting.engine();
+pub fn image<T>(host: &impl Host, at_instant: impl FnOnce() -> T) -> std::io::Result<(Vec<u8>, T)> {
+    let store = host.store();
+    let engine = host.scripting().engine();
     let all: Vec<usize> = (0..store.databases()).collect();
     let locked = store.lock_dbs(&all);
     let instant = at_instant();
@@ -343,8 +355,8 @@ pub fn image<T>(shared: &Shared, at_instant: impl FnOnce() -> T) -> std::io::Res
     Ok((out.finish()?, instant))
 }
 
-fn write_to(shared: &Shared, functions: &[Bytes], walk: Walk, temp: &Path) -> std::io::Result<()> {
-    let store = &shared.store;
+fn write_to(host: &impl Host, functions: &[Bytes], walk: Walk, temp: &Path) -> std::io::Result<()> {
+    let store = host.store();
     let file = std::fs::File::create(temp)?;
     let mut out = FileWriter::new(BufWriter::with_capacity(1 << 20, file), &aux_fields());
     for code in functions {
@@ -383,13 +395,13 @@ fn write_to(shared: &Shared, functions: &[Bytes], walk: Walk, temp: &Path) -> st
 }
 
 /// The libraries' codes, waiting for the engine (off the tokio workers only).
-fn function_codes(shared: &Shared) -> Vec<Bytes> {
-    shared.scripting.engine().functions.codes()
+fn function_codes(host: &impl Host) -> Vec<Bytes> {
+    host.scripting().engine().functions.codes()
 }
 
 /// Runs the background saves (BGSAVE, BGSAVE SCHEDULE and the `save` rules) until `stop`.
-pub async fn run(shared: Arc<Shared>, mut stop: tokio::sync::watch::Receiver<bool>) {
-    let snapshots = &shared.snapshots;
+pub async fn run(host: Arc<impl Host>, mut stop: tokio::sync::watch::Receiver<bool>) {
+    let snapshots = host.snapshots();
     let mut every = tokio::time::interval(CHECK_EVERY);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -398,7 +410,7 @@ pub async fn run(shared: Arc<Shared>, mut stop: tokio::sync::watch::Receiver<boo
             _ = snapshots.wake.notified() => {}
             _ = every.tick() => {}
         }
-        if !snapshots.pending.load(Relaxed) && !rules_due(&shared) {
+        if !snapshots.pending.load(Relaxed) && !rules_due(&*host) {
             continue;
         }
         if !snapshots.pending.swap(false, Relaxed) && !snapshots.claim() {
@@ -409,10 +421,10 @@ pub async fn run(shared: Arc<Shared>, mut stop: tokio::sync::watch::Receiver<boo
             .bgsave_started_ms
             .store(crate::store::now_ms(), Relaxed);
         tracing::info!("background saving started");
-        let worker = shared.clone();
+        let worker = host.clone();
         let written = tokio::task::spawn_blocking(move || {
-            let functions = function_codes(&worker);
-            write(&worker, &functions, Walk::ShardByShard)
+            let functions = function_codes(&*worker);
+            write(&*worker, &functions, Walk::ShardByShard)
         })
         .await
         .unwrap_or_else(|e| Err(e.to_string()));
@@ -432,9 +444,9 @@ pub async fn run(shared: Arc<Shared>, mut stop: tokio::sync::watch::Receiver<boo
 }
 
 /// True when a `save` rule asks for a save now (and a failed one is not too recent).
-fn rules_due(shared: &Shared) -> bool {
-    let snapshots = &shared.snapshots;
-    let rules = shared.config.read().save.clone();
+fn rules_due(host: &impl Host) -> bool {
+    let snapshots = host.snapshots();
+    let rules = host.config().read().save.clone();
     if rules.is_empty() || snapshots.busy.load(Relaxed) {
         return false;
     }
@@ -444,38 +456,38 @@ fn rules_due(shared: &Shared) -> bool {
         return false;
     }
     let since = (now / 1000).saturating_sub(snapshots.last_save());
-    rules.due(snapshots.changes_since_save(&shared.store), since)
+    rules.due(snapshots.changes_since_save(host.store()), since)
 }
 
 /// The save at shutdown, after the connections have drained: as SHUTDOWN asked, else when `save`
 /// rules are set and something changed since the last save.
-pub fn at_shutdown(shared: &Shared) {
+pub fn at_shutdown(host: &impl Host) {
     // Nothing changed since the file was last written (or loaded): it already holds all.
     let unchanged =
-        shared.snapshots.changes_since_save(&shared.store) == 0 && file_path(shared).exists();
-    if wanted_at_shutdown(shared) && !unchanged {
-        let _ = save_waiting(shared, &function_codes(shared));
+        host.snapshots().changes_since_save(host.store()) == 0 && file_path(host).exists();
+    if wanted_at_shutdown(host) && !unchanged {
+        let _ = save_waiting(host, &function_codes(host));
     }
 }
 
 /// Whether the shutdown under way saves: as SHUTDOWN's flags or the signal's setting say, or
 /// (no flag) when `save` rules are set.
-pub fn wanted_at_shutdown(shared: &Shared) -> bool {
-    match shared.snapshots.at_shutdown.load(Relaxed) {
+pub fn wanted_at_shutdown(host: &impl Host) -> bool {
+    match host.snapshots().at_shutdown.load(Relaxed) {
         x if x == AtShutdown::NoSave as u8 => false,
         x if x == AtShutdown::Save as u8 => true,
-        _ => !shared.config.read().save.is_empty(),
+        _ => !host.config().read().save.is_empty(),
     }
 }
 
 /// A save now, after the background save still running if there is one (it holds `busy`): the
 /// save a shutdown makes, which must not fail only because a BGSAVE was under way.
-pub fn save_waiting(shared: &Shared, functions: &[Bytes]) -> Result<(), String> {
-    let snapshots = &shared.snapshots;
+pub fn save_waiting(host: &impl Host, functions: &[Bytes]) -> Result<(), String> {
+    let snapshots = host.snapshots();
     while !snapshots.claim() {
         std::thread::sleep(Duration::from_millis(10));
     }
-    let result = write(shared, functions, Walk::AllAtOnce);
+    let result = write(host, functions, Walk::AllAtOnce);
     snapshots.busy.store(false, Relaxed);
     result
 }
@@ -483,11 +495,11 @@ pub fn save_waiting(shared: &Shared, functions: &[Bytes]) -> Result<(), String> 
 /// The save a shutdown by signal makes before it stops serving, so that, as in Redis, a save
 /// that fails keeps the server up (unless the setting has `force`). What clients write until the
 /// connections have drained is saved after, by [`at_shutdown`].
-pub fn save_before_signal_shutdown(shared: &Shared, force: bool) -> Result<(), String> {
-    if force || !wanted_at_shutdown(shared) {
+pub fn save_before_signal_shutdown(host: &impl Host, force: bool) -> Result<(), String> {
+    if force || !wanted_at_shutdown(host) {
         return Ok(());
     }
-    save_waiting(shared, &function_codes(shared))
+    save_waiting(host, &function_codes(host))
 }
 
 /// What the load at start found.
@@ -551,12 +563,12 @@ pub fn load_bytes<'s>(
 /// from `bytes`, so no client sees half of it. Keys already expired are skipped, as at start; a
 /// key already there is an error, or replaced when `merge`.
 pub fn reload_bytes(
-    shared: &Shared,
+    host: &impl Host,
     bytes: &[u8],
     flush: bool,
     merge: bool,
 ) -> Result<Loaded, String> {
-    let store = &shared.store;
+    let store = host.store();
     let dbs: Vec<usize> = (0..store.databases()).collect();
     let mut locked = store.lock_dbs(&dbs);
     if flush {

@@ -45,7 +45,6 @@ const LAYERS: &[(&str, u8)] = &[
     ("slowlog", 2),
     ("monitor", 2),
     ("pause", 2),
-    ("exporter", 2),
     ("tls", 2),
     ("supervise", 2),
     ("system_log", 2),
@@ -54,6 +53,9 @@ const LAYERS: &[(&str, u8)] = &[
     // L4: builds the shared state and wires the runners.
     ("server", 4),
     ("connection", 4),
+    // The metrics endpoint: an HTTP front end over the whole server state, as connection.rs is a
+    // RESP one.
+    ("exporter", 4),
     ("lib", 4),
     ("main", 4),
 ];

@@ -19,10 +19,17 @@ mod writer;
 pub use tail::write_now;
 pub use writer::{open_at_start, spawn};
 
-use crate::server::Shared;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::time::Duration;
+
+/// What the append-only file reaches of the server beyond what snapshots do (a rewrite takes a
+/// snapshot image): its own state and replication's (WAIT and WAITAOF waiters, the offset). The
+/// server's shared state implements it, so this module never sees the server.
+pub trait Host: crate::snapshot::Host {
+    fn aof(&self) -> &Aof;
+    fn replication(&self) -> &crate::replication::Replication;
+}
 
 /// `appendfsync`: when the file is flushed to the disk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -292,8 +299,8 @@ impl Aof {
 /// Before replies go out: makes sure the client's last write (`offset` in the stream) is in the
 /// log (synced under `appendfsync always`), writing it on this thread when no one has yet. One load
 /// while the log is off.
-pub async fn before_reply(shared: &Shared, offset: u64) {
-    let aof = &shared.aof;
+pub async fn before_reply(host: &impl Host, offset: u64) {
+    let aof = host.aof();
     let reached = |aof: &Aof| match aof.policy() {
         None => true,
         Some(Fsync::Always) => aof.synced.load(Relaxed) >= offset,
@@ -302,7 +309,7 @@ pub async fn before_reply(shared: &Shared, offset: u64) {
     if reached(aof) {
         return;
     }
-    write_now(shared);
+    write_now(host);
     // Not there yet only while the writer thread has the log (a failure, a rewrite's switch).
     while !reached(aof) {
         let progressed = aof.progressed.notified();
@@ -313,14 +320,14 @@ pub async fn before_reply(shared: &Shared, offset: u64) {
         }
         // Bounded, so a log closed meanwhile never leaves a client waiting.
         let _ = tokio::time::timeout(Duration::from_millis(100), progressed).await;
-        write_now(shared);
+        write_now(host);
     }
 }
 
 /// The log's synced part grew, or the log closed: replies held back and WAITAOF look again.
-fn wake_waiters(shared: &Shared) {
-    shared.aof.progressed.notify_waiters();
-    shared.replication.master.acks.wake_all_where(|_| true);
+fn wake_waiters(host: &impl Host) {
+    host.aof().progressed.notify_waiters();
+    host.replication().master.acks.wake_all_where(|_| true);
 }
 
 /// The stream's commands that stay out of the log: what only replicas need, and the STM commands

@@ -9,9 +9,9 @@
 //! a replica's applied commands) on its tick, syncs `everysec` off the connections' path, and
 //! switches the file when it rewrites.
 
+use super::Host;
 use super::{keep_loggable, Fsync};
 use crate::replication::feed::Feed;
-use crate::server::Shared;
 use std::fs::File;
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -128,8 +128,8 @@ impl Tail {
 /// Writes what the stream holds into the log on this thread (synced under `appendfsync always`),
 /// and publishes how far it is. Nothing when the log is closed or failed; a failure is left to the
 /// writer thread, which is woken for it.
-pub fn write_now(shared: &Shared) {
-    let aof = &shared.aof;
+pub fn write_now(host: &impl Host) {
+    let aof = host.aof();
     let Some(policy) = aof.policy() else {
         return;
     };
@@ -138,7 +138,7 @@ pub fn write_now(shared: &Shared) {
         return;
     };
     let stamp = aof.timestamps.load(Relaxed);
-    let result = open.append(&shared.store.feed, None, stamp).and_then(|()| {
+    let result = open.append(&host.store().feed, None, stamp).and_then(|()| {
         if policy == Fsync::Always && (open.unsynced || open.syncing) {
             open.incr.sync_data()?;
             open.unsynced = false;
@@ -159,7 +159,7 @@ pub fn write_now(shared: &Shared) {
     let synced_grew = synced && aof.synced.swap(done, Relaxed) != done;
     drop(tail);
     if synced_grew {
-        super::wake_waiters(shared);
+        super::wake_waiters(host);
     } else if grew {
         aof.progressed.notify_waiters();
     }

@@ -12,9 +12,9 @@
 
 use super::manifest::{sync_dir, Manifest, Names, Part};
 use super::tail::Tail;
+use super::Host;
 use super::{wake_waiters, Fsync};
 use crate::replication::feed::Feed;
-use crate::server::Shared;
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -50,12 +50,12 @@ struct Running {
 
 /// Opens the log at start, before any client is served: the files the manifest names (the last
 /// increment continued), or a first base of the loaded dataset and an increment.
-pub fn open_at_start(shared: &Shared) -> Result<Option<Log>, String> {
-    if !shared.config.read().appendonly {
+pub fn open_at_start(host: &impl Host) -> Result<Option<Log>, String> {
+    if !host.config().read().appendonly {
         return Ok(None);
     }
-    shared.store.feed.activate(); // nobody runs a command yet: no grace needed
-    let names = Names::of(&shared.config.read());
+    host.store().feed.activate(); // nobody runs a command yet: no grace needed
+    let names = Names::of(&host.config().read());
     let failed = |err: io::Error| {
         format!(
             "cannot open the append only file in {}: {err}",
@@ -63,16 +63,16 @@ pub fn open_at_start(shared: &Shared) -> Result<Option<Log>, String> {
         )
     };
     match names.read()? {
-        Some(manifest) => continue_log(shared, &names, manifest).map_err(failed),
-        None => begin(shared, &names).map_err(failed),
+        Some(manifest) => continue_log(host, &names, manifest).map_err(failed),
+        None => begin(host, &names).map_err(failed),
     }
     .map(Some)
 }
 
 /// The log of a manifest loaded at start: its last increment continued (a new one if it names
 /// none).
-fn continue_log(shared: &Shared, names: &Names, mut manifest: Manifest) -> io::Result<Log> {
-    let feed = &shared.store.feed;
+fn continue_log(host: &impl Host, names: &Names, mut manifest: Manifest) -> io::Result<Log> {
+    let feed = &host.store().feed;
     feed.forget_db();
     let reader = reader_at_end(feed)?;
     let (incr, new) = match manifest.incrs.last() {
@@ -92,16 +92,16 @@ fn continue_log(shared: &Shared, names: &Names, mut manifest: Manifest) -> io::R
     if new {
         names.write(&manifest)?;
     }
-    Log::new(shared, manifest, incr, reader, names)
+    Log::new(host, manifest, incr, reader, names)
 }
 
 /// A new log from the dataset as it is: a base, an empty increment and a manifest naming just
 /// them (files of an earlier log are removed). The stream is read from the base's instant on.
-fn begin(shared: &Shared, names: &Names) -> io::Result<Log> {
+fn begin(host: &impl Host, names: &Names) -> io::Result<Log> {
     std::fs::create_dir_all(&names.dir)?;
     let old = names.read().ok().flatten();
-    let feed = &shared.store.feed;
-    let (bytes, reader) = crate::snapshot::image(shared, || {
+    let feed = &host.store().feed;
+    let (bytes, reader) = crate::snapshot::image(host, || {
         feed.forget_db();
         reader_at_end(feed)
     })?;
@@ -114,7 +114,7 @@ fn begin(shared: &Shared, names: &Names) -> io::Result<Log> {
     })();
     match written {
         Ok((manifest, incr)) => {
-            let log = Log::new(shared, manifest, incr, reader, names)?;
+            let log = Log::new(host, manifest, incr, reader, names)?;
             tracing::info!(dir = %names.dir.display(), "append only file opened with a new base");
             Ok(log)
         }
@@ -193,7 +193,7 @@ fn file_size(names: &Names, part: &Part) -> u64 {
 impl Log {
     /// The log of these files; the increment goes into the tail the connections share.
     fn new(
-        shared: &Shared,
+        host: &impl Host,
         manifest: Manifest,
         incr: File,
         reader: Arc<AtomicU64>,
@@ -207,8 +207,8 @@ impl Log {
             last_sync: Instant::now(),
             base_size,
         };
-        *shared.aof.tail.lock() = Some(Tail::new(incr, reader, incr_size));
-        log.publish_sizes(shared);
+        *host.aof().tail.lock() = Some(Tail::new(incr, reader, incr_size));
+        log.publish_sizes(host);
         Ok(log)
     }
 
@@ -217,12 +217,12 @@ impl Log {
     /// (connections go on writing meanwhile), on the increment opened a second time.
     fn write(
         &mut self,
-        shared: &Shared,
+        host: &impl Host,
         policy: Fsync,
         upto: Option<u64>,
         force: bool,
     ) -> io::Result<()> {
-        let aof = &shared.aof;
+        let aof = host.aof();
         let due = force
             || match policy {
                 Fsync::Always => true,
@@ -237,7 +237,7 @@ impl Log {
             if let Some(err) = tail.failed.take() {
                 return Err(err);
             }
-            tail.append(&shared.store.feed, upto, aof.timestamps.load(Relaxed))?;
+            tail.append(&host.store().feed, upto, aof.timestamps.load(Relaxed))?;
             let done = tail.done();
             if aof.written.swap(done, Relaxed) != done {
                 aof.progressed.notify_waiters();
@@ -249,7 +249,7 @@ impl Log {
             } else if !tail.unsynced || policy == Fsync::No {
                 // On the disk as far as it goes (`no`: as far as it is written).
                 if aof.synced.swap(done, Relaxed) != done {
-                    wake_waiters(shared);
+                    wake_waiters(host);
                 }
             }
             (done, tail.numbering, sync)
@@ -261,25 +261,25 @@ impl Log {
             if let Some(tail) = tail.as_mut() {
                 tail.syncing = false;
                 if tail.numbering == numbering && aof.synced.fetch_max(done, Relaxed) < done {
-                    wake_waiters(shared);
+                    wake_waiters(host);
                 }
             }
         }
         Ok(())
     }
 
-    fn publish_sizes(&self, shared: &Shared) {
-        let aof = &shared.aof;
+    fn publish_sizes(&self, host: &impl Host) {
+        let aof = host.aof();
         let incr_size = aof.tail.lock().as_ref().map_or(0, |t| t.incr_size);
         aof.base_size.store(self.base_size, Relaxed);
         aof.current_size.store(self.base_size + incr_size, Relaxed);
     }
 
     /// True when the log has grown enough over its base for an automatic rewrite.
-    fn rewrite_due(&self, shared: &Shared) -> bool {
-        let config = shared.config.read();
+    fn rewrite_due(&self, host: &impl Host) -> bool {
+        let config = host.config().read();
         let percentage = config.auto_aof_rewrite_percentage;
-        let current = shared.aof.current_size.load(Relaxed);
+        let current = host.aof().current_size.load(Relaxed);
         if percentage == 0 || current < config.auto_aof_rewrite_min_size {
             return false;
         }
@@ -289,18 +289,18 @@ impl Log {
 }
 
 /// Starts the writer thread; it runs until [`super::Aof::stop`].
-pub fn spawn(shared: Arc<Shared>, log: Option<Log>) -> io::Result<std::thread::JoinHandle<()>> {
+pub fn spawn(host: Arc<impl Host>, log: Option<Log>) -> io::Result<std::thread::JoinHandle<()>> {
     // A runtime of its own for its waits (the notifications and a timer), so the server's
     // runtime shutting down never pulls the timer from under a last write.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()?;
-    shared.aof.on.store(log.is_some(), Relaxed);
+    host.aof().on.store(log.is_some(), Relaxed);
     std::thread::Builder::new()
         .name("stmd-aof".into())
         .spawn(move || {
             Writer {
-                shared,
+                host,
                 log,
                 running: None,
                 retry_at: None,
@@ -309,24 +309,24 @@ pub fn spawn(shared: Arc<Shared>, log: Option<Log>) -> io::Result<std::thread::J
         })
 }
 
-struct Writer {
-    shared: Arc<Shared>,
+struct Writer<H: Host> {
+    host: Arc<H>,
     log: Option<Log>,
     running: Option<Running>,
     /// After a failure to open or write the log: when to open it again.
     retry_at: Option<Instant>,
 }
 
-impl Writer {
+impl<H: Host> Writer<H> {
     fn run(mut self, runtime: &tokio::runtime::Runtime) {
-        let shared = self.shared.clone();
-        let aof = &shared.aof;
+        let host = self.host.clone();
+        let aof = host.aof();
         loop {
             if aof.stop.load(Relaxed) {
                 break;
             }
             let (wanted, policy) = {
-                let config = shared.config.read();
+                let config = host.config().read();
                 aof.timestamps.store(config.aof_timestamp_enabled, Relaxed);
                 (config.appendonly, config.appendfsync)
             };
@@ -348,8 +348,8 @@ impl Writer {
 
     /// One turn: open or close the log as wanted, rewrite if asked, copy and sync the stream.
     fn step(&mut self, wanted: bool, policy: Fsync) -> io::Result<()> {
-        let shared = self.shared.clone();
-        let aof = &shared.aof;
+        let host = self.host.clone();
+        let aof = host.aof();
         if !wanted {
             self.close();
             if aof.rewrite_wanted.swap(false, Relaxed) {
@@ -358,7 +358,7 @@ impl Writer {
         } else if self.log.is_none() && self.retry_at.is_none_or(|at| Instant::now() >= at) {
             self.open_now()?;
         }
-        if aof.rewrite_scheduled.load(Relaxed) && !shared.snapshots.busy() {
+        if aof.rewrite_scheduled.load(Relaxed) && !host.snapshots().busy() {
             aof.rewrite_scheduled.store(false, Relaxed);
             aof.rewrite_wanted.store(true, Relaxed);
         }
@@ -373,9 +373,9 @@ impl Writer {
             return Ok(());
         };
         aof.set_policy(Some(policy));
-        log.write(&shared, policy, None, false)?;
-        log.publish_sizes(&shared);
-        let due = aof.rewrite_wanted.load(Relaxed) || log.rewrite_due(&shared);
+        log.write(&*host, policy, None, false)?;
+        log.publish_sizes(&*host);
+        let due = aof.rewrite_wanted.load(Relaxed) || log.rewrite_due(&*host);
         if self.running.is_none() && due {
             aof.rewrite_wanted.store(false, Relaxed);
             self.start_rewrite()?;
@@ -385,36 +385,36 @@ impl Writer {
 
     /// Opens the log when CONFIG SET (or a retry) asks for it: a rewrite of the dataset as it is.
     fn open_now(&mut self) -> io::Result<()> {
-        let shared = self.shared.clone();
-        let feed = &shared.store.feed;
-        if feed.activate_at(shared.replication.offset()) {
+        let host = self.host.clone();
+        let feed = &host.store().feed;
+        if feed.activate_at(host.replication().offset()) {
             // A command that looked at the stream before it was kept and writes after the base's
             // instant would be in neither: let such commands finish first.
             std::thread::sleep(crate::replication::feed::ACTIVATION_GRACE);
         }
-        let names = Names::of(&shared.config.read());
+        let names = Names::of(&host.config().read());
         let started = Instant::now();
         self.mark_rewriting(true);
-        let opened = begin(&shared, &names);
+        let opened = begin(&*host, &names);
         self.mark_rewriting(false);
         self.rewrite_done(opened.is_ok(), started);
-        shared.aof.rewrite_wanted.store(false, Relaxed); // the opening was one
+        host.aof().rewrite_wanted.store(false, Relaxed); // the opening was one
         self.log = Some(opened?);
         self.retry_at = None;
-        shared.aof.on.store(true, Relaxed);
+        host.aof().on.store(true, Relaxed);
         Ok(())
     }
 
     /// BGREWRITEAOF while the log is off: a base of the dataset and a manifest naming only it.
     fn rewrite_closed(&mut self) -> io::Result<()> {
-        let shared = self.shared.clone();
-        let names = Names::of(&shared.config.read());
+        let host = self.host.clone();
+        let names = Names::of(&host.config().read());
         let started = Instant::now();
         self.mark_rewriting(true);
         let result = (|| {
             std::fs::create_dir_all(&names.dir)?;
             let old = names.read().ok().flatten();
-            let (bytes, ()) = crate::snapshot::image(&shared, || ())?;
+            let (bytes, ()) = crate::snapshot::image(&*host, || ())?;
             install_base(&names, old.as_ref(), &bytes, Vec::new()).map(drop)
         })();
         self.mark_rewriting(false);
@@ -425,10 +425,10 @@ impl Writer {
     /// A rewrite while the log is open: the dataset at one instant, a new increment from there,
     /// the base written by another thread.
     fn start_rewrite(&mut self) -> io::Result<()> {
-        let shared = self.shared.clone();
-        let aof = &shared.aof;
-        let feed = &shared.store.feed;
-        let names = Names::of(&shared.config.read());
+        let host = self.host.clone();
+        let aof = host.aof();
+        let feed = &host.store().feed;
+        let names = Names::of(&host.config().read());
         if self.log.is_none() {
             return Ok(());
         }
@@ -436,7 +436,7 @@ impl Writer {
         self.mark_rewriting(true);
         // The tail is taken at the base's instant, so no connection writes past it into the old
         // increment.
-        let (bytes, (reader, mut tail)) = crate::snapshot::image(&shared, || {
+        let (bytes, (reader, mut tail)) = crate::snapshot::image(&*host, || {
             feed.forget_db();
             (reader_at_end(feed), aof.tail.lock())
         })?;
@@ -475,7 +475,7 @@ impl Writer {
         aof.written.store(split, Relaxed);
         aof.synced.store(split, Relaxed);
         drop(tail);
-        wake_waiters(&shared);
+        wake_waiters(&*host);
         let temp = temp_base(&names);
         let base = names.base(log.manifest.next_base_seq());
         let writing = temp.clone();
@@ -498,8 +498,8 @@ impl Writer {
         let Some(running) = self.running.take() else {
             return;
         };
-        let shared = self.shared.clone();
-        let names = Names::of(&shared.config.read());
+        let host = self.host.clone();
+        let names = Names::of(&host.config().read());
         let written = running
             .thread
             .join()
@@ -531,10 +531,10 @@ impl Writer {
                             .iter()
                             .map(|i| file_size(&names, i))
                             .sum();
-                        if let Some(tail) = shared.aof.tail.lock().as_mut() {
+                        if let Some(tail) = host.aof().tail.lock().as_mut() {
                             tail.incr_size = incr_size;
                         }
-                        log.publish_sizes(&shared);
+                        log.publish_sizes(&*host);
                         true
                     }
                     Err(err) => {
@@ -564,24 +564,24 @@ impl Writer {
             return;
         }
         self.finish_running();
-        let shared = self.shared.clone();
-        let aof = &shared.aof;
+        let host = self.host.clone();
+        let aof = host.aof();
         if let Some(mut log) = self.log.take() {
-            if let Err(err) = log.write(&shared, Fsync::Always, None, true) {
+            if let Err(err) = log.write(&*host, Fsync::Always, None, true) {
                 tracing::warn!(%err, "cannot finish the append only file");
             }
         }
         self.give_up_tail();
         aof.on.store(false, Relaxed);
-        wake_waiters(&shared);
+        wake_waiters(&*host);
     }
 
     /// Writing failed: the log is given up and opened again (a new base of everything) after a
     /// pause, so nothing acknowledged meanwhile is missing from it.
     fn fail(&mut self, err: &io::Error) {
         tracing::warn!(%err, "append only file: writing failed; it is rewritten in a moment");
-        let shared = self.shared.clone();
-        shared.aof.last_write_ok.store(false, Relaxed);
+        let host = self.host.clone();
+        host.aof().last_write_ok.store(false, Relaxed);
         if let Some(running) = self.running.take() {
             let _ = running.thread.join();
             let _ = std::fs::remove_file(&running.temp);
@@ -590,27 +590,27 @@ impl Writer {
         self.log = None;
         self.give_up_tail();
         self.mark_rewriting(false);
-        shared.aof.on.store(false, Relaxed);
-        wake_waiters(&shared);
+        host.aof().on.store(false, Relaxed);
+        wake_waiters(&*host);
         self.retry_at = Some(Instant::now() + RETRY_AFTER);
     }
 
     /// The connections stop writing the log, and the stream stops keeping bytes for it.
     fn give_up_tail(&self) {
-        let aof = &self.shared.aof;
+        let aof = &self.host.aof();
         aof.set_policy(None);
         if let Some(tail) = aof.tail.lock().take() {
-            self.shared.store.feed.drop_reader(&tail.reader);
+            self.host.store().feed.drop_reader(&tail.reader);
         }
     }
 
     fn mark_rewriting(&self, running: bool) {
         let at = if running { crate::store::now_ms() } else { 0 };
-        self.shared.aof.rewriting_since_ms.store(at, Relaxed);
+        self.host.aof().rewriting_since_ms.store(at, Relaxed);
     }
 
     fn rewrite_done(&self, ok: bool, started: Instant) {
-        let aof = &self.shared.aof;
+        let aof = &self.host.aof();
         aof.rewrites.fetch_add(1, Relaxed);
         aof.last_rewrite_ok.store(ok, Relaxed);
         aof.last_rewrite_secs

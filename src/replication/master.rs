@@ -237,7 +237,7 @@ pub async fn serve_replica(
             master.sync_full.fetch_add(1, Relaxed);
             let worker = shared.clone();
             let (image, reader) = tokio::task::spawn_blocking(move || {
-                crate::snapshot::image(&worker, || {
+                crate::snapshot::image(&*worker, || {
                     let feed = &worker.store.feed;
                     // The replica starts in database 0: the stream's next command SELECTs.
                     feed.forget_db();
