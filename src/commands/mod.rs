@@ -670,7 +670,7 @@ pub fn run(ctx: &mut Ctx<'_, '_>, cmd: &'static Command, args: &[&[u8]]) -> Repl
         (effective.handler)(ctx, args)
     };
     if propagating {
-        crate::replication::propagate_after(ctx);
+        propagate_after(ctx);
     }
     if replicating {
         // WAIT's target: the stream as far as this client's last write.
@@ -787,4 +787,21 @@ pub fn unknown_subcommand(sub: &[u8], container: &str) -> Reply {
         )
         .into(),
     )
+}
+
+/// After a write command ran: if it wrote and its own lock did not already put it in the stream
+/// (it ran under EXEC's or a script's locks, or wrote no key), it goes in now.
+fn propagate_after(ctx: &mut Ctx<'_, '_>) {
+    if crate::replication::feed::uncommitted() {
+        let db = ctx.conn.db;
+        let store = &ctx.shared.store;
+        let feed_of = &store.feed;
+        match ctx.held_view(db) {
+            Some(view) => crate::replication::feed::commit(feed_of, |key| view.expiry_of(key)),
+            None => crate::replication::feed::commit(feed_of, |key| {
+                store.lock_one(db, key).expiry_of(key)
+            }),
+        }
+    }
+    crate::replication::feed::disarm();
 }

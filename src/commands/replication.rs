@@ -1,9 +1,12 @@
 //! The primary's replication commands: SYNC and PSYNC (a replica asks for the data and the
-//! stream), REPLCONF (what it says about itself), WAIT (a client waits for replicas' acks).
+//! stream), REPLCONF (what it says about itself), WAIT (a client waits for replicas' acks);
+//! and a node's own: REPLICAOF (SLAVEOF) and FAILOVER.
 
 use super::{args, BlockRequest, CmdResult, Ctx};
 use crate::protocol::Reply;
+use crate::replication::failover::Request;
 use crate::replication::master::{request_acks, Handoff};
+use crate::replication::replica::{follow, stop_following, Target};
 use bytes::Bytes;
 
 /// No reply: the connection's next bytes are the replication's (or none, as for a REPLCONF ACK).
@@ -203,4 +206,81 @@ pub fn primary_role(ctx: &Ctx) -> Reply {
         Reply::Int(ctx.shared.store.feed.end() as i64),
         Reply::Array(replicas),
     ])
+}
+
+/// REPLICAOF host port | NO ONE (and SLAVEOF), with Redis's replies.
+pub fn replicaof(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let shared = ctx.shared;
+    if shared.cluster.is_some() {
+        return Err(Reply::error("ERR REPLICAOF not allowed in cluster mode."));
+    }
+    if args[1].eq_ignore_ascii_case(b"no") && args[2].eq_ignore_ascii_case(b"one") {
+        if shared.replication.replica.following() {
+            stop_following(shared);
+        }
+        return Ok(Reply::OK);
+    }
+    let port = args::int(args[2])
+        .ok()
+        .and_then(|p| u16::try_from(p).ok())
+        .ok_or_else(|| Reply::error("ERR Invalid master port"))?;
+    let host = String::from_utf8_lossy(args[1]).into_owned();
+    let already = shared
+        .replication
+        .replica
+        .target()
+        .is_some_and(|t| t.host.eq_ignore_ascii_case(&host) && t.port == port);
+    if already {
+        return Ok(Reply::Status(
+            "OK Already connected to specified master".into(),
+        ));
+    }
+    follow(shared, host, port, true);
+    Ok(Reply::OK)
+}
+
+/// FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT milliseconds].
+pub fn failover(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let shared = ctx.shared;
+    if shared.cluster.is_some() {
+        return Err(Reply::error("ERR FAILOVER not allowed in cluster mode."));
+    }
+    let request = parse_failover(args)?;
+    shared.replication.failover.request(shared, request)?;
+    Ok(Reply::OK)
+}
+
+/// Parses as Redis: each option once, ABORT alone.
+fn parse_failover(args: &[&[u8]]) -> Result<Request, Reply> {
+    let mut request = Request::default();
+    let mut at = 1;
+    while at < args.len() {
+        let word = args[at];
+        if args::is(word, "TO") && at + 2 < args.len() && request.to.is_none() {
+            let port = args::int(args[at + 2])?;
+            request.to = Some(Target {
+                host: String::from_utf8_lossy(args[at + 1]).into_owned(),
+                port: u16::try_from(port).unwrap_or(0),
+            });
+            at += 2;
+        } else if args::is(word, "TIMEOUT") && at + 1 < args.len() && request.timeout_ms.is_none() {
+            let timeout = args::int(args[at + 1])?;
+            if timeout <= 0 {
+                return Err(Reply::error("ERR FAILOVER timeout must be greater than 0"));
+            }
+            request.timeout_ms = Some(timeout);
+            at += 1;
+        } else if args::is(word, "FORCE") && !request.force {
+            request.force = true;
+        } else if args::is(word, "ABORT") && !request.abort {
+            request.abort = true;
+        } else {
+            return Err(Reply::error(super::err::SYNTAX));
+        }
+        at += 1;
+    }
+    if request.abort && (request.force || request.to.is_some() || request.timeout_ms.is_some()) {
+        return Err(Reply::error(super::err::SYNTAX));
+    }
+    Ok(request)
 }

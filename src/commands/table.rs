@@ -333,11 +333,11 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "Depends on the subcommand.", subcommands: MEMORY_SUBCOMMANDS;
     "role", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), "server", "2.8.12", introspection::role, "", "Returns the replication role.",
         complexity: "O(1)", acl: cat::ADMIN | cat::DANGEROUS;
-    "replicaof", 3, ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING, (0, 0, 0), "server", "5.0.0", crate::replication::replica::replicaof, "<host port | NO ONE>", "Configures a server as replica of another, or promotes it to a master.",
+    "replicaof", 3, ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING, (0, 0, 0), "server", "5.0.0", replication::replicaof, "<host port | NO ONE>", "Configures a server as replica of another, or promotes it to a master.",
         complexity: "O(1) to answer; the full sync that follows is O(N), N the primary's keys.";
-    "slaveof", 3, ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING, (0, 0, 0), "server", "1.0.0", crate::replication::replica::replicaof, "<host port | NO ONE>", "Sets a Redis server as a replica of another, or promotes it to being a master.",
+    "slaveof", 3, ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING, (0, 0, 0), "server", "1.0.0", replication::replicaof, "<host port | NO ONE>", "Sets a Redis server as a replica of another, or promotes it to being a master.",
         complexity: "O(1) to answer; the full sync that follows is O(N), N the primary's keys.", doc_flags: &["deprecated"], deprecated_since: "5.0.0", replaced_by: "`REPLICAOF`";
-    "failover", -1, ADMIN | NOSCRIPT | STALE, (0, 0, 0), "server", "6.2.0", crate::replication::failover::failover, "[TO host port [FORCE]] [ABORT] [TIMEOUT milliseconds]", "Starts a coordinated failover from this primary to one of its replicas.",
+    "failover", -1, ADMIN | NOSCRIPT | STALE, (0, 0, 0), "server", "6.2.0", replication::failover, "[TO host port [FORCE]] [ABORT] [TIMEOUT milliseconds]", "Starts a coordinated failover from this primary to one of its replicas.",
         complexity: "O(1)";
     "wait", 3, 0, (0, 0, 0), "generic", "3.0.0", replication::wait, "numreplicas timeout", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.",
         complexity: "O(1)", acl: cat::NO_GROUP | cat::CONNECTION, tips: &["request_policy:all_shards", "response_policy:agg_min"];

@@ -10,8 +10,6 @@
 //! anyway. A target that refuses the PSYNC, or ABORT, makes this node a primary again.
 
 use super::replica::{follow, stop_following, Target};
-use crate::commands::args::{int, is};
-use crate::commands::{err, CmdResult, Ctx};
 use crate::pause::PauseMode;
 use crate::protocol::Reply;
 use crate::server::Shared;
@@ -103,106 +101,69 @@ const NO_REPLICAS: &str = "ERR FAILOVER requires connected replicas.";
 const FORCE_NEEDS: &str =
     "ERR FAILOVER with force option requires both a timeout and target HOST and IP.";
 
-/// FAILOVER's arguments.
+/// FAILOVER's arguments, parsed by the command.
 #[derive(Default)]
-struct Request {
-    to: Option<Target>,
-    timeout_ms: Option<i64>,
-    force: bool,
-    abort: bool,
+pub struct Request {
+    pub to: Option<Target>,
+    pub timeout_ms: Option<i64>,
+    pub force: bool,
+    pub abort: bool,
 }
 
-/// Parses as Redis: each option once, ABORT alone.
-fn parse(args: &[&[u8]]) -> Result<Request, Reply> {
-    let mut request = Request::default();
-    let mut at = 1;
-    while at < args.len() {
-        let word = args[at];
-        if is(word, "TO") && at + 2 < args.len() && request.to.is_none() {
-            let port = int(args[at + 2])?;
-            request.to = Some(Target {
-                host: String::from_utf8_lossy(args[at + 1]).into_owned(),
-                port: u16::try_from(port).unwrap_or(0),
-            });
-            at += 2;
-        } else if is(word, "TIMEOUT") && at + 1 < args.len() && request.timeout_ms.is_none() {
-            let timeout = int(args[at + 1])?;
-            if timeout <= 0 {
-                return Err(Reply::error("ERR FAILOVER timeout must be greater than 0"));
+impl Failover {
+    /// FAILOVER: starts the failover `request` asks for, or aborts the one under way (ABORT).
+    pub fn request(&self, shared: &Shared, request: Request) -> Result<(), Reply> {
+        let failover = self;
+        if request.abort {
+            if failover.phase() == Phase::None {
+                return Err(Reply::error("ERR No failover in progress."));
             }
-            request.timeout_ms = Some(timeout);
-            at += 1;
-        } else if is(word, "FORCE") && !request.force {
-            request.force = true;
-        } else if is(word, "ABORT") && !request.abort {
-            request.abort = true;
-        } else {
-            return Err(Reply::error(err::SYNTAX));
+            failover.abort(shared, "FAILOVER ABORT");
+            return Ok(());
         }
-        at += 1;
-    }
-    if request.abort && (request.force || request.to.is_some() || request.timeout_ms.is_some()) {
-        return Err(Reply::error(err::SYNTAX));
-    }
-    Ok(request)
-}
-
-pub fn failover(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let shared = ctx.shared;
-    if shared.cluster.is_some() {
-        return Err(Reply::error("ERR FAILOVER not allowed in cluster mode."));
-    }
-    let request = parse(args)?;
-    let failover = &shared.replication.failover;
-    if request.abort {
-        if failover.phase() == Phase::None {
-            return Err(Reply::error("ERR No failover in progress."));
+        let mut plan = failover.plan.lock();
+        if plan.phase != Phase::None {
+            return Err(Reply::error(IN_PROGRESS));
         }
-        failover.abort(shared, "FAILOVER ABORT");
-        return Ok(Reply::OK);
-    }
-    let mut plan = failover.plan.lock();
-    if plan.phase != Phase::None {
-        return Err(Reply::error(IN_PROGRESS));
-    }
-    if shared.replication.replica.following() {
-        return Err(Reply::error(NOT_ON_A_REPLICA));
-    }
-    let replicas = shared.replication.master.replicas();
-    if replicas.is_empty() {
-        return Err(Reply::error(NO_REPLICAS));
-    }
-    if request.force && (request.timeout_ms.is_none() || request.to.is_none()) {
-        return Err(Reply::error(FORCE_NEEDS));
-    }
-    if let Some(to) = &request.to {
-        let Some(replica) = replicas
-            .iter()
-            .find(|r| r.ip == to.host && r.port == to.port)
-        else {
-            return Err(Reply::error(
-                "ERR FAILOVER target HOST and PORT is not a replica.",
-            ));
+        if shared.replication.replica.following() {
+            return Err(Reply::error(NOT_ON_A_REPLICA));
+        }
+        let replicas = shared.replication.master.replicas();
+        if replicas.is_empty() {
+            return Err(Reply::error(NO_REPLICAS));
+        }
+        if request.force && (request.timeout_ms.is_none() || request.to.is_none()) {
+            return Err(Reply::error(FORCE_NEEDS));
+        }
+        if let Some(to) = &request.to {
+            let Some(replica) = replicas
+                .iter()
+                .find(|r| r.ip == to.host && r.port == to.port)
+            else {
+                return Err(Reply::error(
+                    "ERR FAILOVER target HOST and PORT is not a replica.",
+                ));
+            };
+            if !replica.online() {
+                return Err(Reply::error("ERR FAILOVER target replica is not online."));
+            }
+        }
+        tracing::info!(target = ?request.to, "FAILOVER requested");
+        *plan = Plan {
+            phase: Phase::WaitingForSync,
+            target: request.to,
+            deadline: request
+                .timeout_ms
+                .map(|ms| Instant::now() + Duration::from_millis(ms as u64)),
+            force: request.force,
         };
-        if !replica.online() {
-            return Err(Reply::error("ERR FAILOVER target replica is not online."));
-        }
+        drop(plan);
+        // Until the failover ends: ten years is "no end" for an Instant.
+        let forever = Instant::now() + Duration::from_secs(10 * 365 * 24 * 3600);
+        shared.store.pause.pause(forever, PauseMode::Write);
+        failover.started.notify_one();
+        Ok(())
     }
-    tracing::info!(target = ?request.to, "FAILOVER requested");
-    *plan = Plan {
-        phase: Phase::WaitingForSync,
-        target: request.to,
-        deadline: request
-            .timeout_ms
-            .map(|ms| Instant::now() + Duration::from_millis(ms as u64)),
-        force: request.force,
-    };
-    drop(plan);
-    // Until the failover ends: ten years is "no end" for an Instant.
-    let forever = Instant::now() + Duration::from_secs(10 * 365 * 24 * 3600);
-    shared.store.pause.pause(forever, PauseMode::Write);
-    failover.started.notify_one();
-    Ok(Reply::OK)
 }
 
 /// The failover driver, one task per server: waits for FAILOVER, then for a replica to catch up

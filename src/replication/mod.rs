@@ -64,21 +64,6 @@ pub fn repl_offset(shared: &crate::server::Shared) -> u64 {
     }
 }
 
-/// After a write command ran: if it wrote and its own lock did not already put it in the stream
-/// (it ran under EXEC's or a script's locks, or wrote no key), it goes in now.
-pub fn propagate_after(ctx: &mut crate::commands::Ctx<'_, '_>) {
-    if feed::uncommitted() {
-        let db = ctx.conn.db;
-        let store = &ctx.shared.store;
-        let feed_of = &store.feed;
-        match ctx.held_view(db) {
-            Some(view) => feed::commit(feed_of, |key| view.expiry_of(key)),
-            None => feed::commit(feed_of, |key| store.lock_one(db, key).expiry_of(key)),
-        }
-    }
-    feed::disarm();
-}
-
 impl Replication {
     pub fn offset(&self) -> u64 {
         self.offset.load(Relaxed)

@@ -9,7 +9,6 @@
 //! client is. A broken link is made again after a second, continuing (`PSYNC replid offset+1`)
 //! when the primary still has the history.
 
-use crate::commands::{CmdResult, Ctx};
 use crate::protocol::Reply;
 use crate::server::Shared;
 use parking_lot::Mutex;
@@ -225,37 +224,6 @@ pub fn stop_following(shared: &Shared) {
     shared.config.write().replicaof.clear();
     tracing::info!("MASTER MODE enabled: no longer following a primary");
     replica.target.send_replace(None);
-}
-
-/// REPLICAOF host port | NO ONE (and SLAVEOF), with Redis's replies.
-pub fn replicaof(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let shared = ctx.shared;
-    if shared.cluster.is_some() {
-        return Err(Reply::error("ERR REPLICAOF not allowed in cluster mode."));
-    }
-    if args[1].eq_ignore_ascii_case(b"no") && args[2].eq_ignore_ascii_case(b"one") {
-        if shared.replication.replica.following() {
-            stop_following(shared);
-        }
-        return Ok(Reply::OK);
-    }
-    let port = crate::commands::args::int(args[2])
-        .ok()
-        .and_then(|p| u16::try_from(p).ok())
-        .ok_or_else(|| Reply::error("ERR Invalid master port"))?;
-    let host = String::from_utf8_lossy(args[1]).into_owned();
-    let already = shared
-        .replication
-        .replica
-        .target()
-        .is_some_and(|t| t.host.eq_ignore_ascii_case(&host) && t.port == port);
-    if already {
-        return Ok(Reply::Status(
-            "OK Already connected to specified master".into(),
-        ));
-    }
-    follow(shared, host, port, true);
-    Ok(Reply::OK)
 }
 
 /// INFO replication's fields of a replica, from `role` to `replica_announced` (empty while this
