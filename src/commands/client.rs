@@ -158,13 +158,13 @@ pub fn client(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     } else if is(sub, "REPLY") {
         client_reply(ctx, args[2])
     } else if is(sub, "TRACKING") {
-        crate::events::tracking::client_tracking(ctx, args)
+        super::tracking::client_tracking(ctx, args)
     } else if is(sub, "CACHING") {
-        crate::events::tracking::client_caching(ctx, args)
+        super::tracking::client_caching(ctx, args)
     } else if is(sub, "GETREDIR") {
-        Ok(crate::events::tracking::client_getredir(ctx))
+        Ok(super::tracking::client_getredir(ctx))
     } else if is(sub, "TRACKINGINFO") {
-        Ok(crate::events::tracking::client_trackinginfo(ctx))
+        Ok(super::tracking::client_trackinginfo(ctx))
     } else if is(sub, "NO-EVICT") {
         ctx.conn.no_evict = on_off(args[2])?;
         Ok(Reply::OK)

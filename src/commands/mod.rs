@@ -41,6 +41,7 @@ pub mod streams;
 pub mod strings;
 pub mod subcommands;
 pub mod table;
+pub mod tracking;
 pub mod transactions;
 pub mod typed;
 pub mod zalgebra;
@@ -632,7 +633,7 @@ pub fn run(ctx: &mut Ctx<'_, '_>, cmd: &'static Command, args: &[&[u8]]) -> Repl
     // The subcommand's row for a container (its flags and keys), else the command's.
     let effective = cmd.effective(args);
     if ctx.conn.tracking.mode.is_some() {
-        crate::events::tracking::before_command(ctx, effective, args);
+        tracking::before_command(ctx, effective, args);
     }
     let time = crate::clock::CommandTime::start();
     // MONITOR: admin commands are never shown; scripts (SKIP_MONITOR) before the commands they
@@ -691,7 +692,7 @@ pub fn run(ctx: &mut Ctx<'_, '_>, cmd: &'static Command, args: &[&[u8]]) -> Repl
         crate::events::after_command(ctx, cmd);
     }
     if ctx.conn.tracking.caching {
-        crate::events::tracking::after_command(ctx, cmd);
+        tracking::after_command(ctx, cmd);
     }
     let nanos = time.elapsed_ns();
     let micros = nanos / 1000;
