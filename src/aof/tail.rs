@@ -9,7 +9,8 @@
 //! a replica's applied commands) on its tick, syncs `everysec` off the connections' path, and
 //! switches the file when it rewrites.
 
-use super::{keep_loggable, Fsync};
+use super::keep_loggable;
+use crate::config::values::Fsync;
 use crate::replication::feed::Feed;
 use crate::server::Shared;
 use std::fs::File;

@@ -12,7 +12,8 @@
 
 use super::manifest::{sync_dir, Manifest, Names, Part};
 use super::tail::Tail;
-use super::{wake_waiters, Fsync};
+use super::wake_waiters;
+use crate::config::values::Fsync;
 use crate::replication::feed::Feed;
 use crate::server::Shared;
 use std::fs::File;
