@@ -10,8 +10,6 @@ pub mod cluster;
 pub mod command_stats;
 pub mod commands;
 pub mod config;
-pub mod config_file;
-pub mod config_inert;
 pub mod connection;
 pub mod events;
 pub mod exporter;

@@ -18,7 +18,7 @@ fn main() -> std::process::ExitCode {
         args.remove(1);
         return stmd::cluster::admin::main(args);
     }
-    let config = match stmd::config_file::load(std::env::args_os()) {
+    let config = match stmd::config::file::load(std::env::args_os()) {
         Ok(config) => config,
         Err(err) => {
             eprintln!("{err}");

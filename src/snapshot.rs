@@ -14,7 +14,6 @@ use crate::scripting::Scripting;
 use crate::store::{Store, Value};
 use bytes::Bytes;
 use parking_lot::RwLock;
-use std::fmt;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering::Relaxed};
@@ -30,51 +29,6 @@ pub trait Host: Send + Sync + 'static {
     fn config(&self) -> &RwLock<Config>;
     fn snapshots(&self) -> &Snapshots;
     fn scripting(&self) -> &Scripting;
-}
-
-/// The `save` setting: save after `secs` seconds if at least `changes` writes happened, for any
-/// of the pairs. Empty: no automatic snapshots.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SaveRules(pub Vec<(u64, u64)>);
-
-impl SaveRules {
-    /// Redis's syntax: `"<seconds> <changes> [<seconds> <changes> ...]"`, or `""` for none.
-    pub fn parse(text: &str) -> Result<SaveRules, String> {
-        let numbers = text
-            .split_whitespace()
-            .map(|n| n.parse::<u64>().ok().filter(|&n| n <= i32::MAX as u64))
-            .collect::<Option<Vec<u64>>>()
-            .ok_or("Invalid save parameters")?;
-        if numbers.len() % 2 != 0 {
-            return Err("Invalid save parameters".into());
-        }
-        Ok(SaveRules(numbers.chunks(2).map(|p| (p[0], p[1])).collect()))
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// True when a rule says it is time: `changes` writes since the last save, `since` seconds ago.
-    fn due(&self, changes: u64, since: u64) -> bool {
-        self.0
-            .iter()
-            .any(|&(secs, least)| changes >= least && since >= secs)
-    }
-}
-
-impl fmt::Display for SaveRules {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut first = true;
-        for (secs, changes) in &self.0 {
-            if !first {
-                f.write_str(" ")?;
-            }
-            first = false;
-            write!(f, "{secs} {changes}")?;
-        }
-        Ok(())
-    }
 }
 
 /// What a shutdown does about the final save (SHUTDOWN SAVE / NOSAVE, or by the rules).

@@ -5,6 +5,7 @@
 //! The configurations in force are held by [`Tls`] and replaced whole when CONFIG SET changes a
 //! TLS setting: new connections use the new one, connections already made keep theirs.
 
+use crate::config::values::{self, TlsVersion};
 use crate::config::{Config, TlsAuthClients};
 use parking_lot::RwLock;
 use rustls_pki_types::pem::PemObject;
@@ -93,142 +94,83 @@ impl Tls {
     }
 }
 
-/// `tls-protocols`: `TLSv1.2`, `TLSv1.3` or both, space-separated, any case; empty means both.
+/// `tls-protocols` as rustls's versions (the names are checked by [`values::tls_protocols`]).
 pub fn parse_protocols(text: &str) -> Result<Vec<&'static SupportedProtocolVersion>, String> {
-    let mut versions: Vec<&'static SupportedProtocolVersion> = Vec::new();
-    for word in text.split_whitespace() {
-        let version = match word.to_ascii_lowercase().as_str() {
-            "tlsv1.2" => &rustls::version::TLS12,
-            "tlsv1.3" => &rustls::version::TLS13,
-            "tlsv1" | "tlsv1.1" => {
-                return Err(format!(
-                    "{word} is not supported: use a combination of 'TLSv1.2' and 'TLSv1.3'"
-                ))
-            }
-            _ => return Err(
-                "Invalid tls-protocols specified. Use a combination of 'TLSv1.2' and 'TLSv1.3'."
-                    .into(),
-            ),
-        };
-        if !versions.iter().any(|v| v.version == version.version) {
-            versions.push(version);
-        }
-    }
-    if versions.is_empty() {
-        versions = rustls::ALL_VERSIONS.to_vec();
-    }
-    Ok(versions)
+    Ok(values::tls_protocols(text)?
+        .into_iter()
+        .map(|version| match version {
+            TlsVersion::V1_2 => &rustls::version::TLS12,
+            TlsVersion::V1_3 => &rustls::version::TLS13,
+        })
+        .collect())
 }
 
-/// The TLS 1.3 suites of the ring provider by their IANA names (OpenSSL's `-ciphersuites`).
+/// The ring provider's suite of each name of [`values::TLS13_SUITES`], in that list's order.
 fn tls13_suites() -> [(&'static str, SupportedCipherSuite); 3] {
     use rustls::crypto::ring::cipher_suite::*;
+    let [aes256, aes128, chacha20] = values::TLS13_SUITES;
     [
-        ("TLS_AES_256_GCM_SHA384", TLS13_AES_256_GCM_SHA384),
-        ("TLS_AES_128_GCM_SHA256", TLS13_AES_128_GCM_SHA256),
-        (
-            "TLS_CHACHA20_POLY1305_SHA256",
-            TLS13_CHACHA20_POLY1305_SHA256,
-        ),
+        (aes256, TLS13_AES_256_GCM_SHA384),
+        (aes128, TLS13_AES_128_GCM_SHA256),
+        (chacha20, TLS13_CHACHA20_POLY1305_SHA256),
     ]
 }
 
-/// The TLS 1.2 suites of the ring provider by their OpenSSL names (OpenSSL's `-cipher`).
+/// The ring provider's suite of each name of [`values::TLS12_CIPHERS`], in that list's order.
 fn tls12_suites() -> [(&'static str, SupportedCipherSuite); 6] {
     use rustls::crypto::ring::cipher_suite::*;
+    let [ecdsa_aes256, ecdsa_aes128, ecdsa_chacha20, rsa_aes256, rsa_aes128, rsa_chacha20] =
+        values::TLS12_CIPHERS;
     [
+        (ecdsa_aes256, TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384),
+        (ecdsa_aes128, TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256),
         (
-            "ECDHE-ECDSA-AES256-GCM-SHA384",
-            TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
-        ),
-        (
-            "ECDHE-ECDSA-AES128-GCM-SHA256",
-            TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
-        ),
-        (
-            "ECDHE-ECDSA-CHACHA20-POLY1305",
+            ecdsa_chacha20,
             TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
         ),
-        (
-            "ECDHE-RSA-AES256-GCM-SHA384",
-            TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
-        ),
-        (
-            "ECDHE-RSA-AES128-GCM-SHA256",
-            TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
-        ),
-        (
-            "ECDHE-RSA-CHACHA20-POLY1305",
-            TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
-        ),
+        (rsa_aes256, TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384),
+        (rsa_aes128, TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256),
+        (rsa_chacha20, TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256),
     ]
 }
 
-/// `tls-ciphersuites`: TLS 1.3 suite names, colon-separated, in order of preference; empty means
-/// the provider's defaults.
+/// `tls-ciphersuites` as the provider's TLS 1.3 suites (checked by
+/// [`values::tls_ciphersuites`]).
 pub fn parse_ciphersuites(text: &str) -> Result<Vec<SupportedCipherSuite>, String> {
-    parse_suites(
-        text,
+    Ok(suites(
+        &values::tls_ciphersuites(text)?,
         &tls13_suites(),
         rustls::ProtocolVersion::TLSv1_3,
-        |name| format!("unknown or unsupported TLS 1.3 cipher suite '{name}'"),
-    )
+    ))
 }
 
-/// `tls-ciphers`: TLS 1.2 cipher names as OpenSSL spells them, colon-separated, in order of
-/// preference; empty means the provider's defaults. OpenSSL's cipher-list expressions (`HIGH`,
-/// `!aNULL`, `ECDH+AESGCM`, `@STRENGTH`) are refused: only explicit names are taken.
+/// `tls-ciphers` as the provider's TLS 1.2 suites (checked by [`values::tls_ciphers`]).
 pub fn parse_ciphers(text: &str) -> Result<Vec<SupportedCipherSuite>, String> {
-    parse_suites(
-        text,
+    Ok(suites(
+        &values::tls_ciphers(text)?,
         &tls12_suites(),
         rustls::ProtocolVersion::TLSv1_2,
-        |name| {
-            let expression = name.starts_with(['!', '+', '-', '@']) || !name.contains('-');
-            match expression || name.contains('+') {
-            true => format!(
-                "'{name}' is an OpenSSL cipher-list expression; only explicit cipher names are supported"
-            ),
-            false => format!("unknown or unsupported TLS 1.2 cipher '{name}'"),
-        }
-        },
-    )
+    ))
 }
 
-/// A list of suite names (separated by `:`, `,` or spaces, as OpenSSL takes them) looked up in
-/// `known`, any case; empty: the provider's default suites of `version`. `unknown` words the
-/// error for a name not in `known`, which is followed by the supported names.
-fn parse_suites(
-    text: &str,
+/// The suites of checked `names` looked up in `known`; none named: the provider's default suites
+/// of `version`.
+fn suites(
+    names: &[&str],
     known: &[(&'static str, SupportedCipherSuite)],
     version: rustls::ProtocolVersion,
-    unknown: impl Fn(&str) -> String,
-) -> Result<Vec<SupportedCipherSuite>, String> {
-    let mut suites: Vec<SupportedCipherSuite> = Vec::new();
-    for name in text
-        .split(|c: char| c == ':' || c == ',' || c.is_whitespace())
-        .filter(|n| !n.is_empty())
-    {
-        let Some((_, suite)) = known.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) else {
-            let names: Vec<&str> = known.iter().map(|(n, _)| *n).collect();
-            return Err(format!(
-                "{} (supported: {})",
-                unknown(name),
-                names.join(", ")
-            ));
-        };
-        if !suites.contains(suite) {
-            suites.push(*suite);
-        }
-    }
-    if suites.is_empty() {
-        suites = ring::default_provider()
+) -> Vec<SupportedCipherSuite> {
+    if names.is_empty() {
+        return ring::default_provider()
             .cipher_suites
             .into_iter()
             .filter(|s| s.version().version == version)
             .collect();
     }
-    Ok(suites)
+    names
+        .iter()
+        .filter_map(|name| known.iter().find(|(n, _)| n == name).map(|(_, s)| *s))
+        .collect()
 }
 
 /// The ring provider with the suites of `tls-ciphersuites` then `tls-ciphers`, in their order.

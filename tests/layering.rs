@@ -19,8 +19,6 @@ const LAYERS: &[(&str, u8)] = &[
     ("number_format", 0),
     ("percpu", 0),
     ("config", 0),
-    ("config_file", 0),
-    ("config_inert", 0),
     ("output_limit", 0),
     ("spec", 0),
     // L1: data and its logic.

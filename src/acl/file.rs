@@ -1,7 +1,8 @@
 //! The ACL file: one `user <name> <rule> …` line per user, as ACL LIST prints them. Loading is
 //! all-or-nothing (an error names the line); saving writes a temporary file then renames it.
 
-use super::rules::{merge_selector_args, ChannelDefault, User};
+use super::rules::{merge_selector_args, User};
+use crate::config::values::ChannelDefault;
 use std::path::Path;
 
 /// Parses a whole ACL file, under the server's `acl-pubsub-default` (`channels`). The error is

@@ -12,8 +12,9 @@ pub mod rules;
 
 use crate::commands::keyspec::{self, KeyFlags};
 use crate::commands::table::Command;
+use crate::config::values::ChannelDefault;
 use parking_lot::{Mutex, RwLock};
-pub use rules::{ChannelDefault, User, IDS};
+pub use rules::{User, IDS};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

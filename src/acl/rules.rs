@@ -7,6 +7,7 @@
 
 use crate::commands::categories;
 use crate::commands::table::{Command, COMMANDS};
+use crate::config::values::ChannelDefault;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -100,36 +101,6 @@ impl RuleError {
             RuleError::BadHash => "The password hash must be exactly 64 characters and contain only lowercase hexadecimal characters",
             RuleError::SubcommandOfPlain => "Allowing first-arg of a subcommand is not supported",
         }
-    }
-}
-
-/// The channels a new selector starts with (`acl-pubsub-default`): none (`resetchannels`, Redis
-/// 7's default) or all (`allchannels`, Redis 6's). It applies to a new user, a new `(…)` selector
-/// and the `reset` rule, as the setting is when they are applied.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ChannelDefault {
-    #[default]
-    Reset,
-    All,
-}
-
-impl ChannelDefault {
-    /// CONFIG's name of it.
-    pub fn name(self) -> &'static str {
-        match self {
-            ChannelDefault::Reset => "resetchannels",
-            ChannelDefault::All => "allchannels",
-        }
-    }
-
-    /// Parses the CONFIG value (case-insensitive), with Redis's CONFIG SET text on failure.
-    pub fn parse(text: &str) -> Result<ChannelDefault, String> {
-        [ChannelDefault::All, ChannelDefault::Reset]
-            .into_iter()
-            .find(|d| d.name().eq_ignore_ascii_case(text))
-            .ok_or_else(|| {
-                "argument(s) must be one of the following: allchannels, resetchannels".to_string()
-            })
     }
 }
 

@@ -19,7 +19,7 @@ mod writer;
 pub use tail::write_now;
 pub use writer::{open_at_start, spawn};
 
-use std::fmt;
+use crate::config::values::Fsync;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::time::Duration;
 
@@ -29,38 +29,6 @@ use std::time::Duration;
 pub trait Host: crate::snapshot::Host {
     fn aof(&self) -> &Aof;
     fn replication(&self) -> &crate::replication::Replication;
-}
-
-/// `appendfsync`: when the file is flushed to the disk.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Fsync {
-    /// Before the reply to the write is sent.
-    Always,
-    /// Once a second.
-    Everysec,
-    /// When the operating system decides.
-    No,
-}
-
-impl Fsync {
-    pub fn parse(text: &str) -> Result<Fsync, String> {
-        match text.to_ascii_lowercase().as_str() {
-            "always" => Ok(Fsync::Always),
-            "everysec" => Ok(Fsync::Everysec),
-            "no" => Ok(Fsync::No),
-            _ => Err("argument(s) must be one of the following: everysec, always, no".into()),
-        }
-    }
-}
-
-impl fmt::Display for Fsync {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Fsync::Always => "always",
-            Fsync::Everysec => "everysec",
-            Fsync::No => "no",
-        })
-    }
 }
 
 pub const REWRITE_IN_PROGRESS: &str =

@@ -9,8 +9,8 @@
 //! a replica's applied commands) on its tick, syncs `everysec` off the connections' path, and
 //! switches the file when it rewrites.
 
-use super::Host;
-use super::{keep_loggable, Fsync};
+use super::{keep_loggable, Host};
+use crate::config::values::Fsync;
 use crate::replication::feed::Feed;
 use std::fs::File;
 use std::io::{self, Write};

@@ -12,8 +12,8 @@
 
 use super::manifest::{sync_dir, Manifest, Names, Part};
 use super::tail::Tail;
-use super::Host;
-use super::{wake_waiters, Fsync};
+use super::{wake_waiters, Host};
+use crate::config::values::Fsync;
 use crate::replication::feed::Feed;
 use std::fs::File;
 use std::io::{self, Write};

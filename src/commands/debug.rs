@@ -133,7 +133,7 @@ fn atoi(arg: &[u8]) -> i64 {
 
 pub fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let setting = ctx.shared.config.read().enable_debug_command;
-    if !setting.allows(&ctx.conn.info.addr) {
+    if !setting.allows(ctx.conn.info.addr.is_local()) {
         return Err(Reply::Error(
             ProtectedCommand::refusal("DEBUG", "enable-debug-command").into(),
         ));
@@ -233,7 +233,7 @@ pub fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
                 "ERR CONFIG-REWRITE-FORCE-ALL failed: Bad address",
             ));
         };
-        crate::config_file::rewrite(file, &config).map_err(|e| {
+        crate::config::file::rewrite(file, &config).map_err(|e| {
             Reply::Error(format!("ERR CONFIG-REWRITE-FORCE-ALL failed: {e}").into())
         })?;
         Ok(Reply::OK)

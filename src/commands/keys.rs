@@ -325,7 +325,7 @@ pub fn object(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         ]));
     }
     let (thresholds, per_key_clock) = {
-        use crate::store::eviction::Policy;
+        use crate::config::values::Policy;
         let config = ctx.shared.config.read();
         // An LRU policy needs each key's own access clock, so Redis shares no integers then.
         let lru = matches!(

@@ -31,7 +31,7 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
                 ));
             };
             let refusal = match setting {
-                Setting::Inert(index, _) => crate::config_inert::INERT[index].refusal(),
+                Setting::Inert(index, _) => crate::config::inert::INERT[index].refusal(),
                 // Redis refuses these unless `enable-protected-configs`, which stmd keeps off.
                 Setting::Live(param) if ["dir", "dbfilename"].contains(&param.name) => {
                     Some("can't set protected config")
@@ -57,7 +57,7 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             let value = String::from_utf8_lossy(value);
             match setting {
                 Setting::Inert(index, _) => {
-                    let row = &crate::config_inert::INERT[*index];
+                    let row = &crate::config::inert::INERT[*index];
                     let normalised = row.parse(&value).map_err(|why| failed(&why))?;
                     updated.inert.set(*index, normalised);
                 }
@@ -169,7 +169,7 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
                 "ERR The server is running without a config file",
             ));
         };
-        crate::config_file::rewrite(file, &config)
+        crate::config::file::rewrite(file, &config)
             .map_err(|e| Reply::Error(format!("ERR Rewriting config file: {e}").into()))?;
         Ok(Reply::OK)
     } else {
@@ -370,7 +370,7 @@ pub fn module(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         ]));
     }
     let setting = ctx.shared.config.read().enable_module_command;
-    if !setting.allows(&ctx.conn.info.addr) {
+    if !setting.allows(ctx.conn.info.addr.is_local()) {
         return Err(Reply::Error(
             ProtectedCommand::refusal("MODULE", "enable-module-command").into(),
         ));

@@ -8,116 +8,14 @@ pub mod tracking;
 
 use crate::commands::table::{self, Command};
 use crate::commands::Ctx;
+pub use crate::config::values::class;
+use crate::config::values::NotifyFlags;
 use crate::pubsub::PubSub;
 use crate::store::changes::{self, Change, Noted};
 use crate::store::Store;
 use bytes::Bytes;
-use std::fmt;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::Arc;
-
-/// Redis's event classes (the letters of `notify-keyspace-events`), plus `S` for STM entries.
-pub mod class {
-    pub const KEYSPACE: u32 = 1 << 0; // K
-    pub const KEYEVENT: u32 = 1 << 1; // E
-    pub const GENERIC: u32 = 1 << 2; // g
-    pub const STRING: u32 = 1 << 3; // $
-    pub const LIST: u32 = 1 << 4; // l
-    pub const SET: u32 = 1 << 5; // s
-    pub const HASH: u32 = 1 << 6; // h
-    pub const ZSET: u32 = 1 << 7; // z
-    pub const EXPIRED: u32 = 1 << 8; // x
-    pub const EVICTED: u32 = 1 << 9; // e
-    pub const STREAM: u32 = 1 << 10; // t
-    pub const KEY_MISS: u32 = 1 << 11; // m
-    pub const MODULE: u32 = 1 << 12; // d
-    pub const NEW: u32 = 1 << 13; // n
-    /// Ours: STM entries' own events (`stm.capture`, `stm.forget`…). Redis rejects the letter `S`,
-    /// so no Redis configuration means anything else by it.
-    pub const STM: u32 = 1 << 14; // S
-    /// Redis's `A`: every type class, not `m`, `n` (nor our `S`, so `A` means what it means in
-    /// Redis and CONFIG GET renders Redis's settings as Redis does).
-    pub const ALL: u32 =
-        GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
-}
-
-/// The `notify-keyspace-events` setting: class bits, rendered and parsed as Redis does.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct NotifyFlags(pub u32);
-
-/// Letter ↔ class, in the order Redis renders them (after `A`).
-const LETTERS: &[(char, u32)] = &[
-    ('g', class::GENERIC),
-    ('$', class::STRING),
-    ('l', class::LIST),
-    ('s', class::SET),
-    ('h', class::HASH),
-    ('z', class::ZSET),
-    ('x', class::EXPIRED),
-    ('e', class::EVICTED),
-    ('t', class::STREAM),
-    ('d', class::MODULE),
-    ('n', class::NEW),
-];
-
-impl NotifyFlags {
-    /// Parses Redis's class letters (`KEA`, `Ex`, `""`…), with Redis's CONFIG SET text on error.
-    pub fn parse(text: &str) -> Result<NotifyFlags, String> {
-        let mut flags = 0;
-        for c in text.chars() {
-            flags |= match c {
-                'A' => class::ALL,
-                'K' => class::KEYSPACE,
-                'E' => class::KEYEVENT,
-                'm' => class::KEY_MISS,
-                'S' => class::STM,
-                _ => LETTERS
-                    .iter()
-                    .find(|(letter, _)| *letter == c)
-                    .map(|(_, bit)| *bit)
-                    .ok_or_else(|| {
-                        "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".to_string()
-                    })?,
-            };
-        }
-        Ok(NotifyFlags(flags))
-    }
-
-    /// True when some event would be published: a channel kind (K or E) and a class.
-    pub fn active(self) -> bool {
-        self.0 & (class::KEYSPACE | class::KEYEVENT) != 0
-            && self.0 & !(class::KEYSPACE | class::KEYEVENT) != 0
-    }
-}
-
-impl fmt::Display for NotifyFlags {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let flags = self.0;
-        if flags & class::ALL == class::ALL {
-            // Redis 7 shows no `n` beside `A` (the flag still works).
-            f.write_str("A")?;
-        } else {
-            for (letter, bit) in LETTERS {
-                if flags & bit != 0 {
-                    write!(f, "{letter}")?;
-                }
-            }
-        }
-        if flags & class::STM != 0 {
-            f.write_str("S")?;
-        }
-        for (bit, letter) in [
-            (class::KEYSPACE, "K"),
-            (class::KEYEVENT, "E"),
-            (class::KEY_MISS, "m"),
-        ] {
-            if flags & bit != 0 {
-                f.write_str(letter)?;
-            }
-        }
-        Ok(())
-    }
-}
 
 /// Where a batch of noted changes came from.
 pub struct Origin<'a> {

@@ -188,7 +188,8 @@ fn every_value_round_trips() {
 /// payload of 5 members stays compact under the defaults and is converted under a limit of 4.
 #[test]
 fn restore_uses_the_configured_thresholds() {
-    use crate::store::encoding::{Thresholds, DEFAULTS};
+    use crate::config::values::Thresholds;
+    use crate::store::encoding::DEFAULTS;
     let limits = Limits::default();
     let mut zset = crate::store::zset::ZSet::default();
     let mut hash = crate::store::value::Hash::default();

@@ -9,6 +9,7 @@
 //! [`super::Entry::outgrown`]), judged by element counts before every write.
 
 use super::value::Value;
+use crate::config::values::Thresholds;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 
 /// Redis's defaults (the configuration's too: a test keeps them equal).
@@ -23,22 +24,6 @@ pub const DEFAULTS: Thresholds = Thresholds {
     list_max_listpack_size: -2,
     list_compress_depth: 0,
 };
-
-/// The thresholds, as configured (a plain copy, read once per decision).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Thresholds {
-    pub hash_max_listpack_entries: u64,
-    pub hash_max_listpack_value: u64,
-    pub set_max_intset_entries: u64,
-    pub set_max_listpack_entries: u64,
-    pub set_max_listpack_value: u64,
-    pub zset_max_listpack_entries: u64,
-    pub zset_max_listpack_value: u64,
-    /// Positive: most elements of a listpack; negative -1..-5: most bytes, 4 KiB << (-n - 1).
-    pub list_max_listpack_size: i64,
-    /// Reported only (stmd does not compress lists).
-    pub list_compress_depth: u64,
-}
 
 /// The count thresholds the store checks before every write (the rest are read from the config
 /// when OBJECT ENCODING asks). Relaxed atomics: a CONFIG SET is seen by the next write.

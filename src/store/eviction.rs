@@ -17,6 +17,7 @@
 //! or the soonest to expire (TTL). The random policies evict the first candidate.
 
 use super::{Entry, Store};
+use crate::config::values::Policy;
 use bytes::Bytes;
 use parking_lot::Mutex;
 use smallvec::SmallVec;
@@ -35,53 +36,14 @@ pub const METER_TICK: Duration = Duration::from_millis(10);
 /// never stalls a client, or the other clients of its thread, for long.
 pub const EVICTION_TIME_BOX: Duration = Duration::from_millis(1);
 
-/// What to evict when `maxmemory` is reached (Redis's names).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Policy {
-    NoEviction,
-    AllKeysLru,
-    VolatileLru,
-    AllKeysRandom,
-    VolatileRandom,
-    VolatileTtl,
+/// How a policy (a configuration value) judges the store's entries.
+trait Judge {
+    fn eligible(self, entry: &Entry) -> bool;
+    fn score_is_constant(self) -> bool;
+    fn score(self, entry: &Entry, now: u64) -> u64;
 }
 
-impl Policy {
-    /// In the order Redis lists them in its error text (it has LFU policies too; we do not).
-    const ALL: [Policy; 6] = [
-        Policy::VolatileLru,
-        Policy::VolatileRandom,
-        Policy::VolatileTtl,
-        Policy::AllKeysLru,
-        Policy::AllKeysRandom,
-        Policy::NoEviction,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Policy::NoEviction => "noeviction",
-            Policy::AllKeysLru => "allkeys-lru",
-            Policy::VolatileLru => "volatile-lru",
-            Policy::AllKeysRandom => "allkeys-random",
-            Policy::VolatileRandom => "volatile-random",
-            Policy::VolatileTtl => "volatile-ttl",
-        }
-    }
-
-    /// Parses a policy name (case-insensitive), with Redis's CONFIG SET text on failure.
-    pub fn parse(text: &str) -> Result<Policy, String> {
-        Policy::ALL
-            .into_iter()
-            .find(|p| p.name().eq_ignore_ascii_case(text))
-            .ok_or_else(|| {
-                let names: Vec<&str> = Policy::ALL.iter().map(|p| p.name()).collect();
-                format!(
-                    "argument(s) must be one of the following: {}",
-                    names.join(", ")
-                )
-            })
-    }
-
+impl Judge for Policy {
     /// Whether `entry` may be evicted: the volatile policies evict only keys with an expiry.
     fn eligible(self, entry: &Entry) -> bool {
         entry.expire_at() != 0

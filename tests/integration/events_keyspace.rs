@@ -97,7 +97,8 @@ async fn each_class_publishes_on_keyspace_and_keyevent_channels() {
 #[tokio::test]
 async fn new_and_keymiss_come_only_when_asked_for() {
     let server = TestServer::start_with(|c| {
-        c.notify_keyspace_events = stmd::events::NotifyFlags::parse("Egnm$").expect("flags");
+        c.notify_keyspace_events =
+            stmd::config::values::NotifyFlags::parse("Egnm$").expect("flags");
     })
     .await;
     let mut con = server.client().await;

@@ -19,7 +19,7 @@ async fn start_in(dir: &Path, save: &str) -> TestServer {
     let save = save.to_string();
     TestServer::start_with(move |c| {
         c.dir = dir;
-        c.save = stmd::snapshot::SaveRules::parse(&save).expect("rules");
+        c.save = stmd::config::values::SaveRules::parse(&save).expect("rules");
     })
     .await
 }

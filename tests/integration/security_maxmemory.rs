@@ -312,7 +312,7 @@ async fn flags_and_config_set_use_redis_formats_and_errors() {
             "volatile-ttl",
             "maxmemory-samples",
             "10",
-            // Redis's other maxmemory options, accepted and reported (src/config_inert.rs).
+            // Redis's other maxmemory options, accepted and reported (src/config/inert.rs).
             "maxmemory-clients",
             "0",
             "maxmemory-eviction-tenacity",

@@ -1,11 +1,14 @@
 //! Configuration: clap flags with Redis's option names (each also an `STMD_*` environment variable),
 //! and the `CONFIG GET/SET` view of the same settings, driven by one parameter table.
 
-use crate::acl::rules::ChannelDefault;
 use crate::output_limit::OutputBufferLimits;
-use crate::store::eviction::Policy;
+pub mod file;
+pub mod inert;
+pub mod values;
+
 use clap::Parser;
 use std::path::{Path, PathBuf};
+use values::{ChannelDefault, Fsync, NotifyFlags, Policy, SaveRules, Thresholds};
 
 /// Every setting of the server. Flags use Redis's names so operators can reuse what they know.
 #[derive(Parser, Clone, Debug)]
@@ -143,15 +146,15 @@ pub struct Config {
     )]
     pub tls_client_key_file_pass: String,
     /// TLS versions accepted: `TLSv1.2`, `TLSv1.3` or both, space-separated, any case ("": both).
-    #[arg(long, env = "STMD_TLS_PROTOCOLS", default_value = "", value_parser = checked(crate::tls::parse_protocols), help_heading = "TLS")]
+    #[arg(long, env = "STMD_TLS_PROTOCOLS", default_value = "", value_parser = checked(values::tls_protocols), help_heading = "TLS")]
     pub tls_protocols: String,
     /// TLS 1.2 cipher suites by OpenSSL name, colon-separated, e.g.
     /// `ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-AES256-GCM-SHA384` ("": rustls's defaults).
-    #[arg(long, env = "STMD_TLS_CIPHERS", default_value = "", value_parser = checked(crate::tls::parse_ciphers), help_heading = "TLS")]
+    #[arg(long, env = "STMD_TLS_CIPHERS", default_value = "", value_parser = checked(values::tls_ciphers), help_heading = "TLS")]
     pub tls_ciphers: String,
     /// TLS 1.3 cipher suites, colon-separated, e.g. `TLS_AES_256_GCM_SHA384` ("": rustls's
     /// defaults).
-    #[arg(long, env = "STMD_TLS_CIPHERSUITES", default_value = "", value_parser = checked(crate::tls::parse_ciphersuites), help_heading = "TLS")]
+    #[arg(long, env = "STMD_TLS_CIPHERSUITES", default_value = "", value_parser = checked(values::tls_ciphersuites), help_heading = "TLS")]
     pub tls_ciphersuites: String,
     /// Choose the cipher suite by the server's order (the order of --tls-ciphers and
     /// --tls-ciphersuites) rather than the client's (yes|no).
@@ -263,8 +266,8 @@ pub struct Config {
     /// Automatic RDB snapshots, as Redis's `save`: `"<seconds> <changes> ..."` saves after that
     /// many seconds if at least that many writes happened. Empty (the default): only SAVE, BGSAVE
     /// and SHUTDOWN SAVE write one.
-    #[arg(long, env = "STMD_SAVE", default_value = "", value_parser = crate::snapshot::SaveRules::parse, help_heading = "Storage")]
-    pub save: crate::snapshot::SaveRules,
+    #[arg(long, env = "STMD_SAVE", default_value = "", value_parser = SaveRules::parse, help_heading = "Storage")]
+    pub save: SaveRules,
     /// Refuse writes (`-MISCONF`) while the last background save failed and `save` rules are
     /// set, as Redis does (yes|no).
     #[arg(long, env = "STMD_STOP_WRITES_ON_BGSAVE_ERROR", default_value = "yes", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "Storage")]
@@ -348,8 +351,8 @@ pub struct Config {
     pub appendonly: bool,
     /// When the append-only file is flushed to the disk: `always` (before each reply),
     /// `everysec` (once a second) or `no` (when the system decides).
-    #[arg(long, env = "STMD_APPENDFSYNC", default_value = "everysec", value_parser = crate::aof::Fsync::parse, help_heading = "Storage")]
-    pub appendfsync: crate::aof::Fsync,
+    #[arg(long, env = "STMD_APPENDFSYNC", default_value = "everysec", value_parser = Fsync::parse, help_heading = "Storage")]
+    pub appendfsync: Fsync,
     /// The base name of the append-only files (`<name>.<seq>.base.rdb`, `<name>.<seq>.incr.aof`,
     /// `<name>.manifest`).
     #[arg(long, env = "STMD_APPENDFILENAME", default_value = "appendonly.aof", value_parser = parse_file_name, help_heading = "Storage")]
@@ -591,8 +594,8 @@ pub struct Config {
 
     /// Keyspace notifications to publish, in Redis's class letters (`KEA`, `Ex`…; empty: none),
     /// plus `S` for STM entries' own events.
-    #[arg(long, env = "STMD_NOTIFY_KEYSPACE_EVENTS", default_value = "", hide_default_value = true, value_parser = crate::events::NotifyFlags::parse, help_heading = "Events")]
-    pub notify_keyspace_events: crate::events::NotifyFlags,
+    #[arg(long, env = "STMD_NOTIFY_KEYSPACE_EVENTS", default_value = "", hide_default_value = true, value_parser = NotifyFlags::parse, help_heading = "Events")]
+    pub notify_keyspace_events: NotifyFlags,
     /// Most keys remembered for client-side caching (default-mode CLIENT TRACKING); past it, keys
     /// are dropped and invalidated (0: no limit).
     #[arg(
@@ -707,7 +710,7 @@ pub struct Config {
     pub config_warnings: Vec<String>,
     /// The values of the Redis options stmd checks and keeps without acting on them.
     #[arg(skip)]
-    pub inert: crate::config_inert::InertValues,
+    pub inert: crate::config::inert::InertValues,
 }
 
 /// Which supervisor to tell when the server is ready (Redis's `supervised`; see `supervise`).
@@ -788,13 +791,13 @@ pub enum ProtectedCommand {
 }
 
 impl ProtectedCommand {
-    /// Whether a client connected from `peer` may run the command (`local`: loopback or the
-    /// Unix socket).
-    pub fn allows(self, peer: &crate::clients::ClientAddr) -> bool {
+    /// Whether a client may run the command, given whether it is on this host (`local`:
+    /// loopback or the Unix socket).
+    pub fn allows(self, local_client: bool) -> bool {
         match self {
             ProtectedCommand::Yes => true,
             ProtectedCommand::No => false,
-            ProtectedCommand::Local => peer.is_local(),
+            ProtectedCommand::Local => local_client,
         }
     }
 
@@ -841,8 +844,8 @@ impl Config {
     }
 
     /// The thresholds OBJECT ENCODING reports by.
-    pub fn encoding_thresholds(&self) -> crate::store::encoding::Thresholds {
-        crate::store::encoding::Thresholds {
+    pub fn encoding_thresholds(&self) -> Thresholds {
+        Thresholds {
             hash_max_listpack_entries: self.hash_max_listpack_entries,
             hash_max_listpack_value: self.hash_max_listpack_value,
             set_max_intset_entries: self.set_max_intset_entries,
@@ -1040,12 +1043,12 @@ pub static PARAMS: &[Param] = &[
     path_param!("tls-client-cert-file", tls_client_cert_file),
     path_param!("tls-client-key-file", tls_client_key_file),
     text_param!("tls-client-key-file-pass", tls_client_key_file_pass),
-    checked_param!("tls-protocols", tls_protocols, crate::tls::parse_protocols),
-    checked_param!("tls-ciphers", tls_ciphers, crate::tls::parse_ciphers),
+    checked_param!("tls-protocols", tls_protocols, values::tls_protocols),
+    checked_param!("tls-ciphers", tls_ciphers, values::tls_ciphers),
     checked_param!(
         "tls-ciphersuites",
         tls_ciphersuites,
-        crate::tls::parse_ciphersuites
+        values::tls_ciphersuites
     ),
     yes_no_param!("tls-prefer-server-ciphers", tls_prefer_server_ciphers),
     yes_no_param!("tls-session-caching", tls_session_caching),
@@ -1093,7 +1096,7 @@ pub static PARAMS: &[Param] = &[
         set: Some(|c, v| c.client_output_buffer_limit.apply(v)),
     },
     fixed_param!("dir", |c| c.dir.display().to_string()),
-    parsed_param!("save", save, crate::snapshot::SaveRules::parse),
+    parsed_param!("save", save, SaveRules::parse),
     parsed_param!(
         "shutdown-on-sigterm",
         shutdown_on_sigterm,
@@ -1180,7 +1183,7 @@ pub static PARAMS: &[Param] = &[
         name: "appendfsync",
         get: |c| c.appendfsync.to_string(),
         set: Some(|c, v| {
-            c.appendfsync = crate::aof::Fsync::parse(v)?;
+            c.appendfsync = Fsync::parse(v)?;
             Ok(())
         }),
     },
@@ -1249,7 +1252,7 @@ pub static PARAMS: &[Param] = &[
         name: "notify-keyspace-events",
         get: |c| c.notify_keyspace_events.to_string(),
         set: Some(|c, v| {
-            c.notify_keyspace_events = crate::events::NotifyFlags::parse(v)?;
+            c.notify_keyspace_events = NotifyFlags::parse(v)?;
             Ok(())
         }),
     },
@@ -1466,7 +1469,7 @@ pub fn redact_password(url: &str) -> String {
 }
 
 /// A CONFIG parameter: one of stmd's own, or a Redis option stmd checks and keeps but does not act
-/// on (its row in `config_inert::INERT`, and whether it goes by its alias).
+/// on (its row in `inert::INERT`, and whether it goes by its alias).
 #[derive(Clone, Copy)]
 pub enum Setting {
     Live(&'static Param),
@@ -1478,7 +1481,7 @@ impl Setting {
         match self {
             Setting::Live(param) => param.name,
             Setting::Inert(index, alias) => {
-                let row = &crate::config_inert::INERT[*index];
+                let row = &crate::config::inert::INERT[*index];
                 match (alias, row.alias) {
                     (true, Some(alias)) => alias,
                     _ => row.name,
@@ -1501,7 +1504,7 @@ pub fn settings() -> impl Iterator<Item = Setting> {
         .iter()
         .map(Setting::Live)
         .chain(
-            crate::config_inert::INERT
+            crate::config::inert::INERT
                 .iter()
                 .enumerate()
                 .flat_map(|(index, row)| {
@@ -1764,19 +1767,19 @@ mod tests {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), PARAMS.len());
-        let rows: Vec<_> = crate::config_inert::INERT.iter().map(|r| r.name).collect();
+        let rows: Vec<_> = crate::config::inert::INERT.iter().map(|r| r.name).collect();
         assert!(
             rows.windows(2).all(|w| w[0] < w[1]),
             "inert names sorted, unique"
         );
-        let mut inert: Vec<_> = crate::config_inert::INERT
+        let mut inert: Vec<_> = crate::config::inert::INERT
             .iter()
             .flat_map(|r| std::iter::once(r.name).chain(r.alias))
             .collect();
         inert.sort();
         inert.dedup();
         assert!(inert.iter().all(|n| n.to_ascii_lowercase() == *n));
-        let aliases = crate::config_inert::INERT
+        let aliases = crate::config::inert::INERT
             .iter()
             .filter(|r| r.alias.is_some())
             .count();

@@ -3,8 +3,8 @@
 //! parsed and checked by one parser. Precedence: file < `STMD_*` environment < command-line flags.
 //! `CONFIG REWRITE` writes the current settings back into the file, keeping its comments.
 
+use crate::config::inert::INERT;
 use crate::config::{Config, PARAMS};
-use crate::config_inert::INERT;
 use clap::{CommandFactory, FromArgMatches};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -217,7 +217,7 @@ fn load_with_env(
     };
     let mut argv = vec![program];
     let mut warnings = Vec::new();
-    let mut inert = crate::config_inert::InertValues::default();
+    let mut inert = crate::config::inert::InertValues::default();
     if let Some(file) = &file {
         for directive in merge_accumulating(read(file)?) {
             match flags_for(&directive, &env_is_set)? {
@@ -305,7 +305,7 @@ fn flags_for(directive: &Directive, env_is_set: &impl Fn(&str) -> bool) -> Resul
     };
     let command = Config::command();
     let Some(arg) = command.get_arguments().find(|a| a.get_long() == Some(name)) else {
-        let Some((index, row)) = crate::config_inert::find(name) else {
+        let Some((index, row)) = crate::config::inert::find(name) else {
             return Err(fail("Bad directive or wrong number of arguments"));
         };
         // As Redis: one argument, unless the option takes several words.
@@ -664,7 +664,7 @@ mod tests {
     #[test]
     fn inert_options_are_checked_and_kept() {
         let value = |c: &Config, name: &str| {
-            let (index, _) = crate::config_inert::find(name).expect("inert");
+            let (index, _) = crate::config::inert::find(name).expect("inert");
             c.inert.get(index).to_string()
         };
         let c = load_file(
@@ -829,7 +829,7 @@ mod tests {
 
     #[test]
     fn every_cli_flag_is_a_directive_and_the_example_file_loads() {
-        let example = include_str!("../stmd.conf");
+        let example = include_str!("../../stmd.conf");
         for arg in Config::command().get_arguments() {
             let Some(long) = arg.get_long() else { continue };
             if arg.is_hide_set() || matches!(long, "help" | "version") {
