@@ -10,11 +10,11 @@
 //! such window).
 
 use crate::clients::ClientInfo;
-use crate::commands::table::{self, Command};
 use crate::commands::Ctx;
 use crate::protocol::Reply;
 use crate::pubsub::{Delivery, Mailbox};
 use crate::server::Shared;
+use crate::spec::command::{Command, READONLY};
 use crate::store::changes::{Change, Noted};
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
@@ -284,7 +284,7 @@ pub fn before_command(ctx: &mut Ctx<'_, '_>, cmd: &Command, args: &[&[u8]]) {
     let Some(mode) = &ctx.conn.tracking.mode else {
         return;
     };
-    if !cmd.has(table::READONLY) || mode.bcast {
+    if !cmd.has(READONLY) || mode.bcast {
         return;
     }
     let caching = ctx.conn.tracking.caching;
