@@ -85,7 +85,7 @@ pub trait Binding: 'static {
     type Handler: Copy + Send + Sync + 'static;
     /// Finds the keys of a command whose key specs cannot say: `commands::table::AclKeys`.
     type AclKeys: Copy + Send + Sync + 'static;
-    /// Every command, in the table's order (subcommands under their container).
+    /// Every top-level command, in the table's order (subcommands are in their container's row).
     fn rows() -> &'static [Command];
 }
 
@@ -95,7 +95,8 @@ pub enum Stmd {}
 /// A row of stmd's command table.
 pub type Command = Row<Stmd>;
 
-/// Every command stmd knows, in the table's order (subcommands under their container).
+/// Every top-level command stmd knows, in the table's order (subcommands are in their
+/// container's row).
 #[inline]
 pub fn rows() -> &'static [Command] {
     Stmd::rows()
