@@ -377,7 +377,7 @@ impl Published {
         let position = self.last_command.load(Ordering::Relaxed) as usize;
         let Some(cmd) = position
             .checked_sub(1)
-            .and_then(|p| crate::commands::COMMANDS.get(p))
+            .and_then(|p| crate::spec::rows().get(p))
         else {
             return "NULL".to_string();
         };

@@ -6,9 +6,9 @@
 //! the table (no hashing on the hot path). Container commands (CONFIG, CLIENT…) are counted per
 //! subcommand as `config|get`, as Redis counts them, in a small per-stripe list.
 
-use crate::commands::{Command, COMMANDS};
 use crate::percpu::{stripe, STRIPES};
 use crate::protocol::Reply;
+use crate::spec::{rows, Command};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -183,7 +183,7 @@ impl CommandStats {
         CommandStats {
             stripes: (0..*STRIPES)
                 .map(|_| Stripe {
-                    commands: (0..COMMANDS.len()).map(|_| Slot::default()).collect(),
+                    commands: (0..rows().len()).map(|_| Slot::default()).collect(),
                     subcommands: Mutex::new(Vec::new()),
                     errors: Mutex::new(Vec::new()),
                 })
@@ -197,12 +197,12 @@ impl CommandStats {
         &self.stripes[stripe()]
     }
 
-    /// The table position of `cmd` (a reference into `COMMANDS`), computed from addresses.
+    /// The table position of `cmd` (a reference into `rows()`), computed from addresses.
     pub fn index(cmd: &Command) -> Option<usize> {
-        let base = COMMANDS.as_ptr() as usize;
+        let base = rows().as_ptr() as usize;
         let offset = (cmd as *const Command as usize).checked_sub(base)?;
         let index = offset / std::mem::size_of::<Command>();
-        (index < COMMANDS.len()).then_some(index)
+        (index < rows().len()).then_some(index)
     }
 
     /// The `container|sub` name a call is counted under, or None for a plain command.
@@ -306,7 +306,7 @@ impl CommandStats {
     /// container's subcommands after it in name order.
     pub fn totals(&self) -> Vec<CommandTotals> {
         let mut out = Vec::new();
-        for (i, cmd) in COMMANDS.iter().enumerate() {
+        for (i, cmd) in rows().iter().enumerate() {
             let mut totals = CommandTotals {
                 name: cmd.name.to_string(),
                 ..Default::default()

@@ -10,8 +10,9 @@ pub mod file;
 pub mod log;
 pub mod rules;
 
-use crate::commands::keyspec::{self, KeyFlags};
-use crate::commands::table::Command;
+use crate::spec::command::{NO_AUTH, WRITE};
+use crate::spec::keyspec::{self, KeyFlags};
+use crate::spec::Command;
 use crate::config::values::ChannelDefault;
 use parking_lot::{Mutex, RwLock};
 pub use rules::{User, IDS};
@@ -217,16 +218,14 @@ fn check_selector(
     keys: Keys<'_>,
 ) -> Result<(), Refusal> {
     // AUTH and HELLO (no_auth) pass the command check, as in Redis.
-    if !cmd.has(crate::commands::table::NO_AUTH)
-        && !id.is_some_and(|id| selector.allows_command(id, args))
-    {
+    if !cmd.has(NO_AUTH) && !id.is_some_and(|id| selector.allows_command(id, args)) {
         return Err(Refusal {
             denied: Denied::Command,
             arg: 0,
         });
     }
     if let (false, Keys::Computed(keys)) = (selector.all_keys, keys) {
-        let need = if cmd.has(crate::commands::table::WRITE) {
+        let need = if cmd.has(WRITE) {
             rules::WRITE
         } else {
             rules::READ

@@ -5,9 +5,8 @@
 //! `clearselectors` and `reset`. A user is a value: ACL SETUSER applies its rules to a copy and
 //! swaps the copy in only when every rule was valid.
 
-use crate::commands::categories;
-use crate::commands::table::{Command, COMMANDS};
 use crate::config::values::ChannelDefault;
+use crate::spec::{categories, lookup, Command};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -27,7 +26,7 @@ pub struct CommandIds {
 /// The ids of the command table's rows.
 pub static IDS: LazyLock<CommandIds> = LazyLock::new(|| {
     let mut rows = Vec::new();
-    for cmd in COMMANDS {
+    for cmd in crate::spec::rows() {
         rows.push(cmd);
         rows.extend(cmd.subcommands.iter());
     }
@@ -263,8 +262,7 @@ impl Selector {
                     Some((main, sub)) => (main, Some(sub)),
                     None => (name, None),
                 };
-                let cmd =
-                    crate::commands::table::lookup(main.as_bytes()).ok_or(RuleError::Unknown)?;
+                let cmd = lookup(main.as_bytes()).ok_or(RuleError::Unknown)?;
                 match sub {
                     None => self.set_command(cmd, allow),
                     Some("") if allow => return Err(RuleError::Syntax),
@@ -718,12 +716,12 @@ mod tests {
         assert!(!u.root.allows_key(b"r1", WRITE));
         assert!(u.root.allows_key(b"w1", READ | WRITE));
         assert!(!u.root.allows_key(b"x", 0));
-        let get = crate::commands::table::lookup(b"get").unwrap();
-        let set = crate::commands::table::lookup(b"set").unwrap();
+        let get = lookup(b"get").unwrap();
+        let set = lookup(b"set").unwrap();
         assert!(u.root.allows_id(IDS.of(get).unwrap()));
         assert!(!u.root.allows_id(IDS.of(set).unwrap()));
         let u = user(&["+client|id"]).unwrap();
-        let client = crate::commands::table::lookup(b"client").unwrap();
+        let client = lookup(b"client").unwrap();
         assert!(u
             .root
             .allows_id(IDS.of(client.subcommand(b"id").unwrap()).unwrap()));

@@ -15,9 +15,29 @@
 
 use super::migrate::Inside;
 use super::{key_slot, Cluster, CROSSSLOT};
-use crate::commands::keyspec;
-use crate::commands::table::{Command, ASKING, WRITE};
-use crate::commands::Ctx;
+use crate::spec::command::{Command, CommandNames, ASKING, WRITE};
+use crate::spec::keyspec;
+use bytes::Bytes;
+
+/// A request as the cluster check sees it: its rows, its arguments and the few facts of its
+/// connection that decide where it may run (dispatch gathers them).
+pub struct Request<'r> {
+    pub cmd: &'static Command,
+    /// The subcommand's row for a container, else `cmd`.
+    pub effective: &'static Command,
+    pub args: &'r [&'r [u8]],
+    /// The commands queued since MULTI (None outside MULTI), found under `names`.
+    pub queued: Option<&'r [Vec<Bytes>]>,
+    pub names: &'r CommandNames,
+    /// ASKING came just before this request.
+    pub asking: bool,
+    /// The link to this node's primary sent it: applied whatever the slot.
+    pub from_primary: bool,
+    /// It runs inside EXEC or a script, admitted with them (no slot gate of its own).
+    pub in_exec: bool,
+    /// A READONLY connection, and not an EXEC with a queued write.
+    pub readonly_without_writes: bool,
+}
 
 /// What dispatch does with a request in cluster mode.
 pub enum Admission<'c> {
@@ -35,35 +55,27 @@ pub enum Admission<'c> {
 /// After ASKING, RESTORE and DEL may touch a slot this node does not own: that is how a
 /// migration's source copies keys here before the slot's ownership flips. RESTORE-ASKING (the
 /// `asking` flag) may always, as RESTORE after ASKING.
-pub fn admit<'c>(
-    ctx: &mut Ctx<'_, '_>,
-    cluster: &'c Cluster,
-    cmd: &'static Command,
-    effective: &'static Command,
-    args: &[&[u8]],
-) -> Admission<'c> {
-    let asking = std::mem::take(&mut ctx.conn.asking);
-    if ctx.conn.from_primary {
+pub fn admit<'c>(cluster: &'c Cluster, request: Request<'_>) -> Admission<'c> {
+    let effective = request.effective;
+    if request.from_primary {
         return Admission::Run(None);
     }
-    let slot = match check(ctx, cmd, effective, args) {
+    let slot = match check(&request) {
         Ok(Some(slot)) => slot,
         Ok(None) => return Admission::Run(None),
         Err(error) => return Admission::Refuse(error),
     };
-    if effective.has(ASKING) || asking && matches!(effective.name, "restore" | "del") {
+    if effective.has(ASKING) || request.asking && matches!(effective.name, "restore" | "del") {
         return Admission::Run(None);
     }
-    let inside = match ctx.in_exec() {
+    let inside = match request.in_exec {
         true => None,
         false => match cluster.gate.enter(slot) {
             Some(inside) => Some(inside),
             None => return Admission::Wait,
         },
     };
-    let replica_read = ctx.conn.readonly
-        && !effective.has(WRITE)
-        && !(cmd.name == "exec" && crate::commands::queued_write(ctx));
+    let replica_read = request.readonly_without_writes && !effective.has(WRITE);
     match cluster.serves_for(slot, replica_read) {
         Ok(()) => Admission::Run(inside),
         Err(error) => Admission::Refuse(error),
@@ -71,27 +83,22 @@ pub fn admit<'c>(
 }
 
 /// The one slot of a request's keys (EXEC: of every queued command), or CROSSSLOT.
-fn check(
-    ctx: &Ctx<'_, '_>,
-    cmd: &'static Command,
-    effective: &'static Command,
-    args: &[&[u8]],
-) -> Result<Option<u16>, String> {
+fn check(request: &Request<'_>) -> Result<Option<u16>, String> {
     let mut slot = None;
-    if cmd.name == "exec" {
+    if request.cmd.name == "exec" {
         // EXEC outside MULTI only answers its own error.
-        let Some(queue) = ctx.conn.multi.as_ref() else {
+        let Some(queue) = request.queued else {
             return Ok(None);
         };
         for queued in queue {
             let queued: Vec<&[u8]> = queued.iter().map(|a| &a[..]).collect();
-            let Some(cmd) = ctx.shared.commands.lookup(queued[0]) else {
+            let Some(cmd) = request.names.lookup(queued[0]) else {
                 continue;
             };
             merge(&mut slot, slot_of(cmd.effective(&queued), &queued)?)?;
         }
     } else {
-        slot = slot_of(effective, args)?;
+        slot = slot_of(request.effective, request.args)?;
     }
     Ok(slot)
 }
@@ -125,7 +132,7 @@ fn merge(slot: &mut Option<u16>, next: Option<u16>) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::commands::table::lookup;
+    use crate::spec::lookup;
 
     fn slot(request: &str) -> Result<Option<u16>, String> {
         let args: Vec<&[u8]> = request.split(' ').map(str::as_bytes).collect();

@@ -292,28 +292,6 @@ fn delete_unchanged(ctx: &mut Ctx, accepted: &[&Outgoing]) {
     }
 }
 
-/// The keys of a MIGRATE request as Redis's `migrateGetKeys` finds them: the key argument, or
-/// with KEYS every argument after it (AUTH and AUTH2 values are skipped while looking for it).
-pub fn key_positions(args: &[&[u8]]) -> std::ops::Range<usize> {
-    let mut at = 6;
-    while at < args.len() {
-        let word = args[at];
-        if is(word, "KEYS") {
-            if !args[3].is_empty() {
-                return 0..0;
-            }
-            return at + 1..args.len();
-        }
-        if is(word, "AUTH") {
-            at += 1;
-        } else if is(word, "AUTH2") {
-            at += 2;
-        }
-        at += 1;
-    }
-    3..4.min(args.len())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -355,19 +333,5 @@ mod tests {
             (request.db, request.timeout),
             (3, Duration::from_millis(1000))
         );
-    }
-
-    #[test]
-    fn the_keys_are_found_as_migrate_get_keys_finds_them() {
-        assert_eq!(key_positions(&args("MIGRATE h 1 k 0 0")), 3..4);
-        assert_eq!(
-            key_positions(&args("MIGRATE h 1 '' 0 0 AUTH keys KEYS a b")),
-            9..11
-        );
-        assert_eq!(
-            key_positions(&args("MIGRATE h 1 '' 0 0 AUTH2 u keys KEYS a")),
-            10..11
-        );
-        assert_eq!(key_positions(&args("MIGRATE h 1 k 0 0 KEYS a")), 0..0);
     }
 }

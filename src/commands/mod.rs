@@ -5,7 +5,6 @@ pub mod acl;
 pub mod args;
 pub mod bitmaps;
 pub mod blocking_lists;
-pub mod categories;
 pub mod client;
 pub mod cluster;
 pub mod cluster_admin;
@@ -23,7 +22,6 @@ pub mod hyperloglog;
 pub mod info;
 pub mod introspection;
 pub mod keys;
-pub mod keyspec;
 pub mod lcs;
 pub mod lists;
 pub mod migrate;
@@ -53,6 +51,7 @@ use crate::clients::ClientInfo;
 use crate::protocol::Reply;
 use crate::scripting::BusyCheck;
 use crate::server::Shared;
+pub use crate::spec::{categories, keyspec, printable, wrong_arity};
 use crate::store::eviction::OOM;
 use crate::store::Locked;
 use bytes::Bytes;
@@ -352,8 +351,21 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
     // Held until the command has run, so a slot migration's pause waits for it.
     let mut _inside_gate = None;
     if let Some(cluster) = &shared.cluster {
-        use crate::cluster::routing::{admit, Admission};
-        match admit(ctx, cluster, cmd, effective, args) {
+        use crate::cluster::routing::{admit, Admission, Request};
+        let asking = std::mem::take(&mut ctx.conn.asking);
+        let request = Request {
+            cmd,
+            effective,
+            args,
+            queued: ctx.conn.multi.as_deref(),
+            names: &shared.commands,
+            asking,
+            from_primary: ctx.conn.from_primary,
+            in_exec: ctx.in_exec(),
+            readonly_without_writes: ctx.conn.readonly
+                && !(cmd.name == "exec" && queued_write(ctx)),
+        };
+        match admit(cluster, request) {
             Admission::Run(inside) => _inside_gate = inside,
             // The slot is being handed over: the connection waits, then dispatches it again.
             Admission::Wait => {
@@ -457,7 +469,7 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
             .listening
             .load(std::sync::atomic::Ordering::Relaxed)
         {
-            crate::events::after_command(ctx, cmd);
+            publish_events(ctx, cmd);
         }
         return refused;
     }
@@ -479,6 +491,16 @@ pub fn dispatch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Reply {
 /// PING (so that a health check notices).
 fn writes_or_ping(ctx: &Ctx<'_, '_>, cmd: &Command, effective: &Command) -> bool {
     effective.has(table::WRITE) || cmd.name == "ping" || (cmd.name == "exec" && queued_write(ctx))
+}
+
+/// Publishes the keyspace events and tracking invalidations of what `cmd` changed (called only
+/// while the store notes changes).
+fn publish_events(ctx: &Ctx<'_, '_>, cmd: &Command) {
+    let origin = crate::events::Origin {
+        cmd: Some(cmd),
+        writer: ctx.conn.info.id,
+    };
+    ctx.shared.events.publish(ctx.shared, origin);
 }
 
 /// True when the transaction queued a write (what EXEC would run).
@@ -689,7 +711,7 @@ pub fn run(ctx: &mut Ctx<'_, '_>, cmd: &'static Command, args: &[&[u8]]) -> Repl
         .listening
         .load(std::sync::atomic::Ordering::Relaxed)
     {
-        crate::events::after_command(ctx, cmd);
+        publish_events(ctx, cmd);
     }
     if ctx.conn.tracking.caching {
         tracking::after_command(ctx, cmd);
@@ -750,11 +772,6 @@ fn redacted<'a>(cmd: &Command, args: &[&'a [u8]]) -> smallvec::SmallVec<[&'a [u8
     shown
 }
 
-/// `ERR wrong number of arguments for 'get' command`.
-pub fn wrong_arity(name: &str) -> String {
-    format!("ERR wrong number of arguments for '{name}' command")
-}
-
 /// Redis's text for an unknown command, quoting the start of its arguments.
 fn unknown_command(args: &[&[u8]]) -> String {
     let mut text = format!(
@@ -771,11 +788,6 @@ fn unknown_command(args: &[&[u8]]) -> String {
         text.push_str(&format!("'{shown}' "));
     }
     text
-}
-
-/// An argument shown inside an error: at most `max` bytes, lossy UTF-8, no line breaks.
-pub fn printable(arg: &[u8], max: usize) -> String {
-    String::from_utf8_lossy(&arg[..arg.len().min(max)]).replace(['\r', '\n'], " ")
 }
 
 /// `ERR unknown subcommand 'x'. Try CLIENT HELP.`

@@ -6,11 +6,10 @@
 pub mod names;
 pub mod tracking;
 
-use crate::commands::table::{self, Command};
-use crate::commands::Ctx;
 pub use crate::config::values::class;
 use crate::config::values::NotifyFlags;
 use crate::pubsub::PubSub;
+use crate::spec::command::{Command, READONLY};
 use crate::store::changes::{self, Change, Noted};
 use crate::store::Store;
 use bytes::Bytes;
@@ -86,7 +85,7 @@ impl Events {
             .iter()
             .any(|n| matches!(n.change, Change::Event { .. }));
         let own = origin.cmd.and_then(|c| names::command_event(c.name));
-        let reads = origin.cmd.is_some_and(|c| c.has(table::READONLY));
+        let reads = origin.cmd.is_some_and(|c| c.has(READONLY));
         let mut last: Option<(usize, Bytes, &'static str)> = None;
         let mut fire = |class: u32, name: &'static str, db: usize, key: &Bytes| {
             // A handler that reaches the same key twice (a lookup, then a change) is one event.
@@ -138,15 +137,6 @@ fn fire_event(pubsub: &PubSub, flags: u32, db: usize, event: &str, key: &[u8]) {
         let channel = format!("__keyevent@{db}__:{event}");
         pubsub.publish(channel.as_bytes(), key);
     }
-}
-
-/// Dispatch's call after a handler, made only while the store notes changes.
-pub fn after_command(ctx: &mut Ctx<'_, '_>, cmd: &Command) {
-    let origin = Origin {
-        cmd: Some(cmd),
-        writer: ctx.conn.info.id,
-    };
-    ctx.shared.events.publish(ctx.shared, origin);
 }
 
 /// The expiry cycle's and the memory meter's call after each tick.

@@ -84,7 +84,7 @@ pub fn command_event(command: &str) -> Option<OwnEvent> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::commands::table::{COMMANDS, WRITE};
+    use crate::spec::command::{rows, WRITE};
 
     /// Every writing command either has its own event or only removes keys / names its events in
     /// its handler: a new writing command must be placed in one of these lists.
@@ -129,7 +129,7 @@ mod tests {
         ];
         // PFDEBUG GETREG/TODENSE rewrite a value in place without an event, as in Redis.
         const NO_EVENT: &[&str] = &["pfdebug"];
-        for c in COMMANDS.iter().filter(|c| c.has(WRITE)) {
+        for c in rows().iter().filter(|c| c.has(WRITE)) {
             assert!(
                 command_event(c.name).is_some()
                     || GENERIC_ONLY.contains(&c.name)

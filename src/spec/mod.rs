@@ -1,5 +1,13 @@
-//! What every layer may know about the commands without knowing the handlers: the exact error
-//! texts many commands share and the Redis version stmd reports (docs/architecture.md, L0).
+//! What every layer may know about the commands without knowing the handlers: the command
+//! table's rows and their lookup ([`command`]), key specs ([`keyspec`]), ACL categories
+//! ([`categories`]), the exact error texts many commands share and the Redis version stmd
+//! reports (docs/architecture.md, L0).
+
+pub mod categories;
+pub mod command;
+pub mod keyspec;
+
+pub use command::{lookup, rows, Binding, Command, CommandNames, Row, Stmd};
 
 /// The exact error texts shared by many commands (handlers name them `err::…`).
 pub mod errors {
@@ -17,3 +25,13 @@ pub mod errors {
 /// The Redis version stmd answers as (INFO `redis_version`, HELLO, LOLWUT, scripts'
 /// `REDIS_VERSION`, the RDB files' `redis-ver`): the release whose commands and replies it serves.
 pub const REDIS_VERSION: &str = "7.2.4";
+
+/// `ERR wrong number of arguments for 'get' command`.
+pub fn wrong_arity(name: &str) -> String {
+    format!("ERR wrong number of arguments for '{name}' command")
+}
+
+/// An argument shown inside an error: at most `max` bytes, lossy UTF-8, no line breaks.
+pub fn printable(arg: &[u8], max: usize) -> String {
+    String::from_utf8_lossy(&arg[..arg.len().min(max)]).replace(['\r', '\n'], " ")
+}

@@ -8,7 +8,7 @@
 //! argument). The table writes them with the small constructors below: `key(RO | ACCESS, 1)` is
 //! "argument 1 is a key that is read".
 
-use super::table::Command;
+use super::Command;
 use crate::protocol::Reply;
 
 /// What a command does with the keys a spec finds (Redis's `CMD_KEY_*` bits).
@@ -333,7 +333,7 @@ fn find_keys(cmd: &Command, args: &[&[u8]], with_not_keys: bool) -> Option<KeyLi
         "sort" => return Some(sort_keys(args)),
         "sort_ro" => return Some(smallvec::smallvec![(1, RO | ACCESS)]),
         "migrate" => {
-            let keys = super::migrate::key_positions(args);
+            let keys = migrate_keys(args);
             return Some(keys.map(|at| (at, RW | ACCESS | DELETE)).collect());
         }
         _ => {}
@@ -511,10 +511,32 @@ fn find_keyword(args: &[&[u8]], keyword: &str, startfrom: i32) -> Option<i64> {
     }
 }
 
+/// The keys of a MIGRATE request as Redis's `migrateGetKeys` finds them: the key argument, or
+/// with KEYS every argument after it (AUTH and AUTH2 values are skipped while looking for it).
+pub fn migrate_keys(args: &[&[u8]]) -> std::ops::Range<usize> {
+    let mut at = 6;
+    while at < args.len() {
+        let word = args[at];
+        if word.eq_ignore_ascii_case(b"KEYS") {
+            if !args[3].is_empty() {
+                return 0..0;
+            }
+            return at + 1..args.len();
+        }
+        if word.eq_ignore_ascii_case(b"AUTH") {
+            at += 1;
+        } else if word.eq_ignore_ascii_case(b"AUTH2") {
+            at += 2;
+        }
+        at += 1;
+    }
+    3..4.min(args.len())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::commands::table::{lookup, COMMANDS};
+    use crate::spec::{lookup, rows};
 
     fn keys_of(request: &str) -> Option<Vec<String>> {
         let args: Vec<&[u8]> = request.split(' ').map(str::as_bytes).collect();
@@ -531,9 +553,9 @@ mod tests {
     /// the key specs, and `movablekeys` is set exactly where the triple misses keys.
     #[test]
     fn legacy_triple_agrees_with_the_key_specs() {
-        for cmd in COMMANDS
+        for cmd in rows()
             .iter()
-            .chain(COMMANDS.iter().flat_map(|c| c.subcommands))
+            .chain(rows().iter().flat_map(|c| c.subcommands))
         {
             let (triple, _) = legacy_triple(cmd.keys);
             assert_eq!(
@@ -595,5 +617,25 @@ mod tests {
     fn flags_render_in_redis_order() {
         let names: Vec<_> = flag_names(DELETE | RW | ACCESS).collect();
         assert_eq!(names, ["RW", "access", "delete"]);
+    }
+
+    fn args(line: &str) -> Vec<&[u8]> {
+        line.split(' ')
+            .map(|a| if a == "''" { &b""[..] } else { a.as_bytes() })
+            .collect()
+    }
+
+    #[test]
+    fn the_keys_are_found_as_migrate_get_keys_finds_them() {
+        assert_eq!(migrate_keys(&args("MIGRATE h 1 k 0 0")), 3..4);
+        assert_eq!(
+            migrate_keys(&args("MIGRATE h 1 '' 0 0 AUTH keys KEYS a b")),
+            9..11
+        );
+        assert_eq!(
+            migrate_keys(&args("MIGRATE h 1 '' 0 0 AUTH2 u keys KEYS a")),
+            10..11
+        );
+        assert_eq!(migrate_keys(&args("MIGRATE h 1 k 0 0 KEYS a")), 0..0);
     }
 }

@@ -6,7 +6,7 @@
 //! Redis adds beyond that (its `acl:` field, e.g. `cat::DANGEROUS` on KEYS), or
 //! [`NO_GROUP`] where Redis gives a command none of its group's category (WAIT).
 
-use super::table::{self, Command};
+use super::command::{self, Command};
 
 pub const KEYSPACE: u32 = 1;
 pub const READ: u32 = 1 << 1;
@@ -90,13 +90,13 @@ pub fn of(cmd: &Command) -> u32 {
         cats |= of_group(cmd.group);
     }
     let flag = |f: u32, cat: u32| if cmd.has(f) { cat } else { 0 };
-    cats |= flag(table::WRITE, WRITE)
-        | flag(table::ADMIN, ADMIN | DANGEROUS)
-        | flag(table::PUBSUB, PUBSUB)
-        | flag(table::FAST, FAST)
-        | flag(table::BLOCKING, BLOCKING);
+    cats |= flag(command::WRITE, WRITE)
+        | flag(command::ADMIN, ADMIN | DANGEROUS)
+        | flag(command::PUBSUB, PUBSUB)
+        | flag(command::FAST, FAST)
+        | flag(command::BLOCKING, BLOCKING);
     // Redis keeps scripting commands out of @read.
-    if cmd.has(table::READONLY) && cats & SCRIPTING == 0 {
+    if cmd.has(command::READONLY) && cats & SCRIPTING == 0 {
         cats |= READ;
     }
     if cats & FAST == 0 {
@@ -124,7 +124,7 @@ pub fn by_name(name: &[u8]) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::commands::table::lookup;
+    use crate::spec::lookup;
 
     fn cats(name: &str) -> Vec<&'static str> {
         let mut parts = name.split('|');
