@@ -10,10 +10,10 @@ pub mod file;
 pub mod log;
 pub mod rules;
 
+use crate::config::values::ChannelDefault;
 use crate::spec::command::{NO_AUTH, WRITE};
 use crate::spec::keyspec::{self, KeyFlags};
 use crate::spec::Command;
-use crate::config::values::ChannelDefault;
 use parking_lot::{Mutex, RwLock};
 pub use rules::{User, IDS};
 use std::collections::BTreeMap;
