@@ -109,6 +109,21 @@ impl crate::aof::Host for Shared {
     }
 }
 
+impl crate::events::Host for Shared {
+    fn store(&self) -> &Store {
+        &self.store
+    }
+    fn pubsub(&self) -> &crate::pubsub::PubSub {
+        &self.pubsub
+    }
+    fn clients(&self) -> &ClientRegistry {
+        &self.clients
+    }
+    fn events(&self) -> &crate::events::Events {
+        &self.events
+    }
+}
+
 impl Shared {
     pub fn new(
         config: Config,
@@ -695,7 +710,7 @@ pub async fn run(
         let shared = shared.clone();
         tokio::spawn(async move {
             let store = shared.store.clone();
-            let after_tick = || crate::events::after_background_work(&shared);
+            let after_tick = || crate::events::after_background_work(&*shared);
             expiry::run(store, after_tick, async move {
                 let _ = rx.changed().await;
             })
@@ -708,7 +723,7 @@ pub async fn run(
         let shared = shared.clone();
         tokio::spawn(async move {
             let store = shared.store.clone();
-            let after_tick = || crate::events::after_background_work(&shared);
+            let after_tick = || crate::events::after_background_work(&*shared);
             eviction::run_meter(store, after_tick, async move {
                 let _ = rx.changed().await;
             })

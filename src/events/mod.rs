@@ -16,6 +16,16 @@ use bytes::Bytes;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::Arc;
 
+/// What events reach of the server: the store (whose changes they publish), Pub/Sub (where
+/// they go), the client list (a tracking redirection's target) and their own state. The
+/// server's shared state implements it, so this module never sees the server.
+pub trait Host {
+    fn store(&self) -> &crate::store::Store;
+    fn pubsub(&self) -> &crate::pubsub::PubSub;
+    fn clients(&self) -> &crate::clients::ClientRegistry;
+    fn events(&self) -> &Events;
+}
+
 /// Where a batch of noted changes came from.
 pub struct Origin<'a> {
     /// The command that made them (None: the expiry cycle or the memory meter).
@@ -61,8 +71,8 @@ impl Events {
     }
 
     /// Publishes the events and sends the invalidations of what was noted on this thread.
-    pub fn publish(&self, shared: &crate::server::Shared, origin: Origin<'_>) {
-        let pubsub = &shared.pubsub;
+    pub fn publish(&self, host: &impl Host, origin: Origin<'_>) {
+        let pubsub = host.pubsub();
         let noted = changes::take();
         if noted.is_empty() {
             return;
@@ -72,8 +82,7 @@ impl Events {
             self.notify(pubsub, flags.0, &noted, &origin);
         }
         if self.tracking.client_count() > 0 {
-            self.tracking
-                .invalidate_noted(shared, &noted, origin.writer);
+            self.tracking.invalidate_noted(host, &noted, origin.writer);
         }
     }
 
@@ -140,13 +149,13 @@ fn fire_event(pubsub: &PubSub, flags: u32, db: usize, event: &str, key: &[u8]) {
 }
 
 /// The expiry cycle's and the memory meter's call after each tick.
-pub fn after_background_work(shared: &crate::server::Shared) {
-    if shared.store.listening.load(Relaxed) {
+pub fn after_background_work(host: &impl Host) {
+    if host.store().listening.load(Relaxed) {
         let origin = Origin {
             cmd: None,
             writer: 0,
         };
-        shared.events.publish(shared, origin);
+        host.events().publish(host, origin);
     } else {
         // Notes from just before the gate closed must not linger until it opens again.
         changes::take();

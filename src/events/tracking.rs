@@ -9,10 +9,10 @@
 //! after the read could miss a write and leave a stale value cached (Redis, single-threaded, has no
 //! such window).
 
+use super::Host;
 use crate::clients::ClientInfo;
 use crate::protocol::Reply;
 use crate::pubsub::{Delivery, Mailbox};
-use crate::server::Shared;
 use crate::store::changes::{Change, Noted};
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
@@ -123,7 +123,7 @@ impl Tracking {
 
     /// Remembers that client `id` may cache `keys`; past `tracking-table-max-keys`, evicts
     /// other keys from the table, invalidating them, as Redis does.
-    pub fn remember<'k>(&self, shared: &Shared, id: u64, keys: impl Iterator<Item = &'k [u8]>) {
+    pub fn remember<'k>(&self, host: &impl Host, id: u64, keys: impl Iterator<Item = &'k [u8]>) {
         let mut evicted = Vec::new();
         {
             let mut table = self.table.lock();
@@ -144,14 +144,14 @@ impl Tracking {
             }
         }
         for (key, ids) in evicted {
-            self.send_to_ids(shared, &key, &ids, 0);
+            self.send_to_ids(host, &key, &ids, 0);
         }
     }
 
     /// Sends invalidations for the changes one command (or one background tick) made.
     /// Default-mode clients get one message per key, as in Redis; BCAST clients one message per
     /// prefix with the command's keys under it, sorted (Redis batches them per event-loop turn).
-    pub fn invalidate_noted(&self, shared: &Shared, noted: &[Noted], writer: u64) {
+    pub fn invalidate_noted(&self, host: &impl Host, noted: &[Noted], writer: u64) {
         let mut changed: Vec<&[u8]> = Vec::new();
         // FLUSHALL notes one flush per database: clients get one null invalidation, as in Redis.
         let mut flushed = false;
@@ -166,13 +166,13 @@ impl Tracking {
                         changed.push(&n.key[..]);
                         let ids = self.table.lock().remove(&n.key[..]);
                         if let Some(ids) = ids {
-                            self.send_to_ids(shared, &n.key, &ids, writer);
+                            self.send_to_ids(host, &n.key, &ids, writer);
                         }
                     }
                 }
                 Change::Flushed if !flushed => {
                     flushed = true;
-                    self.invalidate_all(shared);
+                    self.invalidate_all(host);
                 }
                 Change::Flushed => {}
                 Change::Missed | Change::Event { .. } => {}
@@ -197,13 +197,13 @@ impl Tracking {
                     .filter(|k| k.starts_with(prefix))
                     .collect();
                 if !keys.is_empty() {
-                    self.send(shared, &client, Some(&keys));
+                    self.send(host, &client, Some(&keys));
                 }
             }
         }
     }
 
-    fn send_to_ids(&self, shared: &Shared, key: &[u8], ids: &[u64], writer: u64) {
+    fn send_to_ids(&self, host: &impl Host, key: &[u8], ids: &[u64], writer: u64) {
         for &id in ids {
             let Some(client) = self.get(id) else {
                 continue; // stopped tracking since it read the key
@@ -211,16 +211,16 @@ impl Tracking {
             if client.bcast || (client.noloop && id == writer) {
                 continue;
             }
-            self.send(shared, &client, Some(&[key]));
+            self.send(host, &client, Some(&[key]));
         }
     }
 
     /// FLUSHALL/FLUSHDB: every tracking client gets a null invalidation, the table empties.
-    fn invalidate_all(&self, shared: &Shared) {
+    fn invalidate_all(&self, host: &impl Host) {
         self.table.lock().clear();
         let targets: Vec<Arc<TrackedClient>> = self.clients.read().values().cloned().collect();
         for client in targets {
-            self.send(shared, &client, None);
+            self.send(host, &client, None);
         }
     }
 
@@ -228,14 +228,14 @@ impl Tracking {
     /// redirection target, or as a `__redis__:invalidate` message to a RESP2 target subscribed to
     /// that channel. A RESP2 client without redirection gets nothing (RESP2 has no pushes), as
     /// in Redis.
-    fn send(&self, shared: &Shared, client: &TrackedClient, keys: Option<&[&[u8]]>) {
+    fn send(&self, host: &impl Host, client: &TrackedClient, keys: Option<&[&[u8]]>) {
         let (mailbox, as_message) = if client.redirect == 0 {
             if client.info.resp.load(Relaxed) < 3 {
                 return;
             }
             (client.mailbox.clone(), false)
-        } else if let Some(mailbox) = shared
-            .pubsub
+        } else if let Some(mailbox) = host
+            .pubsub()
             .subscriber(INVALIDATE_CHANNEL, client.redirect)
         {
             let resp2 = mailbox.client().resp.load(Relaxed) < 3;
@@ -246,7 +246,7 @@ impl Tracking {
             }
             (target.mailbox.clone(), false)
         } else {
-            if !shared.clients.all().iter().any(|c| c.id == client.redirect) {
+            if !host.clients().all().iter().any(|c| c.id == client.redirect) {
                 client.broken_redirect.store(true, Relaxed);
                 if client.info.resp.load(Relaxed) >= 3 {
                     let reply = Reply::Push(vec![
