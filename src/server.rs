@@ -613,7 +613,9 @@ pub async fn run(
     // The snapshot is in place before the warm start merges the scope rows over it.
     // With `appendonly`, the log holds the dataset (Redis ignores `dump.rdb` then).
     let loaded = if config.appendonly {
-        crate::aof::load::load(&config, &store, local_addr)
+        crate::aof::load::load(&config, &store, |functions| {
+            crate::commands::log_replay::LogReplay::over(&config, &store, local_addr, functions)
+        })
     } else {
         crate::snapshot::load(&config, &store)
     }

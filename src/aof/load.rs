@@ -1,26 +1,27 @@
 //! The load at start when `appendonly` is on: the base the manifest names (an RDB image, or
 //! commands), then every increment replayed through `dispatch`, before any client is served.
 //!
-//! The increments are replayed by a server of their own (`Shared` with no scope-row sink: the log
-//! holds no STM command) over the same store, as the primary's stream is on a replica: no ACL, no
-//! blocking. A last increment cut short (a crash mid-write) is cut back to its last whole command
+//! The increments are replayed by a [`Replayer`] the caller makes: a server of its own over the
+//! same store (no scope-row sink: the log holds no STM command), as the primary's stream is on a
+//! replica: no ACL, no blocking. This module parses the files and knows no command. A last increment cut short (a crash mid-write) is cut back to its last whole command
 //! when `aof-load-truncated` is on, as Redis does; anything else wrong stops the start.
 
 use super::manifest::Names;
-use crate::commands::{self, ConnState, Ctx};
 use crate::config::Config;
 use crate::protocol::Reply;
 use crate::protocol::{parse_request, Limits, Parsed};
 use crate::snapshot::Loaded;
 use crate::store::Store;
 use bytes::Bytes;
-use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Instant;
 
 /// Loads the append-only files into `store`. Without a manifest, `dump.rdb` is loaded if there is
 /// one (Redis would start empty and lose it; the writer then makes it the log's first base).
-pub fn load(config: &Config, store: &Arc<Store>, addr: SocketAddr) -> Result<Loaded, String> {
+pub fn load<R: Replayer>(
+    config: &Config,
+    store: &Store,
+    new_replayer: impl Fn(&[Bytes]) -> Result<R, String>,
+) -> Result<Loaded, String> {
     let names = Names::of(config);
     let Some(manifest) = names.read()? else {
         return crate::snapshot::load(config, store);
@@ -30,7 +31,7 @@ pub fn load(config: &Config, store: &Arc<Store>, addr: SocketAddr) -> Result<Loa
         .encoding_limits
         .configure(&config.encoding_thresholds());
     let mut loaded = Loaded::default();
-    let mut replay: Option<Replay> = None;
+    let mut replay: Option<Replay<R>> = None;
     let read = |part: &super::manifest::Part| {
         std::fs::read(names.path(part))
             .map_err(|err| format!("cannot read the append only file {}: {err}", part.name))
@@ -41,7 +42,7 @@ pub fn load(config: &Config, store: &Arc<Store>, addr: SocketAddr) -> Result<Loa
             loaded = crate::snapshot::load_bytes(&bytes, store, None)
                 .map_err(|why| format!("cannot load {}: {why}", base.name))?;
         } else {
-            let replay = replay.get_or_insert(Replay::new(config, store, addr, &[])?);
+            let replay = replay.get_or_insert(Replay::new(new_replayer(&[])?));
             let used = replay.run(&bytes, &base.name)?;
             if used < bytes.len() {
                 return Err(format!("the append only file {} is cut short", base.name));
@@ -50,7 +51,7 @@ pub fn load(config: &Config, store: &Arc<Store>, addr: SocketAddr) -> Result<Loa
     }
     for (i, incr) in manifest.incrs.iter().enumerate() {
         let bytes = read(incr)?;
-        let replay = replay.get_or_insert(Replay::new(config, store, addr, &loaded.functions)?);
+        let replay = replay.get_or_insert(Replay::new(new_replayer(&loaded.functions)?));
         let used = replay.run(&bytes, &incr.name)?;
         if used < bytes.len() {
             let last = i + 1 == manifest.incrs.len();
@@ -69,7 +70,7 @@ pub fn load(config: &Config, store: &Arc<Store>, addr: SocketAddr) -> Result<Loa
         }
     }
     if let Some(replay) = replay {
-        loaded.functions = replay.functions();
+        loaded.functions = replay.commands.functions();
         loaded.keys = store.len() as u64;
     }
     tracing::info!(
@@ -81,57 +82,43 @@ pub fn load(config: &Config, store: &Arc<Store>, addr: SocketAddr) -> Result<Loa
     Ok(loaded)
 }
 
-/// A server of its own that replays logged commands into the store.
-struct Replay {
-    shared: crate::server::Shared,
-    state: ConnState,
+/// Runs the commands of the log, as one connection of a server of its own over the store.
+pub trait Replayer {
+    /// Runs one logged command; its reply.
+    fn run(&mut self, args: &[&[u8]]) -> Reply;
+    /// Whether a MULTI is open.
+    fn in_multi(&self) -> bool;
+    /// Drops the open MULTI, never applied (the file ends inside it).
+    fn discard_multi(&mut self);
+    /// Back to database 0, where each file starts.
+    fn select_first_db(&mut self);
+    /// The function libraries' codes after the replay.
+    fn functions(&self) -> Vec<Bytes>;
+}
+
+/// Replays the log's files through a [`Replayer`].
+struct Replay<R> {
+    commands: R,
     ranges: Vec<(usize, usize)>,
     limits: Limits,
 }
 
-impl Replay {
-    fn new(
-        config: &Config,
-        store: &Arc<Store>,
-        addr: SocketAddr,
-        functions: &[Bytes],
-    ) -> Result<Replay, String> {
-        let shared = crate::server::Shared::new(
-            config.clone(),
-            addr,
-            store.clone(),
-            crate::scope_rows::PersistHandle::disabled(),
-        )
-        .map_err(|e| e.to_string())?;
-        if !functions.is_empty() {
-            shared
-                .scripting
-                .engine()
-                .restore_functions(
-                    functions,
-                    crate::scripting::functions::RestorePolicy::Append,
-                )
-                .map_err(|e| format!("cannot load the base's functions: {e}"))?;
-        }
-        let addr = crate::clients::ClientAddr::Tcp(addr);
-        let info = shared.clients.register(addr.clone(), addr, -1);
-        let mut state = ConnState::new(info, true);
-        state.from_primary = true;
-        Ok(Replay {
-            shared,
-            state,
+impl<R: Replayer> Replay<R> {
+    fn new(commands: R) -> Replay<R> {
+        Replay {
+            commands,
             ranges: Vec::new(),
             limits: Limits {
                 max_bulk_len: usize::MAX,
                 max_args: usize::MAX,
                 authenticated: true,
             },
-        })
+        }
     }
 
     /// Runs the commands of one file from db 0; returns how many bytes were whole commands.
     fn run(&mut self, bytes: &[u8], file: &str) -> Result<usize, String> {
-        self.state.db = 0;
+        self.commands.select_first_db();
         let mut pos = 0;
         // Where the open transaction began: a file that ends inside it is whole only up to there.
         let mut multi_at = None;
@@ -162,8 +149,8 @@ impl Replay {
                 .map(|&(s, e)| &bytes[pos + s..pos + e])
                 .collect();
             if !args.is_empty() {
-                let was_in_multi = self.state.multi.is_some();
-                let reply = commands::dispatch(&mut Ctx::new(&self.shared, &mut self.state), &args);
+                let was_in_multi = self.commands.in_multi();
+                let reply = self.commands.run(&args);
                 if let Reply::Error(text) = &reply {
                     if text.starts_with("ERR unknown command") {
                         return Err(format!(
@@ -172,10 +159,7 @@ impl Replay {
                         ));
                     }
                 }
-                self.state.block = None;
-                self.state.wait = None;
-                self.state.blocked_read = None;
-                if !was_in_multi && self.state.multi.is_some() {
+                if !was_in_multi && self.commands.in_multi() {
                     multi_at = Some(pos);
                 }
             }
@@ -183,8 +167,8 @@ impl Replay {
         }
         // A transaction the file ends inside of was never applied: it is dropped, as Redis does,
         // and the file is whole only up to its MULTI.
-        if self.state.multi.take().is_some() {
-            self.state.multi_failed = false;
+        if self.commands.in_multi() {
+            self.commands.discard_multi();
             tracing::warn!(
                 file,
                 "reverted an incomplete MULTI/EXEC at the end of the append only file"
@@ -192,9 +176,5 @@ impl Replay {
             return Ok(multi_at.unwrap_or(pos));
         }
         Ok(pos)
-    }
-
-    fn functions(&self) -> Vec<Bytes> {
-        self.shared.scripting.engine().functions.codes()
     }
 }

@@ -24,6 +24,7 @@ pub mod introspection;
 pub mod keys;
 pub mod lcs;
 pub mod lists;
+pub mod log_replay;
 pub mod migrate;
 pub mod mpop;
 pub mod ops;

@@ -284,3 +284,44 @@ fn parse_failover(args: &[&[u8]]) -> Result<Request, Reply> {
     }
     Ok(request)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(line: &str) -> Result<Request, Reply> {
+        let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+        parse_failover(&args)
+    }
+
+    #[test]
+    fn options_parse_as_redis_parses_them() {
+        let r = parsed("FAILOVER TO h 7 FORCE TIMEOUT 50").expect("valid");
+        assert_eq!(
+            r.to,
+            Some(Target {
+                host: "h".into(),
+                port: 7
+            })
+        );
+        assert_eq!((r.timeout_ms, r.force, r.abort), (Some(50), true, false));
+        assert!(parsed("FAILOVER ABORT").expect("valid").abort);
+        for bad in [
+            "FAILOVER ABORT TIMEOUT 5",
+            "FAILOVER FORCE FORCE",
+            "FAILOVER TO h",
+            "FAILOVER X",
+        ] {
+            assert!(
+                matches!(parsed(bad), Err(Reply::Error(e)) if &*e == super::super::err::SYNTAX),
+                "{bad}"
+            );
+        }
+        assert!(
+            matches!(parsed("FAILOVER TIMEOUT 0"), Err(Reply::Error(e)) if e.contains("greater than 0"))
+        );
+        assert!(
+            matches!(parsed("FAILOVER TO h x"), Err(Reply::Error(e)) if &*e == super::super::err::NOT_INTEGER)
+        );
+    }
+}

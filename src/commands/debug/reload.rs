@@ -3,6 +3,7 @@
 
 use super::super::args::is;
 use super::super::{CmdResult, Ctx};
+use crate::commands::log_replay::LogReplay;
 use crate::protocol::Reply;
 use crate::scripting::functions::RestorePolicy;
 
@@ -92,7 +93,9 @@ pub fn loadaof(ctx: &mut Ctx) -> CmdResult {
                 crate::snapshot::clear_keeping_stm(keys);
             }
         }
-        crate::aof::load::load(&config, &shared.store, shared.local_addr)
+        crate::aof::load::load(&config, &shared.store, |functions| {
+            LogReplay::over(&config, &shared.store, shared.local_addr, functions)
+        })
     })
     .map_err(|why| {
         tracing::warn!(%why, "DEBUG LOADAOF could not load the append only files");
