@@ -346,9 +346,10 @@ impl Scripting {
             Err(e) => panic!("the Lua prelude failed: {e}"),
         };
         Scripting {
+            // INFO shows the state's size from the start, not from the first script.
+            usage: Mutex::new(engine.usage()),
             engine: Mutex::new(engine),
             run,
-            usage: Mutex::new(ScriptUsage::default()),
             current_function: Mutex::new(None),
             turn: Notify::new(),
         }
