@@ -151,14 +151,8 @@ impl MemoryMarks {
     }
 }
 
-/// Bytes currently allocated by the process (jemalloc's `stats.allocated`), 0 if unavailable.
-pub fn allocated_bytes() -> u64 {
-    // The statistics are a snapshot refreshed by advancing the epoch.
-    if tikv_jemalloc_ctl::epoch::advance().is_err() {
-        return 0;
-    }
-    tikv_jemalloc_ctl::stats::allocated::read().map_or(0, |n| n as u64)
-}
+/// The store's memory meter reads it for eviction; INFO, the RDB header and the peak read it here.
+pub use crate::store::eviction::allocated_bytes;
 
 /// Resident set size of this process in bytes, from /proc (0 where unavailable).
 pub fn rss_bytes() -> u64 {

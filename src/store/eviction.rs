@@ -113,7 +113,7 @@ impl MemoryLimit {
         // Candidates and "nothing evictable" were judged under the old policy.
         self.pool.lock().clear();
         self.nothing_evictable_at.store(0, Relaxed);
-        self.used.store(crate::metrics::allocated_bytes(), Relaxed);
+        self.used.store(allocated_bytes(), Relaxed);
         self.maxmemory.store(config.maxmemory, Relaxed);
     }
 
@@ -145,7 +145,7 @@ impl Store {
         if max == 0 {
             return;
         }
-        let used = crate::metrics::allocated_bytes();
+        let used = allocated_bytes();
         self.memory.used.store(used, Relaxed);
         if used > max && self.memory.policy() != Policy::NoEviction {
             self.evict_to(max);
@@ -176,7 +176,7 @@ impl Store {
         if limit.used.load(Relaxed) <= max {
             return true; // the thread that held the pool made room meanwhile
         }
-        let mut used = crate::metrics::allocated_bytes();
+        let mut used = allocated_bytes();
         let policy = limit.policy();
         let samples = limit.samples.load(Relaxed);
         let started = Instant::now();
@@ -202,7 +202,7 @@ impl Store {
                 (Some(before), Some(after)) => {
                     used.saturating_add_signed(after.wrapping_sub(before) as i64)
                 }
-                _ => crate::metrics::allocated_bytes(),
+                _ => allocated_bytes(),
             };
         }
         // `used` now counts everything this thread did: its growth so far is accounted for.
@@ -336,6 +336,16 @@ pub async fn run_meter(
             }
         }
     }
+}
+
+/// Bytes currently allocated by the process (jemalloc's `stats.allocated`), 0 if unavailable.
+/// The store owns it: eviction is its main reader (the meter), and the store sits below metrics.
+pub fn allocated_bytes() -> u64 {
+    // The statistics are a snapshot refreshed by advancing the epoch.
+    if tikv_jemalloc_ctl::epoch::advance().is_err() {
+        return 0;
+    }
+    tikv_jemalloc_ctl::stats::allocated::read().map_or(0, |n| n as u64)
 }
 
 #[cfg(test)]
