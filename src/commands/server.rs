@@ -33,10 +33,12 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             let refusal = match setting {
                 Setting::Inert(index, _) => crate::config::inert::INERT[index].refusal(),
                 // Redis refuses these unless `enable-protected-configs`, which stmd keeps off.
-                Setting::Live(param) if ["dir", "dbfilename"].contains(&param.name) => {
+                Setting::Live(..) if ["dir", "dbfilename"].contains(&setting.name()) => {
                     Some("can't set protected config")
                 }
-                Setting::Live(param) => param.set.is_none().then_some("can't set immutable config"),
+                Setting::Live(param, _) => {
+                    param.set.is_none().then_some("can't set immutable config")
+                }
             };
             if let Some(why) = refusal {
                 return Err(failed(why));
@@ -61,12 +63,12 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
                     let normalised = row.parse(&value).map_err(|why| failed(&why))?;
                     updated.inert.set(*index, normalised);
                 }
-                Setting::Live(param) => {
+                Setting::Live(param, _) => {
                     if let Some(set) = param.set {
                         set(&mut updated, &value).map_err(|why| failed(&why))?;
                     }
-                    if param.name.starts_with("tls-") {
-                        tls_setting = tls_setting.or(Some(param.name));
+                    if setting.name().starts_with("tls-") {
+                        tls_setting = tls_setting.or(Some(setting.name()));
                     }
                 }
             }

@@ -292,16 +292,8 @@ fn flags_for(directive: &Directive, env_is_set: &impl Fn(&str) -> bool) -> Resul
             "bind",
             bind_address(&directive.args).map_err(|why| fail(&why))?,
         ),
-        // Redis's older names for the replication directives.
-        "slaveof" => ("replicaof", directive.args.clone()),
-        "slave-read-only" => ("replica-read-only", directive.args.clone()),
-        "slave-serve-stale-data" => ("replica-serve-stale-data", directive.args.clone()),
-        "min-slaves-to-write" => ("min-replicas-to-write", directive.args.clone()),
-        "min-slaves-max-lag" => ("min-replicas-max-lag", directive.args.clone()),
-        "slave-priority" => ("replica-priority", directive.args.clone()),
-        "slave-announce-ip" => ("replica-announce-ip", directive.args.clone()),
-        "slave-announce-port" => ("replica-announce-port", directive.args.clone()),
-        other => (other, directive.args.clone()),
+        // Redis's older names (`slaveof`, `hash-max-ziplist-entries`…): a setting's aliases.
+        other => (setting_named(other), directive.args.clone()),
     };
     let command = Config::command();
     let Some(arg) = command.get_arguments().find(|a| a.get_long() == Some(name)) else {
@@ -348,6 +340,16 @@ fn flags_for(directive: &Directive, env_is_set: &impl Fn(&str) -> bool) -> Resul
         .try_get_matches_from(std::iter::once("stmd".to_string()).chain(tokens.iter().cloned()))
         .map_err(|e| fail(first_line(&e.to_string())))?;
     Ok(Flags::Set(tokens))
+}
+
+/// The setting a directive's name is an alias of (its first name, which is its flag's), or the
+/// name itself.
+fn setting_named(name: &str) -> &str {
+    PARAMS
+        .iter()
+        .filter_map(|p| p.names.split_first())
+        .find(|(_, aliases)| aliases.contains(&name))
+        .map_or(name, |(first, _)| first)
 }
 
 fn first_line(text: &str) -> &str {
@@ -438,11 +440,12 @@ pub fn rewritten(original: &str, config: &Config) -> String {
     // under their alias are theirs too, rewritten under the name, as Redis does).
     let mut params: Vec<(&str, Option<&str>, String, bool)> = PARAMS
         .iter()
-        .filter(|p| rewritable(p.name))
-        .map(|p| {
+        .filter_map(|p| Some((*p.names.first()?, p)))
+        .filter(|(name, _)| rewritable(name))
+        .map(|(name, p)| {
             let value = (p.get)(config);
             let changed = value != (p.get)(&defaults);
-            (p.name, None, directive(p.name, &value), changed)
+            (name, None, directive(name, &value), changed)
         })
         .collect();
     params.extend(INERT.iter().enumerate().map(|(index, row)| {
@@ -814,6 +817,16 @@ mod tests {
         let c = load_file("replicaof db.internal 6379\n", &[], &[]).expect("loads");
         assert_eq!(c.replicaof, "db.internal 6379");
         assert!(load_file("replicaof db.internal port\n", &[], &[]).is_err());
+        // Every alias of the CONFIG table is a directive too, as in Redis.
+        let c = load_file(
+            "hash-max-ziplist-entries 64\nlua-time-limit 100\nmin-slaves-to-write 2\n",
+            &[],
+            &[],
+        )
+        .expect("loads");
+        assert_eq!(c.hash_max_listpack_entries, 64);
+        assert_eq!(c.busy_reply_threshold, 100);
+        assert_eq!(c.min_replicas_to_write, 2);
     }
 
     #[test]

@@ -1,716 +1,928 @@
-//! Configuration: clap flags with Redis's option names (each also an `STMD_*` environment variable),
-//! and the `CONFIG GET/SET` view of the same settings, driven by one parameter table.
+//! Configuration: clap flags with Redis's option names (each also an `STMD_*` environment
+//! variable), and the `CONFIG GET/SET` view of the same settings, both made from one declaration
+//! per setting (`settings!`, see `declare`).
 
-use crate::output_limit::OutputBufferLimits;
+#[macro_use]
+mod declare;
 pub mod file;
 pub mod inert;
 pub mod values;
 
+use crate::output_limit::OutputBufferLimits;
+pub use declare::{parse_bounded, Param, ParamSetter};
+
 use clap::Parser;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use values::{ChannelDefault, Fsync, NotifyFlags, Policy, SaveRules, Thresholds};
 
-/// Every setting of the server. Flags use Redis's names so operators can reuse what they know.
-#[derive(Parser, Clone, Debug)]
-#[command(
-    name = "stmd",
-    version,
-    about = "A Redis-compatible short-term memory server for chat bots"
-)]
-pub struct Config {
-    /// TCP port to listen on (0 picks a free one; with --tls-port or --unixsocket set, 0 means no
-    /// plain TCP listener).
-    #[arg(
-        long,
-        env = "STMD_PORT",
-        default_value_t = 6379,
-        help_heading = "Network"
+settings! {
+    /// Every setting of the server. Flags use Redis's names so operators can reuse what they know.
+    #[derive(Parser, Clone, Debug)]
+    #[command(
+        name = "stmd",
+        version,
+        about = "A Redis-compatible short-term memory server for chat bots"
     )]
-    pub port: u16,
-    /// Address to bind.
-    #[arg(
-        long,
-        env = "STMD_BIND",
-        default_value = "127.0.0.1",
-        help_heading = "Network"
-    )]
-    pub bind: String,
-    /// Also accept clients on this Unix socket ("": none); a file left there is replaced, and
-    /// the socket is removed at shutdown.
-    #[arg(
-        long,
-        env = "STMD_UNIXSOCKET",
-        default_value = "",
-        help_heading = "Network"
-    )]
-    pub unixsocket: String,
-    /// The Unix socket's permissions, in octal as chmod takes them (e.g. 700; 0: the umask's).
-    #[arg(
-        long,
-        env = "STMD_UNIXSOCKETPERM",
-        default_value = "0",
-        value_parser = parse_octal_mode,
-        help_heading = "Network"
-    )]
-    pub unixsocketperm: u32,
-    /// Threads serving clients (0: one per CPU core but one, at least one). Every thread serves any
-    /// connection. The spare core is left to the kernel's network stack and to clients on the same
-    /// host, as Redis advises for its io-threads.
-    #[arg(
-        long,
-        env = "STMD_THREADS",
-        default_value_t = 0,
-        help_heading = "Network"
-    )]
-    pub threads: usize,
-    /// Maximum number of connected clients.
-    #[arg(
-        long,
-        env = "STMD_MAXCLIENTS",
-        default_value_t = 10000,
-        help_heading = "Network"
-    )]
-    pub maxclients: usize,
-    /// TCP keepalive for clients: probe an idle connection after this many seconds, so a peer
-    /// that vanished (host down, cable cut) is noticed and its connection closed (0: off).
-    #[arg(
-        long,
-        env = "STMD_TCP_KEEPALIVE",
-        default_value_t = 300,
-        help_heading = "Network"
-    )]
-    pub tcp_keepalive: u64,
-    /// The listen backlog of the TCP listeners (the kernel caps it at `net.core.somaxconn`), as
-    /// Redis's `tcp-backlog`. Fixed at start-up.
-    #[arg(
-        long,
-        env = "STMD_TCP_BACKLOG",
-        default_value_t = 511,
-        value_parser = clap::value_parser!(u32).range(0..=i32::MAX as i64),
-        help_heading = "Network"
-    )]
-    pub tcp_backlog: u32,
-    /// Close a client idle for this many seconds (0: never).
-    #[arg(
-        long,
-        env = "STMD_TIMEOUT",
-        default_value_t = 0,
-        help_heading = "Network"
-    )]
-    pub timeout: u64,
+    pub struct Config {
+        /// TCP port to listen on (0 picks a free one; with --tls-port or --unixsocket set, 0 means
+        /// no plain TCP listener).
+        #[arg(long, env = "STMD_PORT", default_value_t = 6379, help_heading = "Network")]
+        pub port: u16 = number(0, 65535), live ["port"];
+        /// Address to bind.
+        #[arg(long, env = "STMD_BIND", default_value = "127.0.0.1", help_heading = "Network")]
+        pub bind: String = plain, fixed ["bind"];
+        /// Also accept clients on this Unix socket ("": none); a file left there is replaced, and
+        /// the socket is removed at shutdown.
+        #[arg(long, env = "STMD_UNIXSOCKET", default_value = "", help_heading = "Network")]
+        pub unixsocket: String = text, fixed ["unixsocket"];
+        /// The Unix socket's permissions, in octal as chmod takes them (e.g. 700; 0: the umask's).
+        #[arg(long, env = "STMD_UNIXSOCKETPERM", default_value = "0", help_heading = "Network")]
+        pub unixsocketperm: u32 = by(parse_octal_mode),
+            fixed(|c| format!("{:o}", c.unixsocketperm)) ["unixsocketperm"];
+        /// Threads serving clients (0: one per CPU core but one, at least one). Every thread serves
+        /// any connection. The spare core is left to the kernel's network stack and to clients on
+        /// the same host, as Redis advises for its io-threads.
+        #[arg(long, env = "STMD_THREADS", default_value_t = 0, help_heading = "Network")]
+        pub threads: usize = plain, fixed(|c| c.worker_threads().to_string()) ["threads"];
+        /// Maximum number of connected clients.
+        #[arg(long, env = "STMD_MAXCLIENTS", default_value_t = 10000, help_heading = "Network")]
+        pub maxclients: usize = number(1, i64::MAX), live ["maxclients"];
+        /// TCP keepalive for clients: probe an idle connection after this many seconds, so a peer
+        /// that vanished (host down, cable cut) is noticed and its connection closed (0: off).
+        #[arg(long, env = "STMD_TCP_KEEPALIVE", default_value_t = 300, help_heading = "Network")]
+        pub tcp_keepalive: u64 = number(0, i32::MAX), live ["tcp-keepalive"];
+        /// The listen backlog of the TCP listeners (the kernel caps it at `net.core.somaxconn`), as
+        /// Redis's `tcp-backlog`. Fixed at start-up.
+        #[arg(long, env = "STMD_TCP_BACKLOG", default_value_t = 511, help_heading = "Network")]
+        pub tcp_backlog: u32 = number(0, i32::MAX), fixed ["tcp-backlog"];
+        /// Close a client idle for this many seconds (0: never).
+        #[arg(long, env = "STMD_TIMEOUT", default_value_t = 0, help_heading = "Network")]
+        pub timeout: u64 = number(0, i32::MAX), live ["timeout"];
 
-    /// Port for TLS connections (0: no TLS listener).
-    #[arg(long, env = "STMD_TLS_PORT", default_value_t = 0, help_heading = "TLS")]
-    pub tls_port: u16,
-    /// The server's certificate chain (PEM), required with --tls-port.
-    #[arg(long, env = "STMD_TLS_CERT_FILE", help_heading = "TLS")]
-    pub tls_cert_file: Option<PathBuf>,
-    /// The private key of --tls-cert-file (PEM: PKCS#8, PKCS#1 or SEC1).
-    #[arg(long, env = "STMD_TLS_KEY_FILE", help_heading = "TLS")]
-    pub tls_key_file: Option<PathBuf>,
-    /// CA certificates (PEM) that sign client certificates; given, clients must present one
-    /// (see --tls-auth-clients).
-    #[arg(long, env = "STMD_TLS_CA_CERT_FILE", help_heading = "TLS")]
-    pub tls_ca_cert_file: Option<PathBuf>,
-    /// With --tls-ca-cert-file: `yes` requires a client certificate, `optional` checks one if
-    /// presented, `no` asks for none.
-    #[arg(long, env = "STMD_TLS_AUTH_CLIENTS", value_enum, default_value_t = TlsAuthClients::Yes, help_heading = "TLS")]
-    pub tls_auth_clients: TlsAuthClients,
-    /// A directory of CA certificates (PEM files), trusted as --tls-ca-cert-file's are; read at
-    /// start-up and at each CONFIG SET of a TLS setting.
-    #[arg(long, env = "STMD_TLS_CA_CERT_DIR", help_heading = "TLS")]
-    pub tls_ca_cert_dir: Option<PathBuf>,
-    /// The password of an encrypted PKCS#8 --tls-key-file.
-    #[arg(
-        long,
-        env = "STMD_TLS_KEY_FILE_PASS",
-        hide_env_values = true,
-        default_value = "",
-        help_heading = "TLS"
-    )]
-    pub tls_key_file_pass: String,
-    /// The certificate a replica presents to its primary (--tls-replication); without it (and
-    /// --tls-client-key-file) --tls-cert-file is presented.
-    #[arg(long, env = "STMD_TLS_CLIENT_CERT_FILE", help_heading = "TLS")]
-    pub tls_client_cert_file: Option<PathBuf>,
-    /// The private key of --tls-client-cert-file.
-    #[arg(long, env = "STMD_TLS_CLIENT_KEY_FILE", help_heading = "TLS")]
-    pub tls_client_key_file: Option<PathBuf>,
-    /// The password of an encrypted PKCS#8 --tls-client-key-file.
-    #[arg(
-        long,
-        env = "STMD_TLS_CLIENT_KEY_FILE_PASS",
-        hide_env_values = true,
-        default_value = "",
-        help_heading = "TLS"
-    )]
-    pub tls_client_key_file_pass: String,
-    /// TLS versions accepted: `TLSv1.2`, `TLSv1.3` or both, space-separated, any case ("": both).
-    #[arg(long, env = "STMD_TLS_PROTOCOLS", default_value = "", value_parser = checked(values::tls_protocols), help_heading = "TLS")]
-    pub tls_protocols: String,
-    /// TLS 1.2 cipher suites by OpenSSL name, colon-separated, e.g.
-    /// `ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-AES256-GCM-SHA384` ("": rustls's defaults).
-    #[arg(long, env = "STMD_TLS_CIPHERS", default_value = "", value_parser = checked(values::tls_ciphers), help_heading = "TLS")]
-    pub tls_ciphers: String,
-    /// TLS 1.3 cipher suites, colon-separated, e.g. `TLS_AES_256_GCM_SHA384` ("": rustls's
-    /// defaults).
-    #[arg(long, env = "STMD_TLS_CIPHERSUITES", default_value = "", value_parser = checked(values::tls_ciphersuites), help_heading = "TLS")]
-    pub tls_ciphersuites: String,
-    /// Choose the cipher suite by the server's order (the order of --tls-ciphers and
-    /// --tls-ciphersuites) rather than the client's (yes|no).
-    #[arg(long, env = "STMD_TLS_PREFER_SERVER_CIPHERS", default_value = "no", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "TLS")]
-    pub tls_prefer_server_ciphers: bool,
-    /// Let clients resume TLS sessions (yes|no).
-    #[arg(long, env = "STMD_TLS_SESSION_CACHING", default_value = "yes", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "TLS")]
-    pub tls_session_caching: bool,
-    /// Most TLS sessions kept for resumption (0: none).
-    #[arg(long, env = "STMD_TLS_SESSION_CACHE_SIZE", default_value_t = 20480, value_parser = clap::value_parser!(u64).range(0..=i32::MAX as u64), help_heading = "TLS")]
-    pub tls_session_cache_size: u64,
-    /// Seconds a TLS session can be resumed after its handshake.
-    #[arg(long, env = "STMD_TLS_SESSION_CACHE_TIMEOUT", default_value_t = 300, value_parser = clap::value_parser!(u64).range(0..=i32::MAX as u64), help_heading = "TLS")]
-    pub tls_session_cache_timeout: u64,
-    /// A replica connects to its primary over TLS (yes|no), trusting --tls-ca-cert-file/-dir.
-    #[arg(long, env = "STMD_TLS_REPLICATION", default_value = "no", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "TLS")]
-    pub tls_replication: bool,
+        /// Port for TLS connections (0: no TLS listener).
+        #[arg(long, env = "STMD_TLS_PORT", default_value_t = 0, help_heading = "TLS")]
+        pub tls_port: u16 = plain, fixed ["tls-port"];
+        /// The server's certificate chain (PEM), required with --tls-port.
+        #[arg(long, env = "STMD_TLS_CERT_FILE", help_heading = "TLS")]
+        pub tls_cert_file: Option<PathBuf> = path, live ["tls-cert-file"];
+        /// The private key of --tls-cert-file (PEM: PKCS#8, PKCS#1 or SEC1).
+        #[arg(long, env = "STMD_TLS_KEY_FILE", help_heading = "TLS")]
+        pub tls_key_file: Option<PathBuf> = path, live ["tls-key-file"];
+        /// CA certificates (PEM) that sign client certificates; given, clients must present one
+        /// (see --tls-auth-clients).
+        #[arg(long, env = "STMD_TLS_CA_CERT_FILE", help_heading = "TLS")]
+        pub tls_ca_cert_file: Option<PathBuf> = path, live ["tls-ca-cert-file"];
+        /// With --tls-ca-cert-file: `yes` requires a client certificate, `optional` checks one if
+        /// presented, `no` asks for none.
+        #[arg(
+            long,
+            env = "STMD_TLS_AUTH_CLIENTS",
+            value_enum,
+            default_value_t = TlsAuthClients::Yes,
+            help_heading = "TLS",
+        )]
+        pub tls_auth_clients: TlsAuthClients = plain,
+            set(TlsAuthClients::parse) ["tls-auth-clients"];
+        /// A directory of CA certificates (PEM files), trusted as --tls-ca-cert-file's are; read at
+        /// start-up and at each CONFIG SET of a TLS setting.
+        #[arg(long, env = "STMD_TLS_CA_CERT_DIR", help_heading = "TLS")]
+        pub tls_ca_cert_dir: Option<PathBuf> = path, live ["tls-ca-cert-dir"];
+        /// The password of an encrypted PKCS#8 --tls-key-file.
+        #[arg(
+            long,
+            env = "STMD_TLS_KEY_FILE_PASS",
+            hide_env_values = true,
+            default_value = "",
+            help_heading = "TLS",
+        )]
+        pub tls_key_file_pass: String = text, live ["tls-key-file-pass"];
+        /// The certificate a replica presents to its primary (--tls-replication); without it (and
+        /// --tls-client-key-file) --tls-cert-file is presented.
+        #[arg(long, env = "STMD_TLS_CLIENT_CERT_FILE", help_heading = "TLS")]
+        pub tls_client_cert_file: Option<PathBuf> = path, live ["tls-client-cert-file"];
+        /// The private key of --tls-client-cert-file.
+        #[arg(long, env = "STMD_TLS_CLIENT_KEY_FILE", help_heading = "TLS")]
+        pub tls_client_key_file: Option<PathBuf> = path, live ["tls-client-key-file"];
+        /// The password of an encrypted PKCS#8 --tls-client-key-file.
+        #[arg(
+            long,
+            env = "STMD_TLS_CLIENT_KEY_FILE_PASS",
+            hide_env_values = true,
+            default_value = "",
+            help_heading = "TLS",
+        )]
+        pub tls_client_key_file_pass: String = text, live ["tls-client-key-file-pass"];
+        /// TLS versions accepted: `TLSv1.2`, `TLSv1.3` or both, space-separated, any case ("":
+        /// both).
+        #[arg(long, env = "STMD_TLS_PROTOCOLS", default_value = "", help_heading = "TLS")]
+        pub tls_protocols: String = checked(values::tls_protocols), live ["tls-protocols"];
+        /// TLS 1.2 cipher suites by OpenSSL name, colon-separated, e.g.
+        /// `ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-AES256-GCM-SHA384` ("": rustls's defaults).
+        #[arg(long, env = "STMD_TLS_CIPHERS", default_value = "", help_heading = "TLS")]
+        pub tls_ciphers: String = checked(values::tls_ciphers), live ["tls-ciphers"];
+        /// TLS 1.3 cipher suites, colon-separated, e.g. `TLS_AES_256_GCM_SHA384` ("": rustls's
+        /// defaults).
+        #[arg(long, env = "STMD_TLS_CIPHERSUITES", default_value = "", help_heading = "TLS")]
+        pub tls_ciphersuites: String = checked(values::tls_ciphersuites), live ["tls-ciphersuites"];
+        /// Choose the cipher suite by the server's order (the order of --tls-ciphers and
+        /// --tls-ciphersuites) rather than the client's (yes|no).
+        #[arg(
+            long,
+            env = "STMD_TLS_PREFER_SERVER_CIPHERS",
+            default_value = "no",
+            action = clap::ArgAction::Set,
+            help_heading = "TLS",
+        )]
+        pub tls_prefer_server_ciphers: bool = yes_no, live ["tls-prefer-server-ciphers"];
+        /// Let clients resume TLS sessions (yes|no).
+        #[arg(
+            long,
+            env = "STMD_TLS_SESSION_CACHING",
+            default_value = "yes",
+            action = clap::ArgAction::Set,
+            help_heading = "TLS",
+        )]
+        pub tls_session_caching: bool = yes_no, live ["tls-session-caching"];
+        /// Most TLS sessions kept for resumption (0: none).
+        #[arg(
+            long,
+            env = "STMD_TLS_SESSION_CACHE_SIZE",
+            default_value_t = 20480,
+            help_heading = "TLS",
+        )]
+        pub tls_session_cache_size: u64 = number(0, i32::MAX), live ["tls-session-cache-size"];
+        /// Seconds a TLS session can be resumed after its handshake.
+        #[arg(
+            long,
+            env = "STMD_TLS_SESSION_CACHE_TIMEOUT",
+            default_value_t = 300,
+            help_heading = "TLS",
+        )]
+        pub tls_session_cache_timeout: u64 = number(0, i32::MAX),
+            live ["tls-session-cache-timeout"];
+        /// A replica connects to its primary over TLS (yes|no), trusting --tls-ca-cert-file/-dir.
+        #[arg(
+            long,
+            env = "STMD_TLS_REPLICATION",
+            default_value = "no",
+            action = clap::ArgAction::Set,
+            help_heading = "TLS",
+        )]
+        pub tls_replication: bool = yes_no, live ["tls-replication"];
 
-    /// Password required from clients (AUTH / HELLO AUTH). Empty: no password.
-    #[arg(
-        long,
-        env = "STMD_REQUIREPASS",
-        hide_env_values = true,
-        default_value = "",
-        help_heading = "Security"
-    )]
-    pub requirepass: String,
-    /// The ACL file: users loaded at start-up and by ACL LOAD, written by ACL SAVE.
-    #[arg(long, env = "STMD_ACLFILE", help_heading = "Security")]
-    pub aclfile: Option<String>,
-    /// Most entries the ACL LOG keeps.
-    #[arg(
-        long,
-        env = "STMD_ACLLOG_MAX_LEN",
-        default_value_t = 128,
-        help_heading = "Security"
-    )]
-    pub acllog_max_len: usize,
-    /// The channels a new ACL user or selector starts with, and `reset` gives: resetchannels
-    /// (none, Redis 7's default) or allchannels (Redis 6's).
-    #[arg(long, env = "STMD_ACL_PUBSUB_DEFAULT", default_value = "resetchannels", value_parser = ChannelDefault::parse, help_heading = "Security")]
-    pub acl_pubsub_default: ChannelDefault,
-    /// Rename a command (e.g. `--rename-command FLUSHALL ""` disables it; `--rename-command CONFIG
-    /// ADMINCONFIG` hides it behind a new name). Repeatable.
-    #[arg(long = "rename-command", num_args = 2, value_names = ["COMMAND", "NEW_NAME"], action = clap::ArgAction::Append, help_heading = "Security")]
-    pub rename_command: Vec<String>,
-    /// With no password set, accept clients from loopback addresses only (yes|no).
-    #[arg(long, env = "STMD_PROTECTED_MODE", default_value = "yes", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "Security")]
-    pub protected_mode: bool,
+        /// Password required from clients (AUTH / HELLO AUTH). Empty: no password.
+        #[arg(
+            long,
+            env = "STMD_REQUIREPASS",
+            hide_env_values = true,
+            default_value = "",
+            help_heading = "Security",
+        )]
+        pub requirepass: String = text, live ["requirepass"];
+        /// The ACL file: users loaded at start-up and by ACL LOAD, written by ACL SAVE.
+        #[arg(long, env = "STMD_ACLFILE", help_heading = "Security")]
+        pub aclfile: Option<String> = plain(String),
+            fixed(|c| c.aclfile.clone().unwrap_or_default()) ["aclfile"];
+        /// Most entries the ACL LOG keeps.
+        #[arg(long, env = "STMD_ACLLOG_MAX_LEN", default_value_t = 128, help_heading = "Security")]
+        pub acllog_max_len: usize = number(0, i64::MAX), live ["acllog-max-len"];
+        /// The channels a new ACL user or selector starts with, and `reset` gives: resetchannels
+        /// (none, Redis 7's default) or allchannels (Redis 6's).
+        #[arg(
+            long,
+            env = "STMD_ACL_PUBSUB_DEFAULT",
+            default_value = "resetchannels",
+            help_heading = "Security",
+        )]
+        pub acl_pubsub_default: ChannelDefault = parsed(ChannelDefault::parse),
+            live ["acl-pubsub-default"];
+        /// Rename a command (e.g. `--rename-command FLUSHALL ""` disables it; `--rename-command
+        /// CONFIG ADMINCONFIG` hides it behind a new name). Repeatable.
+        #[arg(
+            long = "rename-command",
+            num_args = 2,
+            value_names = ["COMMAND", "NEW_NAME"],
+            action = clap::ArgAction::Append,
+            help_heading = "Security",
+        )]
+        pub rename_command: Vec<String> = plain(String), none;
+        /// With no password set, accept clients from loopback addresses only (yes|no).
+        #[arg(
+            long,
+            env = "STMD_PROTECTED_MODE",
+            default_value = "yes",
+            action = clap::ArgAction::Set,
+            help_heading = "Security",
+        )]
+        pub protected_mode: bool = yes_no, live ["protected-mode"];
 
-    /// Largest bulk string a request may declare (units: b, k, kb, m, mb, g, gb).
-    #[arg(long, env = "STMD_PROTO_MAX_BULK_LEN", default_value = "512mb", value_parser = parse_memory, help_heading = "Limits")]
-    pub proto_max_bulk_len: u64,
-    /// Largest number of arguments one request may declare.
-    #[arg(long, env = "STMD_PROTO_MAX_MULTIBULK_LEN", default_value_t = 16 * 1024 * 1024, help_heading = "Limits")]
-    pub proto_max_multibulk_len: u64,
-    /// Largest sparse HyperLogLog value (header included) before it turns dense (units as above).
-    #[arg(long, env = "STMD_HLL_SPARSE_MAX_BYTES", default_value = "3000", value_parser = parse_memory, help_heading = "Limits")]
-    pub hll_sparse_max_bytes: u64,
-    /// Output a client may leave unread, per class: `<class> <hard> <soft> <soft-seconds>`…
-    /// (classes normal, replica, pubsub; 0 disables), applied over the default.
-    #[arg(long, env = "STMD_CLIENT_OUTPUT_BUFFER_LIMIT", default_value = "", hide_default_value = true, value_parser = OutputBufferLimits::parse, help_heading = "Limits")]
-    pub client_output_buffer_limit: OutputBufferLimits,
-    /// Largest unparsed input buffered for one client.
-    #[arg(long, env = "STMD_CLIENT_QUERY_BUFFER_LIMIT", default_value = "1gb", value_parser = parse_memory, help_heading = "Limits")]
-    pub client_query_buffer_limit: u64,
+        /// Largest bulk string a request may declare (units: b, k, kb, m, mb, g, gb).
+        #[arg(
+            long,
+            env = "STMD_PROTO_MAX_BULK_LEN",
+            default_value = "512mb",
+            help_heading = "Limits",
+        )]
+        pub proto_max_bulk_len: u64 = memory, live ["proto-max-bulk-len"];
+        /// Largest number of arguments one request may declare.
+        #[arg(
+            long,
+            env = "STMD_PROTO_MAX_MULTIBULK_LEN",
+            default_value_t = 16 * 1024 * 1024,
+            help_heading = "Limits",
+        )]
+        pub proto_max_multibulk_len: u64 = number(0, i64::MAX), live ["proto-max-multibulk-len"];
+        /// Largest sparse HyperLogLog value (header included) before it turns dense (units as
+        /// above).
+        #[arg(
+            long,
+            env = "STMD_HLL_SPARSE_MAX_BYTES",
+            default_value = "3000",
+            help_heading = "Limits",
+        )]
+        pub hll_sparse_max_bytes: u64 = memory, live ["hll-sparse-max-bytes"];
+        /// Output a client may leave unread, per class: `<class> <hard> <soft> <soft-seconds>`…
+        /// (classes normal, replica, pubsub; 0 disables), applied over the default.
+        #[arg(
+            long,
+            env = "STMD_CLIENT_OUTPUT_BUFFER_LIMIT",
+            default_value = "",
+            hide_default_value = true,
+            help_heading = "Limits",
+        )]
+        pub client_output_buffer_limit: OutputBufferLimits = parsed(OutputBufferLimits::parse),
+            custom(
+                |c| c.client_output_buffer_limit.to_string(),
+                |c, v| c.client_output_buffer_limit.apply(v)
+            ) ["client-output-buffer-limit"];
+        /// Largest unparsed input buffered for one client.
+        #[arg(
+            long,
+            env = "STMD_CLIENT_QUERY_BUFFER_LIMIT",
+            default_value = "1gb",
+            help_heading = "Limits",
+        )]
+        pub client_query_buffer_limit: u64 = memory, live ["client-query-buffer-limit"];
 
-    /// Most memory the data may use (units as above; 0: no limit). Past it, commands that may grow
-    /// memory evict keys per --maxmemory-policy or are refused with OOM.
-    #[arg(long, env = "STMD_MAXMEMORY", default_value = "0", value_parser = parse_memory, help_heading = "Limits")]
-    pub maxmemory: u64,
-    /// What to evict at --maxmemory: noeviction, allkeys-lru, volatile-lru, allkeys-random,
-    /// volatile-random or volatile-ttl.
-    #[arg(long, env = "STMD_MAXMEMORY_POLICY", default_value = "noeviction", value_parser = Policy::parse, help_heading = "Limits")]
-    pub maxmemory_policy: Policy,
-    /// Most memory all clients' buffers may hold together (bytes, units as above, or a percentage
-    /// of --maxmemory such as `10%`; 0: no limit): past it the clients holding the most are closed.
-    #[arg(long, env = "STMD_MAXMEMORY_CLIENTS", default_value = "0", value_parser = ClientsMemory::parse, help_heading = "Limits")]
-    pub maxmemory_clients: ClientsMemory,
-    /// Keys sampled per eviction (more: closer to true LRU/TTL order, slower).
-    #[arg(long, env = "STMD_MAXMEMORY_SAMPLES", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=i32::MAX as u64), help_heading = "Limits")]
-    pub maxmemory_samples: u64,
-    /// Number of databases (SELECT 0 to N-1). A database's keyspace is created on first use, so
-    /// unused ones cost a few hundred bytes each. `STM.*` commands work in database 0.
-    #[arg(long, env = "STMD_DATABASES", default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=10_000), help_heading = "Limits")]
-    pub databases: u64,
+        /// Most memory the data may use (units as above; 0: no limit). Past it, commands that may
+        /// grow memory evict keys per --maxmemory-policy or are refused with OOM.
+        #[arg(long, env = "STMD_MAXMEMORY", default_value = "0", help_heading = "Limits")]
+        pub maxmemory: u64 = memory, live ["maxmemory"];
+        /// What to evict at --maxmemory: noeviction, allkeys-lru, volatile-lru, allkeys-random,
+        /// volatile-random or volatile-ttl.
+        #[arg(
+            long,
+            env = "STMD_MAXMEMORY_POLICY",
+            default_value = "noeviction",
+            help_heading = "Limits",
+        )]
+        pub maxmemory_policy: Policy = parsed(Policy::parse), live ["maxmemory-policy"];
+        /// Most memory all clients' buffers may hold together (bytes, units as above, or a
+        /// percentage of --maxmemory such as `10%`; 0: no limit): past it the clients holding the
+        /// most are closed.
+        #[arg(long, env = "STMD_MAXMEMORY_CLIENTS", default_value = "0", help_heading = "Limits")]
+        pub maxmemory_clients: ClientsMemory = parsed(ClientsMemory::parse),
+            live ["maxmemory-clients"];
+        /// Keys sampled per eviction (more: closer to true LRU/TTL order, slower).
+        #[arg(long, env = "STMD_MAXMEMORY_SAMPLES", default_value_t = 5, help_heading = "Limits")]
+        pub maxmemory_samples: u64 = number(1, i32::MAX), live ["maxmemory-samples"];
+        /// Number of databases (SELECT 0 to N-1). A database's keyspace is created on first use, so
+        /// unused ones cost a few hundred bytes each. `STM.*` commands work in database 0.
+        #[arg(long, env = "STMD_DATABASES", default_value_t = 16, help_heading = "Limits")]
+        pub databases: u64 = number(1, 10_000), fixed ["databases"];
 
-    /// Working directory: where the embedded database file and the RDB snapshot live.
-    #[arg(long, env = "STMD_DIR", default_value = ".", help_heading = "Storage")]
-    pub dir: PathBuf,
-    /// What SIGTERM's shutdown does, as Redis's flags: `default` (save if --save rules are set),
-    /// `save`, `nosave`, and `now`/`force` (accepted: stmd neither waits for replicas nor stays up
-    /// when the last save fails).
-    #[arg(long, env = "STMD_SHUTDOWN_ON_SIGTERM", default_value = "default", value_parser = ShutdownFlags::parse, help_heading = "Storage")]
-    pub shutdown_on_sigterm: ShutdownFlags,
-    /// What SIGINT's (Ctrl-C's) shutdown does, as --shutdown-on-sigterm.
-    #[arg(long, env = "STMD_SHUTDOWN_ON_SIGINT", default_value = "default", value_parser = ShutdownFlags::parse, help_heading = "Storage")]
-    pub shutdown_on_sigint: ShutdownFlags,
-    /// Seconds a shutdown waits, writes paused, for lagging replicas to acknowledge the whole
-    /// replication stream, as Redis's `shutdown-timeout` (0: no wait). SHUTDOWN NOW and the `now`
-    /// flag of --shutdown-on-sigterm / --shutdown-on-sigint skip the wait.
-    #[arg(
-        long,
-        env = "STMD_SHUTDOWN_TIMEOUT",
-        default_value_t = 10,
-        help_heading = "Storage"
-    )]
-    pub shutdown_timeout: u64,
-    /// Automatic RDB snapshots, as Redis's `save`: `"<seconds> <changes> ..."` saves after that
-    /// many seconds if at least that many writes happened. Empty (the default): only SAVE, BGSAVE
-    /// and SHUTDOWN SAVE write one.
-    #[arg(long, env = "STMD_SAVE", default_value = "", value_parser = SaveRules::parse, help_heading = "Storage")]
-    pub save: SaveRules,
-    /// Refuse writes (`-MISCONF`) while the last background save failed and `save` rules are
-    /// set, as Redis does (yes|no).
-    #[arg(long, env = "STMD_STOP_WRITES_ON_BGSAVE_ERROR", default_value = "yes", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "Storage")]
-    pub stop_writes_on_bgsave_error: bool,
-    /// Follow a primary from the start, as Redis's `replicaof`: `"<host> <port>"` (empty: this
-    /// node is a primary). REPLICAOF changes it at run time.
-    #[arg(long, env = "STMD_REPLICAOF", default_value = "", value_parser = parse_replicaof, help_heading = "Replication")]
-    pub replicaof: String,
-    /// The password the link to the primary authenticates with (`AUTH [masteruser] masterauth`).
-    #[arg(
-        long,
-        env = "STMD_MASTERAUTH",
-        hide_env_values = true,
-        default_value = "",
-        help_heading = "Replication"
-    )]
-    pub masterauth: String,
-    /// The ACL user the link to the primary authenticates as (with `masterauth`).
-    #[arg(
-        long,
-        env = "STMD_MASTERUSER",
-        default_value = "",
-        help_heading = "Replication"
-    )]
-    pub masteruser: String,
-    /// While following a primary, refuse writes from clients (`-READONLY`) (yes|no).
-    #[arg(long, env = "STMD_REPLICA_READ_ONLY", default_value = "yes", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "Replication")]
-    pub replica_read_only: bool,
-    /// While following a primary whose link is down (or still syncing), serve clients the data as
-    /// it is (yes), or answer `-MASTERDOWN` to every command not flagged `stale` (no; alias
-    /// `slave-serve-stale-data`).
-    #[arg(long, env = "STMD_REPLICA_SERVE_STALE_DATA", default_value = "yes", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "Replication")]
-    pub replica_serve_stale_data: bool,
-    /// A primary refuses writes (`-NOREPLICAS`) unless at least this many replicas acknowledged
-    /// within `min-replicas-max-lag` seconds (0: never refuses; alias `min-slaves-to-write`).
-    #[arg(long, env = "STMD_MIN_REPLICAS_TO_WRITE", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=i32::MAX as u64), help_heading = "Replication")]
-    pub min_replicas_to_write: u64,
-    /// How old, in seconds, a replica's last acknowledgement may be for it to count toward
-    /// `min-replicas-to-write` (0: the check is off; alias `min-slaves-max-lag`).
-    #[arg(long, env = "STMD_MIN_REPLICAS_MAX_LAG", default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=i32::MAX as u64), help_heading = "Replication")]
-    pub min_replicas_max_lag: u64,
-    /// Sentinel's preference when it picks a replica to promote: lower first, 0 never (INFO's
-    /// `slave_priority`; alias `slave-priority`).
-    #[arg(long, env = "STMD_REPLICA_PRIORITY", default_value_t = 100, value_parser = clap::value_parser!(u64).range(0..=i32::MAX as u64), help_heading = "Replication")]
-    pub replica_priority: u64,
-    /// Whether Sentinel lists this replica (INFO's `replica_announced`) (yes|no).
-    #[arg(long, env = "STMD_REPLICA_ANNOUNCED", default_value = "yes", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "Replication")]
-    pub replica_announced: bool,
-    /// The address this replica gives its primary (`REPLCONF ip-address`), which the primary's
-    /// INFO and ROLE show and Sentinel connects to (empty: the primary sees the link's own address;
-    /// alias `slave-announce-ip`).
-    #[arg(
-        long,
-        env = "STMD_REPLICA_ANNOUNCE_IP",
-        default_value = "",
-        help_heading = "Replication"
-    )]
-    pub replica_announce_ip: String,
-    /// The port this replica gives its primary (`REPLCONF listening-port`; 0: its own port; alias
-    /// `slave-announce-port`).
-    #[arg(
-        long,
-        env = "STMD_REPLICA_ANNOUNCE_PORT",
-        default_value_t = 0,
-        help_heading = "Replication"
-    )]
-    pub replica_announce_port: u16,
-    /// The replication backlog: the stream's recent bytes kept for replicas that reconnect
-    /// (PSYNC), at least 16kb (units as --maxmemory).
-    #[arg(long, env = "STMD_REPL_BACKLOG_SIZE", default_value = "1mb", value_parser = parse_memory, help_heading = "Replication")]
-    pub repl_backlog_size: u64,
-    /// Seconds without data from the primary after which the link is dropped and made again.
-    #[arg(long, env = "STMD_REPL_TIMEOUT", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=i32::MAX as u64), help_heading = "Replication")]
-    pub repl_timeout: u64,
-    /// The RDB snapshot's file name in `--dir`, loaded at start when it exists.
-    #[arg(long, env = "STMD_DBFILENAME", default_value = "dump.rdb", value_parser = parse_file_name, help_heading = "Storage")]
-    pub dbfilename: String,
-    /// Log every write to an append-only file as Redis's `appendonly` (yes|no): restarts replay it,
-    /// losing at most what `--appendfsync` allows. CONFIG SET turns it on (with a rewrite) or off.
-    #[arg(long, env = "STMD_APPENDONLY", default_value = "no", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "Storage")]
-    pub appendonly: bool,
-    /// When the append-only file is flushed to the disk: `always` (before each reply),
-    /// `everysec` (once a second) or `no` (when the system decides).
-    #[arg(long, env = "STMD_APPENDFSYNC", default_value = "everysec", value_parser = Fsync::parse, help_heading = "Storage")]
-    pub appendfsync: Fsync,
-    /// The base name of the append-only files (`<name>.<seq>.base.rdb`, `<name>.<seq>.incr.aof`,
-    /// `<name>.manifest`).
-    #[arg(long, env = "STMD_APPENDFILENAME", default_value = "appendonly.aof", value_parser = parse_file_name, help_heading = "Storage")]
-    pub appendfilename: String,
-    /// The directory in `--dir` that holds the append-only files.
-    #[arg(long, env = "STMD_APPENDDIRNAME", default_value = "appendonlydir", value_parser = parse_file_name, help_heading = "Storage")]
-    pub appenddirname: String,
-    /// Rewrite the append-only file when it has grown by this percentage over its size after the
-    /// last rewrite (0: never by itself).
-    #[arg(long, env = "STMD_AUTO_AOF_REWRITE_PERCENTAGE", default_value_t = 100, value_parser = clap::value_parser!(u64).range(0..=i32::MAX as u64), help_heading = "Storage")]
-    pub auto_aof_rewrite_percentage: u64,
-    /// ... and is at least this large (units as --maxmemory).
-    #[arg(long, env = "STMD_AUTO_AOF_REWRITE_MIN_SIZE", default_value = "64mb", value_parser = parse_memory, help_heading = "Storage")]
-    pub auto_aof_rewrite_min_size: u64,
-    /// At start, load an append-only file whose last command was cut short (a crash mid-write),
-    /// dropping that command, instead of refusing to start (yes|no).
-    #[arg(long, env = "STMD_AOF_LOAD_TRUNCATED", default_value = "yes", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "Storage")]
-    pub aof_load_truncated: bool,
-    /// Write `#TS:<unix seconds>` annotations into the append-only file as the seconds pass, as
-    /// Redis 7's option (yes|no); annotations are skipped on load either way.
-    #[arg(long, env = "STMD_AOF_TIMESTAMP_ENABLED", default_value = "no", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "Storage")]
-    pub aof_timestamp_enabled: bool,
+        /// Working directory: where the embedded database file and the RDB snapshot live.
+        #[arg(long, env = "STMD_DIR", default_value = ".", help_heading = "Storage")]
+        pub dir: PathBuf = plain, fixed(|c| c.dir.display().to_string()) ["dir"];
+        /// What SIGTERM's shutdown does, as Redis's flags: `default` (save if --save rules are
+        /// set), `save`, `nosave`, and `now`/`force` (accepted: stmd neither waits for replicas nor
+        /// stays up when the last save fails).
+        #[arg(
+            long,
+            env = "STMD_SHUTDOWN_ON_SIGTERM",
+            default_value = "default",
+            help_heading = "Storage",
+        )]
+        pub shutdown_on_sigterm: ShutdownFlags = parsed(ShutdownFlags::parse),
+            live ["shutdown-on-sigterm"];
+        /// What SIGINT's (Ctrl-C's) shutdown does, as --shutdown-on-sigterm.
+        #[arg(
+            long,
+            env = "STMD_SHUTDOWN_ON_SIGINT",
+            default_value = "default",
+            help_heading = "Storage",
+        )]
+        pub shutdown_on_sigint: ShutdownFlags = parsed(ShutdownFlags::parse),
+            live ["shutdown-on-sigint"];
+        /// Seconds a shutdown waits, writes paused, for lagging replicas to acknowledge the whole
+        /// replication stream, as Redis's `shutdown-timeout` (0: no wait). SHUTDOWN NOW and the
+        /// `now` flag of --shutdown-on-sigterm / --shutdown-on-sigint skip the wait.
+        #[arg(long, env = "STMD_SHUTDOWN_TIMEOUT", default_value_t = 10, help_heading = "Storage")]
+        pub shutdown_timeout: u64 = number(0, i32::MAX), live ["shutdown-timeout"];
+        /// Automatic RDB snapshots, as Redis's `save`: `"<seconds> <changes> ..."` saves after that
+        /// many seconds if at least that many writes happened. Empty (the default): only SAVE,
+        /// BGSAVE and SHUTDOWN SAVE write one.
+        #[arg(long, env = "STMD_SAVE", default_value = "", help_heading = "Storage")]
+        pub save: SaveRules = parsed(SaveRules::parse), live ["save"];
+        /// Refuse writes (`-MISCONF`) while the last background save failed and `save` rules are
+        /// set, as Redis does (yes|no).
+        #[arg(
+            long,
+            env = "STMD_STOP_WRITES_ON_BGSAVE_ERROR",
+            default_value = "yes",
+            action = clap::ArgAction::Set,
+            help_heading = "Storage",
+        )]
+        pub stop_writes_on_bgsave_error: bool = yes_no, live ["stop-writes-on-bgsave-error"];
+        /// Follow a primary from the start, as Redis's `replicaof`: `"<host> <port>"` (empty: this
+        /// node is a primary). REPLICAOF changes it at run time.
+        #[arg(long, env = "STMD_REPLICAOF", default_value = "", help_heading = "Replication")]
+        pub replicaof: String = parsed(parse_replicaof), fixed ["replicaof", "slaveof"];
+        /// The password the link to the primary authenticates with (`AUTH [masteruser]
+        /// masterauth`).
+        #[arg(
+            long,
+            env = "STMD_MASTERAUTH",
+            hide_env_values = true,
+            default_value = "",
+            help_heading = "Replication",
+        )]
+        pub masterauth: String = text, live ["masterauth"];
+        /// The ACL user the link to the primary authenticates as (with `masterauth`).
+        #[arg(long, env = "STMD_MASTERUSER", default_value = "", help_heading = "Replication")]
+        pub masteruser: String = text, live ["masteruser"];
+        /// While following a primary, refuse writes from clients (`-READONLY`) (yes|no).
+        #[arg(
+            long,
+            env = "STMD_REPLICA_READ_ONLY",
+            default_value = "yes",
+            action = clap::ArgAction::Set,
+            help_heading = "Replication",
+        )]
+        pub replica_read_only: bool = yes_no, live ["replica-read-only", "slave-read-only"];
+        /// While following a primary whose link is down (or still syncing), serve clients the data
+        /// as it is (yes), or answer `-MASTERDOWN` to every command not flagged `stale` (no; alias
+        /// `slave-serve-stale-data`).
+        #[arg(
+            long,
+            env = "STMD_REPLICA_SERVE_STALE_DATA",
+            default_value = "yes",
+            action = clap::ArgAction::Set,
+            help_heading = "Replication",
+        )]
+        pub replica_serve_stale_data: bool = yes_no,
+            live ["replica-serve-stale-data", "slave-serve-stale-data"];
+        /// A primary refuses writes (`-NOREPLICAS`) unless at least this many replicas acknowledged
+        /// within `min-replicas-max-lag` seconds (0: never refuses; alias `min-slaves-to-write`).
+        #[arg(
+            long,
+            env = "STMD_MIN_REPLICAS_TO_WRITE",
+            default_value_t = 0,
+            help_heading = "Replication",
+        )]
+        pub min_replicas_to_write: u64 = number(0, i32::MAX),
+            live ["min-replicas-to-write", "min-slaves-to-write"];
+        /// How old, in seconds, a replica's last acknowledgement may be for it to count toward
+        /// `min-replicas-to-write` (0: the check is off; alias `min-slaves-max-lag`).
+        #[arg(
+            long,
+            env = "STMD_MIN_REPLICAS_MAX_LAG",
+            default_value_t = 10,
+            help_heading = "Replication",
+        )]
+        pub min_replicas_max_lag: u64 = number(0, i32::MAX),
+            live ["min-replicas-max-lag", "min-slaves-max-lag"];
+        /// Sentinel's preference when it picks a replica to promote: lower first, 0 never (INFO's
+        /// `slave_priority`; alias `slave-priority`).
+        #[arg(
+            long,
+            env = "STMD_REPLICA_PRIORITY",
+            default_value_t = 100,
+            help_heading = "Replication",
+        )]
+        pub replica_priority: u64 = number(0, i32::MAX),
+            live ["replica-priority", "slave-priority"];
+        /// Whether Sentinel lists this replica (INFO's `replica_announced`) (yes|no).
+        #[arg(
+            long,
+            env = "STMD_REPLICA_ANNOUNCED",
+            default_value = "yes",
+            action = clap::ArgAction::Set,
+            help_heading = "Replication",
+        )]
+        pub replica_announced: bool = yes_no, live ["replica-announced"];
+        /// The address this replica gives its primary (`REPLCONF ip-address`), which the primary's
+        /// INFO and ROLE show and Sentinel connects to (empty: the primary sees the link's own
+        /// address; alias `slave-announce-ip`).
+        #[arg(
+            long,
+            env = "STMD_REPLICA_ANNOUNCE_IP",
+            default_value = "",
+            help_heading = "Replication",
+        )]
+        pub replica_announce_ip: String = text, live ["replica-announce-ip", "slave-announce-ip"];
+        /// The port this replica gives its primary (`REPLCONF listening-port`; 0: its own port;
+        /// alias `slave-announce-port`).
+        #[arg(
+            long,
+            env = "STMD_REPLICA_ANNOUNCE_PORT",
+            default_value_t = 0,
+            help_heading = "Replication",
+        )]
+        pub replica_announce_port: u16 = number(0, 65535),
+            live ["replica-announce-port", "slave-announce-port"];
+        /// The replication backlog: the stream's recent bytes kept for replicas that reconnect
+        /// (PSYNC), at least 16kb (units as --maxmemory).
+        #[arg(
+            long,
+            env = "STMD_REPL_BACKLOG_SIZE",
+            default_value = "1mb",
+            help_heading = "Replication",
+        )]
+        pub repl_backlog_size: u64 = memory, live ["repl-backlog-size"];
+        /// Seconds without data from the primary after which the link is dropped and made again.
+        #[arg(long, env = "STMD_REPL_TIMEOUT", default_value_t = 60, help_heading = "Replication")]
+        pub repl_timeout: u64 = number(1, i32::MAX), live ["repl-timeout"];
+        /// The RDB snapshot's file name in `--dir`, loaded at start when it exists.
+        #[arg(long, env = "STMD_DBFILENAME", default_value = "dump.rdb", help_heading = "Storage")]
+        pub dbfilename: String = parsed(parse_file_name), fixed ["dbfilename"];
+        /// Log every write to an append-only file as Redis's `appendonly` (yes|no): restarts replay
+        /// it, losing at most what `--appendfsync` allows. CONFIG SET turns it on (with a rewrite)
+        /// or off.
+        #[arg(
+            long,
+            env = "STMD_APPENDONLY",
+            default_value = "no",
+            action = clap::ArgAction::Set,
+            help_heading = "Storage",
+        )]
+        pub appendonly: bool = yes_no, live ["appendonly"];
+        /// When the append-only file is flushed to the disk: `always` (before each reply),
+        /// `everysec` (once a second) or `no` (when the system decides).
+        #[arg(long, env = "STMD_APPENDFSYNC", default_value = "everysec", help_heading = "Storage")]
+        pub appendfsync: Fsync = parsed(Fsync::parse), live ["appendfsync"];
+        /// The base name of the append-only files (`<name>.<seq>.base.rdb`,
+        /// `<name>.<seq>.incr.aof`, `<name>.manifest`).
+        #[arg(
+            long,
+            env = "STMD_APPENDFILENAME",
+            default_value = "appendonly.aof",
+            help_heading = "Storage",
+        )]
+        pub appendfilename: String = parsed(parse_file_name), fixed ["appendfilename"];
+        /// The directory in `--dir` that holds the append-only files.
+        #[arg(
+            long,
+            env = "STMD_APPENDDIRNAME",
+            default_value = "appendonlydir",
+            help_heading = "Storage",
+        )]
+        pub appenddirname: String = parsed(parse_file_name), fixed ["appenddirname"];
+        /// Rewrite the append-only file when it has grown by this percentage over its size after
+        /// the last rewrite (0: never by itself).
+        #[arg(
+            long,
+            env = "STMD_AUTO_AOF_REWRITE_PERCENTAGE",
+            default_value_t = 100,
+            help_heading = "Storage",
+        )]
+        pub auto_aof_rewrite_percentage: u64 = number(0, i32::MAX),
+            live ["auto-aof-rewrite-percentage"];
+        /// ... and is at least this large (units as --maxmemory).
+        #[arg(
+            long,
+            env = "STMD_AUTO_AOF_REWRITE_MIN_SIZE",
+            default_value = "64mb",
+            help_heading = "Storage",
+        )]
+        pub auto_aof_rewrite_min_size: u64 = memory, live ["auto-aof-rewrite-min-size"];
+        /// At start, load an append-only file whose last command was cut short (a crash mid-write),
+        /// dropping that command, instead of refusing to start (yes|no).
+        #[arg(
+            long,
+            env = "STMD_AOF_LOAD_TRUNCATED",
+            default_value = "yes",
+            action = clap::ArgAction::Set,
+            help_heading = "Storage",
+        )]
+        pub aof_load_truncated: bool = yes_no, live ["aof-load-truncated"];
+        /// Write `#TS:<unix seconds>` annotations into the append-only file as the seconds pass, as
+        /// Redis 7's option (yes|no); annotations are skipped on load either way.
+        #[arg(
+            long,
+            env = "STMD_AOF_TIMESTAMP_ENABLED",
+            default_value = "no",
+            action = clap::ArgAction::Set,
+            help_heading = "Storage",
+        )]
+        pub aof_timestamp_enabled: bool = yes_no, live ["aof-timestamp-enabled"];
 
-    /// Messages kept per STM entry (the newest ones).
-    #[arg(
-        long,
-        env = "STMD_STM_MAX_MESSAGES",
-        default_value_t = 10,
-        help_heading = "Short-term memory"
-    )]
-    pub stm_max_messages: u64,
-    /// Seconds an STM entry lives after its last write.
-    #[arg(
-        long,
-        env = "STMD_STM_TTL",
-        default_value_t = 43200,
-        help_heading = "Short-term memory"
-    )]
-    pub stm_ttl: u64,
-    /// Seconds an STM entry with a summary or categories lives after its last write.
-    #[arg(
-        long,
-        env = "STMD_STM_SUMMARY_TTL",
-        default_value_t = 86400,
-        help_heading = "Short-term memory"
-    )]
-    pub stm_summary_ttl: u64,
-    /// Characters kept of a summary or a category text.
-    #[arg(
-        long,
-        env = "STMD_STM_MAX_SUMMARY_CHARS",
-        default_value_t = 1500,
-        help_heading = "Short-term memory"
-    )]
-    pub stm_max_summary_chars: u64,
-    /// Largest MSG/REPLY content in bytes; a longer one is an error.
-    #[arg(
-        long,
-        env = "STMD_STM_MAX_CONTENT_BYTES",
-        default_value_t = 65536,
-        help_heading = "Short-term memory"
-    )]
-    pub stm_max_content_bytes: u64,
-    /// Largest number of MSG/REPLY items in one capture.
-    #[arg(
-        long,
-        env = "STMD_STM_MAX_ITEMS",
-        default_value_t = 1000,
-        help_heading = "Short-term memory"
-    )]
-    pub stm_max_items: u64,
-    /// Pending scope-row operations before new ones are dropped and counted.
-    #[arg(
-        long,
-        env = "STMD_STM_PERSIST_QUEUE",
-        default_value_t = 100000,
-        help_heading = "Short-term memory"
-    )]
-    pub stm_persist_queue: u64,
-    /// Seconds the start waits for the database to restore summaries before it serves without
-    /// them (rows that arrive later are merged into the entries).
-    #[arg(
-        long,
-        env = "STMD_STM_RESTORE_TIMEOUT",
-        default_value_t = 10,
-        help_heading = "Short-term memory"
-    )]
-    pub stm_restore_timeout: u64,
-    /// Days after its last update a scope row is deleted by the daily sweep (0: keep forever).
-    #[arg(
-        long,
-        env = "STMD_STM_ROW_RETENTION_DAYS",
-        default_value_t = 90,
-        help_heading = "Short-term memory"
-    )]
-    pub stm_row_retention_days: u64,
-    /// Milliseconds between retention sweeps (a test knob, hidden: production sweeps daily).
-    #[arg(
-        long,
-        env = "STMD_STM_RETENTION_SWEEP_MS",
-        default_value_t = 86_400_000,
-        value_parser = clap::value_parser!(u64).range(1..),
-        hide = true
-    )]
-    pub stm_retention_sweep_ms: u64,
-    /// Extra regex removed from stored text, like the built-in annotations (repeatable).
-    #[arg(
-        long = "stm-strip-pattern",
-        env = "STMD_STM_STRIP_PATTERN",
-        value_delimiter = '\n',
-        help_heading = "Short-term memory"
-    )]
-    pub stm_strip_patterns: Vec<String>,
+        /// Messages kept per STM entry (the newest ones).
+        #[arg(
+            long,
+            env = "STMD_STM_MAX_MESSAGES",
+            default_value_t = 10,
+            help_heading = "Short-term memory",
+        )]
+        pub stm_max_messages: u64 = number(0, i64::MAX), live ["stm-max-messages"];
+        /// Seconds an STM entry lives after its last write.
+        #[arg(
+            long,
+            env = "STMD_STM_TTL",
+            default_value_t = 43200,
+            help_heading = "Short-term memory",
+        )]
+        pub stm_ttl: u64 = number(0, i64::MAX), live ["stm-ttl"];
+        /// Seconds an STM entry with a summary or categories lives after its last write.
+        #[arg(
+            long,
+            env = "STMD_STM_SUMMARY_TTL",
+            default_value_t = 86400,
+            help_heading = "Short-term memory",
+        )]
+        pub stm_summary_ttl: u64 = number(0, i64::MAX), live ["stm-summary-ttl"];
+        /// Characters kept of a summary or a category text.
+        #[arg(
+            long,
+            env = "STMD_STM_MAX_SUMMARY_CHARS",
+            default_value_t = 1500,
+            help_heading = "Short-term memory",
+        )]
+        pub stm_max_summary_chars: u64 = number(0, i64::MAX), live ["stm-max-summary-chars"];
+        /// Largest MSG/REPLY content in bytes; a longer one is an error.
+        #[arg(
+            long,
+            env = "STMD_STM_MAX_CONTENT_BYTES",
+            default_value_t = 65536,
+            help_heading = "Short-term memory",
+        )]
+        pub stm_max_content_bytes: u64 = number(0, i64::MAX), live ["stm-max-content-bytes"];
+        /// Largest number of MSG/REPLY items in one capture.
+        #[arg(
+            long,
+            env = "STMD_STM_MAX_ITEMS",
+            default_value_t = 1000,
+            help_heading = "Short-term memory",
+        )]
+        pub stm_max_items: u64 = number(0, i64::MAX), live ["stm-max-items"];
+        /// Pending scope-row operations before new ones are dropped and counted.
+        #[arg(
+            long,
+            env = "STMD_STM_PERSIST_QUEUE",
+            default_value_t = 100000,
+            help_heading = "Short-term memory",
+        )]
+        pub stm_persist_queue: u64 = plain, fixed ["stm-persist-queue"];
+        /// Seconds the start waits for the database to restore summaries before it serves without
+        /// them (rows that arrive later are merged into the entries).
+        #[arg(
+            long,
+            env = "STMD_STM_RESTORE_TIMEOUT",
+            default_value_t = 10,
+            help_heading = "Short-term memory",
+        )]
+        pub stm_restore_timeout: u64 = plain, fixed ["stm-restore-timeout"];
+        /// Days after its last update a scope row is deleted by the daily sweep (0: keep forever).
+        #[arg(
+            long,
+            env = "STMD_STM_ROW_RETENTION_DAYS",
+            default_value_t = 90,
+            help_heading = "Short-term memory",
+        )]
+        pub stm_row_retention_days: u64 = plain, fixed ["stm-row-retention-days"];
+        /// Milliseconds between retention sweeps (a test knob, hidden: production sweeps daily).
+        #[arg(long, env = "STMD_STM_RETENTION_SWEEP_MS", default_value_t = 86_400_000, hide = true)]
+        pub stm_retention_sweep_ms: u64 = by(clap::value_parser!(u64).range(1..)), none;
+        /// Extra regex removed from stored text, like the built-in annotations (repeatable).
+        #[arg(
+            long = "stm-strip-pattern",
+            env = "STMD_STM_STRIP_PATTERN",
+            value_delimiter = '\n',
+            help_heading = "Short-term memory",
+        )]
+        pub stm_strip_patterns: Vec<String> = plain(String), none;
 
-    /// Database for the scope rows: a `postgres://` URL, or a `sqlite:` URL; default: the embedded
-    /// SQLite file `stmd.db` in --dir.
-    #[arg(
-        long,
-        env = "STMD_DATABASE_URL",
-        hide_env_values = true,
-        help_heading = "Storage"
-    )]
-    pub database_url: Option<String>,
-    /// Keep no scope rows at all (summaries will not survive a restart).
-    #[arg(long, env = "STMD_NO_DATABASE", help_heading = "Storage")]
-    pub no_database: bool,
+        /// Database for the scope rows: a `postgres://` URL, or a `sqlite:` URL; default: the
+        /// embedded SQLite file `stmd.db` in --dir.
+        #[arg(long, env = "STMD_DATABASE_URL", hide_env_values = true, help_heading = "Storage")]
+        pub database_url: Option<String> = plain(String), fixed(database_shown) ["database"];
+        /// Keep no scope rows at all (summaries will not survive a restart).
+        #[arg(long, env = "STMD_NO_DATABASE", help_heading = "Storage")]
+        pub no_database: bool = plain, none;
 
-    /// Log level filter (error, warn, info, debug, trace, or a tracing directive).
-    #[arg(
-        long,
-        env = "STMD_LOG_LEVEL",
-        default_value = "info",
-        help_heading = "Logging"
-    )]
-    pub log_level: String,
-    /// Log line format: `text` for people, `json` (one object per line) for log collectors.
-    #[arg(
-        long,
-        env = "STMD_LOG_FORMAT",
-        value_enum,
-        default_value_t = LogFormat::Text,
-        help_heading = "Logging"
-    )]
-    pub log_format: LogFormat,
-    /// Log to this file (appended to, opened anew for each line so that logrotate can move it)
-    /// instead of standard output ("": standard output).
-    #[arg(
-        long,
-        env = "STMD_LOGFILE",
-        default_value = "",
-        help_heading = "Logging"
-    )]
-    pub logfile: String,
-    /// Write the server's process id to this file at start, and remove it at shutdown ("": none).
-    #[arg(
-        long,
-        env = "STMD_PIDFILE",
-        default_value = "",
-        help_heading = "Logging"
-    )]
-    pub pidfile: String,
-    /// Run in the background, as Redis's `daemonize` (yes|no): the started process exits at once
-    /// and the server goes on in a new session, its standard input, output and error on /dev/null
-    /// (logs go nowhere unless --logfile is set). Fixed at start-up.
-    #[arg(long, env = "STMD_DAEMONIZE", default_value = "no", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "Logging")]
-    pub daemonize: bool,
-    /// Tell the supervisor when the server is ready, as Redis's `supervised`: `systemd`
-    /// (`READY=1` to `$NOTIFY_SOCKET`, for `Type=notify` units; `STOPPING=1` at shutdown),
-    /// `upstart` (the process stops itself with SIGSTOP, for `expect stop` jobs), `auto` (upstart
-    /// when `$UPSTART_JOB` is set, else systemd when `$NOTIFY_SOCKET` is), `no`.
-    #[arg(long, env = "STMD_SUPERVISED", value_enum, ignore_case = true, default_value_t = Supervised::No, help_heading = "Logging")]
-    pub supervised: Supervised,
-    /// Also send every log line to the system log, as Redis's `syslog-enabled` (yes|no). Fixed
-    /// at start-up.
-    #[arg(long, env = "STMD_SYSLOG_ENABLED", default_value = "no", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "Logging")]
-    pub syslog_enabled: bool,
-    /// The program name the system log shows (Redis's `syslog-ident`). Fixed at start-up.
-    #[arg(
-        long,
-        env = "STMD_SYSLOG_IDENT",
-        default_value = "redis",
-        help_heading = "Logging"
-    )]
-    pub syslog_ident: String,
-    /// The system log's facility: `user` or `local0` … `local7` (Redis's `syslog-facility`).
-    /// Fixed at start-up.
-    #[arg(long, env = "STMD_SYSLOG_FACILITY", value_enum, ignore_case = true, default_value_t = SyslogFacility::Local0, help_heading = "Logging")]
-    pub syslog_facility: SyslogFacility,
-    /// The system log's socket (stmd's own option; Redis always uses `/dev/log`). For containers
-    /// whose syslog socket is mounted elsewhere.
-    #[arg(
-        long,
-        env = "STMD_SYSLOG_SOCKET",
-        default_value = "/dev/log",
-        help_heading = "Logging"
-    )]
-    pub syslog_socket: PathBuf,
+        /// Log level filter (error, warn, info, debug, trace, or a tracing directive).
+        #[arg(long, env = "STMD_LOG_LEVEL", default_value = "info", help_heading = "Logging")]
+        pub log_level: String = plain,
+            custom(|c| redis_log_level(&c.log_level), |c, v| {
+                c.log_level = log_level_filter(v)?.to_string();
+                Ok(())
+            }) ["loglevel"];
+        /// Log line format: `text` for people, `json` (one object per line) for log collectors.
+        #[arg(
+            long,
+            env = "STMD_LOG_FORMAT",
+            value_enum,
+            default_value_t = LogFormat::Text,
+            help_heading = "Logging",
+        )]
+        pub log_format: LogFormat = plain, none;
+        /// Log to this file (appended to, opened anew for each line so that logrotate can move it)
+        /// instead of standard output ("": standard output).
+        #[arg(long, env = "STMD_LOGFILE", default_value = "", help_heading = "Logging")]
+        pub logfile: String = text, fixed ["logfile"];
+        /// Write the server's process id to this file at start, and remove it at shutdown ("":
+        /// none).
+        #[arg(long, env = "STMD_PIDFILE", default_value = "", help_heading = "Logging")]
+        pub pidfile: String = text, fixed ["pidfile"];
+        /// Run in the background, as Redis's `daemonize` (yes|no): the started process exits at
+        /// once and the server goes on in a new session, its standard input, output and error on
+        /// /dev/null (logs go nowhere unless --logfile is set). Fixed at start-up.
+        #[arg(
+            long,
+            env = "STMD_DAEMONIZE",
+            default_value = "no",
+            action = clap::ArgAction::Set,
+            help_heading = "Logging",
+        )]
+        pub daemonize: bool = yes_no, fixed ["daemonize"];
+        /// Tell the supervisor when the server is ready, as Redis's `supervised`: `systemd`
+        /// (`READY=1` to `$NOTIFY_SOCKET`, for `Type=notify` units; `STOPPING=1` at shutdown),
+        /// `upstart` (the process stops itself with SIGSTOP, for `expect stop` jobs), `auto`
+        /// (upstart when `$UPSTART_JOB` is set, else systemd when `$NOTIFY_SOCKET` is), `no`.
+        #[arg(
+            long,
+            env = "STMD_SUPERVISED",
+            value_enum,
+            ignore_case = true,
+            default_value_t = Supervised::No,
+            help_heading = "Logging",
+        )]
+        pub supervised: Supervised = plain, fixed ["supervised"];
+        /// Also send every log line to the system log, as Redis's `syslog-enabled` (yes|no). Fixed
+        /// at start-up.
+        #[arg(
+            long,
+            env = "STMD_SYSLOG_ENABLED",
+            default_value = "no",
+            action = clap::ArgAction::Set,
+            help_heading = "Logging",
+        )]
+        pub syslog_enabled: bool = yes_no, fixed ["syslog-enabled"];
+        /// The program name the system log shows (Redis's `syslog-ident`). Fixed at start-up.
+        #[arg(long, env = "STMD_SYSLOG_IDENT", default_value = "redis", help_heading = "Logging")]
+        pub syslog_ident: String = text, fixed ["syslog-ident"];
+        /// The system log's facility: `user` or `local0` … `local7` (Redis's `syslog-facility`).
+        /// Fixed at start-up.
+        #[arg(
+            long,
+            env = "STMD_SYSLOG_FACILITY",
+            value_enum,
+            ignore_case = true,
+            default_value_t = SyslogFacility::Local0,
+            help_heading = "Logging",
+        )]
+        pub syslog_facility: SyslogFacility = plain, fixed ["syslog-facility"];
+        /// The system log's socket (stmd's own option; Redis always uses `/dev/log`). For
+        /// containers whose syslog socket is mounted elsewhere.
+        #[arg(
+            long,
+            env = "STMD_SYSLOG_SOCKET",
+            default_value = "/dev/log",
+            help_heading = "Logging",
+        )]
+        pub syslog_socket: PathBuf = plain, none;
 
-    /// Commands taking at least this many microseconds go to the SLOWLOG (negative: none; 0: all).
-    #[arg(
-        long,
-        env = "STMD_SLOWLOG_LOG_SLOWER_THAN",
-        default_value_t = 10000,
-        allow_negative_numbers = true,
-        help_heading = "Observability"
-    )]
-    pub slowlog_log_slower_than: i64,
-    /// Most entries the SLOWLOG keeps (the oldest go first).
-    #[arg(
-        long,
-        env = "STMD_SLOWLOG_MAX_LEN",
-        default_value_t = 128,
-        help_heading = "Observability"
-    )]
-    pub slowlog_max_len: u64,
-    /// LATENCY monitor: record events that take at least this many milliseconds (0: off).
-    #[arg(
-        long,
-        env = "STMD_LATENCY_MONITOR_THRESHOLD",
-        default_value_t = 0,
-        help_heading = "Observability"
-    )]
-    pub latency_monitor_threshold: u64,
-    /// Record each command's latency histogram for INFO latencystats and LATENCY HISTOGRAM.
-    #[arg(long, env = "STMD_LATENCY_TRACKING", default_value = "yes", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "Observability")]
-    pub latency_tracking: bool,
-    /// The percentiles INFO latencystats prints, space-separated, each within 0..100.
-    #[arg(long, env = "STMD_LATENCY_TRACKING_INFO_PERCENTILES", default_value = "50 99 99.9", value_parser = Percentiles::parse, help_heading = "Observability")]
-    pub latency_tracking_info_percentiles: Percentiles,
-    /// Allow the DEBUG command: `yes`, `no`, or `local` (from loopback clients only). Fixed at
-    /// start-up, as in Redis.
-    #[arg(long, env = "STMD_ENABLE_DEBUG_COMMAND", value_enum, default_value_t = ProtectedCommand::No, help_heading = "Observability")]
-    pub enable_debug_command: ProtectedCommand,
-    /// Allow MODULE LOAD, LOADEX and UNLOAD (`yes`, `no` or `local`, fixed at start-up, as in
-    /// Redis). stmd loads no modules: allowed, they answer Redis's errors for a module that
-    /// cannot be loaded or is not loaded.
-    #[arg(long, env = "STMD_ENABLE_MODULE_COMMAND", value_enum, default_value_t = ProtectedCommand::No, help_heading = "Observability")]
-    pub enable_module_command: ProtectedCommand,
+        /// Commands taking at least this many microseconds go to the SLOWLOG (negative: none; 0:
+        /// all).
+        #[arg(
+            long,
+            env = "STMD_SLOWLOG_LOG_SLOWER_THAN",
+            default_value_t = 10000,
+            allow_negative_numbers = true,
+            help_heading = "Observability",
+        )]
+        pub slowlog_log_slower_than: i64 = number(-1, i64::MAX), live ["slowlog-log-slower-than"];
+        /// Most entries the SLOWLOG keeps (the oldest go first).
+        #[arg(
+            long,
+            env = "STMD_SLOWLOG_MAX_LEN",
+            default_value_t = 128,
+            help_heading = "Observability",
+        )]
+        pub slowlog_max_len: u64 = number(0, i64::MAX), live ["slowlog-max-len"];
+        /// LATENCY monitor: record events that take at least this many milliseconds (0: off).
+        #[arg(
+            long,
+            env = "STMD_LATENCY_MONITOR_THRESHOLD",
+            default_value_t = 0,
+            help_heading = "Observability",
+        )]
+        pub latency_monitor_threshold: u64 = number(0, i64::MAX),
+            live ["latency-monitor-threshold"];
+        /// Record each command's latency histogram for INFO latencystats and LATENCY HISTOGRAM.
+        #[arg(
+            long,
+            env = "STMD_LATENCY_TRACKING",
+            default_value = "yes",
+            action = clap::ArgAction::Set,
+            help_heading = "Observability",
+        )]
+        pub latency_tracking: bool = yes_no, live ["latency-tracking"];
+        /// The percentiles INFO latencystats prints, space-separated, each within 0..100.
+        #[arg(
+            long,
+            env = "STMD_LATENCY_TRACKING_INFO_PERCENTILES",
+            default_value = "50 99 99.9",
+            help_heading = "Observability",
+        )]
+        pub latency_tracking_info_percentiles: Percentiles = parsed(Percentiles::parse),
+            live ["latency-tracking-info-percentiles"];
+        /// Allow the DEBUG command: `yes`, `no`, or `local` (from loopback clients only). Fixed at
+        /// start-up, as in Redis.
+        #[arg(
+            long,
+            env = "STMD_ENABLE_DEBUG_COMMAND",
+            value_enum,
+            default_value_t = ProtectedCommand::No,
+            help_heading = "Observability",
+        )]
+        pub enable_debug_command: ProtectedCommand = plain, fixed ["enable-debug-command"];
+        /// Allow MODULE LOAD, LOADEX and UNLOAD (`yes`, `no` or `local`, fixed at start-up, as in
+        /// Redis). stmd loads no modules: allowed, they answer Redis's errors for a module that
+        /// cannot be loaded or is not loaded.
+        #[arg(
+            long,
+            env = "STMD_ENABLE_MODULE_COMMAND",
+            value_enum,
+            default_value_t = ProtectedCommand::No,
+            help_heading = "Observability",
+        )]
+        pub enable_module_command: ProtectedCommand = plain, fixed ["enable-module-command"];
 
-    /// Keyspace notifications to publish, in Redis's class letters (`KEA`, `Ex`…; empty: none),
-    /// plus `S` for STM entries' own events.
-    #[arg(long, env = "STMD_NOTIFY_KEYSPACE_EVENTS", default_value = "", hide_default_value = true, value_parser = NotifyFlags::parse, help_heading = "Events")]
-    pub notify_keyspace_events: NotifyFlags,
-    /// Most keys remembered for client-side caching (default-mode CLIENT TRACKING); past it, keys
-    /// are dropped and invalidated (0: no limit).
-    #[arg(
-        long,
-        env = "STMD_TRACKING_TABLE_MAX_KEYS",
-        default_value_t = 1_000_000,
-        help_heading = "Events"
-    )]
-    pub tracking_table_max_keys: u64,
+        /// Keyspace notifications to publish, in Redis's class letters (`KEA`, `Ex`…; empty: none),
+        /// plus `S` for STM entries' own events.
+        #[arg(
+            long,
+            env = "STMD_NOTIFY_KEYSPACE_EVENTS",
+            default_value = "",
+            hide_default_value = true,
+            help_heading = "Events",
+        )]
+        pub notify_keyspace_events: NotifyFlags = parsed(NotifyFlags::parse),
+            live ["notify-keyspace-events"];
+        /// Most keys remembered for client-side caching (default-mode CLIENT TRACKING); past it,
+        /// keys are dropped and invalidated (0: no limit).
+        #[arg(
+            long,
+            env = "STMD_TRACKING_TABLE_MAX_KEYS",
+            default_value_t = 1_000_000,
+            help_heading = "Events",
+        )]
+        pub tracking_table_max_keys: u64 = number(0, i64::MAX), live ["tracking-table-max-keys"];
 
-    /// A script that has run this many milliseconds makes other clients' commands answer BUSY
-    /// until it ends or SCRIPT KILL stops it (Redis's `busy-reply-threshold`, `lua-time-limit`).
-    #[arg(
-        long,
-        env = "STMD_BUSY_REPLY_THRESHOLD",
-        default_value_t = 5000,
-        help_heading = "Scripting"
-    )]
-    pub busy_reply_threshold: u64,
+        /// A script that has run this many milliseconds makes other clients' commands answer BUSY
+        /// until it ends or SCRIPT KILL stops it (Redis's `busy-reply-threshold`,
+        /// `lua-time-limit`).
+        #[arg(
+            long,
+            env = "STMD_BUSY_REPLY_THRESHOLD",
+            default_value_t = 5000,
+            help_heading = "Scripting",
+        )]
+        pub busy_reply_threshold: u64 = number(0, i64::MAX),
+            live ["busy-reply-threshold", "lua-time-limit"];
 
-    /// OBJECT ENCODING reports `listpack` for a hash of at most this many fields (Redis's
-    /// threshold, alias `hash-max-ziplist-entries`). Reported only: no reply depends on it.
-    #[arg(
-        long,
-        env = "STMD_HASH_MAX_LISTPACK_ENTRIES",
-        default_value_t = 512,
-        help_heading = "Encodings"
-    )]
-    pub hash_max_listpack_entries: u64,
-    /// … and whose fields and values are at most this many bytes.
-    #[arg(long, env = "STMD_HASH_MAX_LISTPACK_VALUE", default_value = "64", value_parser = parse_memory, help_heading = "Encodings")]
-    pub hash_max_listpack_value: u64,
-    /// OBJECT ENCODING reports `intset` for a set of at most this many integers.
-    #[arg(
-        long,
-        env = "STMD_SET_MAX_INTSET_ENTRIES",
-        default_value_t = 512,
-        help_heading = "Encodings"
-    )]
-    pub set_max_intset_entries: u64,
-    /// … `listpack` for a set of at most this many members …
-    #[arg(
-        long,
-        env = "STMD_SET_MAX_LISTPACK_ENTRIES",
-        default_value_t = 128,
-        help_heading = "Encodings"
-    )]
-    pub set_max_listpack_entries: u64,
-    /// … each at most this many bytes.
-    #[arg(long, env = "STMD_SET_MAX_LISTPACK_VALUE", default_value = "64", value_parser = parse_memory, help_heading = "Encodings")]
-    pub set_max_listpack_value: u64,
-    /// OBJECT ENCODING reports `listpack` for a sorted set of at most this many members …
-    #[arg(
-        long,
-        env = "STMD_ZSET_MAX_LISTPACK_ENTRIES",
-        default_value_t = 128,
-        help_heading = "Encodings"
-    )]
-    pub zset_max_listpack_entries: u64,
-    /// … each at most this many bytes.
-    #[arg(long, env = "STMD_ZSET_MAX_LISTPACK_VALUE", default_value = "64", value_parser = parse_memory, help_heading = "Encodings")]
-    pub zset_max_listpack_value: u64,
-    /// OBJECT ENCODING reports `listpack` for a list within this size: positive, elements;
-    /// -1..-5, 4/8/16/32/64 KiB.
-    #[arg(long, env = "STMD_LIST_MAX_LISTPACK_SIZE", default_value_t = -2, allow_negative_numbers = true, help_heading = "Encodings")]
-    pub list_max_listpack_size: i64,
-    /// Reported by CONFIG GET only: stmd does not compress lists.
-    #[arg(
-        long,
-        env = "STMD_LIST_COMPRESS_DEPTH",
-        default_value_t = 0,
-        help_heading = "Encodings"
-    )]
-    pub list_compress_depth: u64,
+        /// OBJECT ENCODING reports `listpack` for a hash of at most this many fields (Redis's
+        /// threshold, alias `hash-max-ziplist-entries`). Reported only: no reply depends on it.
+        #[arg(
+            long,
+            env = "STMD_HASH_MAX_LISTPACK_ENTRIES",
+            default_value_t = 512,
+            help_heading = "Encodings",
+        )]
+        pub hash_max_listpack_entries: u64 = number(0, i64::MAX),
+            live ["hash-max-listpack-entries", "hash-max-ziplist-entries"];
+        /// … and whose fields and values are at most this many bytes.
+        #[arg(
+            long,
+            env = "STMD_HASH_MAX_LISTPACK_VALUE",
+            default_value = "64",
+            help_heading = "Encodings",
+        )]
+        pub hash_max_listpack_value: u64 = memory,
+            live ["hash-max-listpack-value", "hash-max-ziplist-value"];
+        /// OBJECT ENCODING reports `intset` for a set of at most this many integers.
+        #[arg(
+            long,
+            env = "STMD_SET_MAX_INTSET_ENTRIES",
+            default_value_t = 512,
+            help_heading = "Encodings",
+        )]
+        pub set_max_intset_entries: u64 = number(0, i64::MAX), live ["set-max-intset-entries"];
+        /// … `listpack` for a set of at most this many members …
+        #[arg(
+            long,
+            env = "STMD_SET_MAX_LISTPACK_ENTRIES",
+            default_value_t = 128,
+            help_heading = "Encodings",
+        )]
+        pub set_max_listpack_entries: u64 = number(0, i64::MAX), live ["set-max-listpack-entries"];
+        /// … each at most this many bytes.
+        #[arg(
+            long,
+            env = "STMD_SET_MAX_LISTPACK_VALUE",
+            default_value = "64",
+            help_heading = "Encodings",
+        )]
+        pub set_max_listpack_value: u64 = memory, live ["set-max-listpack-value"];
+        /// OBJECT ENCODING reports `listpack` for a sorted set of at most this many members …
+        #[arg(
+            long,
+            env = "STMD_ZSET_MAX_LISTPACK_ENTRIES",
+            default_value_t = 128,
+            help_heading = "Encodings",
+        )]
+        pub zset_max_listpack_entries: u64 = number(0, i64::MAX),
+            live ["zset-max-listpack-entries", "zset-max-ziplist-entries"];
+        /// … each at most this many bytes.
+        #[arg(
+            long,
+            env = "STMD_ZSET_MAX_LISTPACK_VALUE",
+            default_value = "64",
+            help_heading = "Encodings",
+        )]
+        pub zset_max_listpack_value: u64 = memory,
+            live ["zset-max-listpack-value", "zset-max-ziplist-value"];
+        /// OBJECT ENCODING reports `listpack` for a list within this size: positive, elements;
+        /// -1..-5, 4/8/16/32/64 KiB.
+        #[arg(
+            long,
+            env = "STMD_LIST_MAX_LISTPACK_SIZE",
+            default_value_t = -2,
+            allow_negative_numbers = true,
+            help_heading = "Encodings",
+        )]
+        pub list_max_listpack_size: i64 = number(i32::MIN, i32::MAX),
+            live ["list-max-listpack-size", "list-max-ziplist-size"];
+        /// Reported by CONFIG GET only: stmd does not compress lists.
+        #[arg(
+            long,
+            env = "STMD_LIST_COMPRESS_DEPTH",
+            default_value_t = 0,
+            help_heading = "Encodings",
+        )]
+        pub list_compress_depth: u64 = number(0, i32::MAX), live ["list-compress-depth"];
 
-    /// Run as a node of a Redis Cluster (yes|no): the slot map lives in the Postgres of
-    /// --database-url, which this then requires.
-    #[arg(long, env = "STMD_CLUSTER_ENABLED", default_value = "no", value_parser = parse_yes_no, action = clap::ArgAction::Set, help_heading = "Cluster")]
-    pub cluster_enabled: bool,
-    /// The address clients are sent to for this node (MOVED, CLUSTER SLOTS); default: --bind.
-    #[arg(long, env = "STMD_CLUSTER_ANNOUNCE_IP", help_heading = "Cluster")]
-    pub cluster_announce_ip: Option<String>,
-    /// The port clients are sent to for this node (0: the port it listens on).
-    #[arg(
-        long,
-        env = "STMD_CLUSTER_ANNOUNCE_PORT",
-        default_value_t = 0,
-        help_heading = "Cluster"
-    )]
-    pub cluster_announce_port: u16,
-    /// Milliseconds without a heartbeat after which a node counts as failing.
-    #[arg(
-        long,
-        env = "STMD_CLUSTER_NODE_TIMEOUT",
-        default_value_t = 15000,
-        value_parser = clap::value_parser!(u64).range(1..),
-        help_heading = "Cluster"
-    )]
-    pub cluster_node_timeout: u64,
+        /// Run as a node of a Redis Cluster (yes|no): the slot map lives in the Postgres of
+        /// --database-url, which this then requires.
+        #[arg(
+            long,
+            env = "STMD_CLUSTER_ENABLED",
+            default_value = "no",
+            action = clap::ArgAction::Set,
+            help_heading = "Cluster",
+        )]
+        pub cluster_enabled: bool = yes_no, fixed ["cluster-enabled"];
+        /// The address clients are sent to for this node (MOVED, CLUSTER SLOTS); default: --bind.
+        #[arg(long, env = "STMD_CLUSTER_ANNOUNCE_IP", help_heading = "Cluster")]
+        pub cluster_announce_ip: Option<String> = plain(String),
+            fixed(|c| c.cluster_announce_ip.clone().unwrap_or_default()) ["cluster-announce-ip"];
+        /// The port clients are sent to for this node (0: the port it listens on).
+        #[arg(
+            long,
+            env = "STMD_CLUSTER_ANNOUNCE_PORT",
+            default_value_t = 0,
+            help_heading = "Cluster",
+        )]
+        pub cluster_announce_port: u16 = plain, fixed ["cluster-announce-port"];
+        /// Milliseconds without a heartbeat after which a node counts as failing.
+        #[arg(
+            long,
+            env = "STMD_CLUSTER_NODE_TIMEOUT",
+            default_value_t = 15000,
+            help_heading = "Cluster",
+        )]
+        pub cluster_node_timeout: u64 = by(clap::value_parser!(u64).range(1..)),
+            fixed ["cluster-node-timeout"];
 
-    /// Address for the Prometheus metrics endpoint (`GET /metrics`), e.g. 127.0.0.1:9121.
-    /// Off unless given.
-    #[arg(long, env = "STMD_METRICS_ADDR", help_heading = "Observability")]
-    pub metrics_addr: Option<String>,
+        /// Address for the Prometheus metrics endpoint (`GET /metrics`), e.g. 127.0.0.1:9121. Off
+        /// unless given.
+        #[arg(long, env = "STMD_METRICS_ADDR", help_heading = "Observability")]
+        pub metrics_addr: Option<String> = plain(String), none;
+    }
+    extra {
 
-    /// The configuration file the server started from (CONFIG REWRITE writes it back).
-    #[arg(skip)]
-    pub config_file: Option<PathBuf>,
-    /// What reading the file found worth saying (Redis options that do nothing here), logged once
-    /// logging is up.
-    #[arg(skip)]
-    pub config_warnings: Vec<String>,
-    /// The values of the Redis options stmd checks and keeps without acting on them.
-    #[arg(skip)]
-    pub inert: crate::config::inert::InertValues,
+        /// The configuration file the server started from (CONFIG REWRITE writes it back).
+        #[arg(skip)]
+        pub config_file: Option<PathBuf>,
+        /// What reading the file found worth saying (Redis options that do nothing here), logged
+        /// once logging is up.
+        #[arg(skip)]
+        pub config_warnings: Vec<String>,
+        /// The values of the Redis options stmd checks and keeps without acting on them.
+        #[arg(skip)]
+        pub inert: crate::config::inert::InertValues,
+    }
 }
 
 /// Which supervisor to tell when the server is ready (Redis's `supervised`; see `supervise`).
@@ -735,7 +947,7 @@ macro_rules! display_as_value_name {
     )+};
 }
 
-display_as_value_name!(Supervised, SyslogFacility);
+display_as_value_name!(Supervised, SyslogFacility, ProtectedCommand);
 
 /// The facilities Redis's `syslog-facility` accepts.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -807,14 +1019,6 @@ impl ProtectedCommand {
             "ERR {command} command not allowed. If the {option} option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
         )
     }
-
-    fn name(self) -> &'static str {
-        match self {
-            ProtectedCommand::Yes => "yes",
-            ProtectedCommand::No => "no",
-            ProtectedCommand::Local => "local",
-        }
-    }
 }
 
 /// How log lines are written.
@@ -859,467 +1063,17 @@ impl Config {
     }
 }
 
-/// Applies a CONFIG SET value to a configuration, or says why it cannot.
-pub type ParamSetter = fn(&mut Config, &str) -> Result<(), String>;
-
-/// One `CONFIG GET/SET` parameter. `set` is `None` for settings fixed at start-up.
-pub struct Param {
-    pub name: &'static str,
-    pub get: fn(&Config) -> String,
-    pub set: Option<ParamSetter>,
-}
-
-/// Parses an integer setting within `min..=max`, with Redis's CONFIG SET texts.
-pub fn parse_bounded(value: &str, min: i64, max: i64) -> Result<i64, String> {
-    let n: i64 = value
-        .parse()
-        .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
-    if n < min || n > max {
-        return Err(format!(
-            "argument must be between {min} and {max} inclusive"
-        ));
+/// CONFIG GET `database`: where the scope rows go (the URL without its password).
+fn database_shown(c: &Config) -> String {
+    if c.no_database {
+        "none".into()
+    } else {
+        match &c.database_url {
+            Some(url) => redact_password(url),
+            None => c.dir.join("stmd.db").display().to_string(),
+        }
     }
-    Ok(n)
 }
-
-macro_rules! number_param {
-    ($name:literal, $field:ident) => {
-        number_param!($name, $field, 0, i64::MAX)
-    };
-    ($name:literal, $field:ident, $min:expr, $max:expr) => {
-        Param {
-            name: $name,
-            get: |c| c.$field.to_string(),
-            set: Some(|c, v| {
-                c.$field = parse_bounded(v, $min, $max)?
-                    .try_into()
-                    .map_err(|_| "argument is out of range".to_string())?;
-                Ok(())
-            }),
-        }
-    };
-}
-
-macro_rules! yes_no_param {
-    ($name:literal, $field:ident) => {
-        Param {
-            name: $name,
-            get: |c| yes_no(c.$field),
-            set: Some(|c, v| {
-                c.$field = parse_yes_no(v)?;
-                Ok(())
-            }),
-        }
-    };
-}
-
-/// A parameter fixed at start: CONFIG GET shows it, CONFIG SET refuses it (as Redis's immutable
-/// ones).
-macro_rules! fixed_param {
-    ($name:literal, $get:expr) => {
-        Param {
-            name: $name,
-            get: $get,
-            set: None,
-        }
-    };
-}
-
-/// A parameter shown by its `Display` and set through its parser (whose error is the reason).
-macro_rules! parsed_param {
-    ($name:literal, $field:ident, $parse:path) => {
-        Param {
-            name: $name,
-            get: |c| c.$field.to_string(),
-            set: Some(|c, v| {
-                c.$field = $parse(v)?;
-                Ok(())
-            }),
-        }
-    };
-}
-
-macro_rules! memory_param {
-    ($name:literal, $field:ident) => {
-        Param {
-            name: $name,
-            get: |c| c.$field.to_string(),
-            set: Some(|c, v| {
-                c.$field =
-                    parse_memory(v).map_err(|_| "argument must be a memory value".to_string())?;
-                Ok(())
-            }),
-        }
-    };
-}
-
-/// A file path; empty when not given (CONFIG SET "" unsets it, as Redis).
-macro_rules! path_param {
-    ($name:literal, $field:ident) => {
-        Param {
-            name: $name,
-            get: |c| {
-                c.$field
-                    .as_deref()
-                    .map(Path::display)
-                    .map(|p| p.to_string())
-                    .unwrap_or_default()
-            },
-            set: Some(|c, v| {
-                c.$field = (!v.is_empty()).then(|| PathBuf::from(v));
-                Ok(())
-            }),
-        }
-    };
-}
-
-/// A free text, shown as set.
-macro_rules! text_param {
-    ($name:literal, $field:ident) => {
-        Param {
-            name: $name,
-            get: |c| c.$field.clone(),
-            set: Some(|c, v| {
-                c.$field = v.to_string();
-                Ok(())
-            }),
-        }
-    };
-}
-
-/// A text checked by its parser (whose error is the reason) and kept as written, as Redis shows
-/// such strings.
-macro_rules! checked_param {
-    ($name:literal, $field:ident, $parse:path) => {
-        Param {
-            name: $name,
-            get: |c| c.$field.clone(),
-            set: Some(|c, v| {
-                $parse(v)?;
-                c.$field = v.to_string();
-                Ok(())
-            }),
-        }
-    };
-}
-
-/// A clap value parser for a text checked by `parse` and kept as written (see `checked_param!`).
-fn checked<T>(
-    parse: fn(&str) -> Result<T, String>,
-) -> impl Fn(&str) -> Result<String, String> + Clone + Send + Sync + 'static
-where
-    T: 'static,
-{
-    move |text| parse(text).map(|_| text.to_string())
-}
-
-/// The parameter table behind CONFIG GET/SET (Redis options stmd only accepts are in
-/// `config_inert`).
-pub static PARAMS: &[Param] = &[
-    // CONFIG SET port listens on the new port (`commands::server`).
-    number_param!("port", port, 0, 65535),
-    fixed_param!("bind", |c| c.bind.clone()),
-    number_param!("maxclients", maxclients, 1, i64::MAX),
-    number_param!("timeout", timeout, 0, i32::MAX as i64),
-    number_param!("tcp-keepalive", tcp_keepalive, 0, i32::MAX as i64),
-    fixed_param!("tcp-backlog", |c| c.tcp_backlog.to_string()),
-    fixed_param!("unixsocket", |c| c.unixsocket.clone()),
-    fixed_param!("unixsocketperm", |c| format!("{:o}", c.unixsocketperm)),
-    fixed_param!("logfile", |c| c.logfile.clone()),
-    fixed_param!("pidfile", |c| c.pidfile.clone()),
-    fixed_param!("daemonize", |c| yes_no(c.daemonize)),
-    fixed_param!("supervised", |c| c.supervised.to_string()),
-    fixed_param!("syslog-enabled", |c| yes_no(c.syslog_enabled)),
-    fixed_param!("syslog-ident", |c| c.syslog_ident.clone()),
-    fixed_param!("syslog-facility", |c| c.syslog_facility.to_string()),
-    fixed_param!("tls-port", |c| c.tls_port.to_string()),
-    // CONFIG SET of a TLS setting rebuilds the TLS configuration (`crate::tls::Tls::prepare`).
-    path_param!("tls-cert-file", tls_cert_file),
-    path_param!("tls-key-file", tls_key_file),
-    text_param!("tls-key-file-pass", tls_key_file_pass),
-    path_param!("tls-ca-cert-file", tls_ca_cert_file),
-    path_param!("tls-ca-cert-dir", tls_ca_cert_dir),
-    parsed_param!("tls-auth-clients", tls_auth_clients, TlsAuthClients::parse),
-    path_param!("tls-client-cert-file", tls_client_cert_file),
-    path_param!("tls-client-key-file", tls_client_key_file),
-    text_param!("tls-client-key-file-pass", tls_client_key_file_pass),
-    checked_param!("tls-protocols", tls_protocols, values::tls_protocols),
-    checked_param!("tls-ciphers", tls_ciphers, values::tls_ciphers),
-    checked_param!(
-        "tls-ciphersuites",
-        tls_ciphersuites,
-        values::tls_ciphersuites
-    ),
-    yes_no_param!("tls-prefer-server-ciphers", tls_prefer_server_ciphers),
-    yes_no_param!("tls-session-caching", tls_session_caching),
-    number_param!(
-        "tls-session-cache-size",
-        tls_session_cache_size,
-        0,
-        i32::MAX as i64
-    ),
-    number_param!(
-        "tls-session-cache-timeout",
-        tls_session_cache_timeout,
-        0,
-        i32::MAX as i64
-    ),
-    yes_no_param!("tls-replication", tls_replication),
-    Param {
-        name: "requirepass",
-        get: |c| c.requirepass.clone(),
-        set: Some(|c, v| {
-            c.requirepass = v.to_string();
-            Ok(())
-        }),
-    },
-    yes_no_param!("protected-mode", protected_mode),
-    memory_param!("proto-max-bulk-len", proto_max_bulk_len),
-    number_param!("proto-max-multibulk-len", proto_max_multibulk_len),
-    memory_param!("hll-sparse-max-bytes", hll_sparse_max_bytes),
-    memory_param!("repl-backlog-size", repl_backlog_size),
-    memory_param!("client-query-buffer-limit", client_query_buffer_limit),
-    memory_param!("maxmemory", maxmemory),
-    Param {
-        name: "maxmemory-policy",
-        get: |c| c.maxmemory_policy.name().to_string(),
-        set: Some(|c, v| {
-            c.maxmemory_policy = Policy::parse(v)?;
-            Ok(())
-        }),
-    },
-    number_param!("maxmemory-samples", maxmemory_samples, 1, i32::MAX as i64),
-    parsed_param!("maxmemory-clients", maxmemory_clients, ClientsMemory::parse),
-    Param {
-        name: "client-output-buffer-limit",
-        get: |c| c.client_output_buffer_limit.to_string(),
-        set: Some(|c, v| c.client_output_buffer_limit.apply(v)),
-    },
-    fixed_param!("dir", |c| c.dir.display().to_string()),
-    parsed_param!("save", save, SaveRules::parse),
-    parsed_param!(
-        "shutdown-on-sigterm",
-        shutdown_on_sigterm,
-        ShutdownFlags::parse
-    ),
-    parsed_param!(
-        "shutdown-on-sigint",
-        shutdown_on_sigint,
-        ShutdownFlags::parse
-    ),
-    number_param!("shutdown-timeout", shutdown_timeout, 0, i32::MAX as i64),
-    Param {
-        name: "stop-writes-on-bgsave-error",
-        get: |c| {
-            if c.stop_writes_on_bgsave_error {
-                "yes"
-            } else {
-                "no"
-            }
-            .to_string()
-        },
-        set: Some(|c, v| {
-            c.stop_writes_on_bgsave_error = parse_yes_no(v)?;
-            Ok(())
-        }),
-    },
-    fixed_param!("replicaof", |c| c.replicaof.clone()),
-    fixed_param!("slaveof", |c| c.replicaof.clone()),
-    Param {
-        name: "masterauth",
-        get: |c| c.masterauth.clone(),
-        set: Some(|c, v| {
-            c.masterauth = v.to_string();
-            Ok(())
-        }),
-    },
-    Param {
-        name: "masteruser",
-        get: |c| c.masteruser.clone(),
-        set: Some(|c, v| {
-            c.masteruser = v.to_string();
-            Ok(())
-        }),
-    },
-    yes_no_param!("replica-read-only", replica_read_only),
-    yes_no_param!("replica-serve-stale-data", replica_serve_stale_data),
-    yes_no_param!("slave-serve-stale-data", replica_serve_stale_data),
-    yes_no_param!("slave-read-only", replica_read_only),
-    number_param!("repl-timeout", repl_timeout, 1, i32::MAX as i64),
-    number_param!("replica-priority", replica_priority, 0, i32::MAX as i64),
-    number_param!("slave-priority", replica_priority, 0, i32::MAX as i64),
-    yes_no_param!("replica-announced", replica_announced),
-    text_param!("replica-announce-ip", replica_announce_ip),
-    text_param!("slave-announce-ip", replica_announce_ip),
-    number_param!("replica-announce-port", replica_announce_port, 0, 65535),
-    number_param!("slave-announce-port", replica_announce_port, 0, 65535),
-    number_param!(
-        "min-replicas-to-write",
-        min_replicas_to_write,
-        0,
-        i32::MAX as i64
-    ),
-    number_param!(
-        "min-slaves-to-write",
-        min_replicas_to_write,
-        0,
-        i32::MAX as i64
-    ),
-    number_param!(
-        "min-replicas-max-lag",
-        min_replicas_max_lag,
-        0,
-        i32::MAX as i64
-    ),
-    number_param!(
-        "min-slaves-max-lag",
-        min_replicas_max_lag,
-        0,
-        i32::MAX as i64
-    ),
-    fixed_param!("dbfilename", |c| c.dbfilename.clone()),
-    yes_no_param!("appendonly", appendonly),
-    Param {
-        name: "appendfsync",
-        get: |c| c.appendfsync.to_string(),
-        set: Some(|c, v| {
-            c.appendfsync = Fsync::parse(v)?;
-            Ok(())
-        }),
-    },
-    fixed_param!("appendfilename", |c| c.appendfilename.clone()),
-    fixed_param!("appenddirname", |c| c.appenddirname.clone()),
-    number_param!(
-        "auto-aof-rewrite-percentage",
-        auto_aof_rewrite_percentage,
-        0,
-        i32::MAX as i64
-    ),
-    memory_param!("auto-aof-rewrite-min-size", auto_aof_rewrite_min_size),
-    yes_no_param!("aof-load-truncated", aof_load_truncated),
-    yes_no_param!("aof-timestamp-enabled", aof_timestamp_enabled),
-    number_param!("stm-max-messages", stm_max_messages),
-    number_param!("stm-ttl", stm_ttl),
-    number_param!("stm-summary-ttl", stm_summary_ttl),
-    number_param!("stm-max-summary-chars", stm_max_summary_chars),
-    number_param!("stm-max-content-bytes", stm_max_content_bytes),
-    number_param!("stm-max-items", stm_max_items),
-    Param {
-        name: "database",
-        get: |c| {
-            if c.no_database {
-                "none".into()
-            } else {
-                match &c.database_url {
-                    Some(url) => redact_password(url),
-                    None => c.dir.join("stmd.db").display().to_string(),
-                }
-            }
-        },
-        set: None,
-    },
-    fixed_param!("stm-persist-queue", |c| c.stm_persist_queue.to_string()),
-    fixed_param!("stm-restore-timeout", |c| c.stm_restore_timeout.to_string()),
-    fixed_param!("stm-row-retention-days", |c| c
-        .stm_row_retention_days
-        .to_string()),
-    Param {
-        name: "loglevel",
-        get: |c| redis_log_level(&c.log_level),
-        set: Some(|c, v| {
-            c.log_level = log_level_filter(v)?.to_string();
-            Ok(())
-        }),
-    },
-    number_param!(
-        "slowlog-log-slower-than",
-        slowlog_log_slower_than,
-        -1,
-        i64::MAX
-    ),
-    number_param!("slowlog-max-len", slowlog_max_len),
-    number_param!("acllog-max-len", acllog_max_len),
-    Param {
-        name: "acl-pubsub-default",
-        get: |c| c.acl_pubsub_default.name().to_string(),
-        set: Some(|c, v| {
-            c.acl_pubsub_default = ChannelDefault::parse(v)?;
-            Ok(())
-        }),
-    },
-    fixed_param!("aclfile", |c| c.aclfile.clone().unwrap_or_default()),
-    Param {
-        name: "notify-keyspace-events",
-        get: |c| c.notify_keyspace_events.to_string(),
-        set: Some(|c, v| {
-            c.notify_keyspace_events = NotifyFlags::parse(v)?;
-            Ok(())
-        }),
-    },
-    number_param!("tracking-table-max-keys", tracking_table_max_keys),
-    number_param!("latency-monitor-threshold", latency_monitor_threshold),
-    yes_no_param!("latency-tracking", latency_tracking),
-    Param {
-        name: "latency-tracking-info-percentiles",
-        get: |c| c.latency_tracking_info_percentiles.to_string(),
-        set: Some(|c, v| {
-            c.latency_tracking_info_percentiles = Percentiles::parse(v)?;
-            Ok(())
-        }),
-    },
-    fixed_param!("enable-debug-command", |c| c
-        .enable_debug_command
-        .name()
-        .to_string()),
-    fixed_param!("enable-module-command", |c| c
-        .enable_module_command
-        .name()
-        .to_string()),
-    number_param!("hash-max-listpack-entries", hash_max_listpack_entries),
-    number_param!("hash-max-ziplist-entries", hash_max_listpack_entries),
-    memory_param!("hash-max-listpack-value", hash_max_listpack_value),
-    memory_param!("hash-max-ziplist-value", hash_max_listpack_value),
-    number_param!("set-max-intset-entries", set_max_intset_entries),
-    number_param!("set-max-listpack-entries", set_max_listpack_entries),
-    memory_param!("set-max-listpack-value", set_max_listpack_value),
-    number_param!("zset-max-listpack-entries", zset_max_listpack_entries),
-    number_param!("zset-max-ziplist-entries", zset_max_listpack_entries),
-    memory_param!("zset-max-listpack-value", zset_max_listpack_value),
-    memory_param!("zset-max-ziplist-value", zset_max_listpack_value),
-    number_param!(
-        "list-max-listpack-size",
-        list_max_listpack_size,
-        i32::MIN as i64,
-        i32::MAX as i64
-    ),
-    number_param!(
-        "list-max-ziplist-size",
-        list_max_listpack_size,
-        i32::MIN as i64,
-        i32::MAX as i64
-    ),
-    number_param!(
-        "list-compress-depth",
-        list_compress_depth,
-        0,
-        i32::MAX as i64
-    ),
-    number_param!("busy-reply-threshold", busy_reply_threshold),
-    number_param!("lua-time-limit", busy_reply_threshold),
-    fixed_param!("cluster-enabled", |c| yes_no(c.cluster_enabled)),
-    fixed_param!("cluster-announce-ip", |c| c
-        .cluster_announce_ip
-        .clone()
-        .unwrap_or_default()),
-    fixed_param!("cluster-announce-port", |c| c
-        .cluster_announce_port
-        .to_string()),
-    fixed_param!("cluster-node-timeout", |c| c
-        .cluster_node_timeout
-        .to_string()),
-    fixed_param!("databases", |c| c.databases.to_string()),
-    fixed_param!("threads", |c| c.worker_threads().to_string()),
-];
 
 /// `latency-tracking-info-percentiles`: the percentiles INFO latencystats prints.
 #[derive(Clone, Debug, PartialEq)]
@@ -1405,11 +1159,6 @@ pub fn redis_log_level(filter: &str) -> String {
     }
 }
 
-/// A boolean as redis.conf spells it.
-fn yes_no(value: bool) -> String {
-    if value { "yes" } else { "no" }.to_string()
-}
-
 /// `yes` or `no`, as redis.conf spells booleans.
 pub fn parse_yes_no(text: &str) -> Result<bool, String> {
     match text.to_ascii_lowercase().as_str() {
@@ -1472,14 +1221,14 @@ pub fn redact_password(url: &str) -> String {
 /// on (its row in `inert::INERT`, and whether it goes by its alias).
 #[derive(Clone, Copy)]
 pub enum Setting {
-    Live(&'static Param),
+    Live(&'static Param, usize),
     Inert(usize, bool),
 }
 
 impl Setting {
     pub fn name(&self) -> &'static str {
         match self {
-            Setting::Live(param) => param.name,
+            Setting::Live(param, name) => param.names[*name],
             Setting::Inert(index, alias) => {
                 let row = &crate::config::inert::INERT[*index];
                 match (alias, row.alias) {
@@ -1492,7 +1241,7 @@ impl Setting {
 
     pub fn value(&self, config: &Config) -> String {
         match self {
-            Setting::Live(param) => (param.get)(config),
+            Setting::Live(param, _) => (param.get)(config),
             Setting::Inert(index, _) => config.inert.get(*index).to_string(),
         }
     }
@@ -1502,7 +1251,7 @@ impl Setting {
 pub fn settings() -> impl Iterator<Item = Setting> {
     PARAMS
         .iter()
-        .map(Setting::Live)
+        .flat_map(|param| (0..param.names.len()).map(move |name| Setting::Live(param, name)))
         .chain(
             crate::config::inert::INERT
                 .iter()
@@ -1761,12 +1510,65 @@ mod tests {
     }
 
     #[test]
+    fn every_flag_has_its_config_row_where_redis_has_the_name() {
+        use clap::CommandFactory;
+        // stmd's own flags: Redis has no CONFIG parameter of the name (`rename-command` is a
+        // file directive only; `log-level` is shown as `loglevel`, `database-url` as `database`).
+        const OWN: &[&str] = &[
+            "help",
+            "version",
+            "rename-command",
+            "stm-retention-sweep-ms",
+            "stm-strip-pattern",
+            "database-url",
+            "no-database",
+            "log-level",
+            "log-format",
+            "syslog-socket",
+            "metrics-addr",
+        ];
+        let names: Vec<&str> = PARAMS
+            .iter()
+            .flat_map(|p| p.names.iter().copied())
+            .collect();
+        let command = Config::command();
+        let flags: Vec<&str> = command
+            .get_arguments()
+            .filter_map(|a| a.get_long())
+            .collect();
+        for flag in &flags {
+            assert!(
+                names.contains(flag) != OWN.contains(flag),
+                "--{flag}: a CONFIG row, or listed as stmd's own, not both"
+            );
+            assert!(
+                crate::config::inert::find(flag).is_none(),
+                "--{flag} is also an inert option"
+            );
+        }
+        // A row's first name is its flag's, but where stmd's flag is named otherwise.
+        for name in PARAMS.iter().filter_map(|p| p.names.first()) {
+            assert!(
+                flags.contains(name) || ["loglevel", "database"].contains(name),
+                "CONFIG {name} has no flag of its name"
+            );
+        }
+        assert!(PARAMS
+            .iter()
+            .all(|p| !p.names.is_empty() || p.set.is_none()));
+    }
+
+    #[test]
     fn parameter_names_are_unique_lowercase() {
-        let mut names: Vec<_> = PARAMS.iter().map(|p| p.name).collect();
+        let mut names: Vec<_> = PARAMS
+            .iter()
+            .flat_map(|p| p.names.iter().copied())
+            .collect();
+        let count = names.len();
         assert!(names.iter().all(|n| n.to_ascii_lowercase() == *n));
         names.sort();
         names.dedup();
-        assert_eq!(names.len(), PARAMS.len());
+        assert_eq!(names.len(), count);
         let rows: Vec<_> = crate::config::inert::INERT.iter().map(|r| r.name).collect();
         assert!(
             rows.windows(2).all(|w| w[0] < w[1]),

@@ -380,3 +380,17 @@ fn suite_names(
     }
     Ok(names)
 }
+
+/// CONFIG GET shows a policy by its Redis name.
+impl fmt::Display for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// CONFIG GET shows `acl-pubsub-default` by its Redis name.
+impl fmt::Display for ChannelDefault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
