@@ -656,8 +656,8 @@ async fn wait_blocked(
     Ok(served)
 }
 
-/// Settles a blocked client's waiter when dropped (see [`crate::blocking::Waiter::settle`]).
-struct SettleOnDrop(Option<Arc<crate::blocking::Waiter>>);
+/// Settles a blocked client's waiter when dropped (see [`crate::store::blocking::Waiter::settle`]).
+struct SettleOnDrop(Option<Arc<crate::store::blocking::Waiter>>);
 
 impl Drop for SettleOnDrop {
     fn drop(&mut self) {

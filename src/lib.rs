@@ -3,7 +3,6 @@
 
 pub mod acl;
 pub mod aof;
-pub mod blocking;
 pub mod clients;
 pub mod clock;
 pub mod cluster;
@@ -19,7 +18,6 @@ pub mod metrics;
 pub mod monitor;
 pub mod number_format;
 pub mod output_limit;
-pub mod pause;
 pub mod percpu;
 pub mod protocol;
 pub mod pubsub;
@@ -36,6 +34,7 @@ pub mod store;
 pub mod supervise;
 pub mod system_log;
 pub mod tls;
+pub mod worker;
 
 /// jemalloc, as Redis uses: fast under many small allocations from several threads, and it counts
 /// the bytes allocated, which INFO reports as `used_memory`.

@@ -135,7 +135,6 @@ impl Shared {
         let commands = crate::commands::table::CommandNames::new(&config.rename_command)
             .map_err(Error::Config)?;
         store.memory.configure(&config);
-        store.feed.set_size(config.repl_backlog_size as usize);
         store
             .encoding_limits
             .configure(&config.encoding_thresholds());
@@ -151,6 +150,7 @@ impl Shared {
             acl.set_requirepass(&config.requirepass);
         }
         let replication = crate::replication::Replication::default();
+        replication.feed.set_size(config.repl_backlog_size as usize);
         replication.master.configure(&config);
         let supervisor = crate::supervise::Supervisor::from_env(config.supervised);
         Ok(Shared {
@@ -437,9 +437,9 @@ async fn wait_for_replicas(shared: &Shared) {
     shared
         .store
         .pause
-        .pause(deadline, crate::pause::PauseMode::Write);
-    let end = shared.store.feed.end();
-    crate::replication::master::request_acks(&shared.store.feed);
+        .pause(deadline, crate::store::pause::PauseMode::Write);
+    let end = shared.replication.feed.end();
+    crate::replication::master::request_acks(&shared.replication.feed);
     tracing::info!(
         replicas = online,
         "waiting for replicas before shutting down"
@@ -630,6 +630,8 @@ pub async fn run(
         .map_err(Error::Config)?;
     let restore_timeout = Duration::from_secs(config.stm_restore_timeout);
     let mut shared = Shared::new(config, local_addr, store, persist)?;
+    // The store feeds the replication stream from here on (the load above had nothing to feed).
+    shared.store.observe(shared.replication.feed.clone());
     shared.cluster = cluster.clone();
     shared.tls = tls;
     shared.snapshots.note_load(&loaded, &shared.store);

@@ -138,13 +138,15 @@ pub fn write_now(host: &impl Host) {
         return;
     };
     let stamp = aof.timestamps.load(Relaxed);
-    let result = open.append(&host.store().feed, None, stamp).and_then(|()| {
-        if policy == Fsync::Always && (open.unsynced || open.syncing) {
-            open.incr.sync_data()?;
-            open.unsynced = false;
-        }
-        Ok(())
-    });
+    let result = open
+        .append(&host.replication().feed, None, stamp)
+        .and_then(|()| {
+            if policy == Fsync::Always && (open.unsynced || open.syncing) {
+                open.incr.sync_data()?;
+                open.unsynced = false;
+            }
+            Ok(())
+        });
     if let Err(err) = result {
         open.failed = Some(err);
         drop(tail);

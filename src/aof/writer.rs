@@ -54,7 +54,7 @@ pub fn open_at_start(host: &impl Host) -> Result<Option<Log>, String> {
     if !host.config().read().appendonly {
         return Ok(None);
     }
-    host.store().feed.activate(); // nobody runs a command yet: no grace needed
+    host.replication().feed.activate(); // nobody runs a command yet: no grace needed
     let names = Names::of(&host.config().read());
     let failed = |err: io::Error| {
         format!(
@@ -72,7 +72,7 @@ pub fn open_at_start(host: &impl Host) -> Result<Option<Log>, String> {
 /// The log of a manifest loaded at start: its last increment continued (a new one if it names
 /// none).
 fn continue_log(host: &impl Host, names: &Names, mut manifest: Manifest) -> io::Result<Log> {
-    let feed = &host.store().feed;
+    let feed = &host.replication().feed;
     feed.forget_db();
     let reader = reader_at_end(feed)?;
     let (incr, new) = match manifest.incrs.last() {
@@ -100,7 +100,7 @@ fn continue_log(host: &impl Host, names: &Names, mut manifest: Manifest) -> io::
 fn begin(host: &impl Host, names: &Names) -> io::Result<Log> {
     std::fs::create_dir_all(&names.dir)?;
     let old = names.read().ok().flatten();
-    let feed = &host.store().feed;
+    let feed = &host.replication().feed;
     let (bytes, reader) = crate::snapshot::image(host, || {
         feed.forget_db();
         reader_at_end(feed)
@@ -237,7 +237,7 @@ impl Log {
             if let Some(err) = tail.failed.take() {
                 return Err(err);
             }
-            tail.append(&host.store().feed, upto, aof.timestamps.load(Relaxed))?;
+            tail.append(&host.replication().feed, upto, aof.timestamps.load(Relaxed))?;
             let done = tail.done();
             if aof.written.swap(done, Relaxed) != done {
                 aof.progressed.notify_waiters();
@@ -386,7 +386,7 @@ impl<H: Host> Writer<H> {
     /// Opens the log when CONFIG SET (or a retry) asks for it: a rewrite of the dataset as it is.
     fn open_now(&mut self) -> io::Result<()> {
         let host = self.host.clone();
-        let feed = &host.store().feed;
+        let feed = &host.replication().feed;
         if feed.activate_at(host.replication().offset()) {
             // A command that looked at the stream before it was kept and writes after the base's
             // instant would be in neither: let such commands finish first.
@@ -427,7 +427,7 @@ impl<H: Host> Writer<H> {
     fn start_rewrite(&mut self) -> io::Result<()> {
         let host = self.host.clone();
         let aof = host.aof();
-        let feed = &host.store().feed;
+        let feed = &host.replication().feed;
         let names = Names::of(&host.config().read());
         if self.log.is_none() {
             return Ok(());
@@ -600,7 +600,7 @@ impl<H: Host> Writer<H> {
         let aof = &self.host.aof();
         aof.set_policy(None);
         if let Some(tail) = aof.tail.lock().take() {
-            self.host.store().feed.drop_reader(&tail.reader);
+            self.host.replication().feed.drop_reader(&tail.reader);
         }
     }
 

@@ -1,13 +1,13 @@
 //! BLPOP, BRPOP, BLMOVE and BRPOPLPUSH. A handler cannot await, so when there is nothing to pop it
-//! joins the key queues (`crate::blocking`) under the shard lock and sets `conn.block`; the
+//! joins the key queues (`crate::store::blocking`) under the shard lock and sets `conn.block`; the
 //! connection loop then waits for a wake-up or the timeout and runs the same command again.
 //! Inside MULTI/EXEC these commands never block: an empty result is a nil reply at once.
 
 use super::lists::{move_one, pop_one, End};
 use super::typed::list;
 use super::{BlockRequest, CmdResult, Ctx};
-use crate::blocking::WaitGuard;
 use crate::protocol::Reply;
+use crate::store::blocking::WaitGuard;
 use bytes::Bytes;
 use std::time::{Duration, Instant};
 

@@ -8,6 +8,7 @@
 use super::args::{int, is};
 use super::{err, CmdResult, Ctx};
 use crate::protocol::Reply;
+use crate::replication::feed::Feed;
 use crate::scripting::EngineGuard;
 use crate::store::{swap, Keyspace, Locked, Store};
 use bytes::Bytes;
@@ -44,7 +45,8 @@ impl Watched {
 /// The locks an EXEC or a script holds: a view of each database it touches, shards taken as
 /// reached (the engine's holder may: `store::held`), or EXEC's views when a script runs in one.
 pub struct HeldLocks<'s> {
-    store: &'s Store,
+    /// The stream the transaction's writes go into together.
+    feed: &'s Feed,
     views: SmallVec<[Locked<'s>; 2]>,
     /// The script engine, taken by EXEC before its views (the engine's holder may wait for any
     /// shard, so no one may wait for the engine holding shards) and lent to the scripts and
@@ -57,7 +59,7 @@ impl Drop for HeldLocks<'_> {
     /// The transaction's writes go into the replication stream as one block, before its locks
     /// are released.
     fn drop(&mut self) {
-        crate::replication::feed::end_batch(&self.store.feed);
+        crate::replication::feed::end_batch(self.feed);
     }
 }
 
@@ -89,10 +91,15 @@ impl<'s> HeldLocks<'s> {
 
     /// EXEC's views of the databases `dbs` (sorted, no repeats), shards taken as reached, and
     /// of any other it selects; `engine` (which allows that) is held until they are released.
-    pub fn for_exec(store: &'s Store, dbs: &[usize], engine: EngineGuard<'s>) -> Self {
+    pub fn for_exec(
+        store: &'s Store,
+        feed: &'s Feed,
+        dbs: &[usize],
+        engine: EngineGuard<'s>,
+    ) -> Self {
         crate::replication::feed::begin_batch();
         HeldLocks {
-            store,
+            feed,
             views: dbs.iter().map(|&db| store.lock_as_needed(db)).collect(),
             engine: Some(engine),
         }
@@ -100,10 +107,10 @@ impl<'s> HeldLocks<'s> {
 
     /// A script's view of database `db`, holding the shards it reaches (its caller holds the
     /// engine).
-    pub fn as_needed(store: &'s Store, db: usize) -> Self {
+    pub fn as_needed(store: &'s Store, feed: &'s Feed, db: usize) -> Self {
         crate::replication::feed::begin_batch();
         HeldLocks {
-            store,
+            feed,
             views: smallvec::smallvec![store.lock_as_needed(db)],
             engine: None,
         }

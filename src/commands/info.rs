@@ -156,7 +156,7 @@ fn render(ctx: &Ctx, section: &str, out: &mut String) {
                     ),
                 );
             }
-            let backlog = shared.store.feed.state();
+            let backlog = shared.replication.feed.state();
             lines.add("master_failover_state", replication.failover.phase().name());
             lines.add("master_replid", &*replication.replid.lock());
             lines.add("master_replid2", &*replication.replid2.lock());

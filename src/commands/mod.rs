@@ -47,12 +47,12 @@ pub mod zalgebra;
 pub mod zrange;
 pub mod zsets;
 
-use crate::blocking::WaitGuard;
 use crate::clients::ClientInfo;
 use crate::protocol::Reply;
 use crate::scripting::BusyCheck;
 use crate::server::Shared;
 pub use crate::spec::{categories, keyspec, printable, wrong_arity};
+use crate::store::blocking::WaitGuard;
 use crate::store::eviction::OOM;
 use crate::store::Locked;
 use bytes::Bytes;
@@ -669,7 +669,7 @@ pub fn run(ctx: &mut Ctx<'_, '_>, cmd: &'static Command, args: &[&[u8]]) -> Repl
     // transaction changes the database the command runs in.
     // Replication: a write (or PUBLISH) goes into the stream if it changed something. Scripts
     // and EXEC are not sent themselves: the commands they run are.
-    let feed = &ctx.shared.store.feed;
+    let feed = &ctx.shared.replication.feed;
     let replicating = feed.active();
     // A replica's applied commands go into its own stream only for its append-only log (no
     // replica follows a replica).
@@ -809,7 +809,7 @@ fn propagate_after(ctx: &mut Ctx<'_, '_>) {
     if crate::replication::feed::uncommitted() {
         let db = ctx.conn.db;
         let store = &ctx.shared.store;
-        let feed_of = &store.feed;
+        let feed_of = &ctx.shared.replication.feed;
         match ctx.held_view(db) {
             Some(view) => crate::replication::feed::commit(feed_of, |key| view.expiry_of(key)),
             None => crate::replication::feed::commit(feed_of, |key| {

@@ -1,5 +1,5 @@
 //! ZMPOP, BZMPOP, BZPOPMIN, BZPOPMAX, LMPOP and BLMPOP. The blocking forms use the blocked-client
-//! machinery of BLPOP (`crate::blocking`): a client that finds nothing joins the key queues under
+//! machinery of BLPOP (`crate::store::blocking`): a client that finds nothing joins the key queues under
 //! the shard lock and the connection loop runs the command again when woken (by ZADD, LPUSH, a new
 //! key…), first come, first served. Inside MULTI/EXEC and scripts they never block: an empty
 //! result is a nil reply at once.

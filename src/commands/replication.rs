@@ -119,7 +119,7 @@ pub fn wait(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let first = ctx.conn.wait.is_none();
     if first {
         ctx.conn.wait = Some(master.acks.register(vec![Bytes::from_static(b"wait")]));
-        request_acks(&ctx.shared.store.feed);
+        request_acks(&ctx.shared.replication.feed);
     }
     let deadline = (timeout > 0)
         .then(|| std::time::Instant::now() + std::time::Duration::from_millis(timeout as u64));
@@ -169,7 +169,7 @@ pub fn waitaof(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     if first {
         ctx.conn.wait = Some(master.acks.register(vec![Bytes::from_static(b"wait")]));
         if numreplicas > 0 {
-            request_acks(&shared.store.feed);
+            request_acks(&shared.replication.feed);
         }
     }
     let deadline = (timeout > 0)
@@ -203,7 +203,7 @@ pub fn primary_role(ctx: &Ctx) -> Reply {
         .collect();
     Reply::Array(vec![
         Reply::bulk_str("master"),
-        Reply::Int(ctx.shared.store.feed.end() as i64),
+        Reply::Int(ctx.shared.replication.feed.end() as i64),
         Reply::Array(replicas),
     ])
 }

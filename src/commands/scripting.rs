@@ -90,7 +90,8 @@ pub fn run_script(
         if let Some(mut engine) = shared.scripting.engine_for_worker() {
             // Announced before any shard is locked, as below.
             let active = shared.scripting.activate();
-            let mut locks = HeldLocks::as_needed(&shared.store, ctx.conn.db);
+            let mut locks =
+                HeldLocks::as_needed(&shared.store, &shared.replication.feed, ctx.conn.db);
             let reply = execute(ctx, &mut locks, &mut engine, find, &script, true);
             // The shards first: the next script, woken by the engine's release, finds both free.
             drop(locks);
@@ -116,7 +117,8 @@ pub fn run_script(
         }
         None => {
             let mut engine = shared.scripting.engine();
-            let mut own = HeldLocks::as_needed(&shared.store, ctx.conn.db);
+            let mut own =
+                HeldLocks::as_needed(&shared.store, &shared.replication.feed, ctx.conn.db);
             let reply = execute(ctx, &mut own, &mut engine, find, &script, false);
             drop(own);
             reply

@@ -107,7 +107,7 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             .configure(updated.slowlog_log_slower_than, updated.slowlog_max_len);
         ctx.shared.store.memory.configure(&updated);
         ctx.shared
-            .store
+            .replication
             .feed
             .set_size(updated.repl_backlog_size as usize);
         ctx.shared

@@ -86,7 +86,7 @@ pub fn spop(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         }
     }
     remove_if_empty(&mut locked, args[1]);
-    if locked.store().feed.active() && !popped.is_empty() {
+    if ctx.shared.replication.feed.active() && !popped.is_empty() {
         // Replicas remove the members picked here, not random ones of their own.
         let mut replayed: Vec<&[u8]> = vec![b"SREM", args[1]];
         replayed.extend(popped.iter().filter_map(|m| match m {

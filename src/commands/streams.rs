@@ -1,6 +1,6 @@
 //! Stream commands: XADD, XLEN, XRANGE, XREVRANGE, XDEL, XTRIM, XSETID, XREAD, the consumer
 //! groups (XGROUP, XREADGROUP, XACK, XPENDING, XCLAIM, XAUTOCLAIM) and XINFO. Blocking XREAD and
-//! XREADGROUP use the queues of `crate::blocking` like BLPOP: a command that finds nothing joins
+//! XREADGROUP use the queues of `crate::store::blocking` like BLPOP: a command that finds nothing joins
 //! the queues of its keys and the connection reruns it when a write wakes it.
 
 use super::args::{int, is};
@@ -292,6 +292,7 @@ pub fn xadd(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         }
     }
     let key = args[1];
+    let feed = &ctx.shared.replication.feed;
     let mut locked = ctx.lock(&args[1..2]);
     let exists = stream(&mut locked, key)?.is_some();
     if !exists {
@@ -344,7 +345,7 @@ pub fn xadd(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let trimmed = parsed
         .trim
         .is_some_and(|t| s.trim(t, parsed.approx, parsed.limit) > 0);
-    if locked.store().feed.active() && !matches!(parsed.id, Some((_, true))) {
+    if feed.active() && !matches!(parsed.id, Some((_, true))) {
         // Replicas add the entry under the id made here, not one of their own.
         let text = format!("{}-{}", id.ms, id.seq);
         let mut replayed = args.to_vec();

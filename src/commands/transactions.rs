@@ -62,7 +62,7 @@ pub fn exec(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
     // Holding the engine, EXEC may take shards as it reaches them (`store::held`): only those
     // its commands touch, not the 256 of each database.
     let engine = shared.scripting.engine_for_exec();
-    let mut all = HeldLocks::for_exec(&shared.store, &dbs, engine);
+    let mut all = HeldLocks::for_exec(&shared.store, &shared.replication.feed, &dbs, engine);
     if all.any_changed(&watched) {
         return Ok(Reply::NilArray);
     }

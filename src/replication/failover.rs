@@ -10,9 +10,9 @@
 //! anyway. A target that refuses the PSYNC, or ABORT, makes this node a primary again.
 
 use super::replica::{follow, stop_following, Target};
-use crate::pause::PauseMode;
 use crate::protocol::Reply;
 use crate::server::Shared;
+use crate::store::pause::PauseMode;
 use parking_lot::Mutex;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -214,7 +214,7 @@ fn caught_up_or_abandoned(shared: &Shared) -> Option<Target> {
     if plan.phase != Phase::WaitingForSync {
         return None;
     }
-    let produced = shared.store.feed.end();
+    let produced = shared.replication.feed.end();
     let caught_up = shared.replication.master.replicas().into_iter().find(|r| {
         let chosen = plan
             .target

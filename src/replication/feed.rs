@@ -2,15 +2,18 @@
 //! order the writes happened, kept in a backlog that replicas read from.
 //!
 //! Order. A command's entry goes into the stream while the shards it wrote are still locked: when
-//! its own lock drops (`Locked`'s `Drop`), or, inside EXEC and scripts, when the transaction's
-//! locks drop (`HeldLocks`' `Drop`), as one `MULTI … EXEC` block. Two writes to one key are
+//! its own lock drops (the store tells its observer, [`Feed`]'s [`Observer::releasing`]), or,
+//! inside EXEC and scripts, when the transaction's locks drop (`HeldLocks`' `Drop`), as one
+//! `MULTI … EXEC` block. Two writes to one key are
 //! therefore in the stream in the order they were applied, and a full sync, which takes every
 //! database's locks, sees a keyspace that is exactly the stream up to its offset.
 //!
-//! Cost. Nothing of this runs until a replica attaches (`active`): `run` checks one relaxed load.
+//! Cost. Nothing of this runs until a replica attaches or the append-only file opens (`active`):
+//! until then dispatch and the store check one relaxed load each.
 //! The command being run is kept in a thread-local (handlers are synchronous, so it cannot be
 //! confused with another's), armed by `commands::run` and written when the store saw it write.
 
+use crate::store::changes::{Change, Observer};
 use bytes::Bytes;
 use parking_lot::Mutex;
 use std::cell::RefCell;
@@ -30,7 +33,9 @@ pub const REPLICA_HARD_LIMIT: usize = 256 << 20;
 
 /// The primary's replication stream.
 pub struct Feed {
-    active: AtomicBool,
+    /// Raised once the stream is kept; shared with the store, which reads it before telling the
+    /// feed of a write ([`Observer::gate`]).
+    active: Arc<AtomicBool>,
     backlog: Mutex<Backlog>,
     /// Woken whenever the stream grows (replica feeders wait on it).
     pub grown: tokio::sync::Notify,
@@ -39,7 +44,7 @@ pub struct Feed {
 impl Default for Feed {
     fn default() -> Self {
         Feed {
-            active: AtomicBool::new(false),
+            active: Arc::new(AtomicBool::new(false)),
             backlog: Mutex::new(Backlog {
                 bytes: VecDeque::new(),
                 start: 0,
@@ -215,6 +220,27 @@ impl Feed {
         });
         if !batched {
             self.append(Some(db), &frame);
+        }
+    }
+}
+
+/// How the store feeds the stream (the server makes this feed the store's observer). The store
+/// calls only while [`Feed::active`].
+impl Observer for Feed {
+    fn gate(&self) -> Arc<AtomicBool> {
+        self.active.clone()
+    }
+
+    fn changed(&self, db: usize, key: &[u8], change: Change) {
+        match change {
+            Change::Expired | Change::Evicted => self.removed(db, key),
+            _ => note_write(),
+        }
+    }
+
+    fn releasing(&self, expiry: &dyn Fn(&[u8]) -> Option<u64>) {
+        if uncommitted() {
+            commit(self, expiry);
         }
     }
 }
@@ -427,4 +453,58 @@ pub fn end_batch(feed: &Feed) {
         }
     };
     PENDING.with(|p| p.borrow_mut().last_end = end);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Store, Value};
+
+    /// Everything in `feed`'s stream so far.
+    fn stream(feed: &Feed) -> Vec<u8> {
+        let reader = feed.reader_at(feed.state().first_byte - 1).expect("kept");
+        let mut out = Vec::new();
+        assert!(feed.read(&reader, &mut out, usize::MAX));
+        out
+    }
+
+    /// The store tells its observer of a command's write while the shards are locked, with the
+    /// absolute expiry read under them; of an expiry as a DEL; and nothing while the feed is
+    /// not kept.
+    #[test]
+    fn a_store_feeds_its_observer_only_while_the_stream_is_kept() {
+        let store = Store::new();
+        let feed = Arc::new(Feed::default());
+        store.observe(feed.clone());
+        let write = |key: &[u8], expire_at: u64| {
+            arm("set", Some(0), &[b"SET", key, b"v", b"PX", b"60000"], false);
+            let mut locked = store.lock_one(0, key);
+            locked.set(key, Value::Str("v".into()), expire_at);
+            drop(locked);
+            disarm();
+        };
+        write(b"before", 0);
+        assert_eq!(feed.end(), 0, "nothing is kept before the stream starts");
+
+        feed.activate();
+        let at = crate::clock::unix_ms() + 60_000;
+        write(b"k", at);
+        let pexpireat = encode(&[b"PEXPIREAT", b"k", at.to_string().as_bytes()]);
+        let mut expected = encode(&[b"SELECT", b"0"]);
+        expected.extend(encode(&[b"SET", b"k", b"v", b"PX", b"60000"]));
+        expected.extend(&pexpireat);
+        assert_eq!(stream(&feed), expected);
+
+        // A key found expired is removed here and on the replicas, as a DEL.
+        let mut locked = store.lock_one(0, b"gone");
+        locked.set(b"gone", Value::Str("v".into()), 1);
+        assert!(locked.get(b"gone").is_none());
+        drop(locked);
+        expected.extend(encode(&[b"DEL", b"gone"]));
+        assert_eq!(
+            stream(&feed),
+            expected,
+            "an unarmed write adds nothing else"
+        );
+    }
 }

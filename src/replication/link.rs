@@ -670,7 +670,7 @@ async fn apply(
     if applied > 0 {
         shared
             .aof
-            .mark_applied(shared.store.feed.end(), shared.replication.offset());
+            .mark_applied(shared.replication.feed.end(), shared.replication.offset());
         crate::metrics::Stats::add(&shared.stats.total_commands_processed, applied);
         state
             .info

@@ -24,7 +24,7 @@ const CHUNK: usize = 256 * 1024;
 pub struct Master {
     replicas: Mutex<Vec<Arc<Attached>>>,
     /// WAIT's blocked clients, woken by every acknowledgement.
-    pub acks: Arc<crate::blocking::Waiters>,
+    pub acks: Arc<crate::store::blocking::Waiters>,
     /// Whether the stream's pinger is running.
     pinging: std::sync::atomic::AtomicBool,
     /// INFO stats: full syncs served, partial ones accepted and refused.
@@ -173,7 +173,7 @@ pub async fn serve_replica(
     info.published
         .flags
         .fetch_or(crate::clients::flag::REPLICA, Relaxed);
-    let feed = &shared.store.feed;
+    let feed = &shared.replication.feed;
     let replication = &shared.replication;
     if feed.activate_at(replication.offset()) {
         tokio::time::sleep(super::feed::ACTIVATION_GRACE).await;
@@ -238,7 +238,7 @@ pub async fn serve_replica(
             let worker = shared.clone();
             let (image, reader) = tokio::task::spawn_blocking(move || {
                 crate::snapshot::image(&*worker, || {
-                    let feed = &worker.store.feed;
+                    let feed = &worker.replication.feed;
                     // The replica starts in database 0: the stream's next command SELECTs.
                     feed.forget_db();
                     feed.reader_at(feed.end())
@@ -281,7 +281,7 @@ struct Registration<'a> {
 impl Drop for Registration<'_> {
     fn drop(&mut self) {
         self.shared.replication.master.detach(&self.replica);
-        self.shared.store.feed.drop_reader(&self.replica.sent);
+        self.shared.replication.feed.drop_reader(&self.replica.sent);
     }
 }
 
@@ -293,7 +293,7 @@ async fn feed_replica(
     replica: &Attached,
     inbuf: &mut BytesMut,
 ) -> std::io::Result<()> {
-    let feed = &shared.store.feed;
+    let feed = &shared.replication.feed;
     let mut chunk = Vec::with_capacity(CHUNK);
     loop {
         let grown = feed.grown.notified();
@@ -418,7 +418,7 @@ fn start_pinger(shared: &Arc<Shared>) {
                 return;
             };
             if shared.replication.master.any() {
-                shared.store.feed.append(None, &ping);
+                shared.replication.feed.append(None, &ping);
             }
         }
     });

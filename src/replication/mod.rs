@@ -9,6 +9,7 @@ pub mod replica;
 
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
 
 /// A new replication id: 40 hex characters, as Redis's.
 pub fn new_replid() -> String {
@@ -31,7 +32,10 @@ pub struct Replication {
     /// The first offset that belongs to `replid` rather than `replid2` (INFO's
     /// `second_repl_offset`; -1 for none).
     pub second_offset: AtomicI64,
-    /// The primary's side: the backlog, the attached replicas, what commands propagate.
+    /// The stream of this node's writes, which replicas and the append-only file read; the
+    /// server makes it the store's observer.
+    pub feed: Arc<feed::Feed>,
+    /// The primary's side: the attached replicas, what commands propagate.
     pub master: master::Master,
     /// The replica's side: the link to a primary, when this node follows one.
     pub replica: replica::Replica,
@@ -46,6 +50,7 @@ impl Default for Replication {
             offset: AtomicU64::new(0),
             replid2: Mutex::new("0".repeat(40)),
             second_offset: AtomicI64::new(-1),
+            feed: Default::default(),
             master: Default::default(),
             replica: Default::default(),
             failover: Default::default(),
@@ -56,7 +61,7 @@ impl Default for Replication {
 /// INFO's `master_repl_offset`: the stream produced here once replicas are fed from it, else the
 /// stream applied (a replica, or a primary whose stream has not started: it starts there).
 pub fn repl_offset(shared: &crate::server::Shared) -> u64 {
-    let feed = &shared.store.feed;
+    let feed = &shared.replication.feed;
     if feed.active() && !shared.replication.replica.following() {
         feed.end()
     } else {

@@ -214,7 +214,7 @@ pub fn stop_following(shared: &Shared) {
     // `PSYNC <replid2> <offset+1>`, and must get every write made since. A node that never
     // synced has no history to continue, and keeps no stream until a replica attaches (Redis:
     // no backlog, ROLE's offset stays put).
-    let feed = &shared.store.feed;
+    let feed = &shared.replication.feed;
     feed.restart_at(shared.replication.offset());
     if synced {
         feed.activate();

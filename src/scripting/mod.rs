@@ -477,14 +477,8 @@ impl Scripting {
     }
 }
 
-/// Runs `f`, which may take long (a script, a wait for one), after handing this tokio worker's
-/// queued tasks to another thread, so a long script never holds up other connections' tasks.
-pub fn off_worker<R>(f: impl FnOnce() -> R) -> R {
-    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
-        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
-        _ => f(),
-    }
-}
+/// Scripts, and the waits for one, run through the worker hand-off the store uses too.
+pub use crate::worker::off_worker;
 
 /// How long (ms) a script runs on its tokio worker before it moves off it.
 const INLINE_MS: u64 = 2;

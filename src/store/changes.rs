@@ -1,16 +1,23 @@
-//! The "key changed" record: the one path keyspace notifications and client-side caching share.
+//! What the store says about its changes, through its one gate, [`Store::noting`]. Two hear it:
 //!
-//! Every write the store does (insert, in-place change, removal, expiry, eviction, flush) and every
-//! read miss is noted here, on the thread doing it, but only while someone listens (notifications
-//! on, or a client tracking): otherwise the cost is the one relaxed load in [`Store::noting`].
-//! Commands are synchronous, so after a handler returns, dispatch takes what its thread noted and
-//! turns it into events and invalidations (`crate::events`). The active expiry cycle and the
-//! memory meter do the same after each of their ticks.
+//! - The "key changed" record, the one path keyspace notifications and client-side caching
+//!   share. Every write the store does (insert, in-place change, removal, expiry, eviction,
+//!   flush) and every read miss is noted here, on the thread doing it, but only while someone
+//!   listens (notifications on, or a client tracking): otherwise the cost is one relaxed load.
+//!   Commands are synchronous, so after a handler returns, dispatch takes what its thread noted
+//!   and turns it into events and invalidations (`crate::events`). The active expiry cycle and
+//!   the memory meter do the same after each of their ticks.
+//! - The store's [`Observer`], told of every write as it happens and of each locked view's end:
+//!   the replication stream (which the append-only file reads too) implements it, so the store
+//!   feeds replicas without knowing of them. An observer rather than the record above because
+//!   the stream needs its entry in place before the shards are unlocked, for its order.
 //!
 //! [`Store::noting`]: super::Store::noting
 
 use bytes::Bytes;
 use std::cell::RefCell;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 /// What happened to a key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +39,23 @@ pub enum Change {
     /// A handler named the event itself because it depends on the outcome (RENAME's
     /// `rename_from`, SET's extra `expire`…): `class` is an `events::class` bit.
     Event { class: u32, name: &'static str },
+}
+
+/// Hears of the store's writes as they happen (see the module documentation). Called under the
+/// locks of the shards written, on the thread that wrote, so an implementation keeps its own
+/// per-thread state and must not lock shards itself.
+pub trait Observer: Send + Sync {
+    /// The flag the observer raises while it wants to hear, read by the store (relaxed) before
+    /// each call below: the write path pays one load for an idle observer, not a call. Asked once,
+    /// when the observer is attached.
+    fn gate(&self) -> Arc<AtomicBool>;
+
+    /// `change` (never [`Change::Missed`]) happened at `key` of database `db`.
+    fn changed(&self, db: usize, key: &[u8], change: Change);
+
+    /// A locked view is about to release its shards; `expiry` reads the absolute expiry (Unix ms,
+    /// 0: none) of a live key among them.
+    fn releasing(&self, expiry: &dyn Fn(&[u8]) -> Option<u64>);
 }
 
 /// One noted change.

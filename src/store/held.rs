@@ -162,7 +162,7 @@ impl<'a> Held<'a> {
         if bits & bit == 0 {
             let lock = raw(&self.shards[shard]);
             if !lock.try_lock_exclusive() {
-                crate::scripting::off_worker(|| lock.lock_exclusive());
+                crate::worker::off_worker(|| lock.lock_exclusive());
             }
             word.store(bits | bit, Relaxed);
         }

@@ -3,6 +3,7 @@
 //! multi-key commands are atomic and deadlock-free, see [`held`]) and work on a [`Locked`] view;
 //! nobody outside this module sees the tables.
 
+pub mod blocking;
 pub mod changes;
 pub mod encoding;
 pub mod eviction;
@@ -16,6 +17,7 @@ pub mod digest;
 pub mod hyperloglog;
 pub mod lazyfree;
 pub mod packed;
+pub mod pause;
 pub mod ranked;
 pub mod scan;
 pub mod set;
@@ -26,9 +28,9 @@ pub mod swap;
 pub mod value;
 pub mod zset;
 
-use crate::blocking::Waiters;
 use crate::stm::index::StmIndex;
-use changes::Change;
+use blocking::Waiters;
+use changes::{Change, Observer};
 use hashbrown::hash_table::Entry as Slot;
 use held::Held;
 use parking_lot::RwLock;
@@ -166,18 +168,26 @@ pub struct Store {
     /// Off after `DEBUG SET-ACTIVE-EXPIRE 0`: only reads expire keys then (lazy expiry).
     pub active_expire: AtomicBool,
     /// CLIENT PAUSE: while set, keys are neither expired nor evicted.
-    pub pause: crate::pause::Pause,
+    pub pause: pause::Pause,
     /// Set while this node follows a primary: expired keys are hidden from reads but not
     /// deleted here; the primary's DEL removes them, as on a Redis replica.
     pub replica_keeps_expired: AtomicBool,
-    /// The replication stream: every write, once a replica has attached.
-    pub feed: crate::replication::feed::Feed,
+    /// Who hears of every write besides keyspace notifications: the replication stream, which
+    /// the append-only file reads too ([`changes::Observer`]). Set once, as the server starts;
+    /// none in a store of its own (tests, a load before the server exists).
+    observer: OnceLock<Attached>,
     /// Blocked clients woken and owed their rerun, in any database: each connection lets them
-    /// run before its next command (see `crate::blocking`).
-    pub handoff: Arc<crate::blocking::Handoff>,
+    /// run before its next command (see [`blocking`]).
+    pub handoff: Arc<blocking::Handoff>,
     /// INFO's `expired_stale_perc`: the share of swept keys found expired, smoothed over the
     /// expiry cycle's ticks as Redis smooths it (an `f64`'s bits).
     expired_stale: AtomicU64,
+}
+
+/// The store's observer with the flag it raises while it listens (see [`Observer::gate`]).
+struct Attached {
+    gate: Arc<AtomicBool>,
+    observer: Arc<dyn Observer>,
 }
 
 /// One database: its sharded keys and what must change with them.
@@ -225,7 +235,7 @@ impl Store {
             active_expire: true.into(),
             pause: Default::default(),
             replica_keeps_expired: AtomicBool::new(false),
-            feed: Default::default(),
+            observer: OnceLock::new(),
             handoff: Default::default(),
             expired_stale: AtomicU64::new(0),
         };
@@ -262,18 +272,34 @@ impl Store {
         self.dbs.len()
     }
 
-    /// Notes `change` at `key` of database `db` when someone listens: the only cost on the write
-    /// path otherwise is this one relaxed load.
+    /// Has `observer` hear of every write from now on (the server, once it has built the
+    /// replication stream). Only the first call counts: the store has one observer for its life.
+    pub fn observe(&self, observer: Arc<dyn Observer>) {
+        let gate = observer.gate();
+        let _ = self.observer.set(Attached { gate, observer });
+    }
+
+    /// The observer, while it wants to hear: a few instructions and no call otherwise, as this is
+    /// on every write and every lock's release.
+    #[inline]
+    fn listening_observer(&self) -> Option<&dyn Observer> {
+        let attached = self.observer.get()?;
+        attached
+            .gate
+            .load(Ordering::Relaxed)
+            .then_some(&*attached.observer)
+    }
+
+    /// Notes `change` at `key` of database `db` when someone listens, and tells the observer of a
+    /// write while it listens: the cost on the write path otherwise is a few loads.
     #[inline]
     pub fn noting(&self, db: usize, key: &[u8], change: Change) {
         if self.listening.load(Ordering::Relaxed) {
             changes::note(db, key, change);
         }
-        if self.feed.active() {
-            match change {
-                Change::Expired | Change::Evicted => self.feed.removed(db, key),
-                Change::Missed => {}
-                _ => crate::replication::feed::note_write(),
+        if !matches!(change, Change::Missed) {
+            if let Some(observer) = self.listening_observer() {
+                observer.changed(db, key, change);
             }
         }
     }
@@ -401,7 +427,7 @@ impl Store {
 }
 
 impl Keyspace {
-    fn new(hasher: &Hasher, handoff: &Arc<crate::blocking::Handoff>) -> Keyspace {
+    fn new(hasher: &Hasher, handoff: &Arc<blocking::Handoff>) -> Keyspace {
         Keyspace {
             shards: (0..SHARDS)
                 .map(|_| RwLock::new(Shard::new(hasher.clone())))
@@ -503,12 +529,11 @@ pub struct Locked<'a> {
 }
 
 impl Drop for Locked<'_> {
-    /// A command's writes go into the replication stream while its shards are still locked, so
-    /// the stream has writes to one key in the order they were applied (see
-    /// [`crate::replication::feed`]).
+    /// The observer takes a command's writes while its shards are still locked, so the
+    /// replication stream has writes to one key in the order they were applied.
     fn drop(&mut self) {
-        if self.store.feed.active() && crate::replication::feed::uncommitted() {
-            crate::replication::feed::commit(&self.store.feed, |key| self.expiry_of(key));
+        if let Some(observer) = self.store.listening_observer() {
+            observer.releasing(&|key| self.expiry_of(key));
         }
     }
 }

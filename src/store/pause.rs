@@ -19,7 +19,7 @@ pub enum PauseMode {
     All = 2,
 }
 
-/// The server's pause state. Lives in the [`crate::store::Store`], which its expiry and eviction
+/// The server's pause state. Lives in the [`super::Store`], which its expiry and eviction
 /// consult.
 #[derive(Default)]
 pub struct Pause {
