@@ -3,12 +3,12 @@
 //! clients run the same code: it is generic over the stream.
 
 use crate::clients::{flag, ClientAddr, ClientInfo};
+use crate::commands::Shared;
 use crate::commands::{self, client, ConnState, Ctx};
 use crate::metrics::Stats;
 use crate::output_limit::{ClassLimit, ClientClass};
 use crate::protocol::{parse_request, Limits, Parsed, Reply};
 use crate::pubsub::Delivery;
-use crate::server::Shared;
 use bytes::{Buf, Bytes, BytesMut};
 use smallvec::SmallVec;
 use std::sync::atomic::Ordering;
