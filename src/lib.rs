@@ -17,6 +17,7 @@ pub mod glob;
 pub mod latency;
 pub mod metrics;
 pub mod monitor;
+pub mod net_stream;
 pub mod number_format;
 pub mod output_limit;
 pub mod pause;

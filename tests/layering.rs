@@ -21,6 +21,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("config", 0),
     ("output_limit", 0),
     ("spec", 0),
+    ("net_stream", 0),
     // L1: data and its logic.
     ("store", 1),
     ("stm", 1),
