@@ -53,6 +53,39 @@ impl crate::aof::Host for Shared {
     }
 }
 
+impl crate::replication::Host for Shared {
+    fn clients(&self) -> &ClientRegistry {
+        &self.clients
+    }
+    fn stats(&self) -> &Stats {
+        &self.stats
+    }
+    fn tls(&self) -> &crate::tls::Tls {
+        &self.tls
+    }
+    fn cluster(&self) -> Option<&crate::cluster::Cluster> {
+        self.cluster.as_deref()
+    }
+    fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+    fn tcp_port(&self) -> u16 {
+        self.tcp_port.load(Ordering::Relaxed)
+    }
+    fn after_background_work(&self) {
+        crate::events::after_background_work(self);
+    }
+}
+
+impl crate::cluster::Host for Shared {
+    fn pubsub(&self) -> &crate::pubsub::PubSub {
+        &self.pubsub
+    }
+    fn scope_rows(&self) -> &PersistHandle {
+        &self.stm.persist
+    }
+}
+
 impl crate::events::Host for Shared {
     fn store(&self) -> &Store {
         &self.store
@@ -576,7 +609,7 @@ pub async fn run(
     if let Some((host, port)) = replicaof.split_once(' ') {
         match (port.parse::<u16>(), &cluster) {
             (Ok(port), None) => {
-                crate::replication::replica::follow(&shared, host.to_string(), port, false)
+                crate::replication::replica::follow(&*shared, host.to_string(), port, false)
             }
             _ => {
                 tracing::warn!(%replicaof, "replicaof ignored (cluster mode, or not \"<host> <port>\")")
@@ -602,9 +635,7 @@ pub async fn run(
             Some(tokio::spawn(crate::cluster::membership::follow(
                 cluster.clone(),
                 coordinator,
-                crate::cluster::membership::Warm {
-                    shared: shared.clone(),
-                },
+                shared.clone(),
                 stop_rx.clone(),
             )))
         }
@@ -662,6 +693,7 @@ pub async fn run(
     let replica_task = tokio::spawn(crate::replication::link::run(
         shared.clone(),
         stop_rx.clone(),
+        crate::commands::log_replay::PrimaryClient::new,
     ));
     let failover_task = tokio::spawn(crate::replication::failover::run(
         shared.clone(),
