@@ -13,11 +13,11 @@ use clap::Parser;
 use common::resp;
 use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use std::sync::Arc;
+use stmd::commands::Shared;
 use stmd::commands::{dispatch, ConnState, Ctx};
 use stmd::config::Config;
 use stmd::protocol::{parse_request, Limits, Reply};
 use stmd::scope_rows::PersistHandle;
-use stmd::server::Shared;
 use stmd::stm::text::TextCleaner;
 use stmd::store::Store;
 

@@ -3,17 +3,18 @@
 //! clients run the same code: it is generic over the stream.
 
 use crate::clients::{flag, ClientAddr, ClientInfo};
+use crate::commands::Shared;
 use crate::commands::{self, client, ConnState, Ctx};
 use crate::metrics::Stats;
+use crate::net::Stream;
 use crate::output_limit::{ClassLimit, ClientClass};
 use crate::protocol::{parse_request, Limits, Parsed, Reply};
 use crate::pubsub::Delivery;
-use crate::server::Shared;
 use bytes::{Buf, Bytes, BytesMut};
 use smallvec::SmallVec;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 /// Returns once the tasks already queued on this worker have run: the task wakes itself and
@@ -59,10 +60,6 @@ async fn idle_timeout(secs: u64) {
     }
     tokio::time::sleep(std::time::Duration::from_secs(secs)).await;
 }
-
-/// A client connection: plain TCP or TLS.
-pub trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
-impl<S: AsyncRead + AsyncWrite + Unpin + Send> Stream for S {}
 
 /// Tells a client it cannot be served, then closes.
 pub async fn refuse(mut stream: impl Stream, error: &'static str) {

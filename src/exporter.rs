@@ -4,9 +4,9 @@
 //! It is a deliberately tiny HTTP/1.0-style responder: one request per connection, then close.
 //! Scrapers need nothing more, and it keeps an HTTP stack out of the dependency tree.
 
+use crate::commands::Shared;
 use crate::metrics::{rss_bytes, LATENCY_BUCKETS_US};
 use crate::percpu::Total;
-use crate::server::Shared;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
 use prometheus_client::metrics::counter::ConstCounter;

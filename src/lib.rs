@@ -16,6 +16,7 @@ pub mod glob;
 pub mod latency;
 pub mod metrics;
 pub mod monitor;
+pub mod net;
 pub mod number_format;
 pub mod output_limit;
 pub mod percpu;

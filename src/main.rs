@@ -184,6 +184,6 @@ async fn serve(config: Config) -> stmd::Result<()> {
 
 /// A TCP listener on `--bind`'s address and `port`, with `--tcp-backlog`.
 fn bind(config: &Config, port: u16) -> stmd::Result<TcpListener> {
-    stmd::server::listen_tcp(&config.bind, port, config.tcp_backlog)
+    stmd::net::listen_tcp(&config.bind, port, config.tcp_backlog)
         .map_err(|e| stmd::Error::Config(format!("cannot bind {}:{port}: {e}", config.bind)))
 }

@@ -27,63 +27,7 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 /// Redis's reply to a remote client in protected mode.
 const PROTECTED_MODE_DENIED: &str = "DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.";
 
-/// Everything the connections share. One per server.
-pub struct Shared {
-    pub store: Arc<Store>,
-    pub config: RwLock<Config>,
-    pub stats: Stats,
-    pub clients: ClientRegistry,
-    pub stm: StmState,
-    /// Command names after `--rename-command`.
-    pub commands: crate::commands::table::CommandNames,
-    /// Channel and pattern subscriptions of every connection.
-    pub pubsub: crate::pubsub::PubSub,
-    pub started: Instant,
-    /// 40 hex characters, new every start, as Redis's `run_id`.
-    pub run_id: String,
-    pub local_addr: SocketAddr,
-    /// The plain TCP port served (INFO's `tcp_port`, the port a replica gives its primary);
-    /// CONFIG SET port moves it.
-    pub tcp_port: std::sync::atomic::AtomicU16,
-    /// The plain listener CONFIG SET port made (None inside: `port 0`, stop listening), taken by
-    /// the accept loop when `listener_changed` wakes it.
-    pub new_listener: parking_lot::Mutex<Option<Option<TcpListener>>>,
-    pub listener_changed: Notify,
-    /// Commands slower than `slowlog-log-slower-than`.
-    pub slowlog: crate::slowlog::SlowLog,
-    /// Connections in MONITOR mode.
-    pub monitors: crate::monitor::Monitors,
-    /// Per-command counts and latencies for the metrics endpoint.
-    pub command_stats: crate::metrics::CommandStats,
-    /// LATENCY's events over `latency-monitor-threshold`.
-    pub latency: crate::latency::LatencyMonitor,
-    /// Memory at start-up and the peak seen, for INFO memory and MEMORY STATS.
-    pub memory_marks: crate::metrics::MemoryMarks,
-    /// Woken by the SHUTDOWN command.
-    pub shutdown_requested: Notify,
-    /// The shutdown under way skips the wait for lagging replicas (SHUTDOWN NOW, a signal whose
-    /// setting has `now`).
-    pub shutdown_now: std::sync::atomic::AtomicBool,
-    /// Keyspace notifications and client-side caching.
-    pub events: crate::events::Events,
-    /// The Lua engine and script cache (EVAL, SCRIPT).
-    pub scripting: crate::scripting::Scripting,
-    /// Users, their permissions and the ACL log.
-    pub acl: crate::acl::Acl,
-    /// Cluster mode: this node and the slot map it follows. None in single-node mode, where
-    /// routing costs dispatch one branch.
-    pub cluster: Option<Arc<crate::cluster::Cluster>>,
-    /// RDB snapshots: SAVE, BGSAVE, the `save` rules, LASTSAVE.
-    pub snapshots: crate::snapshot::Snapshots,
-    /// Replication: this node's id and offset, its replicas, or its primary.
-    pub replication: crate::replication::Replication,
-    /// The append-only file (`appendonly`).
-    pub aof: crate::aof::Aof,
-    /// The TLS configurations in force (the listener's, the replica's link's).
-    pub tls: crate::tls::Tls,
-    /// The process supervisor told when the server is ready and when it stops (`supervised`).
-    pub supervisor: crate::supervise::Supervisor,
-}
+pub use crate::commands::Shared;
 
 impl crate::snapshot::Host for Shared {
     fn store(&self) -> &Store {
@@ -106,6 +50,39 @@ impl crate::aof::Host for Shared {
     }
     fn replication(&self) -> &crate::replication::Replication {
         &self.replication
+    }
+}
+
+impl crate::replication::Host for Shared {
+    fn clients(&self) -> &ClientRegistry {
+        &self.clients
+    }
+    fn stats(&self) -> &Stats {
+        &self.stats
+    }
+    fn tls(&self) -> &crate::tls::Tls {
+        &self.tls
+    }
+    fn cluster(&self) -> Option<&crate::cluster::Cluster> {
+        self.cluster.as_deref()
+    }
+    fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+    fn tcp_port(&self) -> u16 {
+        self.tcp_port.load(Ordering::Relaxed)
+    }
+    fn after_background_work(&self) {
+        crate::events::after_background_work(self);
+    }
+}
+
+impl crate::cluster::Host for Shared {
+    fn pubsub(&self) -> &crate::pubsub::PubSub {
+        &self.pubsub
+    }
+    fn scope_rows(&self) -> &PersistHandle {
+        &self.stm.persist
     }
 }
 
@@ -234,33 +211,6 @@ enum Accepted {
     Plain(TcpStream, SocketAddr),
     Tls(TcpStream, SocketAddr),
     Unix(UnixStream),
-}
-
-/// A plain TCP listener on `bind`'s address and `port`, with `backlog`: at start, and for CONFIG
-/// SET port (made at once, so that a port that cannot be bound fails the command). Needs a Tokio
-/// runtime.
-pub fn listen_tcp(bind: &str, port: u16, backlog: u32) -> std::io::Result<TcpListener> {
-    use std::net::ToSocketAddrs;
-    if tokio::runtime::Handle::try_current().is_err() {
-        return Err(std::io::Error::other("no runtime"));
-    }
-    let mut last = std::io::Error::other("no address");
-    for address in (bind, port).to_socket_addrs()? {
-        let socket = match address {
-            SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4(),
-            SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6(),
-        };
-        let listening = socket.and_then(|socket| {
-            socket.set_reuseaddr(true)?;
-            socket.bind(address)?;
-            socket.listen(backlog)
-        });
-        match listening {
-            Ok(listener) => return Ok(listener),
-            Err(err) => last = err,
-        }
-    }
-    Err(last)
 }
 
 /// Accepts on `listener`; never resolves when there is none.
@@ -562,6 +512,14 @@ async fn evict_clients(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
 /// are bound but nothing is accepted: clients connect (the kernel queues them in the listen
 /// backlog) and their first reply simply comes later, so a bot shard that reconnects and captures
 /// at once never runs before the restore, and no command needs a check of its own.
+/// The warm start's question "does this node serve the key?", asked of the slot map in cluster mode.
+fn owns_key(cluster: &Option<Arc<crate::cluster::Cluster>>) -> Option<scope_rows::OwnsKey> {
+    let cluster = cluster.clone()?;
+    Some(Arc::new(move |key: &[u8]| {
+        cluster.owns(crate::cluster::key_slot(key))
+    }))
+}
+
 async fn wait_for_restore(mut restored: watch::Receiver<bool>, timeout: Duration) {
     let started = std::time::Instant::now();
     match tokio::time::timeout(timeout, restored.wait_for(|done| *done)).await {
@@ -626,7 +584,7 @@ pub async fn run(
         handle: persist,
         writer,
         restored,
-    } = scope_rows::start(&config, store.clone(), writer_stop_rx, cluster.clone())
+    } = scope_rows::start(&config, store.clone(), writer_stop_rx, owns_key(&cluster))
         .map_err(Error::Config)?;
     let restore_timeout = Duration::from_secs(config.stm_restore_timeout);
     let mut shared = Shared::new(config, local_addr, store, persist)?;
@@ -653,7 +611,7 @@ pub async fn run(
     if let Some((host, port)) = replicaof.split_once(' ') {
         match (port.parse::<u16>(), &cluster) {
             (Ok(port), None) => {
-                crate::replication::replica::follow(&shared, host.to_string(), port, false)
+                crate::replication::replica::follow(&*shared, host.to_string(), port, false)
             }
             _ => {
                 tracing::warn!(%replicaof, "replicaof ignored (cluster mode, or not \"<host> <port>\")")
@@ -679,9 +637,7 @@ pub async fn run(
             Some(tokio::spawn(crate::cluster::membership::follow(
                 cluster.clone(),
                 coordinator,
-                crate::cluster::membership::Warm {
-                    shared: shared.clone(),
-                },
+                shared.clone(),
                 stop_rx.clone(),
             )))
         }
@@ -739,6 +695,7 @@ pub async fn run(
     let replica_task = tokio::spawn(crate::replication::link::run(
         shared.clone(),
         stop_rx.clone(),
+        crate::commands::log_replay::PrimaryClient::new,
     ));
     let failover_task = tokio::spawn(crate::replication::failover::run(
         shared.clone(),

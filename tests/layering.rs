@@ -22,6 +22,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("output_limit", 0),
     ("spec", 0),
     ("worker", 0),
+    ("net", 0),
     // L1: data and its logic.
     ("store", 1),
     ("stm", 1),

@@ -5,6 +5,7 @@
 //! the slots a failover gives it.
 
 use super::coordinator::{Coordinator, CHANNEL};
+use super::Host;
 use super::{Cluster, SlotMap};
 use sqlx::postgres::PgListener;
 use std::sync::Arc;
@@ -48,10 +49,10 @@ pub async fn join(cluster: &Cluster, url: &str) -> Result<Coordinator, String> {
 /// Warming the slots a failover gave this node runs in its own task, so heartbeats go on
 /// meanwhile; the new map is installed (and those slots served) once the warm is done, and no
 /// other map is installed before that.
-pub async fn follow(
+pub async fn follow<H: Host>(
     cluster: Arc<Cluster>,
     coordinator: Coordinator,
-    warm: Warm,
+    host: Arc<H>,
     mut stop: watch::Receiver<bool>,
 ) {
     let beat_every = Duration::from_millis((cluster.node_timeout_ms / 3).clamp(100, 1000));
@@ -62,7 +63,7 @@ pub async fn follow(
     // The warm in progress, and the map to install when it is done.
     let mut warming: Option<(tokio::task::JoinHandle<()>, SlotMap)> = None;
     // The map installed by `join`: a replica starts following its primary now.
-    super::replicas::apply_role(&cluster, &warm.shared, &cluster.map());
+    super::replicas::apply_role(&cluster, &*host, &cluster.map());
     loop {
         if listener.is_none() {
             listener = listen(&coordinator).await;
@@ -97,7 +98,7 @@ pub async fn follow(
         match event {
             Event::Stop => break,
             Event::Beat => match coordinator
-                .heartbeat(&cluster.me.id, super::replicas::offset(&warm.shared))
+                .heartbeat(&cluster.me.id, super::replicas::offset(&*host))
                 .await
             {
                 Ok(true) => removed_logged = false,
@@ -117,15 +118,15 @@ pub async fn follow(
             Event::Warmed => {
                 if let Some((_, map)) = warming.take() {
                     let epoch = map.epoch;
-                    if cluster.follow(map, &warm.shared.pubsub) {
+                    if cluster.follow(map, &host.pubsub()) {
                         tracing::info!(epoch, "cluster configuration changed");
                     }
-                    super::replicas::apply_role(&cluster, &warm.shared, &cluster.map());
+                    super::replicas::apply_role(&cluster, &*host, &cluster.map());
                 }
                 // A newer map may have come meanwhile.
                 poll.reset_immediately();
             }
-            Event::Manual => super::replicas::start_manual(&cluster, &coordinator, &warm.shared),
+            Event::Manual => super::replicas::start_manual(&cluster, &coordinator, &host),
             // While a warm runs, the map it is for waits; the poll after it reads the latest.
             Event::Reload if warming.is_some() => {}
             Event::Reload => match coordinator.load().await {
@@ -159,14 +160,14 @@ pub async fn follow(
                         // (its keys are the slots' data) and keeps them through the warm.
                         let promoted = super::replicas::promoted(&current, &map, &cluster.me.id);
                         if promoted {
-                            super::replicas::apply_role(&cluster, &warm.shared, &map);
+                            super::replicas::apply_role(&cluster, &*host, &map);
                         }
                         // Warm first, then serve: a client sent here by the new map finds the
                         // summaries already in place.
                         let task = tokio::spawn(warm_taken_over(
                             cluster.clone(),
                             coordinator.clone(),
-                            warm.clone(),
+                            host.clone(),
                             gained,
                             promoted,
                         ));
@@ -175,14 +176,14 @@ pub async fn follow(
                         // A replica made primary (CLUSTER FAILOVER) stops following before it
                         // serves the slots, so no write meets READONLY there.
                         if super::replicas::promoted(&current, &map, &cluster.me.id) {
-                            super::replicas::apply_role(&cluster, &warm.shared, &map);
+                            super::replicas::apply_role(&cluster, &*host, &map);
                         }
-                        if cluster.follow(map, &warm.shared.pubsub) {
+                        if cluster.follow(map, &host.pubsub()) {
                             tracing::info!(epoch, "cluster configuration changed");
                         }
-                        super::replicas::apply_role(&cluster, &warm.shared, &cluster.map());
+                        super::replicas::apply_role(&cluster, &*host, &cluster.map());
                     }
-                    super::migrate::take_request(&cluster, &warm.shared, &coordinator).await;
+                    super::migrate::take_request(&cluster, &host, &coordinator).await;
                 }
                 Err(err) => tracing::warn!(%err, "cannot read the cluster configuration"),
             },
@@ -192,13 +193,6 @@ pub async fn follow(
         task.abort();
     }
     coordinator.close().await;
-}
-
-/// What a node needs to warm the slots a failover gives it: its keyspace and its configuration
-/// (the summaries' TTL in force at the takeover).
-#[derive(Clone)]
-pub struct Warm {
-    pub shared: Arc<crate::server::Shared>,
 }
 
 /// Whether some node that owns slots has been silent for longer than the node timeout.
@@ -241,7 +235,7 @@ async fn fail_over(cluster: &Cluster, coordinator: &Coordinator) {
 async fn warm_taken_over(
     cluster: Arc<Cluster>,
     coordinator: Coordinator,
-    warm: Warm,
+    host: Arc<impl Host>,
     gained: Vec<u16>,
     promoted: bool,
 ) {
@@ -251,7 +245,7 @@ async fn warm_taken_over(
         .slots_taken_over
         .fetch_add(gained.len() as u64, Relaxed);
     let db = crate::scope_rows::db::Database::Postgres(coordinator.pool().clone());
-    let summary_ttl_secs = warm.shared.config.read().stm_summary_ttl;
+    let summary_ttl_secs = host.config().read().stm_summary_ttl;
     let limit = Duration::from_millis(cluster.node_timeout_ms.max(1000));
     let rows = match tokio::time::timeout(limit, db.load_recent(summary_ttl_secs)).await {
         Ok(Ok(rows)) => rows,
@@ -268,11 +262,10 @@ async fn warm_taken_over(
     for &slot in &gained {
         mine[slot as usize] = true;
     }
-    let store = warm.shared.store.clone();
     // The merge locks the keyspace's shards: off the async workers.
     let merged = tokio::task::spawn_blocking(move || {
         crate::scope_rows::restore::take_over_slots(
-            &store,
+            host.store(),
             &rows,
             |key| mine[super::key_slot(key) as usize],
             summary_ttl_secs.saturating_mul(1000),

@@ -26,8 +26,8 @@
 
 use super::coordinator::Coordinator;
 use super::peers::encode as request;
+use super::Host;
 use super::{key_slot, Cluster, NodeInfo, SLOTS};
-use crate::server::Shared;
 use redis_protocol::resp2::types::OwnedFrame;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
@@ -156,7 +156,11 @@ impl SlotGate {
 
 /// Claims this node's next migration request, if it runs none, and carries it out in its own
 /// task (the follower keeps heartbeating meanwhile).
-pub async fn take_request(cluster: &Arc<Cluster>, shared: &Arc<Shared>, coordinator: &Coordinator) {
+pub async fn take_request(
+    cluster: &Arc<Cluster>,
+    host: &Arc<impl Host>,
+    coordinator: &Coordinator,
+) {
     if cluster.gate.busy.swap(true, SeqCst) {
         return;
     }
@@ -172,11 +176,11 @@ pub async fn take_request(cluster: &Arc<Cluster>, shared: &Arc<Shared>, coordina
             return;
         }
     };
-    let (cluster, shared, coordinator) = (cluster.clone(), shared.clone(), coordinator.clone());
+    let (cluster, host, coordinator) = (cluster.clone(), host.clone(), coordinator.clone());
     tokio::spawn(async move {
         let (id, target, slots) = claimed;
         tracing::info!(id, %target, %slots, "slot migration started");
-        let outcome = carry_out(&cluster, &shared, &coordinator, &target, &slots).await;
+        let outcome = carry_out(&cluster, &*host, &coordinator, &target, &slots).await;
         let (ok, line) = match outcome {
             Ok(line) => (true, line),
             Err(line) => (false, line),
@@ -235,7 +239,7 @@ impl Moved {
 
 async fn carry_out(
     cluster: &Cluster,
-    shared: &Shared,
+    host: &impl Host,
     coordinator: &Coordinator,
     target_id: &str,
     slots_text: &str,
@@ -260,15 +264,15 @@ async fn carry_out(
     }
     slots.sort_unstable();
     slots.dedup();
-    let password = shared.config.read().requirepass.clone();
+    let password = host.config().read().requirepass.clone();
     let mut link = Link::connect(&target.addr(), &password)
         .await
         .map_err(|e| format!("{e}; nothing was moved: the keys and owners stay on the source"))?;
     let mut moved = Moved::default();
-    for batch in batches(&slots, &keys_per_slot(shared, &slots)) {
+    for batch in batches(&slots, &keys_per_slot(host, &slots)) {
         if let Err(err) = move_batch(
             cluster,
-            shared,
+            host,
             coordinator,
             &target,
             &mut link,
@@ -291,13 +295,13 @@ async fn carry_out(
 }
 
 /// How many keys each of `slots` holds now (an estimate for cutting batches).
-fn keys_per_slot(shared: &Shared, slots: &[u16]) -> Vec<usize> {
+fn keys_per_slot(host: &impl Host, slots: &[u16]) -> Vec<usize> {
     let mut wanted = vec![false; SLOTS];
     for &slot in slots {
         wanted[usize::from(slot)] = true;
     }
     let mut counts = vec![0usize; SLOTS];
-    let store = &shared.store;
+    let store = &host.store();
     if store.existing(0).is_some() {
         for shard in 0..store.shard_count() {
             store.lock_shard(0, shard).for_each(|key, _| {
@@ -340,8 +344,8 @@ struct Item {
 }
 
 /// The live keys of the slots marked in `in_batch`, read shard by shard.
-fn collect(shared: &Shared, in_batch: &[bool]) -> Vec<Item> {
-    let store = &shared.store;
+fn collect(host: &impl Host, in_batch: &[bool]) -> Vec<Item> {
+    let store = &host.store();
     let mut items = Vec::new();
     if store.existing(0).is_none() {
         return items;
@@ -367,7 +371,7 @@ fn collect(shared: &Shared, in_batch: &[bool]) -> Vec<Item> {
 
 async fn move_batch(
     cluster: &Cluster,
-    shared: &Shared,
+    host: &impl Host,
     coordinator: &Coordinator,
     target: &NodeInfo,
     link: &mut Link,
@@ -380,7 +384,7 @@ async fn move_batch(
     }
     let started = Instant::now();
     cluster.gate.pause(batch, DRAIN_LIMIT).await?;
-    let items = collect(shared, &in_batch);
+    let items = collect(host, &in_batch);
     let copied = async {
         link.restore_all(&items).await?;
         let me = cluster.me.id.clone();
@@ -415,11 +419,11 @@ async fn move_batch(
             for &slot in batch {
                 next.owners[usize::from(slot)] = index as u16;
             }
-            cluster.follow(next, &shared.pubsub);
+            cluster.follow(next, &host.pubsub());
         }
         None => {
             if let Ok(map) = coordinator.load().await {
-                cluster.follow(map, &shared.pubsub);
+                cluster.follow(map, &host.pubsub());
             }
         }
     }
@@ -428,13 +432,13 @@ async fn move_batch(
     let pause_us = started.elapsed().as_micros() as u64;
     record_pause(cluster, pause_us);
     // Clients blocked on the batch's keys run their command again and are redirected.
-    if let Some(space) = shared.store.existing(0) {
+    if let Some(space) = host.store().existing(0) {
         space
             .waiters
             .wake_all_where(|key| in_batch[usize::from(key_slot(key))]);
     }
     for item in &items {
-        shared.store.lock_one(0, &item.key).remove(&item.key);
+        host.store().lock_one(0, &item.key).remove(&item.key);
     }
     // No command made these changes: their notes must not be published with the next command.
     crate::store::changes::take();

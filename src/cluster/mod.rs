@@ -23,6 +23,15 @@ use parking_lot::RwLock;
 use std::path::Path;
 use std::sync::Arc;
 
+/// What the cluster's background work (following the map, manual failovers, slot migrations,
+/// warming the slots a failover gives this node) reaches of the server beyond replication's
+/// part: the Pub/Sub registry (shard channels of slots that leave this node are dropped) and the
+/// scope-row sink (muted while this node is a replica). The server's shared state implements it.
+pub trait Host: crate::replication::Host {
+    fn pubsub(&self) -> &crate::pubsub::PubSub;
+    fn scope_rows(&self) -> &crate::scope_rows::PersistHandle;
+}
+
 /// Redis Cluster's number of hash slots.
 pub const SLOTS: usize = 16384;
 

@@ -9,8 +9,8 @@
 //! follows and [`apply_role`] makes the replication link match it.
 
 use super::coordinator::Owners;
+use super::Host;
 use super::{Cluster, NodeInfo, SlotMap};
-use crate::server::Shared;
 
 /// Role changes written with a configuration: `(node, Some(primary))` makes the node a replica
 /// of `primary`, `(node, None)` a primary.
@@ -198,29 +198,24 @@ pub fn promoted(old: &SlotMap, new: &SlotMap, me: &str) -> bool {
 }
 
 /// This node's replication offset for its heartbeat (INFO's `master_repl_offset`).
-pub fn offset(shared: &Shared) -> u64 {
-    crate::replication::repl_offset(shared)
+pub fn offset(host: &impl Host) -> u64 {
+    crate::replication::repl_offset(host)
 }
 
 /// Makes this node's replication match its role in `map`: a replica follows its primary's
 /// address (a full sync, then the stream; a new primary is followed anew) and sends no scope rows;
 /// a primary stops following (keeping its keys, as REPLICAOF NO ONE) and writes its rows.
-pub fn apply_role(cluster: &Cluster, shared: &Shared, map: &SlotMap) {
-    let replica = &shared.replication.replica;
+pub fn apply_role(cluster: &Cluster, host: &impl Host, map: &SlotMap) {
+    let replica = &host.replication().replica;
     match map.primary_of(&cluster.me.id) {
         Some(primary) => {
-            shared.stm.persist.mute(true);
+            host.scope_rows().mute(true);
             let current = replica
                 .target()
                 .is_some_and(|t| t.host == primary.ip && t.port == primary.port);
             if !current {
                 tracing::warn!(primary = %primary.id, addr = %primary.addr(), "cluster: this node is a replica; following its primary");
-                crate::replication::replica::follow(
-                    shared,
-                    primary.ip.clone(),
-                    primary.port,
-                    false,
-                );
+                crate::replication::replica::follow(host, primary.ip.clone(), primary.port, false);
             }
         }
         None => {
@@ -228,9 +223,9 @@ pub fn apply_role(cluster: &Cluster, shared: &Shared, map: &SlotMap) {
                 tracing::warn!(
                     "cluster: this node is a primary now; no longer following (its keys are kept)"
                 );
-                crate::replication::replica::stop_following(shared);
+                crate::replication::replica::stop_following(host);
             }
-            shared.stm.persist.mute(false);
+            host.scope_rows().mute(false);
         }
     }
 }
@@ -272,7 +267,7 @@ impl ManualRequest {
 pub fn start_manual(
     cluster: &std::sync::Arc<Cluster>,
     coordinator: &super::coordinator::Coordinator,
-    shared: &std::sync::Arc<Shared>,
+    host: &std::sync::Arc<impl Host>,
 ) {
     let Some(mode) = cluster.manual.take() else {
         return;
@@ -285,7 +280,7 @@ pub fn start_manual(
         tokio::spawn(manual_failover(
             cluster.clone(),
             coordinator.clone(),
-            shared.clone(),
+            host.clone(),
             mode,
         ));
     }
@@ -304,7 +299,7 @@ const CATCH_UP: std::time::Duration = std::time::Duration::from_secs(5);
 pub async fn manual_failover(
     cluster: std::sync::Arc<Cluster>,
     coordinator: super::coordinator::Coordinator,
-    shared: std::sync::Arc<Shared>,
+    host: std::sync::Arc<impl Host>,
     mode: Manual,
 ) {
     use std::sync::atomic::Ordering::Relaxed;
@@ -313,10 +308,10 @@ pub async fn manual_failover(
         cluster.manual.running.store(false, Relaxed);
         return;
     };
-    let password = shared.config.read().requirepass.clone();
+    let password = host.config().read().requirepass.clone();
     let mut paused = None;
     if mode == Manual::Coordinated {
-        match catch_up(&shared, &primary, &password).await {
+        match catch_up(&*host, &primary, &password).await {
             Ok(link) => paused = Some(link),
             Err(why) => {
                 tracing::warn!(primary = %primary.id, %why, "manual failover aborted");
@@ -377,7 +372,7 @@ pub async fn manual_failover(
 /// The coordinated part: the primary's writes paused, this node caught up with its offset. The
 /// link is returned to unpause it.
 async fn catch_up(
-    shared: &Shared,
+    host: &impl Host,
     primary: &NodeInfo,
     password: &str,
 ) -> Result<super::peers::Link, String> {
@@ -409,13 +404,13 @@ async fn catch_up(
         .and_then(|v| v.parse().ok())
         .ok_or("the primary's INFO has no master_repl_offset")?;
     let started = std::time::Instant::now();
-    while shared.replication.offset() < target {
+    while host.replication().offset() < target {
         if started.elapsed() > CATCH_UP {
             let _ = request(&mut link, &[b"CLIENT", b"UNPAUSE"]).await;
             return Err(format!(
                 "this replica did not reach the primary's offset {target} within {} ms (at {})",
                 CATCH_UP.as_millis(),
-                shared.replication.offset()
+                host.replication().offset()
             ));
         }
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;

@@ -1,8 +1,11 @@
-//! The connection an append-only file's commands are replayed through at load: a server of its
-//! own over the store (no scope-row sink: the log holds no STM command), whose commands come as
-//! a primary's do: no ACL, no blocking. `aof::load` parses the files and drives it.
+//! The connections a log of commands is replayed through, obeyed as a primary's are: no ACL, no
+//! blocking. An append-only file's at load ([`LogReplay`]: a server of its own over the store, no
+//! scope-row sink, as the log holds no STM command; `aof::load` parses the files and drives it),
+//! and the primary's stream on a replica ([`PrimaryClient`], on this server; `replication::link`
+//! reads the stream and drives it).
 
 use super::{dispatch, ConnState, Ctx, Shared};
+use crate::clients::ClientInfo;
 use crate::config::Config;
 use crate::protocol::Reply;
 use crate::store::Store;
@@ -48,14 +51,20 @@ impl LogReplay {
     }
 }
 
+/// Runs a command that is obeyed, never waited for: a logged one, or the primary's on a replica.
+/// A blocking command that found nothing is done; what it left to wait with is dropped.
+pub(super) fn obey(shared: &Shared, state: &mut ConnState, args: &[&[u8]]) -> Reply {
+    let reply = dispatch(&mut Ctx::new(shared, state), args);
+    state.block = None;
+    state.wait = None;
+    state.blocked_read = None;
+    state.postponed = false;
+    reply
+}
+
 impl crate::aof::load::Replayer for LogReplay {
     fn run(&mut self, args: &[&[u8]]) -> Reply {
-        let reply = dispatch(&mut Ctx::new(&self.shared, &mut self.state), args);
-        // Nothing in a log blocks or waits: what a command left for that is dropped.
-        self.state.block = None;
-        self.state.wait = None;
-        self.state.blocked_read = None;
-        reply
+        obey(&self.shared, &mut self.state, args)
     }
 
     fn in_multi(&self) -> bool {
@@ -73,5 +82,48 @@ impl crate::aof::load::Replayer for LogReplay {
 
     fn functions(&self) -> Vec<Bytes> {
         self.shared.scripting.engine().functions.codes()
+    }
+}
+
+/// Redis's master client on a replica: the connection the primary's commands run on.
+pub struct PrimaryClient {
+    shared: Arc<Shared>,
+    state: ConnState,
+}
+
+impl PrimaryClient {
+    /// The connection of the link whose client record is `info`, in database `db`.
+    pub fn new(shared: &Arc<Shared>, info: Arc<ClientInfo>, db: usize) -> PrimaryClient {
+        let mut state = ConnState::new(info, true);
+        state.from_primary = true;
+        state.db = db;
+        PrimaryClient {
+            shared: shared.clone(),
+            state,
+        }
+    }
+}
+
+impl crate::replication::link::Applier for PrimaryClient {
+    fn run(&mut self, args: &[&[u8]]) -> crate::replication::link::Ran {
+        use crate::replication::link::Ran;
+        let reply = obey(&self.shared, &mut self.state, args);
+        if std::mem::take(&mut self.state.script_wait) {
+            let turn = std::mem::take(&mut self.state.script_turn);
+            return Ran::AfterScript { turn };
+        }
+        Ran::Done(reply)
+    }
+
+    fn in_multi(&self) -> bool {
+        self.state.multi.is_some()
+    }
+
+    fn db(&self) -> usize {
+        self.state.db
+    }
+
+    fn publish(&self) {
+        super::client::publish(&self.state, 0);
     }
 }

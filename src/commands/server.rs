@@ -83,7 +83,7 @@ pub fn config(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             }
             true if updated.port == 0 => Some(None),
             true => {
-                let listener = crate::server::listen_tcp(
+                let listener = crate::net::listen_tcp(
                     &updated.bind,
                     updated.port,
                     updated.tcp_backlog,

@@ -88,7 +88,8 @@ fn parse_capture<'a>(args: &[&'a [u8]], limits: &Limits) -> Result<CaptureReques
     let (mut user, mut channel, mut server, mut parent, mut privacy) =
         (None, None, None, None, None);
     let mut stop = false;
-    let mut messages = Vec::new();
+    // A MSG takes four arguments: room for every one the request can hold, allocated once.
+    let mut messages = Vec::with_capacity(args.len() / 4);
     let mut replies = Vec::new();
     let mut c = Cursor::new(args, 1);
     let content = |arg: &'a [u8]| {

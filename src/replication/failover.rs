@@ -10,8 +10,8 @@
 //! anyway. A target that refuses the PSYNC, or ABORT, makes this node a primary again.
 
 use super::replica::{follow, stop_following, Target};
+use super::Host;
 use crate::protocol::Reply;
-use crate::server::Shared;
 use crate::store::pause::PauseMode;
 use parking_lot::Mutex;
 use std::sync::atomic::Ordering::Relaxed;
@@ -65,32 +65,32 @@ impl Failover {
 
     /// The PSYNC of a link made while handing over was answered: `accepted` (CONTINUE or
     /// FULLRESYNC) ends the failover here, a refusal aborts it.
-    pub fn target_answered(&self, shared: &Shared, accepted: bool) {
+    pub fn target_answered(&self, host: &impl Host, accepted: bool) {
         if self.phase() != Phase::InProgress {
             return;
         }
         if accepted {
             tracing::info!("FAILOVER done: following the new primary");
-            self.finish(shared);
+            self.finish(host);
         } else {
-            self.abort(shared, "the failover target rejected the PSYNC request");
+            self.abort(host, "the failover target rejected the PSYNC request");
         }
     }
 
     /// Back to no failover; client writes resume (here they get READONLY if the hand-over was
     /// made).
-    fn finish(&self, shared: &Shared) {
+    fn finish(&self, host: &impl Host) {
         *self.plan.lock() = Plan::default();
-        shared.store.pause.unpause();
+        host.store().pause.unpause();
     }
 
     /// Ends the failover; after the hand-over started, this node is a primary again.
-    fn abort(&self, shared: &Shared, why: &str) {
+    fn abort(&self, host: &impl Host, why: &str) {
         tracing::warn!(why, "FAILOVER aborted");
         if self.phase() == Phase::InProgress {
-            stop_following(shared);
+            stop_following(host);
         }
-        self.finish(shared);
+        self.finish(host);
     }
 }
 
@@ -112,23 +112,23 @@ pub struct Request {
 
 impl Failover {
     /// FAILOVER: starts the failover `request` asks for, or aborts the one under way (ABORT).
-    pub fn request(&self, shared: &Shared, request: Request) -> Result<(), Reply> {
+    pub fn request(&self, host: &impl Host, request: Request) -> Result<(), Reply> {
         let failover = self;
         if request.abort {
             if failover.phase() == Phase::None {
                 return Err(Reply::error("ERR No failover in progress."));
             }
-            failover.abort(shared, "FAILOVER ABORT");
+            failover.abort(host, "FAILOVER ABORT");
             return Ok(());
         }
         let mut plan = failover.plan.lock();
         if plan.phase != Phase::None {
             return Err(Reply::error(IN_PROGRESS));
         }
-        if shared.replication.replica.following() {
+        if host.replication().replica.following() {
             return Err(Reply::error(NOT_ON_A_REPLICA));
         }
-        let replicas = shared.replication.master.replicas();
+        let replicas = host.replication().master.replicas();
         if replicas.is_empty() {
             return Err(Reply::error(NO_REPLICAS));
         }
@@ -160,7 +160,7 @@ impl Failover {
         drop(plan);
         // Until the failover ends: ten years is "no end" for an Instant.
         let forever = Instant::now() + Duration::from_secs(10 * 365 * 24 * 3600);
-        shared.store.pause.pause(forever, PauseMode::Write);
+        host.store().pause.pause(forever, PauseMode::Write);
         failover.started.notify_one();
         Ok(())
     }
@@ -169,8 +169,9 @@ impl Failover {
 /// The failover driver, one task per server: waits for FAILOVER, then for a replica to catch up
 /// (or the timeout), then hands over, and aborts a hand-over still unanswered at the timeout
 /// (without TIMEOUT it waits for the target or ABORT); until `stop`.
-pub async fn run(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
-    let failover = &shared.replication.failover;
+pub async fn run(host: Arc<impl Host>, mut stop: watch::Receiver<bool>) {
+    let host = &*host;
+    let failover = &host.replication().failover;
     loop {
         tokio::select! {
             _ = stop.changed() => return,
@@ -180,8 +181,8 @@ pub async fn run(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
             match failover.phase() {
                 Phase::None => break,
                 Phase::WaitingForSync => {
-                    if let Some(target) = caught_up_or_abandoned(&shared) {
-                        hand_over(&shared, target);
+                    if let Some(target) = caught_up_or_abandoned(host) {
+                        hand_over(host, target);
                     }
                 }
                 // The target never answered the hand-over's PSYNC in time: primary again.
@@ -192,7 +193,7 @@ pub async fn run(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
                         .deadline
                         .is_some_and(|at| at <= Instant::now())
                     {
-                        failover.abort(&shared, "the failover target did not answer in time");
+                        failover.abort(host, "the failover target did not answer in time");
                     }
                 }
             }
@@ -208,14 +209,14 @@ pub async fn run(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
 /// timeout passed with FORCE); aborts when the timeout passed without FORCE. As in Redis, no
 /// `REPLCONF GETACK` is sent meanwhile (it would move the offset the replicas must reach): the
 /// replicas' own acknowledgements, every second, tell.
-fn caught_up_or_abandoned(shared: &Shared) -> Option<Target> {
-    let failover = &shared.replication.failover;
+fn caught_up_or_abandoned(host: &impl Host) -> Option<Target> {
+    let failover = &host.replication().failover;
     let plan = failover.plan.lock();
     if plan.phase != Phase::WaitingForSync {
         return None;
     }
-    let produced = shared.replication.feed.end();
-    let caught_up = shared.replication.master.replicas().into_iter().find(|r| {
+    let produced = host.replication().feed.end();
+    let caught_up = host.replication().master.replicas().into_iter().find(|r| {
         let chosen = plan
             .target
             .as_ref()
@@ -233,37 +234,37 @@ fn caught_up_or_abandoned(shared: &Shared) -> Option<Target> {
             return plan.target.clone();
         }
         drop(plan);
-        failover.abort(shared, "the replica did not catch up before the timeout");
+        failover.abort(host, "the replica did not catch up before the timeout");
         return None;
     }
     None
 }
 
 /// Follows `target`, continuing this node's history there: the link's PSYNC carries FAILOVER.
-fn hand_over(shared: &Shared, target: Target) {
+fn hand_over(host: &impl Host, target: Target) {
     {
-        let mut plan = shared.replication.failover.plan.lock();
+        let mut plan = host.replication().failover.plan.lock();
         plan.phase = Phase::InProgress;
         plan.target = Some(target.clone());
     }
     tracing::info!(host = %target.host, port = target.port, "FAILOVER: the target is in sync, handing over");
-    follow(shared, target.host, target.port, true);
+    follow(host, target.host, target.port, true);
 }
 
 /// The target's side: `PSYNC <replid> <offset> FAILOVER` from its primary promotes it, when the
 /// history is its own (Redis's texts otherwise).
-pub fn take_over(shared: &Shared, replid: &[u8]) -> Result<(), Reply> {
-    if !shared.replication.replica.following() {
+pub fn take_over(host: &impl Host, replid: &[u8]) -> Result<(), Reply> {
+    if !host.replication().replica.following() {
         return Err(Reply::error(
             "ERR PSYNC FAILOVER can't be sent to a master.",
         ));
     }
-    if replid != shared.replication.replid.lock().as_bytes() {
+    if replid != host.replication().replid.lock().as_bytes() {
         return Err(Reply::error(
             "ERR PSYNC FAILOVER replid must match my replid.",
         ));
     }
     tracing::info!("MASTER MODE enabled (failover request from the primary)");
-    stop_following(shared);
+    stop_following(host);
     Ok(())
 }

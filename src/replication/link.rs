@@ -1,13 +1,13 @@
 //! The replica's link to its primary: the hand-shake (PING, AUTH, REPLCONF, PSYNC), the full sync
 //! loaded with every database locked, then the primary's stream applied command by command as
-//! Redis's master client is obeyed, with acknowledgements every second.
+//! Redis's master client is obeyed, with acknowledgements every second. The commands run through
+//! an [`Applier`] the server injects: commands are a layer above replication.
 
 use super::replica::{LinkState, Replica, Target};
-use crate::clients::ClientAddr;
-use crate::commands::{self, ConnState, Ctx};
-use crate::connection::Stream;
+use super::Host;
+use crate::clients::{ClientAddr, ClientInfo};
+use crate::net::Stream;
 use crate::protocol::{parse_request, Limits, Parsed, Reply};
-use crate::server::Shared;
 use bytes::{Buf, BytesMut};
 use smallvec::SmallVec;
 use std::net::SocketAddr;
@@ -23,14 +23,45 @@ const RETRY_AFTER: Duration = Duration::from_secs(1);
 /// How often the applied offset is acknowledged to the primary.
 const ACK_EVERY: Duration = Duration::from_secs(1);
 
-/// Follows the targets REPLICAOF sets, until `stop` (the server's shutdown).
-pub async fn run(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
-    let mut targets = shared.replication.replica.target.subscribe();
+/// Runs the primary's commands here, as one connection obeyed as Redis's master client is: no
+/// ACL, READONLY, OOM or pause refusal, never a blocking wait. One per link, made by the
+/// server's `new_applier` (see [`run`]), as the append-only file's load gets its `Replayer`.
+pub trait Applier: Send {
+    /// Runs one command of the stream.
+    fn run(&mut self, args: &[&[u8]]) -> Ran;
+    /// Whether a MULTI is open: its commands' bytes count once its EXEC ran.
+    fn in_multi(&self) -> bool;
+    /// The database the stream selected, kept for a continued sync.
+    fn db(&self) -> usize;
+    /// Shows the connection's state (flags) in CLIENT LIST.
+    fn publish(&self);
+}
+
+/// What [`Applier::run`] came to.
+pub enum Ran {
+    /// The command ran: its reply (dropped, an error logged).
+    Done(Reply),
+    /// A client's script runs, so the command did not: it runs again once every script call
+    /// ended, or (`turn`: itself a script) once the engine is free for it.
+    AfterScript { turn: bool },
+}
+
+/// Follows the targets REPLICAOF sets, until `stop` (the server's shutdown). The commands of
+/// each link run through the applier `new_applier` makes for the link's client record, in the
+/// database given (the one the primary's stream last selected).
+pub async fn run<H: Host, A: Applier>(
+    host: Arc<H>,
+    mut stop: watch::Receiver<bool>,
+    new_applier: impl Fn(&Arc<H>, Arc<ClientInfo>, usize) -> A + Send + Sync,
+) {
+    let mut targets = host.replication().replica.target.subscribe();
     loop {
         let current = targets.borrow_and_update().clone();
         let link = async {
             match current {
-                Some((target, generation)) => keep_following(&shared, &target, generation).await,
+                Some((target, generation)) => {
+                    keep_following(&host, &target, generation, &new_applier).await
+                }
                 None => std::future::pending().await,
             }
         };
@@ -45,13 +76,18 @@ pub async fn run(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
 }
 
 /// Makes the link again and again, a second apart, for as long as the target stays.
-async fn keep_following(shared: &Arc<Shared>, target: &Target, generation: u64) {
-    let replica = &shared.replication.replica;
+async fn keep_following<H: Host, A: Applier>(
+    host: &Arc<H>,
+    target: &Target,
+    generation: u64,
+    new_applier: &(impl Fn(&Arc<H>, Arc<ClientInfo>, usize) -> A + Sync),
+) {
+    let replica = &host.replication().replica;
     // The primary's selected database, kept across a continued (partial) sync as Redis keeps its
     // cached master client: the primary does not select it again.
     let mut db = 0usize;
     loop {
-        let outcome = link(shared, target, generation, &mut db).await;
+        let outcome = link(host, target, generation, &mut db, new_applier).await;
         if !replica.current(generation) {
             return;
         }
@@ -141,11 +177,10 @@ impl Conn {
 }
 
 /// Connects to the primary, over TLS with `tls-replication`.
-async fn connect(shared: &Shared, target: &Target, timeout: Duration) -> Result<Conn, String> {
-    let tls = match shared.config.read().tls_replication {
+async fn connect(host: &impl Host, target: &Target, timeout: Duration) -> Result<Conn, String> {
+    let tls = match host.config().read().tls_replication {
         true => Some(
-            shared
-                .tls
+            host.tls()
                 .connector()
                 .ok_or("tls-replication: TLS is not configured")?,
         ),
@@ -158,7 +193,7 @@ async fn connect(shared: &Shared, target: &Target, timeout: Duration) -> Result<
     let peer = stream
         .peer_addr()
         .map_err(|e| format!("the primary's address: {e}"))?;
-    let local = stream.local_addr().unwrap_or(shared.local_addr);
+    let local = stream.local_addr().unwrap_or(host.local_addr());
     let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
     let stream: Box<dyn Stream> = match tls {
         Some(connector) => Box::new(
@@ -179,17 +214,18 @@ async fn connect(shared: &Shared, target: &Target, timeout: Duration) -> Result<
 }
 
 /// One link: connect, hand-shake, sync, then apply the stream until it breaks (always an error).
-async fn link(
-    shared: &Arc<Shared>,
+async fn link<H: Host, A: Applier>(
+    host: &Arc<H>,
     target: &Target,
     generation: u64,
     db: &mut usize,
+    new_applier: &(impl Fn(&Arc<H>, Arc<ClientInfo>, usize) -> A + Sync),
 ) -> Result<(), String> {
-    let replica = &shared.replication.replica;
+    let replica = &host.replication().replica;
     let (timeout, user, password) = {
-        let config = shared.config.read();
+        let config = host.config().read();
         // A cluster replica's primary shares its `requirepass` (as the nodes' peer links do).
-        let password = match config.masterauth.is_empty() && shared.cluster.is_some() {
+        let password = match config.masterauth.is_empty() && host.cluster().is_some() {
             true => config.requirepass.clone(),
             false => config.masterauth.clone(),
         };
@@ -200,7 +236,7 @@ async fn link(
         )
     };
     replica.set_state(generation, LinkState::Connecting);
-    let mut conn = match tokio::time::timeout(timeout, connect(shared, target, timeout)).await {
+    let mut conn = match tokio::time::timeout(timeout, connect(&**host, target, timeout)).await {
         Ok(conn) => conn?,
         Err(_) => return Err("timeout connecting to the primary".into()),
     };
@@ -230,14 +266,14 @@ async fn link(
     }
     // The address the primary shows for this replica (INFO, ROLE), where Sentinel finds it.
     let (announce_ip, announce_port) = {
-        let config = shared.config.read();
+        let config = host.config().read();
         (
             config.replica_announce_ip.clone(),
             config.replica_announce_port,
         )
     };
     let port = match announce_port {
-        0 => shared.tcp_port.load(std::sync::atomic::Ordering::Relaxed),
+        0 => host.tcp_port(),
         port => port,
     };
     conn.send(&[b"REPLCONF", b"listening-port", port.to_string().as_bytes()])
@@ -262,13 +298,13 @@ async fn link(
     }
     let history = replica.status.lock().history;
     let (replid, next) = if history {
-        let replid = shared.replication.replid.lock().clone();
-        (replid, (shared.replication.offset() + 1).to_string())
+        let replid = host.replication().replid.lock().clone();
+        (replid, (host.replication().offset() + 1).to_string())
     } else {
         ("?".to_string(), "-1".to_string())
     };
     // FAILOVER's hand-over asks the target to take over this history.
-    let failover = &shared.replication.failover;
+    let failover = &host.replication().failover;
     let handing_over = failover.phase() == super::failover::Phase::InProgress;
     if handing_over {
         conn.send(&[b"PSYNC", replid.as_bytes(), next.as_bytes(), b"FAILOVER"])
@@ -280,7 +316,7 @@ async fn link(
     let reply = conn.reply().await?;
     if handing_over {
         let accepted = reply.starts_with("+FULLRESYNC") || reply.starts_with("+CONTINUE");
-        failover.target_answered(shared, accepted);
+        failover.target_answered(&**host, accepted);
     }
     if let Some(rest) = reply.strip_prefix("+FULLRESYNC ") {
         let mut words = rest.split_whitespace();
@@ -299,12 +335,12 @@ async fn link(
             return Ok(());
         }
         let started = std::time::Instant::now();
-        let worker = shared.clone();
-        let loaded = tokio::task::spawn_blocking(move || load_sync(&worker, &payload))
+        let worker = host.clone();
+        let loaded = tokio::task::spawn_blocking(move || load_sync(&*worker, &payload))
             .await
             .map_err(|e| format!("the load of the primary's data failed: {e}"))??;
-        *shared.replication.replid.lock() = id.to_string();
-        shared.replication.offset.store(offset, Relaxed);
+        *host.replication().replid.lock() = id.to_string();
+        host.replication().offset.store(offset, Relaxed);
         replica.read_offset.store(offset, Relaxed);
         *db = 0;
         replica.update(generation, |status| status.history = true);
@@ -317,7 +353,7 @@ async fn link(
         );
         // A diskless primary puts this replica online at its first ACK.
         if diskless {
-            send_ack(&mut conn, shared).await?;
+            send_ack(&mut conn, &**host).await?;
         }
     } else if let Some(rest) = reply.strip_prefix("+CONTINUE") {
         if !history {
@@ -325,9 +361,9 @@ async fn link(
         }
         // psync2: the primary's history may have a new id (it was promoted); ours follows.
         let new_id = rest.trim();
-        if new_id.len() == 40 && *shared.replication.replid.lock() != new_id {
-            shared.replication.shift_replid();
-            *shared.replication.replid.lock() = new_id.to_string();
+        if new_id.len() == 40 && *host.replication().replid.lock() != new_id {
+            host.replication().shift_replid();
+            *host.replication().replid.lock() = new_id.to_string();
         }
         tracing::info!("partial resynchronization with the primary accepted");
     } else {
@@ -335,7 +371,7 @@ async fn link(
             "unexpected reply to PSYNC from the primary: '{reply}'"
         ));
     }
-    stream_commands(shared, &mut conn, generation, db, target).await
+    stream_commands(host, &mut conn, generation, db, target, new_applier).await
 }
 
 /// The RDB after FULLRESYNC: `$<len>\r\n<len bytes>`, or diskless `$EOF:<40-byte mark>\r\n<bytes>
@@ -395,8 +431,8 @@ async fn read_payload(
 /// Replaces the whole keyspace and the function libraries with the primary's RDB. Every database
 /// is locked while it is emptied and loaded, so a client sees the old data or the new, never a
 /// mix; STM scope rows are not touched (as FLUSHALL). Returns the keys loaded.
-fn load_sync(shared: &Shared, payload: &[u8]) -> Result<u64, String> {
-    let store = &shared.store;
+fn load_sync(host: &impl Host, payload: &[u8]) -> Result<u64, String> {
+    let store = host.store();
     let dbs: Vec<usize> = (0..store.databases()).collect();
     let loaded = {
         let mut locked = store.lock_dbs(&dbs);
@@ -415,33 +451,32 @@ fn load_sync(shared: &Shared, payload: &[u8]) -> Result<u64, String> {
         }
     };
     // The engine after the keys: EXEC takes its locks before the engine, so never the reverse.
-    shared
-        .scripting
+    host.scripting()
         .engine()
         .restore_functions(
             &loaded.functions,
             crate::scripting::functions::RestorePolicy::Flush,
         )
         .map_err(|e| format!("cannot load the primary's functions: {e}"))?;
-    shared.snapshots.note_load(&loaded, store);
-    shared.aof.rewrite_after_sync();
-    crate::events::after_background_work(shared);
+    host.snapshots().note_load(&loaded, store);
+    host.aof().rewrite_after_sync();
+    host.after_background_work();
     Ok(loaded.keys)
 }
 
-async fn send_ack(conn: &mut Conn, shared: &Shared) -> Result<(), String> {
+async fn send_ack(conn: &mut Conn, host: &impl Host) -> Result<(), String> {
     let mut frame = Vec::new();
-    ack_frame(shared, &mut frame);
+    ack_frame(host, &mut frame);
     conn.send_raw(&frame).await
 }
 
 /// `REPLCONF ACK <offset>`, with `FACK <offset>` (Redis 7.2: how far the replica's append-only
 /// log is synced, for the primary's WAITAOF) while the log is on.
-fn ack_frame(shared: &Shared, out: &mut Vec<u8>) {
-    let offset = shared.replication.offset().to_string();
+fn ack_frame(host: &impl Host, out: &mut Vec<u8>) {
+    let offset = host.replication().offset().to_string();
     // The applied commands go into the log now rather than on the writer's next tick.
-    crate::aof::write_now(shared);
-    match shared.aof.synced_primary_offset() {
+    crate::aof::write_now(host);
+    match host.aof().synced_primary_offset() {
         Some(fack) => {
             let fack = fack.to_string();
             super::feed::encode_into(
@@ -464,36 +499,35 @@ fn ack_frame(shared: &Shared, out: &mut Vec<u8>) {
 }
 
 /// Unregisters the primary's client record when the link ends, however it ends.
-struct Registered<'a> {
-    shared: &'a Shared,
+struct Registered<'a, H: Host> {
+    host: &'a H,
     id: u64,
 }
 
-impl Drop for Registered<'_> {
+impl<H: Host> Drop for Registered<'_, H> {
     fn drop(&mut self) {
-        self.shared.clients.unregister(self.id);
+        self.host.clients().unregister(self.id);
     }
 }
 
 /// Applies the primary's commands as they arrive, acknowledging the offset every second, until
 /// the link breaks (an error), times out, is killed (CLIENT KILL) or the target changes.
-async fn stream_commands(
-    shared: &Arc<Shared>,
+async fn stream_commands<H: Host, A: Applier>(
+    host: &Arc<H>,
     conn: &mut Conn,
     generation: u64,
     db: &mut usize,
     target: &Target,
+    new_applier: &(impl Fn(&Arc<H>, Arc<ClientInfo>, usize) -> A + Sync),
 ) -> Result<(), String> {
-    let replica = &shared.replication.replica;
+    let replica = &host.replication().replica;
     let (peer, local) = (ClientAddr::Tcp(conn.peer), ClientAddr::Tcp(conn.local));
-    let info = shared.clients.register(peer, local, conn.fd);
+    let info = host.clients().register(peer, local, conn.fd);
     let _registered = Registered {
-        shared,
+        host: &**host,
         id: info.id,
     };
-    let mut state = ConnState::new(info.clone(), true);
-    state.from_primary = true;
-    state.db = *db;
+    let mut applier = new_applier(host, info.clone(), *db);
     let now = crate::clock::monotonic_ms();
     replica.last_io_ms.store(now, Relaxed);
     replica.update(generation, |status| status.down_since_ms = 0);
@@ -508,8 +542,9 @@ async fn stream_commands(
     let mut out: Vec<u8> = Vec::new();
     let result = loop {
         if let Err(why) = apply(
-            shared,
-            &mut state,
+            &**host,
+            &mut applier,
+            &info,
             conn,
             &mut ranges,
             &mut pending,
@@ -520,10 +555,10 @@ async fn stream_commands(
         {
             break Err(why);
         }
-        *db = state.db;
-        commands::client::publish(&state, 0);
+        *db = applier.db();
+        applier.publish();
         replica.read_offset.store(
-            shared.replication.offset() + pending + conn.inbuf.len() as u64,
+            host.replication().offset() + pending + conn.inbuf.len() as u64,
             Relaxed,
         );
         if !out.is_empty() {
@@ -545,7 +580,7 @@ async fn stream_commands(
                 Ok(0) => break Err("the primary closed the connection".into()),
                 Ok(n) => {
                     replica.last_io_ms.store(crate::clock::monotonic_ms(), Relaxed);
-                    crate::metrics::Stats::add(&shared.stats.total_net_input_bytes, n as u64);
+                    crate::metrics::Stats::add(&host.stats().total_net_input_bytes, n as u64);
                 }
                 Err(e) => break Err(format!("read from the primary failed: {e}")),
             },
@@ -555,15 +590,14 @@ async fn stream_commands(
                 if silent > conn.timeout.as_millis() as u64 {
                     break Err("timeout: no data from the primary".into());
                 }
-                if let Err(why) = send_ack(conn, shared).await {
+                if let Err(why) = send_ack(conn, &**host).await {
                     break Err(why);
                 }
             }
         }
     };
-    // A transaction cut by the break is dropped: the primary sends it again from its MULTI.
-    state.multi = None;
-    state.multi_failed = false;
+    // A transaction cut by the break is dropped with the applier: the primary sends it again
+    // from its MULTI.
     result
 }
 
@@ -571,17 +605,18 @@ async fn stream_commands(
 /// into `out` with the offset before it; every other reply is dropped.
 #[allow(clippy::too_many_arguments)]
 async fn apply(
-    shared: &Arc<Shared>,
-    state: &mut ConnState,
+    host: &impl Host,
+    applier: &mut impl Applier,
+    info: &ClientInfo,
     conn: &mut Conn,
     ranges: &mut Vec<(usize, usize)>,
     pending: &mut u64,
     out: &mut Vec<u8>,
     generation: u64,
 ) -> Result<(), String> {
-    let replica = &shared.replication.replica;
+    let replica = &host.replication().replica;
     let limits = {
-        let config = shared.config.read();
+        let config = host.config().read();
         Limits {
             max_bulk_len: config.proto_max_bulk_len as usize,
             max_args: config.proto_max_multibulk_len as usize,
@@ -621,7 +656,7 @@ async fn apply(
         pos += used;
         let used = used as u64;
         if args.is_empty() {
-            shared.replication.offset.fetch_add(used, Relaxed);
+            host.replication().offset.fetch_add(used, Relaxed);
             continue;
         }
         if args[0].eq_ignore_ascii_case(b"replconf") {
@@ -630,51 +665,38 @@ async fn apply(
                 .get(1)
                 .is_some_and(|a| a.eq_ignore_ascii_case(b"getack"))
             {
-                ack_frame(shared, out);
+                ack_frame(host, out);
             }
-            shared.replication.offset.fetch_add(used, Relaxed);
+            host.replication().offset.fetch_add(used, Relaxed);
             continue;
         }
         let reply = loop {
-            let reply = commands::dispatch(&mut Ctx::new(shared, state), &args);
-            if !std::mem::take(&mut state.script_wait) {
-                break reply;
-            }
-            // A client's script runs: the primary's command waits for it however long it runs,
-            // as on Redis (which keeps the stream unread meanwhile); never a BUSY.
-            if std::mem::take(&mut state.script_turn) {
-                shared.scripting.wait_turn(u64::MAX).await;
-            } else {
-                shared.scripting.run.until_idle().await;
+            match applier.run(&args) {
+                Ran::Done(reply) => break reply,
+                // A client's script runs: the primary's command waits for it however long it
+                // runs, as on Redis (which keeps the stream unread meanwhile); never a BUSY.
+                Ran::AfterScript { turn: true } => host.scripting().wait_turn(u64::MAX).await,
+                Ran::AfterScript { turn: false } => host.scripting().run.until_idle().await,
             }
         };
-        // Never a wait for the primary's commands: a blocking one that found nothing is done.
-        state.block = None;
-        state.wait = None;
-        state.blocked_read = None;
-        state.postponed = false;
         if let Reply::Error(text) = &reply {
             tracing::debug!(command = %String::from_utf8_lossy(args[0]), %text, "the primary's command failed here");
         }
         applied += 1;
-        if state.multi.is_some() {
+        if applier.in_multi() {
             *pending += used;
         } else {
-            shared
-                .replication
+            host.replication()
                 .offset
                 .fetch_add(std::mem::take(pending) + used, Relaxed);
         }
     };
     conn.inbuf.advance(pos);
     if applied > 0 {
-        shared
-            .aof
-            .mark_applied(shared.replication.feed.end(), shared.replication.offset());
-        crate::metrics::Stats::add(&shared.stats.total_commands_processed, applied);
-        state
-            .info
-            .last_active_ms
+        host.aof()
+            .mark_applied(host.replication().feed.end(), host.replication().offset());
+        crate::metrics::Stats::add(&host.stats().total_commands_processed, applied);
+        info.last_active_ms
             .store(crate::clock::monotonic_ms(), Relaxed);
     }
     result

@@ -4,7 +4,7 @@
 //! counts.
 
 use super::feed::{encode, Feed};
-use crate::server::Shared;
+use super::Host;
 use bytes::BytesMut;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
@@ -164,8 +164,8 @@ pub fn request_acks(feed: &Feed) {
 /// Serves a replica on `stream` until it goes: the dataset or the stream's missing part, then the
 /// stream as it grows. `inbuf` holds what the replica sent after its PSYNC.
 pub async fn serve_replica(
-    stream: &mut impl crate::connection::Stream,
-    shared: &Arc<Shared>,
+    stream: &mut impl crate::net::Stream,
+    host: &Arc<impl Host>,
     info: &crate::clients::ClientInfo,
     handoff: Handoff,
 ) -> std::io::Result<()> {
@@ -173,12 +173,12 @@ pub async fn serve_replica(
     info.published
         .flags
         .fetch_or(crate::clients::flag::REPLICA, Relaxed);
-    let feed = &shared.replication.feed;
-    let replication = &shared.replication;
+    let feed = &host.replication().feed;
+    let replication = host.replication();
     if feed.activate_at(replication.offset()) {
         tokio::time::sleep(super::feed::ACTIVATION_GRACE).await;
     }
-    start_pinger(shared);
+    start_pinger(host);
     let replid = replication.replid.lock().clone();
     let replid2 = replication.replid2.lock().clone();
     let second_offset = replication.second_offset.load(Relaxed);
@@ -223,7 +223,10 @@ pub async fn serve_replica(
             last_ack_ms: AtomicU64::new(crate::store::now_ms()),
         });
         master.replicas.lock().push(replica.clone());
-        Registration { shared, replica }
+        Registration {
+            host: &**host,
+            replica,
+        }
     };
     let registration = match continued {
         Some(reader) => {
@@ -235,10 +238,10 @@ pub async fn serve_replica(
         }
         None => {
             master.sync_full.fetch_add(1, Relaxed);
-            let worker = shared.clone();
+            let worker = host.clone();
             let (image, reader) = tokio::task::spawn_blocking(move || {
                 crate::snapshot::image(&*worker, || {
-                    let feed = &worker.replication.feed;
+                    let feed = &worker.replication().feed;
                     // The replica starts in database 0: the stream's next command SELECTs.
                     feed.forget_db();
                     feed.reader_at(feed.end())
@@ -268,32 +271,32 @@ pub async fn serve_replica(
             registration
         }
     };
-    feed_replica(stream, shared, info, &registration.replica, &mut inbuf).await
+    feed_replica(stream, &**host, info, &registration.replica, &mut inbuf).await
 }
 
 /// An attached replica: listed for INFO, ROLE and WAIT, and holding its place in the stream,
 /// until it goes (however the feeding ends).
-struct Registration<'a> {
-    shared: &'a Shared,
+struct Registration<'a, H: Host> {
+    host: &'a H,
     replica: Arc<Attached>,
 }
 
-impl Drop for Registration<'_> {
+impl<H: Host> Drop for Registration<'_, H> {
     fn drop(&mut self) {
-        self.shared.replication.master.detach(&self.replica);
-        self.shared.replication.feed.drop_reader(&self.replica.sent);
+        self.host.replication().master.detach(&self.replica);
+        self.host.replication().feed.drop_reader(&self.replica.sent);
     }
 }
 
 /// Sends the stream from the replica's offset as it grows; reads its acknowledgements.
 async fn feed_replica(
-    stream: &mut impl crate::connection::Stream,
-    shared: &Shared,
+    stream: &mut impl crate::net::Stream,
+    host: &impl Host,
     info: &crate::clients::ClientInfo,
     replica: &Attached,
     inbuf: &mut BytesMut,
 ) -> std::io::Result<()> {
-    let feed = &shared.replication.feed;
+    let feed = &host.replication().feed;
     let mut chunk = Vec::with_capacity(CHUNK);
     loop {
         let grown = feed.grown.notified();
@@ -320,7 +323,7 @@ async fn feed_replica(
             _ = info.killed() => return Ok(()),
             flushed = stream.flush() => flushed?,
         }
-        read_acks(shared, replica, inbuf);
+        read_acks(host, replica, inbuf);
         tokio::select! {
             biased;
             _ = info.killed() => return Ok(()),
@@ -338,7 +341,7 @@ async fn feed_replica(
                 if read? == 0 {
                     return Ok(());
                 }
-                read_acks(shared, replica, inbuf);
+                read_acks(host, replica, inbuf);
             }
         }
     }
@@ -346,7 +349,7 @@ async fn feed_replica(
 
 /// Sends what the stream holds beyond the replica's offset.
 async fn send_rest(
-    stream: &mut impl crate::connection::Stream,
+    stream: &mut impl crate::net::Stream,
     feed: &Feed,
     replica: &Attached,
 ) -> std::io::Result<()> {
@@ -360,7 +363,7 @@ async fn send_rest(
 
 /// Takes the replica's `REPLCONF ACK <offset>` commands out of `inbuf` (anything else it sends
 /// is ignored, as Redis ignores a replica's other commands' replies).
-fn read_acks(shared: &Shared, replica: &Attached, inbuf: &mut BytesMut) {
+fn read_acks(host: &impl Host, replica: &Attached, inbuf: &mut BytesMut) {
     let mut ranges = Vec::new();
     let limits = crate::protocol::Limits {
         max_bulk_len: 1 << 20,
@@ -397,28 +400,28 @@ fn read_acks(shared: &Shared, replica: &Attached, inbuf: &mut BytesMut) {
                 replica.aof_acked.fetch_max(fack, Relaxed);
             }
             replica.last_ack_ms.store(crate::store::now_ms(), Relaxed);
-            shared.replication.master.acks.wake_all_where(|_| true);
+            host.replication().master.acks.wake_all_where(|_| true);
         }
         let _ = inbuf.split_to(consumed);
     }
 }
 
 /// Pings the replicas through the stream every [`PING_EVERY`] while any is attached (one task).
-fn start_pinger(shared: &Arc<Shared>) {
-    let master = &shared.replication.master;
+fn start_pinger(host: &Arc<impl Host>) {
+    let master = &host.replication().master;
     if master.pinging.swap(true, Relaxed) {
         return;
     }
-    let weak = Arc::downgrade(shared);
+    let weak = Arc::downgrade(host);
     tokio::spawn(async move {
         let ping = encode(&[b"PING"]);
         loop {
             tokio::time::sleep(PING_EVERY).await;
-            let Some(shared) = weak.upgrade() else {
+            let Some(host) = weak.upgrade() else {
                 return;
             };
-            if shared.replication.master.any() {
-                shared.replication.feed.append(None, &ping);
+            if host.replication().master.any() {
+                host.replication().feed.append(None, &ping);
             }
         }
     });

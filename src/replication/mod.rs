@@ -8,8 +8,29 @@ pub mod master;
 pub mod replica;
 
 use parking_lot::Mutex;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
+
+/// What replication reaches of the server beyond what the append-only file does (the store, the
+/// configuration, snapshots, the script engine, the log and replication's own state): the client
+/// list (the primary's link is a client), the counters it adds to, the TLS and cluster settings
+/// and the addresses a link uses. The server's shared state implements it, so this module never
+/// sees the server; the primary's commands run through the [`link::Applier`] the server injects.
+pub trait Host: crate::aof::Host {
+    fn clients(&self) -> &crate::clients::ClientRegistry;
+    fn stats(&self) -> &crate::metrics::Stats;
+    fn tls(&self) -> &crate::tls::Tls;
+    /// This node's cluster, in cluster mode.
+    fn cluster(&self) -> Option<&crate::cluster::Cluster>;
+    /// The address the server was started on: a link's own address when its socket has none.
+    fn local_addr(&self) -> SocketAddr;
+    /// The plain TCP port served (the port a replica gives its primary).
+    fn tcp_port(&self) -> u16;
+    /// Publishes the keyspace notifications noted outside any command (a full sync's flush and
+    /// load), as the expiry cycle does after each tick.
+    fn after_background_work(&self);
+}
 
 /// A new replication id: 40 hex characters, as Redis's.
 pub fn new_replid() -> String {
@@ -60,12 +81,13 @@ impl Default for Replication {
 
 /// INFO's `master_repl_offset`: the stream produced here once replicas are fed from it, else the
 /// stream applied (a replica, or a primary whose stream has not started: it starts there).
-pub fn repl_offset(shared: &crate::server::Shared) -> u64 {
-    let feed = &shared.replication.feed;
-    if feed.active() && !shared.replication.replica.following() {
+pub fn repl_offset(host: &impl Host) -> u64 {
+    let feed = &host.replication().feed;
+    let replication = host.replication();
+    if feed.active() && !replication.replica.following() {
         feed.end()
     } else {
-        shared.replication.offset()
+        replication.offset()
     }
 }
 

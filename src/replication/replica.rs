@@ -5,12 +5,12 @@
 //! (or NO ONE) drops the link in progress. The link is Redis's: PING, AUTH, REPLCONF, PSYNC; a
 //! full sync empties every database and loads the primary's RDB with all of them locked (clients
 //! wait for the load rather than see half a keyspace); then each command of the stream runs
-//! through `commands::dispatch` on a connection state of its own that is obeyed as Redis's master
-//! client is. A broken link is made again after a second, continuing (`PSYNC replid offset+1`)
-//! when the primary still has the history.
+//! through the [`super::link::Applier`] the server injects (`commands::dispatch` on a connection
+//! state of its own), obeyed as Redis's master client is. A broken link is made again after a
+//! second, continuing (`PSYNC replid offset+1`) when the primary still has the history.
 
+use super::Host;
 use crate::protocol::Reply;
-use crate::server::Shared;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
 use tokio::sync::watch;
@@ -161,20 +161,21 @@ impl Replica {
     }
 }
 
-/// Starts following `host:port` (REPLICAOF, or `replicaof` at start-up): the link of any earlier
-/// target ends, the data stays until the new primary's full sync replaces it. With
+/// Starts following `target_host:port` (REPLICAOF, or `replicaof` at start-up): the link of any
+/// earlier target ends, the data stays until the new primary's full sync replaces it. With
 /// `continue_history` (REPLICAOF, FAILOVER's hand-over) the link asks to continue the history
 /// this node holds, as Redis's cached master: a primary's own (up to the end of its stream), or
 /// the one a replica synced from its previous primary. So a replica moved to its promoted sibling,
 /// or a demoted primary, continues with `+CONTINUE` where the new primary's `replid2` allows.
-pub fn follow(shared: &Shared, host: String, port: u16, continue_history: bool) {
-    let replica = &shared.replication.replica;
-    let target = Target { host, port };
-    let replication = &shared.replication;
+pub fn follow(host: &impl Host, target_host: String, port: u16, continue_history: bool) {
+    let replica = &host.replication().replica;
+    let target = Target {
+        host: target_host,
+        port,
+    };
+    let replication = &host.replication();
     if continue_history && !replica.following() {
-        replication
-            .offset
-            .store(super::repl_offset(shared), Relaxed);
+        replication.offset.store(super::repl_offset(host), Relaxed);
     }
     let generation = {
         let mut status = replica.status.lock();
@@ -189,16 +190,16 @@ pub fn follow(shared: &Shared, host: String, port: u16, continue_history: bool) 
         replica.following.store(true, Relaxed);
         generation
     };
-    shared.store.replica_keeps_expired.store(true, Relaxed);
-    shared.config.write().replicaof = format!("{} {}", target.host, target.port);
+    host.store().replica_keeps_expired.store(true, Relaxed);
+    host.config().write().replicaof = format!("{} {}", target.host, target.port);
     tracing::info!(host = %target.host, port = target.port, "REPLICAOF enabled: connecting to the primary");
     replica.target.send_replace(Some((target, generation)));
 }
 
 /// REPLICAOF NO ONE: the link ends, the data stays, and this node starts a history of its own
 /// (the primary's id is kept as `replid2`).
-pub fn stop_following(shared: &Shared) {
-    let replica = &shared.replication.replica;
+pub fn stop_following(host: &impl Host) {
+    let replica = &host.replication().replica;
     {
         let mut status = replica.status.lock();
         replica.generation.fetch_add(1, Relaxed);
@@ -206,30 +207,30 @@ pub fn stop_following(shared: &Shared) {
         replica.state.store(LinkState::Connect as u8, Relaxed);
     }
     // A history to continue: a stream synced from a primary (or this node's own, kept before).
-    let synced = shared.replication.offset() > 0;
-    shared.replication.shift_replid();
+    let synced = host.replication().offset() > 0;
+    host.replication().shift_replid();
     // The stream this node produces from now on continues the primary's numbering. After a sync
     // it is kept from this point (before clients may write), as Redis keeps the backlog its
     // replica made: the old primary's other replicas continue here with
     // `PSYNC <replid2> <offset+1>`, and must get every write made since. A node that never
     // synced has no history to continue, and keeps no stream until a replica attaches (Redis:
     // no backlog, ROLE's offset stays put).
-    let feed = &shared.replication.feed;
-    feed.restart_at(shared.replication.offset());
+    let feed = &host.replication().feed;
+    feed.restart_at(host.replication().offset());
     if synced {
         feed.activate();
     }
     replica.following.store(false, Relaxed);
-    shared.store.replica_keeps_expired.store(false, Relaxed);
-    shared.config.write().replicaof.clear();
+    host.store().replica_keeps_expired.store(false, Relaxed);
+    host.config().write().replicaof.clear();
     tracing::info!("MASTER MODE enabled: no longer following a primary");
     replica.target.send_replace(None);
 }
 
 /// INFO replication's fields of a replica, from `role` to `replica_announced` (empty while this
 /// node is a primary), as Redis 7.2 prints them.
-pub fn info_fields(shared: &Shared) -> Vec<(&'static str, String)> {
-    let replica = &shared.replication.replica;
+pub fn info_fields(host: &impl Host) -> Vec<(&'static str, String)> {
+    let replica = &host.replication().replica;
     let status = replica.status.lock();
     let Some(target) = status.target.clone() else {
         return Vec::new();
@@ -242,7 +243,7 @@ pub fn info_fields(shared: &Shared) -> Vec<(&'static str, String)> {
     } else {
         -1
     };
-    let offset = shared.replication.offset();
+    let offset = host.replication().offset();
     let read_offset = if up {
         replica.read_offset.load(Relaxed).max(offset)
     } else {
@@ -287,7 +288,7 @@ pub fn info_fields(shared: &Shared) -> Vec<(&'static str, String)> {
         let down = crate::clock::secs_since(status.down_since_ms, now);
         fields.push(("master_link_down_since_seconds", down.to_string()));
     }
-    let config = shared.config.read();
+    let config = host.config().read();
     fields.extend([
         ("slave_priority", config.replica_priority.to_string()),
         (
@@ -305,11 +306,11 @@ pub fn info_fields(shared: &Shared) -> Vec<(&'static str, String)> {
 
 /// ROLE of a replica: `slave`, the primary's host and port, the link's state and the offset
 /// applied (-1 while the link is not up), as Redis. None while this node is a primary.
-pub fn role(shared: &Shared) -> Option<Reply> {
-    let target = shared.replication.replica.target()?;
-    let state = shared.replication.replica.state();
+pub fn role(host: &impl Host) -> Option<Reply> {
+    let target = host.replication().replica.target()?;
+    let state = host.replication().replica.state();
     let offset = if state == LinkState::Connected {
-        shared.replication.offset() as i64
+        host.replication().offset() as i64
     } else {
         -1
     };

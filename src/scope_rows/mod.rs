@@ -118,6 +118,10 @@ pub struct PersistStats {
     pub last_error: Mutex<Option<String>>,
 }
 
+/// Whether this node serves a key: in cluster mode the server gives the warm start one that asks
+/// the slot map, so a node restores only the scopes of the slots it owns.
+pub type OwnsKey = Arc<dyn Fn(&[u8]) -> bool + Send + Sync>;
+
 /// The commands' side of the sink. Cheap to call from any command: one `try_send`.
 pub struct PersistHandle {
     queue: Option<mpsc::Sender<PersistOp>>,
@@ -144,7 +148,7 @@ pub fn start(
     config: &Config,
     store: Arc<Store>,
     stop: watch::Receiver<bool>,
-    cluster: Option<Arc<crate::cluster::Cluster>>,
+    owns_key: Option<OwnsKey>,
 ) -> Result<Started, String> {
     if config.no_database {
         tracing::warn!(
@@ -178,7 +182,7 @@ pub fn start(
         summary_ttl_secs: config.stm_summary_ttl,
         stop,
         restored: restored_tx,
-        cluster,
+        owns_key,
         retention: retention::Retention {
             days: config.stm_row_retention_days,
             period: std::time::Duration::from_millis(config.stm_retention_sweep_ms),

@@ -40,7 +40,7 @@ pub struct Writer {
     pub restored: watch::Sender<bool>,
     /// In cluster mode, the warm start restores only the slots this node owns under the map it
     /// loaded at start; slots it takes over later are warmed by the failover.
-    pub cluster: Option<Arc<crate::cluster::Cluster>>,
+    pub owns_key: Option<super::OwnsKey>,
     pub retention: Retention,
 }
 
@@ -259,11 +259,7 @@ impl Writer {
             .collect();
         let ttl_ms = self.summary_ttl_secs.saturating_mul(1000);
         let (mut created, mut filled_in) = (0u64, 0u64);
-        let owned = |key: &[u8]| {
-            self.cluster
-                .as_ref()
-                .is_none_or(|c| c.owns(crate::cluster::key_slot(key)))
-        };
+        let owned = |key: &[u8]| self.owns_key.as_ref().is_none_or(|owns| owns(key));
         for row in &rows {
             if forgets.iter().any(|op| op.forgets(&row.scope)) || !owned(&row.scope.key()) {
                 continue;

@@ -83,13 +83,15 @@ impl ScopeKey {
         channel: &Bytes,
         persona: Option<u64>,
     ) -> Vec<ScopeKey> {
-        let mut scopes = vec![ScopeKey {
+        // Sized for both scopes at once: a push that grows the vector costs a reallocation.
+        let mut scopes = Vec::with_capacity(2);
+        scopes.push(ScopeKey {
             scope: Scope::User,
             user: Some(user.clone()),
             server: server.cloned(),
             channel: channel.clone(),
             persona,
-        }];
+        });
         if let Some(server) = server {
             scopes.push(ScopeKey {
                 scope: Scope::Server,

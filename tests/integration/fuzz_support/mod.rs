@@ -7,11 +7,11 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use stmd::clients::ClientAddr;
+use stmd::commands::Shared;
 use stmd::commands::{self, ConnState, Ctx};
 use stmd::config::Config;
 use stmd::protocol::{parse_request, Limits, Parsed, Reply};
 use stmd::scope_rows::PersistHandle;
-use stmd::server::Shared;
 use stmd::store::Store;
 
 pub const LIMITS: Limits = Limits {
