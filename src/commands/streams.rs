@@ -8,9 +8,9 @@ use super::{err, BlockRequest, CmdResult, Ctx};
 use crate::events::class;
 use crate::protocol::{self, parse_i64_strict, Reply};
 use crate::store::stream::{
-    AutoClaimArgs, ClaimOptions, EntryFields, Fields, Group, Stream, StreamError, StreamId, Trim,
-    INVALID_READ, NODE_MAX_ENTRIES,
+    EntryFields, Fields, Group, Stream, StreamError, StreamId, Trim, INVALID_READ, NODE_MAX_ENTRIES,
 };
+use crate::store::stream_group::{AutoClaimArgs, ClaimOptions};
 use crate::store::{now_ms, Locked, Value};
 use bytes::{BufMut, Bytes, BytesMut};
 use std::time::{Duration, Instant};

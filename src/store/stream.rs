@@ -3,16 +3,14 @@
 //! buffer ([`Node`]) in a B-tree keyed by the node's start id. The node boundaries are Redis's
 //! own, so approximate trimming (`~`) removes exactly what Redis would remove.
 //!
-//! The data logic of the stream commands lives here and in `stream_group` (the consumer groups):
+//! The data logic of the stream commands lives here and in `stream_group` (the consumer groups'
+//! methods, which import this file and not the other way round):
 //! it takes plain values and returns plain results or a [`StreamError`], so the command handlers
 //! only parse arguments and shape replies.
 
-pub use super::stream_group::{
-    AutoClaim, AutoClaimArgs, ClaimOptions, Consumer, Group, Nack, Pending, PendingSummary,
-};
 pub use super::stream_node::{EntryFields, Node};
 use bytes::Bytes;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Entries per node before a new one starts (Redis's `stream-node-max-entries` default).
 pub const NODE_MAX_ENTRIES: u32 = 100;
@@ -175,6 +173,31 @@ impl<'a> Iterator for FieldsIter<'a> {
         self.0 = &self.0[at + len..];
         Some(item)
     }
+}
+
+/// A pending (delivered, not acknowledged) entry of a group.
+#[derive(Clone, Debug)]
+pub struct Nack {
+    pub consumer: Bytes,
+    pub delivery_time: u64,
+    pub delivery_count: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Consumer {
+    pub seen_time: u64,
+    /// Last time the consumer read or claimed something; `None` until then.
+    pub active_time: Option<u64>,
+    pub pel: BTreeSet<StreamId>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Group {
+    pub last_id: StreamId,
+    /// [`INVALID_READ`] when unknown.
+    pub entries_read: i64,
+    pub pel: BTreeMap<StreamId, Nack>,
+    pub consumers: BTreeMap<Bytes, Consumer>,
 }
 
 /// The entries: nodes by their start (master) id; a node holds the entries from its start id up

@@ -5,26 +5,10 @@
 //! `now` in milliseconds) and returns ids, counts or a [`StreamError`]. `commands/streams.rs`
 //! parses the arguments, shapes the replies and signals waiters and keyspace events.
 
-use super::stream::{Stream, StreamError, StreamId, INVALID_READ};
+use super::stream::{Consumer, Group, Nack, Stream, StreamError, StreamId, INVALID_READ};
 use bytes::Bytes;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::ops::Bound;
-
-/// A pending (delivered, not acknowledged) entry of a group.
-#[derive(Clone, Debug)]
-pub struct Nack {
-    pub consumer: Bytes,
-    pub delivery_time: u64,
-    pub delivery_count: u64,
-}
-
-#[derive(Clone, Debug, Default)]
-pub struct Consumer {
-    pub seen_time: u64,
-    /// Last time the consumer read or claimed something; `None` until then.
-    pub active_time: Option<u64>,
-    pub pel: BTreeSet<StreamId>,
-}
 
 impl Consumer {
     /// Milliseconds since the consumer was last seen (XINFO CONSUMERS' `idle`).
@@ -37,15 +21,6 @@ impl Consumer {
         self.active_time
             .map_or(-1, |t| now.saturating_sub(t) as i64)
     }
-}
-
-#[derive(Clone, Debug)]
-pub struct Group {
-    pub last_id: StreamId,
-    /// [`INVALID_READ`] when unknown.
-    pub entries_read: i64,
-    pub pel: BTreeMap<StreamId, Nack>,
-    pub consumers: BTreeMap<Bytes, Consumer>,
 }
 
 /// XPENDING's summary form: how many are pending, the lowest and highest pending ids and how
