@@ -8,15 +8,36 @@ use super::{err, BlockRequest, CmdResult, Ctx};
 use crate::events::class;
 use crate::protocol::{self, parse_i64_strict, Reply};
 use crate::store::stream::{
-    Consumer, EntryFields, Fields, Group, Nack, Stream, StreamId, Trim, INVALID_READ,
-    NODE_MAX_ENTRIES,
+    EntryFields, Fields, Group, Stream, StreamError, StreamId, Trim, INVALID_READ, NODE_MAX_ENTRIES,
 };
+use crate::store::stream_group::{AutoClaimArgs, ClaimOptions};
 use crate::store::{now_ms, Locked, Value};
 use bytes::{BufMut, Bytes, BytesMut};
-use std::ops::Bound;
 use std::time::{Duration, Instant};
 
 const INVALID_ID: &str = "ERR Invalid stream ID specified as stream command argument";
+
+/// Redis's error text for each refusal of the stream's logic.
+fn refused(e: StreamError) -> Reply {
+    Reply::error(match e {
+        StreamError::Exhausted => {
+            "ERR The stream has exhausted the last possible ID, unable to add more items"
+        }
+        StreamError::IdTooSmall => {
+            "ERR The ID specified in XADD is equal or smaller than the target stream top item"
+        }
+        StreamError::BelowMaxDeleted => {
+            "ERR The ID specified in XSETID is smaller than current max_deleted_entry_id"
+        }
+        StreamError::BelowTop => {
+            "ERR The ID specified in XSETID is smaller than the target stream top item"
+        }
+        StreamError::EntriesAddedBelowLength => {
+            "ERR The entries_added specified in XSETID is smaller than the target stream length"
+        }
+        StreamError::GroupExists => "BUSYGROUP Consumer Group name already exists",
+    })
+}
 
 // ---------------------------------------------------------------- typed access
 
@@ -304,43 +325,15 @@ pub fn xadd(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let Some(s) = stream_mut(&mut locked, key)? else {
         return Ok(Reply::Nil);
     };
-    if s.last_id == StreamId::MAX {
-        return Err(Reply::error(
-            "ERR The stream has exhausted the last possible ID, unable to add more items",
-        ));
-    }
-    let too_small = || {
-        Reply::error(
-            "ERR The ID specified in XADD is equal or smaller than the target stream top item",
-        )
-    };
-    let id = match parsed.id {
-        Some((id, true)) => id,
-        Some((id, false)) => {
-            if s.last_id.ms == id.ms {
-                s.last_id
-                    .incr()
-                    .filter(|n| n.ms == id.ms)
-                    .ok_or_else(too_small)?
-            } else {
-                id
+    let id = match s.next_id(parsed.id, now_ms()) {
+        Ok(id) => id,
+        Err(e) => {
+            if !exists {
+                locked.remove(key);
             }
-        }
-        None => {
-            let ms = now_ms();
-            if ms > s.last_id.ms {
-                StreamId::new(ms, 0)
-            } else {
-                s.last_id.incr().ok_or_else(too_small)?
-            }
+            return Err(refused(e));
         }
     };
-    if id <= s.last_id {
-        if !exists {
-            locked.remove(key);
-        }
-        return Err(too_small());
-    }
     s.append(id, Fields::pack(&args[field_pos..]));
     let trimmed = parsed
         .trim
@@ -433,30 +426,13 @@ pub fn xdel(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let Some(s) = stream_mut(&mut locked, key)? else {
         return Ok(Reply::Int(0));
     };
-    let mut deleted = 0;
-    let mut first_entry = false;
-    for id in ids {
-        if s.delete(id) {
-            if id == s.first_id {
-                first_entry = true;
-            }
-            if id > s.max_deleted {
-                s.max_deleted = id;
-            }
-            deleted += 1;
-        }
-    }
+    let deleted = s.delete_entries(&ids);
     if deleted > 0 {
-        if s.is_empty() {
-            s.first_id = StreamId::MIN;
-        } else if first_entry {
-            s.first_id = s.first_entry_id().unwrap_or(StreamId::MAX);
-        }
         locked.notify(class::STREAM, "xdel", key);
     } else {
         locked.unchanged(key);
     }
-    Ok(Reply::Int(deleted))
+    Ok(Reply::Int(deleted as i64))
 }
 
 /// XSETID key last-id [ENTRIESADDED n] [MAXDELETEDID id]
@@ -487,29 +463,10 @@ pub fn xsetid(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let Some(s) = stream_mut(&mut locked, key)? else {
         return Err(Reply::error(err::NO_SUCH_KEY));
     };
-    // Redis 7.2 (redis#11444): the last id cannot go below an id already deleted.
-    if id < s.max_deleted {
-        return Err(Reply::error(
-            "ERR The ID specified in XSETID is smaller than current max_deleted_entry_id",
-        ));
-    }
-    if let Some(top) = s.last_entry_id() {
-        if id < top {
-            return Err(Reply::error(
-                "ERR The ID specified in XSETID is smaller than the target stream top item",
-            ));
-        }
-        if entries_added != -1 && s.len() as i64 > entries_added {
-            return Err(Reply::error("ERR The entries_added specified in XSETID is smaller than the target stream length"));
-        }
-    }
-    s.last_id = id;
-    if entries_added != -1 {
-        s.entries_added = entries_added as u64;
-    }
-    if !max_xdel.is_zero() {
-        s.max_deleted = max_xdel;
-    }
+    let entries_added = (entries_added != -1).then_some(entries_added as u64);
+    let max_xdel = (!max_xdel.is_zero()).then_some(max_xdel);
+    s.set_last_id(id, entries_added, max_xdel)
+        .map_err(refused)?;
     locked.notify(class::STREAM, "xsetid", key);
     Ok(Reply::OK)
 }
@@ -541,102 +498,17 @@ fn nogroup_read(key: &[u8], group: &[u8]) -> Reply {
     )
 }
 
-/// Delivers new entries of `s` after the group's last id to `consumer` (XREADGROUP `>`).
-fn deliver_new(
-    s: &mut Stream,
-    group_name: &[u8],
-    consumer: &Bytes,
-    count: usize,
-    noack: bool,
-    now: u64,
-) -> Vec<Reply> {
-    let Some(start) = s.groups.get(group_name).map(|g| g.last_id) else {
-        return Vec::new();
-    };
-    let limit = if count == 0 { usize::MAX } else { count };
-    let picked: Vec<StreamId> = match start.incr() {
-        Some(from) => s
-            .range(from, StreamId::MAX)
-            .take(limit)
-            .map(|(id, _)| id)
+/// Entries for XREADGROUP's reply: one whose entry is gone (a pending id read from the history)
+/// shows as `[id, nil]`, as Redis does.
+fn group_entries(s: &Stream, ids: Vec<StreamId>) -> Reply {
+    Reply::Array(
+        ids.into_iter()
+            .map(|id| match s.get(id) {
+                Some(f) => entry_reply(id, f),
+                None => Reply::Array(vec![id_reply(id), Reply::NilArray]),
+            })
             .collect(),
-        None => Vec::new(),
-    };
-    let mut out = Vec::with_capacity(picked.len());
-    for id in picked {
-        s.advance_group(group_name, id);
-        if let Some(f) = s.get(id) {
-            out.push(entry_reply(id, f));
-        }
-        let Some(group) = s.groups.get_mut(group_name) else {
-            continue;
-        };
-        if !noack {
-            let nack = Nack {
-                consumer: consumer.clone(),
-                delivery_time: now,
-                delivery_count: 1,
-            };
-            if let Some(old) = group.pel.insert(id, nack) {
-                if let Some(c) = group.consumers.get_mut(&old.consumer) {
-                    c.pel.remove(&id);
-                }
-            }
-            if let Some(c) = group.consumers.get_mut(consumer) {
-                c.pel.insert(id);
-            }
-        }
-    }
-    if !out.is_empty() {
-        if let Some(c) = s
-            .groups
-            .get_mut(group_name)
-            .and_then(|g| g.consumers.get_mut(consumer))
-        {
-            c.active_time = Some(now);
-        }
-    }
-    out
-}
-
-/// The consumer's own pending entries after `after` (XREADGROUP with an id).
-fn deliver_history(
-    s: &mut Stream,
-    group_name: &[u8],
-    consumer: &Bytes,
-    after: StreamId,
-    count: usize,
-    now: u64,
-) -> Vec<Reply> {
-    let Some(start) = after.incr() else {
-        return Vec::new();
-    };
-    let limit = if count == 0 { usize::MAX } else { count };
-    let Stream {
-        entries, groups, ..
-    } = s;
-    let Some(group) = groups.get_mut(group_name) else {
-        return Vec::new();
-    };
-    let ids: Vec<StreamId> = group
-        .consumers
-        .get(consumer)
-        .map(|c| c.pel.range(start..).take(limit).copied().collect())
-        .unwrap_or_default();
-    let mut out = Vec::with_capacity(ids.len());
-    for id in ids {
-        match entries.get(id) {
-            Some(f) => {
-                out.push(entry_reply(id, f));
-                if let Some(n) = group.pel.get_mut(&id) {
-                    n.delivery_time = now;
-                    n.delivery_count += 1;
-                }
-            }
-            None => out.push(Reply::Array(vec![id_reply(id), Reply::NilArray])),
-        }
-    }
-    out
+    )
 }
 
 /// The ids a blocked XREAD resolved at its first attempt (`$` becomes the last id then).
@@ -787,10 +659,7 @@ pub fn xread(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
                     let Some(grp) = s.groups.get_mut(g) else {
                         continue;
                     };
-                    let created = !grp.consumers.contains_key(c);
-                    let entry = grp.consumers.entry(consumer.clone()).or_default();
-                    entry.seen_time = now;
-                    if created {
+                    if grp.see_consumer(&consumer, now) {
                         locked.notify(class::STREAM, "xgroup-createconsumer", key);
                     }
                     let Some(s) = stream_mut(&mut locked, key)? else {
@@ -798,16 +667,14 @@ pub fn xread(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
                     };
                     match ids[k] {
                         Some(after) => {
-                            let items = deliver_history(s, g, &consumer, after, count, now);
-                            parts.push((Reply::bulk(key), Reply::Array(items)));
+                            let ids = s.deliver_history(g, &consumer, after, count, now);
+                            parts.push((Reply::bulk(key), group_entries(s, ids)));
                         }
-                        None => {
-                            let last = s.groups.get(g).map_or(StreamId::MAX, |g| g.last_id);
-                            if s.last_entry_id().is_some_and(|top| top > last) {
-                                let items = deliver_new(s, g, &consumer, count, noack, now);
-                                parts.push((Reply::bulk(key), Reply::Array(items)));
-                            }
+                        None if s.has_undelivered(g) => {
+                            let ids = s.deliver_new(g, &consumer, count, noack, now);
+                            parts.push((Reply::bulk(key), group_entries(s, ids)));
                         }
+                        None => {}
                     }
                 }
                 None => {
@@ -949,22 +816,11 @@ pub fn xgroup(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         let Some(s) = stream_mut(&mut locked, key)? else {
             return Ok(Reply::Nil);
         };
-        if s.groups.contains_key(gname) {
-            if !exists {
-                return Ok(Reply::OK); // unreachable: a new stream has no groups
-            }
+        if let Err(e) = s.create_group(gname, id, entries_read) {
+            // Only on a stream that existed: a new one has no groups.
             locked.unchanged(key);
-            return Err(Reply::error("BUSYGROUP Consumer Group name already exists"));
+            return Err(refused(e));
         }
-        s.groups.insert(
-            Bytes::copy_from_slice(gname),
-            Group {
-                last_id: id,
-                entries_read,
-                pel: Default::default(),
-                consumers: Default::default(),
-            },
-        );
         locked.notify(class::STREAM, "xgroup-create", key);
         return Ok(Reply::OK);
     }
@@ -977,14 +833,11 @@ pub fn xgroup(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         } else {
             parse_id_full(args[4], 0, false, false)?.0
         };
-        if let Some(g) = s.groups.get_mut(gname) {
-            g.last_id = id;
-            g.entries_read = entries_read;
-        }
+        s.set_group_id(gname, id, entries_read);
         locked.notify(class::STREAM, "xgroup-setid", key);
         Ok(Reply::OK)
     } else if is(sub, "DESTROY") && args.len() == 4 {
-        if s.groups.remove(gname).is_some() {
+        if s.destroy_group(gname) {
             locked.notify(class::STREAM, "xgroup-destroy", key);
             // Blocked XREADGROUP clients of this group find it gone and get NOGROUP.
             signal(&locked, key);
@@ -997,30 +850,20 @@ pub fn xgroup(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         let Some(g) = s.groups.get_mut(gname) else {
             return Err(nogroup_of(key, gname));
         };
-        if g.consumers.contains_key(args[4]) {
+        if !g.create_consumer(args[4], now_ms()) {
             locked.unchanged(key);
             return Ok(Reply::Int(0));
         }
-        g.consumers.insert(
-            Bytes::copy_from_slice(args[4]),
-            Consumer {
-                seen_time: now_ms(),
-                ..Default::default()
-            },
-        );
         locked.notify(class::STREAM, "xgroup-createconsumer", key);
         Ok(Reply::Int(1))
     } else if is(sub, "DELCONSUMER") && args.len() == 5 {
         let Some(g) = s.groups.get_mut(gname) else {
             return Err(nogroup_of(key, gname));
         };
-        match g.consumers.remove(args[4]) {
-            Some(c) => {
-                for id in &c.pel {
-                    g.pel.remove(id);
-                }
+        match g.delete_consumer(args[4]) {
+            Some(pending) => {
                 locked.notify(class::STREAM, "xgroup-delconsumer", key);
-                Ok(Reply::Int(c.pel.len() as i64))
+                Ok(Reply::Int(pending as i64))
             }
             None => {
                 locked.unchanged(key);
@@ -1075,19 +918,11 @@ pub fn xack(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let Some(g) = stream_mut(&mut locked, key)?.and_then(|s| s.groups.get_mut(gname)) else {
         return Ok(Reply::Int(0));
     };
-    let mut acked = 0;
-    for id in ids {
-        if let Some(nack) = g.pel.remove(&id) {
-            if let Some(c) = g.consumers.get_mut(&nack.consumer) {
-                c.pel.remove(&id);
-            }
-            acked += 1;
-        }
-    }
+    let acked = g.ack(&ids);
     if acked == 0 {
         locked.unchanged(key);
     }
-    Ok(Reply::Int(acked))
+    Ok(Reply::Int(acked as i64))
 }
 
 /// XPENDING key group [[IDLE min-idle] start end count [consumer]]
@@ -1123,75 +958,44 @@ pub fn xpending(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         return Err(nogroup_key(key, gname));
     };
     if justinfo {
-        if g.pel.is_empty() {
+        let Some(summary) = g.pending_summary() else {
             return Ok(Reply::Array(vec![
                 Reply::Int(0),
                 Reply::Nil,
                 Reply::Nil,
                 Reply::NilArray,
             ]));
-        }
-        let first = g.pel.keys().next().copied().unwrap_or_default();
-        let last = g.pel.keys().next_back().copied().unwrap_or_default();
-        let consumers = g
+        };
+        let consumers = summary
             .consumers
-            .iter()
-            .filter(|(_, c)| !c.pel.is_empty())
-            .map(|(name, c)| {
+            .into_iter()
+            .map(|(name, pending)| {
                 Reply::Array(vec![
                     Reply::Bulk(name.clone()),
-                    Reply::Bulk(Bytes::from(c.pel.len().to_string())),
+                    Reply::Bulk(Bytes::from(pending.to_string())),
                 ])
             })
             .collect();
         return Ok(Reply::Array(vec![
-            Reply::Int(g.pel.len() as i64),
-            id_reply(first),
-            id_reply(last),
+            Reply::Int(summary.count as i64),
+            id_reply(summary.first),
+            id_reply(summary.last),
             Reply::Array(consumers),
         ]));
     }
-    let now = now_ms() as i64;
-    let ids: Vec<StreamId> = match consumer {
-        Some(name) => match g.consumers.get(name) {
-            None => return Ok(Reply::Array(Vec::new())),
-            Some(c) => {
-                if start > end {
-                    Vec::new()
-                } else {
-                    c.pel.range(start..=end).copied().collect()
-                }
-            }
-        },
-        None => {
-            if start > end {
-                Vec::new()
-            } else {
-                g.pel.range(start..=end).map(|(id, _)| *id).collect()
-            }
-        }
-    };
-    let mut out = Vec::new();
-    for id in ids {
-        if count == 0 {
-            break;
-        }
-        let Some(nack) = g.pel.get(&id) else {
-            continue;
-        };
-        let idle = now - nack.delivery_time as i64;
-        if minidle != 0 && idle < minidle {
-            continue;
-        }
-        count -= 1;
-        out.push(Reply::Array(vec![
-            id_reply(id),
-            Reply::Bulk(nack.consumer.clone()),
-            Reply::Int(idle.max(0)),
-            Reply::Int(nack.delivery_count as i64),
-        ]));
-    }
-    Ok(Reply::Array(out))
+    let rows = g.pending(start, end, consumer, minidle, count as usize, now_ms());
+    Ok(Reply::Array(
+        rows.into_iter()
+            .map(|p| {
+                Reply::Array(vec![
+                    id_reply(p.id),
+                    Reply::Bulk(p.consumer.clone()),
+                    Reply::Int(p.idle.max(0)),
+                    Reply::Int(p.delivery_count as i64),
+                ])
+            })
+            .collect(),
+    ))
 }
 
 // ---------------------------------------------------------------- XCLAIM / XAUTOCLAIM
@@ -1200,22 +1004,19 @@ fn int_msg(arg: &[u8], msg: &'static str) -> Result<i64, Reply> {
     parse_i64_strict(arg).ok_or_else(|| Reply::error(msg))
 }
 
-/// Moves the pending entry `id` to `consumer` (creating the consumer if needed).
-fn claim_to(g: &mut Group, id: StreamId, consumer: &Bytes, now: u64) -> bool {
-    let Some(nack) = g.pel.get_mut(&id) else {
-        return false;
-    };
-    if nack.consumer != *consumer {
-        if let Some(old) = g.consumers.get_mut(&nack.consumer) {
-            old.pel.remove(&id);
-        }
-        nack.consumer = consumer.clone();
-    }
-    let c = g.consumers.entry(consumer.clone()).or_default();
-    c.pel.insert(id);
-    c.seen_time = now;
-    c.active_time = Some(now);
-    true
+/// The entries XCLAIM and XAUTOCLAIM claimed (all still in the stream), or their ids (JUSTID).
+fn claimed_reply(s: &Stream, ids: Vec<StreamId>, justid: bool) -> Reply {
+    Reply::Array(
+        ids.into_iter()
+            .filter_map(|id| {
+                if justid {
+                    Some(id_reply(id))
+                } else {
+                    s.get(id).map(|f| entry_reply(id, f))
+                }
+            })
+            .collect(),
+    )
 }
 
 /// XCLAIM key group consumer min-idle-time id [id ...] [IDLE ms] [TIME ms] [RETRYCOUNT n]
@@ -1238,30 +1039,37 @@ pub fn xclaim(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         }
         j += 1;
     }
-    let now = now_ms() as i64;
-    let (mut force, mut justid) = (false, false);
-    let mut retrycount = -1i64;
-    let mut deliverytime = -1i64;
-    let mut last_id = StreamId::MIN;
+    let now = now_ms();
+    let mut opts = ClaimOptions {
+        min_idle: minidle,
+        delivery_time: None,
+        retry_count: None,
+        force: false,
+        justid: false,
+        last_id: StreamId::MIN,
+    };
     while j < args.len() {
         let more = args.len() - 1 - j;
         let opt = args[j];
         if is(opt, "FORCE") {
-            force = true;
+            opts.force = true;
         } else if is(opt, "JUSTID") {
-            justid = true;
+            opts.justid = true;
         } else if is(opt, "IDLE") && more > 0 {
             j += 1;
-            deliverytime = now - int_msg(args[j], "ERR Invalid IDLE option argument for XCLAIM")?;
+            let idle = int_msg(args[j], "ERR Invalid IDLE option argument for XCLAIM")?;
+            opts.delivery_time = Some((now as i64).wrapping_sub(idle));
         } else if is(opt, "TIME") && more > 0 {
             j += 1;
-            deliverytime = int_msg(args[j], "ERR Invalid TIME option argument for XCLAIM")?;
+            let time = int_msg(args[j], "ERR Invalid TIME option argument for XCLAIM")?;
+            opts.delivery_time = Some(time);
         } else if is(opt, "RETRYCOUNT") && more > 0 {
             j += 1;
-            retrycount = int_msg(args[j], "ERR Invalid RETRYCOUNT option argument for XCLAIM")?;
+            let n = int_msg(args[j], "ERR Invalid RETRYCOUNT option argument for XCLAIM")?;
+            opts.retry_count = Some(n);
         } else if is(opt, "LASTID") && more > 0 {
             j += 1;
-            last_id = strict_id(args[j])?;
+            opts.last_id = strict_id(args[j])?;
         } else {
             return Err(Reply::Error(
                 format!(
@@ -1273,70 +1081,13 @@ pub fn xclaim(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         }
         j += 1;
     }
-    if deliverytime != -1 {
-        if deliverytime < 0 || deliverytime > now {
-            deliverytime = now;
-        }
-    } else {
-        deliverytime = now;
-    }
     let Some(s) = stream_mut(&mut locked, key)? else {
         return Err(nogroup_key(key, gname));
     };
-    let Stream {
-        entries, groups, ..
-    } = s;
-    let Some(g) = groups.get_mut(gname) else {
+    let Some(claimed) = s.claim(gname, &consumer, &ids, opts, now) else {
         return Err(nogroup_key(key, gname));
     };
-    if last_id > g.last_id {
-        g.last_id = last_id;
-    }
-    let mut out = Vec::new();
-    for id in ids {
-        if entries.get(id).is_none() {
-            if let Some(nack) = g.pel.remove(&id) {
-                if let Some(c) = g.consumers.get_mut(&nack.consumer) {
-                    c.pel.remove(&id);
-                }
-            }
-            continue;
-        }
-        let mut fresh = false;
-        if force && !g.pel.contains_key(&id) {
-            g.pel.insert(
-                id,
-                Nack {
-                    consumer: Bytes::new(),
-                    delivery_time: now as u64,
-                    delivery_count: 1,
-                },
-            );
-            fresh = true;
-        }
-        let Some(nack) = g.pel.get_mut(&id) else {
-            continue;
-        };
-        if !fresh && minidle != 0 && now - (nack.delivery_time as i64) < minidle {
-            continue;
-        }
-        nack.delivery_time = deliverytime as u64;
-        if retrycount >= 0 {
-            nack.delivery_count = retrycount as u64;
-        } else if !justid {
-            nack.delivery_count += 1;
-        }
-        claim_to(g, id, &consumer, now as u64);
-        if justid {
-            out.push(id_reply(id));
-        } else {
-            match entries.get(id) {
-                Some(f) => out.push(entry_reply(id, f)),
-                None => out.push(Reply::Nil),
-            }
-        }
-    }
-    Ok(Reply::Array(out))
+    Ok(claimed_reply(s, claimed, opts.justid))
 }
 
 /// XAUTOCLAIM key group consumer min-idle-time start [COUNT count] [JUSTID]
@@ -1344,20 +1095,23 @@ pub fn xautoclaim(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let (key, gname) = (args[1], args[2]);
     let consumer = Bytes::copy_from_slice(args[3]);
     let minidle = int_msg(args[4], "ERR Invalid min-idle-time argument for XAUTOCLAIM")?.max(0);
-    let start = range_start(args[5])?;
-    let mut count: i64 = 100;
-    let mut justid = false;
+    let mut scan = AutoClaimArgs {
+        start: range_start(args[5])?,
+        count: 100,
+        min_idle: minidle,
+        justid: false,
+    };
     let mut j = 6;
     while j < args.len() {
         let more = args.len() - 1 - j;
         if is(args[j], "COUNT") && more > 0 {
             let max = i64::MAX / 16;
-            count = parse_i64_strict(args[j + 1])
+            scan.count = parse_i64_strict(args[j + 1])
                 .filter(|n| (1..=max).contains(n))
                 .ok_or_else(|| Reply::error("ERR COUNT must be > 0"))?;
             j += 1;
         } else if is(args[j], "JUSTID") {
-            justid = true;
+            scan.justid = true;
         } else {
             return Err(Reply::error(err::SYNTAX));
         }
@@ -1371,79 +1125,13 @@ pub fn xautoclaim(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let Some(s) = stream_mut(&mut locked, key)? else {
         return Err(nogroup_key(key, gname));
     };
-    let Stream {
-        entries, groups, ..
-    } = s;
-    let Some(g) = groups.get_mut(gname) else {
+    let Some(done) = s.autoclaim(gname, &consumer, scan, now_ms()) else {
         return Err(nogroup_key(key, gname));
     };
-    let now = now_ms();
-    let mut attempts = count.saturating_mul(10);
-    let mut out = Vec::new();
-    let mut deleted = Vec::new();
-    let mut cursor = start;
-    let mut last_seen: Option<StreamId> = None;
-    while attempts > 0 && count > 0 {
-        attempts -= 1;
-        let next = match last_seen {
-            None => g.pel.range(cursor..).next().map(|(id, _)| *id),
-            Some(prev) => g
-                .pel
-                .range((Bound::Excluded(prev), Bound::Unbounded))
-                .next()
-                .map(|(id, _)| *id),
-        };
-        let Some(id) = next else {
-            last_seen = Some(StreamId::MAX);
-            break;
-        };
-        last_seen = Some(id);
-        if entries.get(id).is_none() {
-            if let Some(nack) = g.pel.remove(&id) {
-                if let Some(c) = g.consumers.get_mut(&nack.consumer) {
-                    c.pel.remove(&id);
-                }
-            }
-            deleted.push(id_reply(id));
-            count -= 1;
-            continue;
-        }
-        let Some(nack) = g.pel.get_mut(&id) else {
-            continue;
-        };
-        if minidle != 0 && (now as i64 - nack.delivery_time as i64) < minidle {
-            continue;
-        }
-        nack.delivery_time = now;
-        if !justid {
-            nack.delivery_count += 1;
-        }
-        claim_to(g, id, &consumer, now);
-        if justid {
-            out.push(id_reply(id));
-        } else if let Some(f) = entries.get(id) {
-            out.push(entry_reply(id, f));
-        }
-        count -= 1;
-    }
-    // The consumer is created even when nothing was claimed (as Redis does on a first match).
-    cursor = match last_seen {
-        Some(StreamId::MAX) => StreamId::MIN,
-        Some(prev) => g
-            .pel
-            .range((Bound::Excluded(prev), Bound::Unbounded))
-            .next()
-            .map_or(StreamId::MIN, |(id, _)| *id),
-        None => g
-            .pel
-            .range(cursor..)
-            .next()
-            .map_or(StreamId::MIN, |(id, _)| *id),
-    };
     Ok(Reply::Array(vec![
-        id_reply(cursor),
-        Reply::Array(out),
-        Reply::Array(deleted),
+        id_reply(done.next),
+        claimed_reply(s, done.claimed, scan.justid),
+        Reply::Array(done.deleted.into_iter().map(id_reply).collect()),
     ]))
 }
 
@@ -1466,17 +1154,13 @@ fn group_info(s: &Stream, name: &Bytes, g: &Group) -> Vec<(Reply, Reply)> {
 
 /// A group's `entries-read` and `lag` fields (nil when Redis cannot tell them).
 fn read_progress(s: &Stream, g: &Group) -> [(Reply, Reply); 2] {
-    let entries_read = if g.entries_read == INVALID_READ {
-        Reply::Nil
-    } else {
-        Reply::Int(g.entries_read)
-    };
+    let (entries_read, lag) = s.read_progress(g);
     [
-        (Reply::bulk_str("entries-read"), entries_read),
         (
-            Reply::bulk_str("lag"),
-            s.lag(g).map_or(Reply::Nil, Reply::Int),
+            Reply::bulk_str("entries-read"),
+            entries_read.map_or(Reply::Nil, Reply::Int),
         ),
+        (Reply::bulk_str("lag"), lag.map_or(Reply::Nil, Reply::Int)),
     ]
 }
 
@@ -1523,15 +1207,11 @@ pub fn xinfo(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             .consumers
             .iter()
             .map(|(name, c)| {
-                let inactive = c.active_time.map_or(-1, |t| now.saturating_sub(t) as i64);
                 Reply::Map(vec![
                     (Reply::bulk_str("name"), Reply::Bulk(name.clone())),
                     (Reply::bulk_str("pending"), Reply::Int(c.pel.len() as i64)),
-                    (
-                        Reply::bulk_str("idle"),
-                        Reply::Int(now.saturating_sub(c.seen_time) as i64),
-                    ),
-                    (Reply::bulk_str("inactive"), Reply::Int(inactive)),
+                    (Reply::bulk_str("idle"), Reply::Int(c.idle(now) as i64)),
+                    (Reply::bulk_str("inactive"), Reply::Int(c.inactive(now))),
                 ])
             })
             .collect();

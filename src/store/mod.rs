@@ -23,6 +23,7 @@ pub mod scan;
 pub mod set;
 mod shard;
 pub mod stream;
+pub mod stream_group;
 pub mod stream_node;
 pub mod swap;
 pub mod value;

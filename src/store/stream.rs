@@ -2,6 +2,11 @@
 //! entries live in nodes of at most `stream-node-max-entries` (100) entries, each node one packed
 //! buffer ([`Node`]) in a B-tree keyed by the node's start id. The node boundaries are Redis's
 //! own, so approximate trimming (`~`) removes exactly what Redis would remove.
+//!
+//! The data logic of the stream commands lives here and in `stream_group` (the consumer groups'
+//! methods, which import this file and not the other way round):
+//! it takes plain values and returns plain results or a [`StreamError`], so the command handlers
+//! only parse arguments and shape replies.
 
 pub use super::stream_node::{EntryFields, Node};
 use bytes::Bytes;
@@ -216,6 +221,23 @@ pub struct Stream {
     pub groups: BTreeMap<Bytes, Group>,
 }
 
+/// Why a stream operation refused; the command layer turns each into Redis's error text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamError {
+    /// XADD: the last id is the largest possible one.
+    Exhausted,
+    /// XADD: the id is not above the last one.
+    IdTooSmall,
+    /// XSETID: the id is below the largest deleted id.
+    BelowMaxDeleted,
+    /// XSETID: the id is below the last entry's.
+    BelowTop,
+    /// XSETID: ENTRIESADDED is below the stream's length.
+    EntriesAddedBelowLength,
+    /// XGROUP CREATE: the group exists.
+    GroupExists,
+}
+
 /// How XADD/XTRIM trim.
 #[derive(Clone, Copy, Debug)]
 pub enum Trim {
@@ -378,6 +400,90 @@ impl Stream {
         if self.entries.len == 1 {
             self.first_id = id;
         }
+    }
+
+    /// XADD's id: `requested` is the id argument and whether its sequence was given (`<ms>-*`
+    /// when not), `None` for `*` (the clock's `now`, or one past the last id when the clock is
+    /// behind it).
+    pub fn next_id(
+        &self,
+        requested: Option<(StreamId, bool)>,
+        now: u64,
+    ) -> Result<StreamId, StreamError> {
+        if self.last_id == StreamId::MAX {
+            return Err(StreamError::Exhausted);
+        }
+        let id = match requested {
+            Some((id, true)) => id,
+            Some((id, false)) if self.last_id.ms == id.ms => self
+                .last_id
+                .incr()
+                .filter(|n| n.ms == id.ms)
+                .ok_or(StreamError::IdTooSmall)?,
+            Some((id, false)) => id,
+            None if now > self.last_id.ms => StreamId::new(now, 0),
+            None => self.last_id.incr().ok_or(StreamError::IdTooSmall)?,
+        };
+        if id <= self.last_id {
+            return Err(StreamError::IdTooSmall);
+        }
+        Ok(id)
+    }
+
+    /// XSETID: the last id, and the entries-added counter and largest deleted id when given.
+    /// The last id may not go below the largest deleted id (Redis 7.2) nor the last entry, nor
+    /// the counter below the length.
+    pub fn set_last_id(
+        &mut self,
+        id: StreamId,
+        entries_added: Option<u64>,
+        max_deleted: Option<StreamId>,
+    ) -> Result<(), StreamError> {
+        if id < self.max_deleted {
+            return Err(StreamError::BelowMaxDeleted);
+        }
+        if let Some(top) = self.last_entry_id() {
+            if id < top {
+                return Err(StreamError::BelowTop);
+            }
+            if entries_added.is_some_and(|n| (self.len() as u64) > n) {
+                return Err(StreamError::EntriesAddedBelowLength);
+            }
+        }
+        self.last_id = id;
+        if let Some(n) = entries_added {
+            self.entries_added = n;
+        }
+        if let Some(id) = max_deleted {
+            self.max_deleted = id;
+        }
+        Ok(())
+    }
+
+    /// XDEL: deletes the entries of `ids` that exist, keeping the largest deleted id and the
+    /// recorded first id as Redis does. Returns how many were deleted.
+    pub fn delete_entries(&mut self, ids: &[StreamId]) -> usize {
+        let mut deleted = 0;
+        let mut first_entry = false;
+        for &id in ids {
+            if self.delete(id) {
+                if id == self.first_id {
+                    first_entry = true;
+                }
+                if id > self.max_deleted {
+                    self.max_deleted = id;
+                }
+                deleted += 1;
+            }
+        }
+        if deleted > 0 {
+            if self.is_empty() {
+                self.first_id = StreamId::MIN;
+            } else if first_entry {
+                self.first_id = self.first_entry_id().unwrap_or(StreamId::MAX);
+            }
+        }
+        deleted
     }
 
     /// Adds a node read from an RDB file (its live entries already in it, `live` of them).
@@ -665,6 +771,82 @@ mod tests {
                 assert!(s.nodes().values().all(|n| n.total <= NODE_MAX_ENTRIES));
             }
         }
+    }
+
+    fn stream_of(ids: &[u64]) -> Stream {
+        let mut s = Stream::default();
+        for ms in ids {
+            s.append(StreamId::new(*ms, 0), Fields::pack(&[b"f", b"v"]));
+        }
+        s
+    }
+
+    #[test]
+    fn next_id_follows_the_last_id() {
+        let s = stream_of(&[5]);
+        let at = |ms, seq| StreamId::new(ms, seq);
+        assert_eq!(s.next_id(None, 9), Ok(at(9, 0)));
+        // A clock behind the last id: one past it.
+        assert_eq!(s.next_id(None, 3), Ok(at(5, 1)));
+        assert_eq!(s.next_id(Some((at(5, 0), false)), 0), Ok(at(5, 1)));
+        assert_eq!(s.next_id(Some((at(7, 0), false)), 0), Ok(at(7, 0)));
+        assert_eq!(
+            s.next_id(Some((at(4, 0), false)), 0),
+            Err(StreamError::IdTooSmall)
+        );
+        assert_eq!(
+            s.next_id(Some((at(5, 0), true)), 0),
+            Err(StreamError::IdTooSmall)
+        );
+        assert_eq!(s.next_id(Some((at(5, 3), true)), 0), Ok(at(5, 3)));
+        let mut full = stream_of(&[1]);
+        full.last_id = StreamId::new(5, u64::MAX);
+        assert_eq!(
+            full.next_id(Some((at(5, 0), false)), 0),
+            Err(StreamError::IdTooSmall)
+        );
+        full.last_id = StreamId::MAX;
+        assert_eq!(full.next_id(None, 0), Err(StreamError::Exhausted));
+    }
+
+    #[test]
+    fn xdel_keeps_the_largest_deleted_and_the_first_id() {
+        let mut s = stream_of(&[1, 2, 3]);
+        let id = |ms| StreamId::new(ms, 0);
+        assert_eq!(s.delete_entries(&[id(2), id(2), id(9)]), 1);
+        assert_eq!((s.max_deleted, s.first_id), (id(2), id(1)));
+        assert_eq!(s.delete_entries(&[id(1)]), 1);
+        assert_eq!((s.max_deleted, s.first_id), (id(2), id(3)));
+        assert_eq!(s.delete_entries(&[id(3)]), 1);
+        assert_eq!(
+            (s.max_deleted, s.first_id, s.len()),
+            (id(3), StreamId::MIN, 0)
+        );
+        assert_eq!(s.entries_added, 3);
+    }
+
+    #[test]
+    fn xsetid_refuses_to_go_back_and_changes_nothing_then() {
+        let mut s = stream_of(&[1, 5]);
+        let id = |ms| StreamId::new(ms, 0);
+        s.delete_entries(&[id(1)]);
+        assert_eq!(s.set_last_id(id(4), None, None), Err(StreamError::BelowTop));
+        assert_eq!(
+            s.set_last_id(id(9), Some(0), None),
+            Err(StreamError::EntriesAddedBelowLength)
+        );
+        s.delete_entries(&[id(5)]);
+        assert_eq!(
+            s.set_last_id(id(4), None, None),
+            Err(StreamError::BelowMaxDeleted)
+        );
+        assert_eq!((s.last_id, s.entries_added), (id(5), 2));
+        // Empty: the length no longer bounds the counter.
+        assert_eq!(s.set_last_id(id(9), Some(0), Some(id(8))), Ok(()));
+        assert_eq!(
+            (s.last_id, s.entries_added, s.max_deleted),
+            (id(9), 0, id(8))
+        );
     }
 
     #[test]
