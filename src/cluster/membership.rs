@@ -118,7 +118,7 @@ pub async fn follow<H: Host>(
             Event::Warmed => {
                 if let Some((_, map)) = warming.take() {
                     let epoch = map.epoch;
-                    if cluster.follow(map, &host.pubsub()) {
+                    if cluster.follow(map, host.pubsub()) {
                         tracing::info!(epoch, "cluster configuration changed");
                     }
                     super::replicas::apply_role(&cluster, &*host, &cluster.map());
@@ -178,7 +178,7 @@ pub async fn follow<H: Host>(
                         if super::replicas::promoted(&current, &map, &cluster.me.id) {
                             super::replicas::apply_role(&cluster, &*host, &map);
                         }
-                        if cluster.follow(map, &host.pubsub()) {
+                        if cluster.follow(map, host.pubsub()) {
                             tracing::info!(epoch, "cluster configuration changed");
                         }
                         super::replicas::apply_role(&cluster, &*host, &cluster.map());

@@ -419,11 +419,11 @@ async fn move_batch(
             for &slot in batch {
                 next.owners[usize::from(slot)] = index as u16;
             }
-            cluster.follow(next, &host.pubsub());
+            cluster.follow(next, host.pubsub());
         }
         None => {
             if let Ok(map) = coordinator.load().await {
-                cluster.follow(map, &host.pubsub());
+                cluster.follow(map, host.pubsub());
             }
         }
     }
