@@ -368,7 +368,7 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(1)", keys: &[key(RW | ACCESS | UPDATE, 1)];
     "hrandfield", -2, READONLY, (1, 1, 1), "hash", "6.2.0", hashes::hrandfield, "key [count [WITHVALUES]]", "Returns one or more random fields from a hash.",
         complexity: "O(N), N the fields returned.", keys: &[key(RO | ACCESS, 1)], tips: &["nondeterministic_output"];
-    "hscan", -3, READONLY, (1, 1, 1), "hash", "2.8.0", hashes::hscan, "key cursor [MATCH pattern] [COUNT count]", "Iterates over fields and values of a hash.",
+    "hscan", -3, READONLY, (1, 1, 1), "hash", "2.8.0", hashes::hscan, "key cursor [MATCH pattern] [COUNT count] [NOVALUES]", "Iterates over fields and values of a hash.",
         complexity: "O(1) per call; O(N) for a whole iteration, N the elements.", keys: &[key(RO | ACCESS, 1)], tips: &["nondeterministic_output"];
     // set
     "sadd", -3, WRITE | DENYOOM | FAST, (1, 1, 1), "set", "1.0.0", sets::sadd, "key member [member ...]", "Adds one or more members to a set. Creates the key if it doesn't exist.",
@@ -474,7 +474,7 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(M log N), M the members popped, N the size of the sorted set.", keys: &[key(RW | ACCESS | DELETE, 1)];
     "zpopmax", -2, WRITE | FAST, (1, 1, 1), "sorted-set", "5.0.0", zsets::zpop, "key [count]", "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.",
         complexity: "O(M log N), M the members popped, N the size of the sorted set.", keys: &[key(RW | ACCESS | DELETE, 1)];
-    "zscan", -3, READONLY, (1, 1, 1), "sorted-set", "2.8.0", zsets::zscan, "key cursor [MATCH pattern] [COUNT count]", "Iterates over members and scores of a sorted set.",
+    "zscan", -3, READONLY, (1, 1, 1), "sorted-set", "2.8.0", zsets::zscan, "key cursor [MATCH pattern] [COUNT count] [NOSCORES]", "Iterates over members and scores of a sorted set.",
         complexity: "O(1) per call; O(N) for a whole iteration, N the elements.", keys: &[key(RO | ACCESS, 1)], tips: &["nondeterministic_output"];
     // sorted-set algebra, pops and LMPOP/BLMPOP
     "zunion", -3, READONLY, (0, 0, 0), "sorted-set", "6.2.0", zalgebra::zalgebra, "numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE <SUM | MIN | MAX>] [WITHSCORES]", "Returns the union of multiple sorted sets.",
