@@ -825,6 +825,9 @@ REFERENCES_DIFFER = {
     "zsets:zscan noscores": ("valkey", any_reply, NEWER_OPTION % "ZSCAN NOSCORES (Valkey 8.0)"),
     "zsets:zscan noscores big zset": ("valkey", any_reply, NEWER_OPTION % "ZSCAN NOSCORES (Valkey 8.0)"),
     "zsets:zscan noscores errors": ("valkey", any_reply, NEWER_OPTION % "ZSCAN NOSCORES (Valkey 8.0)"),
+    "strings:set ifeq": ("valkey", any_reply, NEWER_OPTION % "SET IFEQ (Valkey 8.1)"),
+    "strings:set ifeq with expiry": ("valkey", any_reply, NEWER_OPTION % "SET IFEQ (Valkey 8.1)"),
+    "strings:set ifeq errors": ("valkey", any_reply, NEWER_OPTION % "SET IFEQ (Valkey 8.1)"),
     "connection:client kill maxage": ("valkey", any_reply, NEWER_OPTION % "CLIENT KILL MAXAGE (Redis 7.4)"),
     "connection:client kill maxage errors": ("valkey", any_reply, NEWER_OPTION % "CLIENT KILL MAXAGE (Redis 7.4)"),
 }

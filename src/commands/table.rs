@@ -229,7 +229,7 @@ pub static COMMANDS: &[Command] = commands![
     // string
     "get", 2, READONLY | FAST, (1, 1, 1), "string", "1.0.0", strings::get, "key", "Returns the string value of a key.",
         complexity: "O(1)", keys: &[key(RO | ACCESS, 1)];
-    "set", -3, WRITE | DENYOOM, (1, 1, 1), "string", "1.0.0", strings::set, "key value [NX | XX] [GET] [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]", "Sets the string value of a key, ignoring its type.",
+    "set", -3, WRITE | DENYOOM, (1, 1, 1), "string", "1.0.0", strings::set, "key value [NX | XX | IFEQ comparison-value] [GET] [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]", "Sets the string value of a key, ignoring its type.",
         complexity: "O(1)", keys: &[key(RW | ACCESS | UPDATE | VARIABLE_FLAGS, 1).with_notes("RW and ACCESS only with GET, which returns the old value; OW and UPDATE without it.")];
     "setnx", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "1.0.0", strings::setnx, "key value", "Set the string value of a key only when the key doesn't exist.",
         complexity: "O(1)", keys: &[key(OW | INSERT, 1)];
@@ -239,6 +239,8 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(1)", keys: &[key(OW | UPDATE, 1)];
     "getset", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "1.0.0", strings::getset, "key value", "Returns the previous string value of a key after setting it to a new value.",
         complexity: "O(1)", doc_flags: &["deprecated"], deprecated_since: "6.2.0", replaced_by: "`SET` with `GET`", keys: &[key(RW | ACCESS | UPDATE, 1)];
+    "delifeq", 3, WRITE | FAST, (1, 1, 1), "string", "9.0.0", strings::delifeq, "key value", "Deletes the key if its value matches the given string.",
+        complexity: "O(1)", keys: &[key(RW | ACCESS | DELETE, 1)];
     "getdel", 2, WRITE | FAST, (1, 1, 1), "string", "6.2.0", strings::getdel, "key", "Returns the string value of a key after deleting the key.",
         complexity: "O(1)", keys: &[key(RW | ACCESS | DELETE, 1)];
     "getex", -2, WRITE | FAST, (1, 1, 1), "string", "6.2.0", strings::getex, "key [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | PERSIST]", "Returns the string value of a key after setting its expiration time.",
