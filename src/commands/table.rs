@@ -230,7 +230,7 @@ pub static COMMANDS: &[Command] = commands![
     "get", 2, READONLY | FAST, (1, 1, 1), "string", "1.0.0", strings::get, "key", "Returns the string value of a key.",
         complexity: "O(1)", keys: &[key(RO | ACCESS, 1)];
     "set", -3, WRITE | DENYOOM, (1, 1, 1), "string", "1.0.0", strings::set, "key value [NX | XX | IFEQ comparison-value] [GET] [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]", "Sets the string value of a key, ignoring its type.",
-        complexity: "O(1)", keys: &[key(RW | ACCESS | UPDATE | VARIABLE_FLAGS, 1).with_notes("RW and ACCESS only with GET, which returns the old value; OW and UPDATE without it.")];
+        complexity: "O(1)", keys: &[key(RW | ACCESS | UPDATE | VARIABLE_FLAGS, 1).with_notes("RW and ACCESS only with GET, which returns the old value, or IFEQ, which compares it; OW and UPDATE without them.")];
     "setnx", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "1.0.0", strings::setnx, "key value", "Set the string value of a key only when the key doesn't exist.",
         complexity: "O(1)", keys: &[key(OW | INSERT, 1)];
     "setex", 4, WRITE | DENYOOM, (1, 1, 1), "string", "2.0.0", strings::setex, "key seconds value", "Sets the string value and expiration time of a key.",
@@ -280,7 +280,7 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(N), N the bytes counted.", keys: &[key(RO | ACCESS, 1)];
     "bitpos", -3, READONLY, (1, 1, 1), "bitmap", "2.8.7", bitmaps::bitpos, "key bit [start [end [BYTE | BIT]]]", "Finds the first set (1) or clear (0) bit in a string.",
         complexity: "O(N), N the bytes searched.", keys: &[key(RO | ACCESS, 1)];
-    "bitop", -4, WRITE | DENYOOM, (2, -1, 1), "bitmap", "2.6.0", bitmaps::bitop, "<AND | OR | XOR | NOT> destkey key [key ...]", "Performs bitwise operations on multiple strings, and stores the result.",
+    "bitop", -4, WRITE | DENYOOM, (2, -1, 1), "bitmap", "2.6.0", bitmaps::bitop, "<AND | OR | XOR | NOT | DIFF | DIFF1 | ANDOR | ONE> destkey key [key ...]", "Performs bitwise operations on multiple strings, and stores the result.",
         complexity: "O(N), N the longest source's length.", keys: &[key(OW | UPDATE, 2), keys_to_end(RO | ACCESS, 3)];
     "bitfield", -2, WRITE | DENYOOM, (1, 1, 1), "bitmap", "3.2.0", bitmaps::bitfield, "key [GET encoding offset | [OVERFLOW <WRAP | SAT | FAIL>] <SET encoding offset value | INCRBY encoding offset increment> [GET encoding offset | [OVERFLOW <WRAP | SAT | FAIL>] <SET encoding offset value | INCRBY encoding offset increment> ...]]", "Performs arbitrary bitfield integer operations on strings.",
         complexity: "O(1) per subcommand.", keys: &[key(RW | ACCESS | UPDATE | VARIABLE_FLAGS, 1).with_notes("This command allows both access and modification of the key")];
