@@ -738,6 +738,52 @@ fn write_field(buf: &mut [u8], f: &Field) -> (Reply, bool) {
 mod tests {
     use super::*;
 
+    /// Every operation, bit by bit from its definition (a missing byte is zero), against
+    /// `combine` over sources of different lengths, one of them empty (a missing key).
+    #[test]
+    fn bit_operations_follow_their_definitions() {
+        let bytes = |seed: u32, len: usize| -> Vec<u8> {
+            (0..len as u32)
+                .map(|i| ((i + seed) * 97 % 256) as u8 ^ (seed as u8))
+                .collect()
+        };
+        let owned = [
+            bytes(1, 5),
+            bytes(2, 3),
+            bytes(3, 0),
+            bytes(4, 7),
+            bytes(5, 2),
+        ];
+        for n in 1..=owned.len() {
+            let sources: Vec<&[u8]> = owned[..n].iter().map(|v| &v[..]).collect();
+            let len = sources.iter().map(|s| s.len()).max().unwrap_or(0);
+            for (name, op) in BIT_OPS {
+                if op == BitOp::Not && n != 1 {
+                    continue;
+                }
+                let out = combine(op, &sources, len);
+                for bit in 0..len * 8 {
+                    let set =
+                        |s: &[u8]| s.get(bit / 8).is_some_and(|b| b & (0x80 >> (bit % 8)) != 0);
+                    let x = set(sources[0]);
+                    let others = sources[1..].iter().filter(|s| set(s)).count();
+                    let all = usize::from(x) + others;
+                    let want = match op {
+                        BitOp::And => all == n,
+                        BitOp::Or => all > 0,
+                        BitOp::Xor => all % 2 == 1,
+                        BitOp::Not => !x,
+                        BitOp::Diff => x && others == 0,
+                        BitOp::Diff1 => !x && others > 0,
+                        BitOp::AndOr => x && others > 0,
+                        BitOp::One => all == 1,
+                    };
+                    assert_eq!(set(&out), want, "{name} of {n} sources, bit {bit}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn popcount_matches_bytewise() {
         let data: Vec<u8> = (0..1000u32).map(|i| (i * 37 % 251) as u8).collect();
