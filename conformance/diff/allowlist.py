@@ -765,6 +765,7 @@ VALKEY_HELP = "Valkey's own HELP text (its subcommands and wording); 7.2's text 
 VALKEY_ERROR = "Valkey 8 reworded this error after 7.2 (Redis 7.2 keeps 7.0's text)"
 VALKEY_ACCEPTS = "Valkey 8 accepts what Redis 7.2 (as 7.0) rejects"
 VALKEY_TXN = "Valkey 8 rejects WATCH/MULTI inside MULTI with its own error, which dooms the transaction (EXECABORT); Redis 7.2 answers as 7.0 and runs it"
+NEWER_OPTION = "%s, served as Valkey 8.1 serves it; Redis 7.0 lacks it"
 REFERENCES_DIFFER = {
     # Commands: every step of that command, wherever it appears.
     "HELLO": ("redis", hello_server_name, "`server` is valkey and the version its own"),
@@ -816,4 +817,17 @@ REFERENCES_DIFFER = {
     "debug:protocol push in resp3": ("redis", any_reply, "Valkey sends the push after the reply; Redis 7.2, as 7.0, before it"),
     "stream_groups:xautoclaim errors": ("redis", any_reply, "Valkey creates the consumer on an XAUTOCLAIM that claims nothing (inactive -1); 7.0 does not, and stmd keeps 7.0's behaviour"),
     "events:generic command events": ("redis", any_reply, "Valkey 8 sends `expired` for an EXPIRE in the past; Redis 7.2, as 7.0, `del`"),
+    # Additions after 7.2 that valkey-server 8.1 serves: stmd is compared exactly with it; Redis
+    # 7.0 answers a syntax error (or, for what follows in the case, the state without them).
+    "hashes:hscan novalues": ("valkey", any_reply, NEWER_OPTION % "HSCAN NOVALUES (Redis 7.4)"),
+    "hashes:hscan novalues big hash": ("valkey", any_reply, NEWER_OPTION % "HSCAN NOVALUES (Redis 7.4)"),
+    "hashes:hscan novalues errors": ("valkey", any_reply, NEWER_OPTION % "HSCAN NOVALUES (Redis 7.4)"),
+    "zsets:zscan noscores": ("valkey", any_reply, NEWER_OPTION % "ZSCAN NOSCORES (Valkey 8.0)"),
+    "zsets:zscan noscores big zset": ("valkey", any_reply, NEWER_OPTION % "ZSCAN NOSCORES (Valkey 8.0)"),
+    "zsets:zscan noscores errors": ("valkey", any_reply, NEWER_OPTION % "ZSCAN NOSCORES (Valkey 8.0)"),
+    "strings:set ifeq": ("valkey", any_reply, NEWER_OPTION % "SET IFEQ (Valkey 8.1)"),
+    "strings:set ifeq with expiry": ("valkey", any_reply, NEWER_OPTION % "SET IFEQ (Valkey 8.1)"),
+    "strings:set ifeq errors": ("valkey", any_reply, NEWER_OPTION % "SET IFEQ (Valkey 8.1)"),
+    "connection:client kill maxage": ("valkey", any_reply, NEWER_OPTION % "CLIENT KILL MAXAGE (Redis 7.4)"),
+    "connection:client kill maxage errors": ("valkey", any_reply, NEWER_OPTION % "CLIENT KILL MAXAGE (Redis 7.4)"),
 }

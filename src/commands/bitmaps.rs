@@ -302,24 +302,42 @@ enum BitOp {
     Or,
     Xor,
     Not,
+    /// Redis 8.2's: X ∧ ¬(Y1 ∨ Y2 …), the bits of the first source no other has.
+    Diff,
+    /// Redis 8.2's: ¬X ∧ (Y1 ∨ Y2 …), the bits of the others the first lacks.
+    Diff1,
+    /// Redis 8.2's: X ∧ (Y1 ∨ Y2 …), the bits of the first at least one other shares.
+    AndOr,
+    /// Redis 8.2's: the bits set in exactly one source.
+    One,
 }
 
+const BIT_OPS: [(&str, BitOp); 8] = [
+    ("AND", BitOp::And),
+    ("OR", BitOp::Or),
+    ("XOR", BitOp::Xor),
+    ("NOT", BitOp::Not),
+    ("DIFF", BitOp::Diff),
+    ("DIFF1", BitOp::Diff1),
+    ("ANDOR", BitOp::AndOr),
+    ("ONE", BitOp::One),
+];
+
 pub fn bitop(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let op = if is(args[1], "and") {
-        BitOp::And
-    } else if is(args[1], "or") {
-        BitOp::Or
-    } else if is(args[1], "xor") {
-        BitOp::Xor
-    } else if is(args[1], "not") {
-        BitOp::Not
-    } else {
-        return Err(Reply::error(err::SYNTAX));
-    };
+    let (name, op) = BIT_OPS
+        .into_iter()
+        .find(|(name, _)| is(args[1], name))
+        .ok_or_else(|| Reply::error(err::SYNTAX))?;
     if op == BitOp::Not && args.len() != 4 {
         return Err(Reply::error(
             "ERR BITOP NOT must be called with a single source key.",
         ));
+    }
+    // The operations that set the first source against the others need one other at least.
+    if matches!(op, BitOp::Diff | BitOp::Diff1 | BitOp::AndOr) && args.len() < 5 {
+        return Err(Reply::error(format!(
+            "ERR BITOP {name} must be called with at least two source keys."
+        )));
     }
     let dest = args[2];
     let mut locked = ctx.lock(&args[2..]);
@@ -339,43 +357,73 @@ pub fn bitop(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         locked.remove(dest);
         return Ok(Reply::Int(0));
     }
-    let mut out = vec![0u8; max];
-    match op {
-        BitOp::Not => {
-            for (o, s) in out.iter_mut().zip(sources[0].iter()) {
-                *o = !s;
-            }
-            // Past the source's end (never: one source sets `max`), but keep Redis's rule.
-            for o in out.iter_mut().skip(sources[0].len()) {
-                *o = 0xff;
+    let out = combine(op, &sources, max);
+    locked.set(dest, Value::Str(out.into()), 0);
+    Ok(Reply::Int(max as i64))
+}
+
+/// `op` over `sources`, each read as `len` bytes (a shorter one, or a missing key, padded with
+/// zero bytes, as Redis pads).
+fn combine(op: BitOp, sources: &[&[u8]], len: usize) -> Vec<u8> {
+    let or_into = |out: &mut [u8], srcs: &[&[u8]]| {
+        for src in srcs {
+            for (o, s) in out.iter_mut().zip(src.iter()) {
+                *o |= s;
             }
         }
-        _ => {
-            let first = &sources[0];
+    };
+    let (first, rest) = (sources[0], &sources[1..]);
+    let mut out = vec![0u8; len];
+    match op {
+        BitOp::Not => {
+            // Past the source's end (never: one source sets `len`), but keep Redis's rule.
+            out.fill(0xff);
+            for (o, s) in out.iter_mut().zip(first.iter()) {
+                *o = !s;
+            }
+        }
+        BitOp::And => {
             out[..first.len()].copy_from_slice(first);
-            for src in &sources[1..] {
-                match op {
-                    BitOp::And => {
-                        for (i, o) in out.iter_mut().enumerate() {
-                            *o &= src.get(i).copied().unwrap_or(0);
-                        }
-                    }
-                    BitOp::Or => {
-                        for (o, s) in out.iter_mut().zip(src.iter()) {
-                            *o |= s;
-                        }
-                    }
-                    _ => {
-                        for (o, s) in out.iter_mut().zip(src.iter()) {
-                            *o ^= s;
-                        }
-                    }
+            for src in rest {
+                for (i, o) in out.iter_mut().enumerate() {
+                    *o &= src.get(i).copied().unwrap_or(0);
                 }
             }
         }
+        BitOp::Or => or_into(&mut out, sources),
+        BitOp::Xor => {
+            for src in sources {
+                for (o, s) in out.iter_mut().zip(src.iter()) {
+                    *o ^= s;
+                }
+            }
+        }
+        BitOp::Diff | BitOp::Diff1 | BitOp::AndOr => {
+            or_into(&mut out, rest);
+            for (i, o) in out.iter_mut().enumerate() {
+                let x = first.get(i).copied().unwrap_or(0);
+                *o = match op {
+                    BitOp::Diff => x & !*o,
+                    BitOp::Diff1 => !x & *o,
+                    _ => x & *o,
+                };
+            }
+        }
+        BitOp::One => {
+            // `out` gathers the bits seen once or more, `twice` those seen again.
+            let mut twice = vec![0u8; len];
+            for src in sources {
+                for ((o, t), s) in out.iter_mut().zip(twice.iter_mut()).zip(src.iter()) {
+                    *t |= *o & s;
+                    *o |= s;
+                }
+            }
+            for (o, t) in out.iter_mut().zip(twice) {
+                *o &= !t;
+            }
+        }
     }
-    locked.set(dest, Value::Str(out.into()), 0);
-    Ok(Reply::Int(max as i64))
+    out
 }
 
 // BITFIELD
@@ -689,6 +737,52 @@ fn write_field(buf: &mut [u8], f: &Field) -> (Reply, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every operation, bit by bit from its definition (a missing byte is zero), against
+    /// `combine` over sources of different lengths, one of them empty (a missing key).
+    #[test]
+    fn bit_operations_follow_their_definitions() {
+        let bytes = |seed: u32, len: usize| -> Vec<u8> {
+            (0..len as u32)
+                .map(|i| ((i + seed) * 97 % 256) as u8 ^ (seed as u8))
+                .collect()
+        };
+        let owned = [
+            bytes(1, 5),
+            bytes(2, 3),
+            bytes(3, 0),
+            bytes(4, 7),
+            bytes(5, 2),
+        ];
+        for n in 1..=owned.len() {
+            let sources: Vec<&[u8]> = owned[..n].iter().map(|v| &v[..]).collect();
+            let len = sources.iter().map(|s| s.len()).max().unwrap_or(0);
+            for (name, op) in BIT_OPS {
+                if op == BitOp::Not && n != 1 {
+                    continue;
+                }
+                let out = combine(op, &sources, len);
+                for bit in 0..len * 8 {
+                    let set =
+                        |s: &[u8]| s.get(bit / 8).is_some_and(|b| b & (0x80 >> (bit % 8)) != 0);
+                    let x = set(sources[0]);
+                    let others = sources[1..].iter().filter(|s| set(s)).count();
+                    let all = usize::from(x) + others;
+                    let want = match op {
+                        BitOp::And => all == n,
+                        BitOp::Or => all > 0,
+                        BitOp::Xor => all % 2 == 1,
+                        BitOp::Not => !x,
+                        BitOp::Diff => x && others == 0,
+                        BitOp::Diff1 => !x && others > 0,
+                        BitOp::AndOr => x && others > 0,
+                        BitOp::One => all == 1,
+                    };
+                    assert_eq!(set(&out), want, "{name} of {n} sources, bit {bit}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn popcount_matches_bytewise() {

@@ -432,10 +432,12 @@ fn client_kill(ctx: &mut Ctx, filters: &[&[u8]]) -> CmdResult {
                 return Err(Reply::error(err::SYNTAX));
             };
         } else if is(option, "MAXAGE") {
+            // Redis 7.4 tells a word that is no number from a number that is not positive.
             let age = int(value)
-                .ok()
-                .filter(|&v| v > 0)
-                .ok_or_else(|| Reply::error("ERR maxage should be greater than 0"))?;
+                .map_err(|_| Reply::error("ERR maxage is not an integer or out of range"))?;
+            if age <= 0 {
+                return Err(Reply::error("ERR maxage should be greater than 0"));
+            }
             filter.max_age = Some(age as u64);
         } else {
             return Err(Reply::error(err::SYNTAX));

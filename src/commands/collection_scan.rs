@@ -21,6 +21,37 @@ pub struct ScanArgs<'a> {
     pub cursor: u64,
     pub pattern: Option<&'a [u8]>,
     pub count: usize,
+    /// HSCAN NOVALUES / ZSCAN NOSCORES: the members alone, without what follows each.
+    pub members_only: bool,
+}
+
+/// Which SCAN-family command is parsing: each accepts only its own members-only option.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    Keys,
+    Set,
+    Hash,
+    Zset,
+}
+
+/// Eats `NOVALUES` (HSCAN's, Redis 7.4) or `NOSCORES` (ZSCAN's, Valkey 8.0) when it is the next
+/// option. Every other scan knows the words only to refuse them, with the error Redis and Valkey
+/// give (SCAN and SSCAN included), rather than the syntax error an unknown word gets.
+pub fn eat_members_only(options: &mut Cursor, family: Family) -> Result<bool, Reply> {
+    for (word, owner, command) in [
+        ("NOVALUES", Family::Hash, "HSCAN"),
+        ("NOSCORES", Family::Zset, "ZSCAN"),
+    ] {
+        if options.eat(word) {
+            if family != owner {
+                return Err(Reply::error(format!(
+                    "ERR {word} option can only be used in {command}"
+                )));
+            }
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// `key cursor [MATCH pattern] [COUNT count]` starting at `args[2]`.
@@ -57,16 +88,19 @@ pub fn empty() -> Reply {
     Reply::Array(vec![Reply::bulk("0"), Reply::Array(Vec::new())])
 }
 
-pub fn parse<'a>(args: &[&'a [u8]]) -> Result<ScanArgs<'a>, Reply> {
+pub fn parse<'a>(args: &[&'a [u8]], family: Family) -> Result<ScanArgs<'a>, Reply> {
     let cursor = parse_cursor(args[2])?;
     let mut options = Cursor::new(args, 3);
     let mut parsed = ScanArgs {
         cursor,
         pattern: None,
         count: 10,
+        members_only: false,
     };
     while !options.is_done() {
-        if options.eat("MATCH") {
+        if eat_members_only(&mut options, family)? {
+            parsed.members_only = true;
+        } else if options.eat("MATCH") {
             parsed.pattern = Some(options.next_arg()?);
         } else if options.eat("COUNT") {
             let n = options.next_int()?;
@@ -82,7 +116,8 @@ pub fn parse<'a>(args: &[&'a [u8]]) -> Result<ScanArgs<'a>, Reply> {
 }
 
 /// The `[cursor, [member, extra?, …]]` reply. `items` yields each member with the replies that
-/// follow it (the field's value for HSCAN, the score for ZSCAN, nothing for SSCAN).
+/// follow it (the field's value for HSCAN, the score for ZSCAN, nothing for SSCAN), left out
+/// with [`ScanArgs::members_only`].
 pub fn scan<'m>(
     items: impl Iterator<Item = (&'m [u8], Option<Reply>)>,
     len: usize,
@@ -113,7 +148,7 @@ pub fn scan<'m>(
     for (_, member, extra) in picked {
         if wanted(member) {
             flat.push(Reply::bulk(member));
-            flat.extend(extra);
+            flat.extend(extra.filter(|_| !args.members_only));
         }
     }
     Reply::Array(vec![Reply::bulk(next.to_string()), Reply::Array(flat)])

@@ -248,7 +248,7 @@ pub fn hscan(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     if found.is_none() {
         return Ok(collection_scan::empty());
     }
-    let scan_args = collection_scan::parse(args)?;
+    let scan_args = collection_scan::parse(args, collection_scan::Family::Hash)?;
     Ok(match found {
         Some(h) => collection_scan::scan(
             h.iter().map(|(k, v)| (k, Some(Reply::bulk(v)))),

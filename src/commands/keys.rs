@@ -2,6 +2,7 @@
 //! SCAN, RENAME, RENAMENX, RANDOMKEY.
 
 use super::args::{int, is, Cursor};
+use super::collection_scan::{self, Family};
 use super::{err, CmdResult, Ctx};
 use crate::events::class;
 use crate::glob;
@@ -186,12 +187,14 @@ pub fn keys(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 /// SCAN's cursor is a shard number and a position inside the shard's hash space; keys are visited in
 /// position order, so a key that exists for the whole scan is returned however others change.
 pub fn scan(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    let cursor = super::collection_scan::parse_cursor(args[1])?;
+    let cursor = collection_scan::parse_cursor(args[1])?;
     let mut options = Cursor::new(args, 2);
     let mut pattern: Option<&[u8]> = None;
     let mut count = 10usize;
     let mut type_filter: Option<&[u8]> = None;
     while !options.is_done() {
+        // NOVALUES and NOSCORES: SCAN only refuses them (never Ok(true)), with their own error.
+        collection_scan::eat_members_only(&mut options, Family::Keys)?;
         if options.eat("MATCH") {
             pattern = Some(options.next_arg()?);
         } else if options.eat("COUNT") {

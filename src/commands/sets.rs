@@ -300,7 +300,7 @@ pub fn sscan(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     if found.is_none() {
         return Ok(collection_scan::empty());
     }
-    let scan_args = collection_scan::parse(args)?;
+    let scan_args = collection_scan::parse(args, collection_scan::Family::Set)?;
     Ok(match found {
         Some(s) => collection_scan::scan(s.iter().map(|m| (m, None)), s.len(), &scan_args),
         None => collection_scan::empty(),

@@ -79,11 +79,13 @@ enum ExpiryOption<'a> {
 
 /// The options of SET (`for_set`) or GETEX, parsed with the rules of Redis's
 /// `parseExtendedStringArgumentsOrReply`: one kind of expiry (repeating the same kind is allowed,
-/// the last one wins), NX excludes XX, anything else is a syntax error.
+/// the last one wins), NX, XX and IFEQ exclude each other (IFEQ, Valkey 8.1's, is a condition on
+/// the value as they are on existence, and is given once), anything else is a syntax error.
 struct StringOptions<'a> {
     nx: bool,
     xx: bool,
     get: bool,
+    ifeq: Option<&'a [u8]>,
     expiry: Option<ExpiryOption<'a>>,
 }
 
@@ -96,6 +98,7 @@ fn parse_string_options<'a>(
         nx: false,
         xx: false,
         get: false,
+        ifeq: None,
         expiry: None,
     };
     let mut j = start;
@@ -115,10 +118,16 @@ fn parse_string_options<'a>(
             Some(ExpiryOption::Timed(name, ..)) => name == kind,
             Some(_) => false,
         };
-        if for_set && is(option, "NX") && !o.xx {
+        let conditioned = o.nx || o.xx || o.ifeq.is_some();
+        if for_set && is(option, "NX") && !o.xx && o.ifeq.is_none() {
             o.nx = true;
-        } else if for_set && is(option, "XX") && !o.nx {
+        } else if for_set && is(option, "XX") && !o.nx && o.ifeq.is_none() {
             o.xx = true;
+        } else if let (true, true, false, Some(value)) =
+            (for_set, is(option, "IFEQ"), conditioned, next)
+        {
+            o.ifeq = Some(value);
+            j += 1;
         } else if for_set && is(option, "GET") {
             o.get = true;
         } else if for_set
@@ -148,7 +157,7 @@ fn parse_string_options<'a>(
 pub fn set(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let (key, value) = (args[1], args[2]);
     let options = parse_string_options(args, 3, true)?;
-    let (nx, xx, get) = (options.nx, options.xx, options.get);
+    let (nx, xx, get, ifeq) = (options.nx, options.xx, options.get, options.ifeq);
     let keepttl = options.expiry == Some(ExpiryOption::KeepTtl);
     let expiry = match options.expiry {
         Some(ExpiryOption::Timed(_, unit, absolute, amount)) => Some((amount, unit, absolute)),
@@ -160,8 +169,9 @@ pub fn set(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         None => 0,
     };
     let existing = locked.get(key);
+    // IFEQ compares the old value, so like GET it needs a string there.
     let old = match existing {
-        Some(entry) if get => Some(string_of(entry)?.to_bytes()),
+        Some(entry) if get || ifeq.is_some() => Some(string_of(entry)?.to_bytes()),
         _ => None,
     };
     let exists = existing.is_some();
@@ -173,7 +183,8 @@ pub fn set(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             Reply::Nil
         }
     };
-    if (nx && exists) || (xx && !exists) {
+    let unequal = ifeq.is_some_and(|wanted| old.as_deref() != Some(wanted));
+    if (nx && exists) || (xx && !exists) || unequal {
         return Ok(old_reply());
     }
     let expire_at = if keepttl { kept_ttl } else { expire_at };
@@ -230,6 +241,21 @@ pub fn getdel(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     };
     locked.remove(args[1]);
     Ok(old)
+}
+
+/// DELIFEQ (Valkey 9.0): deletes the key only while it holds exactly `value`, the atomic
+/// compare-and-delete that lets a lock's owner release it without a script and without removing a
+/// lock that expired and was taken by another owner meanwhile.
+pub fn delifeq(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let mut locked = ctx.lock(&args[1..2]);
+    let equal = match locked.get(args[1]) {
+        Some(entry) => &string_of(entry)?[..] == args[2],
+        None => false,
+    };
+    if equal {
+        locked.remove(args[1]);
+    }
+    Ok(Reply::Int(i64::from(equal)))
 }
 
 pub fn getex(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {

@@ -229,8 +229,8 @@ pub static COMMANDS: &[Command] = commands![
     // string
     "get", 2, READONLY | FAST, (1, 1, 1), "string", "1.0.0", strings::get, "key", "Returns the string value of a key.",
         complexity: "O(1)", keys: &[key(RO | ACCESS, 1)];
-    "set", -3, WRITE | DENYOOM, (1, 1, 1), "string", "1.0.0", strings::set, "key value [NX | XX] [GET] [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]", "Sets the string value of a key, ignoring its type.",
-        complexity: "O(1)", keys: &[key(RW | ACCESS | UPDATE | VARIABLE_FLAGS, 1).with_notes("RW and ACCESS only with GET, which returns the old value; OW and UPDATE without it.")];
+    "set", -3, WRITE | DENYOOM, (1, 1, 1), "string", "1.0.0", strings::set, "key value [NX | XX | IFEQ comparison-value] [GET] [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]", "Sets the string value of a key, ignoring its type.",
+        complexity: "O(1)", keys: &[key(RW | ACCESS | UPDATE | VARIABLE_FLAGS, 1).with_notes("RW and ACCESS only with GET, which returns the old value, or IFEQ, which compares it; OW and UPDATE without them.")];
     "setnx", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "1.0.0", strings::setnx, "key value", "Set the string value of a key only when the key doesn't exist.",
         complexity: "O(1)", keys: &[key(OW | INSERT, 1)];
     "setex", 4, WRITE | DENYOOM, (1, 1, 1), "string", "2.0.0", strings::setex, "key seconds value", "Sets the string value and expiration time of a key.",
@@ -239,6 +239,8 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(1)", keys: &[key(OW | UPDATE, 1)];
     "getset", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "string", "1.0.0", strings::getset, "key value", "Returns the previous string value of a key after setting it to a new value.",
         complexity: "O(1)", doc_flags: &["deprecated"], deprecated_since: "6.2.0", replaced_by: "`SET` with `GET`", keys: &[key(RW | ACCESS | UPDATE, 1)];
+    "delifeq", 3, WRITE | FAST, (1, 1, 1), "string", "9.0.0", strings::delifeq, "key value", "Deletes the key if its value matches the given string.",
+        complexity: "O(1)", keys: &[key(RW | ACCESS | DELETE, 1)];
     "getdel", 2, WRITE | FAST, (1, 1, 1), "string", "6.2.0", strings::getdel, "key", "Returns the string value of a key after deleting the key.",
         complexity: "O(1)", keys: &[key(RW | ACCESS | DELETE, 1)];
     "getex", -2, WRITE | FAST, (1, 1, 1), "string", "6.2.0", strings::getex, "key [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | PERSIST]", "Returns the string value of a key after setting its expiration time.",
@@ -278,7 +280,7 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(N), N the bytes counted.", keys: &[key(RO | ACCESS, 1)];
     "bitpos", -3, READONLY, (1, 1, 1), "bitmap", "2.8.7", bitmaps::bitpos, "key bit [start [end [BYTE | BIT]]]", "Finds the first set (1) or clear (0) bit in a string.",
         complexity: "O(N), N the bytes searched.", keys: &[key(RO | ACCESS, 1)];
-    "bitop", -4, WRITE | DENYOOM, (2, -1, 1), "bitmap", "2.6.0", bitmaps::bitop, "<AND | OR | XOR | NOT> destkey key [key ...]", "Performs bitwise operations on multiple strings, and stores the result.",
+    "bitop", -4, WRITE | DENYOOM, (2, -1, 1), "bitmap", "2.6.0", bitmaps::bitop, "<AND | OR | XOR | NOT | DIFF | DIFF1 | ANDOR | ONE> destkey key [key ...]", "Performs bitwise operations on multiple strings, and stores the result.",
         complexity: "O(N), N the longest source's length.", keys: &[key(OW | UPDATE, 2), keys_to_end(RO | ACCESS, 3)];
     "bitfield", -2, WRITE | DENYOOM, (1, 1, 1), "bitmap", "3.2.0", bitmaps::bitfield, "key [GET encoding offset | [OVERFLOW <WRAP | SAT | FAIL>] <SET encoding offset value | INCRBY encoding offset increment> [GET encoding offset | [OVERFLOW <WRAP | SAT | FAIL>] <SET encoding offset value | INCRBY encoding offset increment> ...]]", "Performs arbitrary bitfield integer operations on strings.",
         complexity: "O(1) per subcommand.", keys: &[key(RW | ACCESS | UPDATE | VARIABLE_FLAGS, 1).with_notes("This command allows both access and modification of the key")];
@@ -368,7 +370,7 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(1)", keys: &[key(RW | ACCESS | UPDATE, 1)];
     "hrandfield", -2, READONLY, (1, 1, 1), "hash", "6.2.0", hashes::hrandfield, "key [count [WITHVALUES]]", "Returns one or more random fields from a hash.",
         complexity: "O(N), N the fields returned.", keys: &[key(RO | ACCESS, 1)], tips: &["nondeterministic_output"];
-    "hscan", -3, READONLY, (1, 1, 1), "hash", "2.8.0", hashes::hscan, "key cursor [MATCH pattern] [COUNT count]", "Iterates over fields and values of a hash.",
+    "hscan", -3, READONLY, (1, 1, 1), "hash", "2.8.0", hashes::hscan, "key cursor [MATCH pattern] [COUNT count] [NOVALUES]", "Iterates over fields and values of a hash.",
         complexity: "O(1) per call; O(N) for a whole iteration, N the elements.", keys: &[key(RO | ACCESS, 1)], tips: &["nondeterministic_output"];
     // set
     "sadd", -3, WRITE | DENYOOM | FAST, (1, 1, 1), "set", "1.0.0", sets::sadd, "key member [member ...]", "Adds one or more members to a set. Creates the key if it doesn't exist.",
@@ -474,7 +476,7 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(M log N), M the members popped, N the size of the sorted set.", keys: &[key(RW | ACCESS | DELETE, 1)];
     "zpopmax", -2, WRITE | FAST, (1, 1, 1), "sorted-set", "5.0.0", zsets::zpop, "key [count]", "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.",
         complexity: "O(M log N), M the members popped, N the size of the sorted set.", keys: &[key(RW | ACCESS | DELETE, 1)];
-    "zscan", -3, READONLY, (1, 1, 1), "sorted-set", "2.8.0", zsets::zscan, "key cursor [MATCH pattern] [COUNT count]", "Iterates over members and scores of a sorted set.",
+    "zscan", -3, READONLY, (1, 1, 1), "sorted-set", "2.8.0", zsets::zscan, "key cursor [MATCH pattern] [COUNT count] [NOSCORES]", "Iterates over members and scores of a sorted set.",
         complexity: "O(1) per call; O(N) for a whole iteration, N the elements.", keys: &[key(RO | ACCESS, 1)], tips: &["nondeterministic_output"];
     // sorted-set algebra, pops and LMPOP/BLMPOP
     "zunion", -3, READONLY, (0, 0, 0), "sorted-set", "6.2.0", zalgebra::zalgebra, "numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE <SUM | MIN | MAX>] [WITHSCORES]", "Returns the union of multiple sorted sets.",

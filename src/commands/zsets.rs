@@ -252,7 +252,7 @@ pub fn zscan(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     if found.is_none() {
         return Ok(collection_scan::empty());
     }
-    let scan_args = collection_scan::parse(args)?;
+    let scan_args = collection_scan::parse(args, collection_scan::Family::Zset)?;
     Ok(match found {
         Some(z) => collection_scan::scan(
             z.iter()

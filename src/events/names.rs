@@ -92,7 +92,7 @@ mod tests {
     fn every_writing_command_is_covered() {
         // SWAPDB publishes no key events in Redis either.
         const GENERIC_ONLY: &[&str] = &[
-            "del", "unlink", "getdel", "flushdb", "flushall", "swapdb", "migrate",
+            "del", "unlink", "getdel", "delifeq", "flushdb", "flushall", "swapdb", "migrate",
         ];
         const NAMED_BY_HANDLER: &[&str] = &[
             "rename",

@@ -276,6 +276,33 @@ async fn no_touch_clients_leave_idle_time_alone_and_type_exists_watch_ttl_never_
     assert_eq!(idle, 0);
 }
 
+/// MAXAGE (Redis 7.4) kills the connections connected for longer than the age, in whole seconds,
+/// and spares the younger ones, the caller included.
+#[tokio::test]
+async fn kill_maxage_takes_only_older_connections() {
+    let server = TestServer::start().await;
+    let mut old = server.raw().await;
+    let old_id = raw_id(&mut old).await;
+    tokio::time::sleep(Duration::from_millis(2200)).await;
+    let mut young = server.raw().await;
+    let young_id = raw_id(&mut young).await;
+    let mut admin = server.client().await;
+
+    let count: i64 = cmd(&mut admin, &["CLIENT", "KILL", "MAXAGE", "1"]).await;
+    assert_eq!(count, 1, "only the connection older than a second");
+    assert!(old.is_closed().await);
+    let ids: Vec<String> = client_list(&mut admin)
+        .await
+        .into_iter()
+        .map(|c| c["id"].clone())
+        .collect();
+    assert!(!ids.contains(&old_id.to_string()), "{ids:?}");
+    assert!(ids.contains(&young_id.to_string()), "{ids:?}");
+    assert_eq!(young.command(&[b"PING"]).await, b"+PONG\r\n");
+    let count: i64 = cmd(&mut admin, &["CLIENT", "KILL", "MAXAGE", "1000"]).await;
+    assert_eq!(count, 0);
+}
+
 #[tokio::test]
 async fn kill_filters_combine_and_count() {
     let server = TestServer::start().await;
