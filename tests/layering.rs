@@ -389,10 +389,11 @@ fn no_module_imports_a_layer_above_its_own() {
     let gone: Vec<&String> = listed.difference(&graph.upward).collect();
     let circle = largest_circle(&graph.edges);
     println!(
-        "upward imports: {} (listed {}); largest import circle: {} files",
+        "upward imports: {} (listed {}); largest import circle: {} files: {}",
         graph.upward.len(),
         listed.len(),
-        circle.len()
+        circle.len(),
+        circle.join(", ")
     );
     assert!(
         new.is_empty(),
