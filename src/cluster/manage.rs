@@ -28,7 +28,7 @@ pub fn block_on<F: Future>(future: F) -> Result<F::Output, String> {
         }
         _ => return Err("ERR cluster administration needs the server's runtime".into()),
     };
-    Ok(crate::scripting::off_worker(|| handle.block_on(future)))
+    Ok(crate::worker::off_worker(|| handle.block_on(future)))
 }
 
 /// The coordinator this node joined through.

@@ -175,7 +175,7 @@ pub fn ask_these(
             })
         })
         .collect();
-    let results = crate::scripting::off_worker(|| {
+    let results = crate::worker::off_worker(|| {
         handle.block_on(async {
             let mut results = Vec::with_capacity(tasks.len());
             for task in tasks {

@@ -205,7 +205,7 @@ fn transfer(request: &Request, pipeline: Vec<u8>, keys: usize) -> Outcome {
     };
     let host = String::from_utf8_lossy(request.host).into_owned();
     let (port, limit, auth) = (request.port, request.timeout, request.auth.is_some());
-    crate::scripting::off_worker(|| {
+    crate::worker::off_worker(|| {
         handle.block_on(async move {
             let connected = tokio::time::timeout(limit, Link::connect((host.as_str(), port), ""));
             let mut link = match connected.await {

@@ -103,7 +103,7 @@ pub fn run_script(
     // Announced before any lock, so other connections wait for it asynchronously (dispatch).
     let _active = shared.scripting.activate();
     // The engine and the script itself may take long: neither blocks a tokio worker.
-    crate::scripting::off_worker(|| match ctx.held.take() {
+    crate::worker::off_worker(|| match ctx.held.take() {
         Some(held) => {
             // EXEC took the engine before its locks (`transactions::exec`).
             let mut engine = held
@@ -425,7 +425,7 @@ pub fn engine_or_busy<'a, 's>(ctx: &'a mut Ctx<'_, 's>) -> Result<EngineRef<'a, 
     if let Some(engine) = ctx.held.as_deref_mut().and_then(|h| h.engine.as_mut()) {
         return Ok(EngineRef::Lent(engine));
     }
-    crate::scripting::off_worker(|| loop {
+    crate::worker::off_worker(|| loop {
         if let Some(engine) = shared.scripting.try_engine(Duration::from_millis(5)) {
             return Ok(EngineRef::Own(engine));
         }

@@ -248,7 +248,7 @@ fn function_codes(ctx: &mut Ctx) -> Result<Vec<bytes::Bytes>, Reply> {
 pub fn save(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
     let functions = function_codes(ctx)?;
     let shared = ctx.shared;
-    crate::scripting::off_worker(|| crate::snapshot::save(shared, &functions))
+    crate::worker::off_worker(|| crate::snapshot::save(shared, &functions))
         .map(|()| Reply::OK)
         .map_err(|why| match why.as_str() {
             crate::snapshot::IN_PROGRESS => Reply::error(crate::snapshot::IN_PROGRESS),
@@ -325,8 +325,7 @@ pub fn shutdown(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     if save || by_rules {
         let functions = function_codes(ctx)?;
         let shared = ctx.shared;
-        if crate::scripting::off_worker(|| crate::snapshot::save_waiting(shared, &functions))
-            .is_err()
+        if crate::worker::off_worker(|| crate::snapshot::save_waiting(shared, &functions)).is_err()
             && !force
         {
             return Err(Reply::error("ERR Errors trying to SHUTDOWN. Check logs."));

@@ -701,7 +701,7 @@ fn recent_local(ctx: &mut Ctx, args: &[&[u8]]) -> Result<(Vec<RecentItem>, usize
     };
     let limit = limit.unwrap_or(3);
     let json = json.unwrap_or(false);
-    let index = &ctx.shared.store.db(ctx.conn.db).stm_index;
+    let index = crate::stm::index::of(ctx.shared.store.db(ctx.conn.db));
     let keys = match scope {
         Scope::User => index.user_keys(owner),
         Scope::Server => index.server_keys(owner),
@@ -750,7 +750,7 @@ pub fn forget_keys(ctx: &Ctx, args: &[&[u8]]) -> Vec<Bytes> {
 /// The keys a forget removes, and the row operation for the persistence.
 fn forget_plan(ctx: &Ctx, args: &[&[u8]]) -> Result<(Vec<Bytes>, Option<PersistOp>), Reply> {
     let (kind, value) = (args[1], args[2]);
-    let index = &ctx.shared.store.db(ctx.conn.db).stm_index;
+    let index = crate::stm::index::of(ctx.shared.store.db(ctx.conn.db));
     let (keys, op): (Vec<Bytes>, Option<PersistOp>) = if is(kind, "CHANNEL") {
         let channel = id(value, "channel")?;
         (

@@ -150,7 +150,7 @@ impl ContextRequest<'_> {
 /// DM, plus the user's user scopes of other servers with CROSS-SERVER. In cluster mode, only the
 /// keys of slots this node owns: the other nodes answer for theirs (`context_peer`).
 fn candidates(ctx: &Ctx, req: &ContextRequest) -> Vec<Bytes> {
-    let index = &ctx.shared.store.db(ctx.conn.db).stm_index;
+    let index = crate::stm::index::of(ctx.shared.store.db(ctx.conn.db));
     let mut candidates = match req.server {
         Some(server) => index.server_keys(server),
         None => index.user_keys(req.user),

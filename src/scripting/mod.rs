@@ -18,7 +18,7 @@
 //! off the worker, and a script that runs past 2 ms moves off the worker
 //! ([`RunState::maybe_hand_off`]). A script that finds the engine taken otherwise waits for its
 //! turn in its connection ([`Scripting::wait_turn`]); scripts in EXEC run off the worker
-//! ([`off_worker`]).
+//! ([`crate::worker::off_worker`]).
 
 mod call;
 pub mod convert;
@@ -395,7 +395,7 @@ impl Scripting {
         if let Some(engine) = self.engine.try_lock_for(Duration::from_millis(INLINE_MS)) {
             return self.guard(engine);
         }
-        off_worker(|| self.engine())
+        crate::worker::off_worker(|| self.engine())
     }
 
     fn guard<'a>(&'a self, guard: MutexGuard<'a, Engine>) -> EngineGuard<'a> {
@@ -476,9 +476,6 @@ impl Scripting {
         *self.current_function.lock() = current;
     }
 }
-
-/// Scripts, and the waits for one, run through the worker hand-off the store uses too.
-pub use crate::worker::off_worker;
 
 /// How long (ms) a script runs on its tokio worker before it moves off it.
 const INLINE_MS: u64 = 2;

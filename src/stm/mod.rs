@@ -450,7 +450,7 @@ impl StmState {
 pub fn stm_entries(store: &Store) -> usize {
     store
         .existing_dbs()
-        .map(|(_, space)| space.stm_index.len())
+        .map(|(_, space)| index::of(space).len())
         .sum()
 }
 

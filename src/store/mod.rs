@@ -26,10 +26,10 @@ pub mod stream;
 pub mod stream_group;
 pub mod stream_node;
 pub mod swap;
+pub mod tags;
 pub mod value;
 pub mod zset;
 
-use crate::stm::index::StmIndex;
 use blocking::Waiters;
 use changes::{Change, Observer};
 use hashbrown::hash_table::Entry as Slot;
@@ -200,8 +200,9 @@ pub struct Keyspace {
     /// versions unique per shard are unique per key; and only that shard's lock holder writes its
     /// counter, so two threads writing different shards never share a cache line.
     versions: Box<[ShardVersion]>,
-    /// Owner/channel → STM keys, kept exact by every insert and removal below.
-    pub stm_index: StmIndex,
+    /// Tag → keys, for values found under other names than their key (see [`tags`]), kept exact
+    /// by every insert and removal below.
+    pub tags: tags::TagIndex,
     /// Clients blocked in BLPOP/BRPOP/BLMOVE on this database's keys, woken when a list appears
     /// or grows at their key.
     pub waiters: Arc<Waiters>,
@@ -435,7 +436,7 @@ impl Keyspace {
                 .collect(),
             hasher: hasher.clone(),
             versions: (0..SHARDS).map(|_| ShardVersion::default()).collect(),
-            stm_index: StmIndex::default(),
+            tags: Default::default(),
             waiters: Arc::new(Waiters::new(handoff.clone())),
             swaps: AtomicU64::new(0),
         }
@@ -485,12 +486,14 @@ impl Keyspace {
 
     /// Bookkeeping for a value leaving the keyspace (deleted, overwritten, expired, flushed).
     fn on_remove(&self, key: &[u8], value: &Value) {
-        match value {
-            Value::Stm(entry) => self.stm_index.remove(key, entry),
-            // XREADGROUP readers blocked on a stream that goes answer at once (NOGROUP or
-            // WRONGTYPE), as in Redis 7.2; XREAD readers wait on.
-            Value::Stream(_) => self.waiters.signal(key),
-            _ => {}
+        let tags = value.tags();
+        if tags.iter().any(Option::is_some) {
+            self.tags.remove(key, &tags);
+        }
+        // XREADGROUP readers blocked on a stream that goes answer at once (NOGROUP or WRONGTYPE),
+        // as in Redis 7.2; XREAD readers wait on.
+        if let Value::Stream(_) = value {
+            self.waiters.signal(key);
         }
     }
 
@@ -506,8 +509,11 @@ impl Keyspace {
 
     /// Bookkeeping for a value entering the keyspace.
     fn on_insert(&self, key: &[u8], value: &Value) {
+        let tags = value.tags();
+        if tags.iter().any(Option::is_some) {
+            self.tags.insert(key, &tags);
+        }
         match value {
-            Value::Stm(entry) => self.stm_index.insert(key, entry),
             // A list, sorted set or stream created by any command (LPUSH, ZADD, XADD, RENAME, MOVE,
             // …) may serve a blocked client; for a stream the first is woken and passes the turn
             // on (see `Waiters::wake_next`).

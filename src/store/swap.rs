@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 pub struct NotFullyLocked;
 
 /// Swaps the contents of the databases `a` and `b` hold, both locked whole (`Store::lock_all`).
-/// Versions, the STM index and the keys move together; blocked clients stay with their database
+/// Versions, the tag index and the keys move together; blocked clients stay with their database
 /// number and are woken where a list now sits at their key, as Redis does.
 pub fn swap_databases(a: &mut Locked<'_>, b: &mut Locked<'_>) -> Result<(), NotFullyLocked> {
     if a.held.len() != SHARDS || b.held.len() != SHARDS {
@@ -29,7 +29,7 @@ pub fn swap_databases(a: &mut Locked<'_>, b: &mut Locked<'_>) -> Result<(), NotF
             .store(right.0.load(Ordering::Relaxed), Ordering::Relaxed);
         right.0.store(held, Ordering::Relaxed);
     }
-    a.space.stm_index.swap_with(&b.space.stm_index);
+    a.space.tags.swap_with(&b.space.tags);
     after_swap(a);
     after_swap(b);
     Ok(())

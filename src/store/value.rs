@@ -1,6 +1,7 @@
 //! The typed values a key can hold.
 
 use super::stream::Stream;
+use super::tags::Tags;
 use super::zset::ZSet;
 use super::CompactBytes;
 use crate::stm::StmEntry;
@@ -39,6 +40,16 @@ impl Value {
             Value::ZSet(_) => "zset",
             Value::Stm(_) => "stm",
             Value::Stream(_) => "stream",
+        }
+    }
+
+    /// The names this value is also found under, for the keyspace's tag index (see
+    /// [`super::tags`]): an STM entry's owner and channel; none for the other types.
+    #[inline]
+    pub fn tags(&self) -> Tags<'_> {
+        match self {
+            Value::Stm(entry) => entry.tags(),
+            _ => [None, None],
         }
     }
 }

@@ -40,11 +40,11 @@ pub fn reload(ctx: &mut Ctx, options: &[&[u8]]) -> CmdResult {
         let functions = super::super::scripting::engine_or_busy(ctx)?
             .functions
             .codes();
-        crate::scripting::off_worker(|| crate::snapshot::save(shared, &functions))
+        crate::worker::off_worker(|| crate::snapshot::save(shared, &functions))
             .map_err(|_| Reply::error("ERR"))?;
     }
     let path = crate::snapshot::file_path(shared);
-    let loaded = crate::scripting::off_worker(|| {
+    let loaded = crate::worker::off_worker(|| {
         let bytes =
             std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         crate::snapshot::reload_bytes(shared, &bytes, flush, merge)
@@ -81,7 +81,7 @@ pub fn loadaof(ctx: &mut Ctx) -> CmdResult {
         return Err(Reply::error(AOF_LOAD_FAILED));
     }
     let config = shared.config.read().clone();
-    let loaded = crate::scripting::off_worker(|| {
+    let loaded = crate::worker::off_worker(|| {
         {
             // Under every database's lock no command is between its write and the stream, so
             // the file gets everything applied so far, and nothing is applied after it.
