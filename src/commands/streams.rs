@@ -517,6 +517,18 @@ pub struct BlockedRead {
     pub ids: Vec<StreamId>,
 }
 
+/// Where XREAD/XREADGROUP read one stream from.
+#[derive(Clone, Copy)]
+enum ReadFrom {
+    /// Entries after this id (`$` resolved, or an id given).
+    After(StreamId),
+    /// XREADGROUP's `>`: the group's undelivered entries.
+    Undelivered,
+    /// XREAD's `+` (Redis 7.4): the stream's last entry, resolved again at every attempt, so a
+    /// blocked reader woken by several XADDs gets the newest one only, as Redis does.
+    Last,
+}
+
 /// XREAD [COUNT n] [BLOCK ms] STREAMS key [key ...] id [id ...] and
 /// XREADGROUP GROUP g c [COUNT n] [BLOCK ms] [NOACK] STREAMS key [key ...] id [id ...]
 pub fn xread(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
@@ -615,7 +627,7 @@ pub fn xread(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let guard = {
         let mut locked = ctx.lock(keys);
         // Resolve the ids (`$` and `>` as Redis does), checking types and groups first.
-        let mut ids: Vec<Option<StreamId>> = Vec::with_capacity(n);
+        let mut ids: Vec<ReadFrom> = Vec::with_capacity(n);
         for (k, (key, arg)) in keys.iter().zip(id_args).enumerate() {
             let s = match stream(&mut locked, key) {
                 Err(_) if lenient => None,
@@ -634,14 +646,23 @@ pub fn xread(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
                     Some(id) => *id,
                     None => s.map_or(StreamId::MIN, |s| s.last_id),
                 };
-                ids.push(Some(resolved));
+                ids.push(ReadFrom::After(resolved));
+            } else if *arg == b"+" {
+                if xreadgroup {
+                    return Err(Reply::error("ERR The + ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The + ID would just return an empty result set."));
+                }
+                // Redis reads from the id before the last one, and there is none before 0-0.
+                if s.is_some_and(|s| s.last_id.is_zero()) {
+                    return Err(Reply::error("ERR the stream last element ID is 0-0"));
+                }
+                ids.push(ReadFrom::Last);
             } else if *arg == b">" {
                 if !xreadgroup {
                     return Err(Reply::error("ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option."));
                 }
-                ids.push(None);
+                ids.push(ReadFrom::Undelivered);
             } else {
-                ids.push(Some(strict_id(arg)?));
+                ids.push(ReadFrom::After(strict_id(arg)?));
             }
         }
         let mut parts: Vec<(Reply, Reply)> = Vec::new();
@@ -666,26 +687,36 @@ pub fn xread(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
                         continue;
                     };
                     match ids[k] {
-                        Some(after) => {
+                        ReadFrom::After(after) => {
                             let ids = s.deliver_history(g, &consumer, after, count, now);
                             parts.push((Reply::bulk(key), group_entries(s, ids)));
                         }
-                        None if s.has_undelivered(g) => {
+                        ReadFrom::Undelivered if s.has_undelivered(g) => {
                             let ids = s.deliver_new(g, &consumer, count, noack, now);
                             parts.push((Reply::bulk(key), group_entries(s, ids)));
                         }
-                        None => {}
+                        ReadFrom::Undelivered | ReadFrom::Last => {}
                     }
                 }
-                None => {
-                    let after = ids[k].unwrap_or(StreamId::MAX);
-                    if s.last_entry_id().is_some_and(|top| top > after) {
-                        if let Some(start) = after.incr() {
-                            let part = range_reply(s, start, StreamId::MAX, count, false);
+                None => match ids[k] {
+                    ReadFrom::After(after) => {
+                        if s.last_entry_id().is_some_and(|top| top > after) {
+                            if let Some(start) = after.incr() {
+                                let part = range_reply(s, start, StreamId::MAX, count, false);
+                                parts.push((Reply::bulk(key), part));
+                            }
+                        }
+                    }
+                    // The entry of the last id made, if it is still there (Redis 7.4 gives
+                    // nothing when that entry was deleted, even with older ones left).
+                    ReadFrom::Last => {
+                        if let Some(f) = s.get(s.last_id) {
+                            let part = Reply::Array(vec![entry_reply(s.last_id, f)]);
                             parts.push((Reply::bulk(key), part));
                         }
                     }
-                }
+                    ReadFrom::Undelivered => {}
+                },
             }
         }
         pass_on(keys);
@@ -700,7 +731,13 @@ pub fn xread(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             return Ok(Reply::NilArray);
         }
         ctx.conn.blocked_read = Some(BlockedRead {
-            ids: ids.iter().map(|i| i.unwrap_or(StreamId::MAX)).collect(),
+            ids: ids
+                .iter()
+                .map(|i| match i {
+                    ReadFrom::After(id) => *id,
+                    ReadFrom::Undelivered | ReadFrom::Last => StreamId::MAX,
+                })
+                .collect(),
         });
         (!rerun).then(|| waiters.register(keys.iter().map(|k| Bytes::copy_from_slice(k)).collect()))
     };
