@@ -23,9 +23,10 @@ Corpus format (conformance/corpus/*.txt), redis-cli-like:
   * Case directives: `@sleep MS` (a pause between commands), `@resp2` / `@resp3` (run in one
     protocol only), `@after CMD args` (run on a control connection after the case, reply ignored:
     to undo CONFIG SET and the like).
-  * `@expect "bytes"` after a command line: the reply that command must get, written out (RESP
-    bytes with the escapes above), for a command neither reference serves (a newer Redis's or
-    Valkey's, from its documentation). stmd's reply is compared with it, not with the references'.
+  * `@expect "bytes"` after a command line (or a `[read]`): the reply that command must get,
+    written out (RESP bytes with the escapes above), for a command neither reference serves (a
+    newer Redis's or Valkey's, from its documentation), or the message its write published. stmd's
+    reply is compared with it, not with the references'.
     `@expect2` / `@expect3` give it for one protocol (a nil is `$-1` in RESP2, `_` in RESP3).
 
 A case whose command stmd answers with `-ERR unknown command` while Redis does not is counted as
@@ -161,8 +162,10 @@ def parse_block(base, block):
                 reply = split_args(rest)
                 if len(reply) != 1:
                     raise ValueError("@expect takes one quoted string")
-                if not steps or steps[-1].args is None or steps[-1].mods & {"send", "read", "scan"}:
-                    raise ValueError("@expect follows the command whose reply it gives")
+                # A `[read]` step's reply (a pub/sub message) can be written out too.
+                if not steps or (steps[-1].args is None and "read" not in steps[-1].mods) \
+                        or steps[-1].mods & {"send", "scan"}:
+                    raise ValueError("@expect follows the command (or [read]) whose reply it gives")
                 for proto in {"@expect": (2, 3), "@expect2": (2,), "@expect3": (3,)}[word]:
                     steps[-1].expect[proto] = reply[0]
             elif text.startswith("@"):

@@ -111,6 +111,7 @@ fn value_arg(name: &str) -> Arg {
             | "cursor"
             | "timeout"
             | "numkeys"
+            | "numids"
             | "limit"
             | "unix-time-seconds"
             | "unix-time-milliseconds"
@@ -217,6 +218,20 @@ fn convert(items: &[Item]) -> Vec<Arg> {
                         | Item::Group {
                             optional: false, ..
                         } => {
+                            values.push(next.clone());
+                            i += 1;
+                        }
+                        // `TOKEN n id [id ...]`: the repetition stays in the token's block, as
+                        // Redis documents XDELEX's `IDS numids id [id ...]` and XREAD's
+                        // `STREAMS key [key ...] id [id ...]`.
+                        Item::Group {
+                            optional: true,
+                            alternatives,
+                        } if alternatives.len() == 1
+                            && alternatives[0].last() == Some(&Item::Ellipsis)
+                            && values.last().is_some()
+                            && alternatives[0].first() == values.last() =>
+                        {
                             values.push(next.clone());
                             i += 1;
                         }
@@ -406,6 +421,56 @@ mod tests {
             args[1].multiple,
             "the trailing [MSG ...] marks the block as repeating"
         );
+    }
+
+    #[test]
+    fn a_counted_list_after_a_token_is_one_block() {
+        let args = parse("key [KEEPREF | DELREF | ACKED] IDS numids id [id ...]");
+        assert_eq!(args.len(), 3);
+        assert!(args[1].optional);
+        let Kind::Block(ids) = &args[2].kind else {
+            panic!("block: {:?}", args[2])
+        };
+        assert_eq!(args[2].token.as_deref(), Some("IDS"));
+        assert_eq!(
+            (ids[0].name.as_str(), &ids[0].kind),
+            ("numids", &Kind::Integer)
+        );
+        assert!(ids[1].multiple && !args[2].optional);
+        assert_eq!(
+            hint(&args),
+            "key [KEEPREF|DELREF|ACKED] IDS numids id [id ...]"
+        );
+    }
+
+    /// BITOP's operations are pure tokens named as Redis 8.2 documents them.
+    #[test]
+    fn bitop_operations_are_named_tokens() {
+        let Some(bitop) = crate::commands::COMMANDS.iter().find(|c| c.name == "bitop") else {
+            panic!("no bitop")
+        };
+        let args = parse(bitop.syntax);
+        let Kind::OneOf(ops) = &args[0].kind else {
+            panic!("oneof: {:?}", args[0])
+        };
+        let named: Vec<(&str, Option<&str>)> = ops
+            .iter()
+            .map(|o| (o.name.as_str(), o.token.as_deref()))
+            .collect();
+        assert_eq!(
+            named,
+            [
+                ("and", Some("AND")),
+                ("or", Some("OR")),
+                ("xor", Some("XOR")),
+                ("not", Some("NOT")),
+                ("diff", Some("DIFF")),
+                ("diff1", Some("DIFF1")),
+                ("andor", Some("ANDOR")),
+                ("one", Some("ONE")),
+            ]
+        );
+        assert!(ops.iter().all(|o| o.kind == Kind::PureToken));
     }
 
     #[test]

@@ -8,9 +8,10 @@ use super::{err, BlockRequest, CmdResult, Ctx};
 use crate::events::class;
 use crate::protocol::{self, parse_i64_strict, Reply};
 use crate::store::stream::{
-    EntryFields, Fields, Group, Stream, StreamError, StreamId, Trim, INVALID_READ, NODE_MAX_ENTRIES,
+    EntryFields, Fields, Group, RefPolicy, Stream, StreamError, StreamId, Trim, INVALID_READ,
+    NODE_MAX_ENTRIES,
 };
-use crate::store::stream_group::{AutoClaimArgs, ClaimOptions};
+use crate::store::stream_group::{AutoClaimArgs, ClaimOptions, DeleteOutcome};
 use crate::store::{now_ms, Locked, Value};
 use bytes::{BufMut, Bytes, BytesMut};
 use std::time::{Duration, Instant};
@@ -210,10 +211,25 @@ struct TrimArgs {
     trim: Option<Trim>,
     approx: bool,
     limit: u64,
+    /// KEEPREF | DELREF | ACKED (Redis 8.2), KEEPREF when not given.
+    policy: RefPolicy,
     nomkstream: bool,
     /// XADD: the id argument's position, the id and whether its sequence was given.
     id: Option<(StreamId, bool)>,
     id_pos: usize,
+}
+
+/// KEEPREF | DELREF | ACKED, any case.
+fn ref_policy(arg: &[u8]) -> Option<RefPolicy> {
+    if is(arg, "KEEPREF") {
+        Some(RefPolicy::KeepRef)
+    } else if is(arg, "DELREF") {
+        Some(RefPolicy::DelRef)
+    } else if is(arg, "ACKED") {
+        Some(RefPolicy::Acked)
+    } else {
+        None
+    }
 }
 
 /// Redis's `streamParseAddOrTrimArgsOrReply`.
@@ -222,11 +238,13 @@ fn parse_add_or_trim(args: &[&[u8]], xadd: bool) -> Result<TrimArgs, Reply> {
         trim: None,
         approx: false,
         limit: 0,
+        policy: RefPolicy::KeepRef,
         nomkstream: false,
         id: None,
         id_pos: 0,
     };
     let mut limit_given = false;
+    let mut policy_given = false;
     let mut i = 2;
     while i < args.len() {
         let more = args.len() - 1 - i;
@@ -263,6 +281,10 @@ fn parse_add_or_trim(args: &[&[u8]], xadd: bool) -> Result<TrimArgs, Reply> {
             out.limit = n as u64;
             limit_given = true;
             i += 1;
+        } else if let Some(policy) = ref_policy(opt).filter(|_| !policy_given) {
+            // A second one is read as XADD's id (invalid) or is XTRIM's syntax error, as Redis.
+            out.policy = policy;
+            policy_given = true;
         } else if xadd && is(opt, "nomkstream") {
             out.nomkstream = true;
         } else if xadd {
@@ -337,7 +359,7 @@ pub fn xadd(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     s.append(id, Fields::pack(&args[field_pos..]));
     let trimmed = parsed
         .trim
-        .is_some_and(|t| s.trim(t, parsed.approx, parsed.limit) > 0);
+        .is_some_and(|t| s.trim(t, parsed.approx, parsed.limit, parsed.policy) > 0);
     if feed.active() && !matches!(parsed.id, Some((_, true))) {
         // Replicas add the entry under the id made here, not one of their own.
         let text = format!("{}-{}", id.ms, id.seq);
@@ -362,7 +384,7 @@ pub fn xtrim(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         return Ok(Reply::Int(0));
     };
     let deleted = match parsed.trim {
-        Some(t) => s.trim(t, parsed.approx, parsed.limit),
+        Some(t) => s.trim(t, parsed.approx, parsed.limit, parsed.policy),
         None => 0,
     };
     if deleted > 0 {
@@ -433,6 +455,92 @@ pub fn xdel(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         locked.unchanged(key);
     }
     Ok(Reply::Int(deleted as i64))
+}
+
+/// XDELEX's and XACKDEL's arguments after the key (and group): `[KEEPREF | DELREF | ACKED] IDS
+/// numids id [id ...]` in any order, each at most once. Everything is checked before the key
+/// is looked at, so a bad argument changes nothing.
+fn ref_delete_args(args: &[&[u8]], from: usize) -> Result<(RefPolicy, Vec<StreamId>), Reply> {
+    let mut policy = None;
+    let mut ids = None;
+    let mut j = from;
+    while j < args.len() {
+        if let Some(p) = ref_policy(args[j]).filter(|_| policy.is_none()) {
+            policy = Some(p);
+            j += 1;
+        } else if is(args[j], "IDS") && j + 1 < args.len() {
+            let n = parse_i64_strict(args[j + 1])
+                .filter(|n| *n >= 1)
+                .ok_or_else(|| Reply::error("ERR Number of IDs must be a positive integer"))?;
+            let start = j + 2;
+            let n = usize::try_from(n)
+                .ok()
+                .filter(|n| *n <= args.len() - start)
+                .ok_or_else(|| {
+                    Reply::error("ERR The `numids` parameter must match the number of arguments")
+                })?;
+            ids = Some(&args[start..start + n]);
+            j = start + n;
+        } else {
+            return Err(Reply::error(err::SYNTAX));
+        }
+    }
+    let ids = ids.ok_or_else(|| Reply::error("ERR IDS option is required"))?;
+    let ids = ids
+        .iter()
+        .map(|a| strict_id(a))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((policy.unwrap_or_default(), ids))
+}
+
+/// The per-id codes of XDELEX and XACKDEL.
+fn outcome_reply(done: impl IntoIterator<Item = DeleteOutcome>) -> Reply {
+    Reply::Array(done.into_iter().map(|d| Reply::Int(d.code())).collect())
+}
+
+/// How many pending entries the groups hold (to see whether DELREF changed any).
+fn pending_refs(s: &Stream) -> usize {
+    s.groups.values().map(|g| g.pel.len()).sum()
+}
+
+/// XDELEX key [KEEPREF | DELREF | ACKED] IDS numids id [id ...] (Redis 8.2)
+pub fn xdelex(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let (policy, ids) = ref_delete_args(args, 2)?;
+    let key = args[1];
+    let mut locked = ctx.lock(&args[1..2]);
+    let Some(s) = stream_mut(&mut locked, key)? else {
+        return Ok(outcome_reply(ids.iter().map(|_| DeleteOutcome::NotFound)));
+    };
+    let refs = pending_refs(s);
+    let done = s.delete_with(&ids, policy);
+    let unreferenced = pending_refs(s) != refs;
+    if done.contains(&DeleteOutcome::Deleted) {
+        locked.notify(class::STREAM, "xdel", key);
+    } else if !unreferenced {
+        locked.unchanged(key);
+    }
+    Ok(outcome_reply(done))
+}
+
+/// XACKDEL key group [KEEPREF | DELREF | ACKED] IDS numids id [id ...] (Redis 8.2)
+pub fn xackdel(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    let (policy, ids) = ref_delete_args(args, 3)?;
+    let (key, gname) = (args[1], args[2]);
+    let mut locked = ctx.lock(&args[1..2]);
+    let not_found = || outcome_reply(ids.iter().map(|_| DeleteOutcome::NotFound));
+    let Some(s) = stream_mut(&mut locked, key)? else {
+        return Ok(not_found());
+    };
+    let before = s.len();
+    let Some(done) = s.ack_delete(gname, &ids, policy) else {
+        return Ok(not_found());
+    };
+    if s.len() != before {
+        locked.notify(class::STREAM, "xdel", key);
+    } else if !done.iter().any(|d| *d != DeleteOutcome::NotFound) {
+        locked.unchanged(key);
+    }
+    Ok(outcome_reply(done))
 }
 
 /// XSETID key last-id [ENTRIESADDED n] [MAXDELETEDID id]
@@ -515,6 +623,18 @@ fn group_entries(s: &Stream, ids: Vec<StreamId>) -> Reply {
 #[derive(Debug, Default)]
 pub struct BlockedRead {
     pub ids: Vec<StreamId>,
+}
+
+/// Where XREAD/XREADGROUP read one stream from.
+#[derive(Clone, Copy)]
+enum ReadFrom {
+    /// Entries after this id (`$` resolved, or an id given).
+    After(StreamId),
+    /// XREADGROUP's `>`: the group's undelivered entries.
+    Undelivered,
+    /// XREAD's `+` (Redis 7.4): the stream's last entry, resolved again at every attempt, so a
+    /// blocked reader woken by several XADDs gets the newest one only, as Redis does.
+    Last,
 }
 
 /// XREAD [COUNT n] [BLOCK ms] STREAMS key [key ...] id [id ...] and
@@ -615,7 +735,7 @@ pub fn xread(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let guard = {
         let mut locked = ctx.lock(keys);
         // Resolve the ids (`$` and `>` as Redis does), checking types and groups first.
-        let mut ids: Vec<Option<StreamId>> = Vec::with_capacity(n);
+        let mut ids: Vec<ReadFrom> = Vec::with_capacity(n);
         for (k, (key, arg)) in keys.iter().zip(id_args).enumerate() {
             let s = match stream(&mut locked, key) {
                 Err(_) if lenient => None,
@@ -634,14 +754,23 @@ pub fn xread(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
                     Some(id) => *id,
                     None => s.map_or(StreamId::MIN, |s| s.last_id),
                 };
-                ids.push(Some(resolved));
+                ids.push(ReadFrom::After(resolved));
+            } else if *arg == b"+" {
+                if xreadgroup {
+                    return Err(Reply::error("ERR The + ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The + ID would just return an empty result set."));
+                }
+                // Redis reads from the id before the last one, and there is none before 0-0.
+                if s.is_some_and(|s| s.last_id.is_zero()) {
+                    return Err(Reply::error("ERR the stream last element ID is 0-0"));
+                }
+                ids.push(ReadFrom::Last);
             } else if *arg == b">" {
                 if !xreadgroup {
                     return Err(Reply::error("ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option."));
                 }
-                ids.push(None);
+                ids.push(ReadFrom::Undelivered);
             } else {
-                ids.push(Some(strict_id(arg)?));
+                ids.push(ReadFrom::After(strict_id(arg)?));
             }
         }
         let mut parts: Vec<(Reply, Reply)> = Vec::new();
@@ -666,26 +795,36 @@ pub fn xread(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
                         continue;
                     };
                     match ids[k] {
-                        Some(after) => {
+                        ReadFrom::After(after) => {
                             let ids = s.deliver_history(g, &consumer, after, count, now);
                             parts.push((Reply::bulk(key), group_entries(s, ids)));
                         }
-                        None if s.has_undelivered(g) => {
+                        ReadFrom::Undelivered if s.has_undelivered(g) => {
                             let ids = s.deliver_new(g, &consumer, count, noack, now);
                             parts.push((Reply::bulk(key), group_entries(s, ids)));
                         }
-                        None => {}
+                        ReadFrom::Undelivered | ReadFrom::Last => {}
                     }
                 }
-                None => {
-                    let after = ids[k].unwrap_or(StreamId::MAX);
-                    if s.last_entry_id().is_some_and(|top| top > after) {
-                        if let Some(start) = after.incr() {
-                            let part = range_reply(s, start, StreamId::MAX, count, false);
+                None => match ids[k] {
+                    ReadFrom::After(after) => {
+                        if s.last_entry_id().is_some_and(|top| top > after) {
+                            if let Some(start) = after.incr() {
+                                let part = range_reply(s, start, StreamId::MAX, count, false);
+                                parts.push((Reply::bulk(key), part));
+                            }
+                        }
+                    }
+                    // The entry of the last id made, if it is still there (Redis 7.4 gives
+                    // nothing when that entry was deleted, even with older ones left).
+                    ReadFrom::Last => {
+                        if let Some(f) = s.get(s.last_id) {
+                            let part = Reply::Array(vec![entry_reply(s.last_id, f)]);
                             parts.push((Reply::bulk(key), part));
                         }
                     }
-                }
+                    ReadFrom::Undelivered => {}
+                },
             }
         }
         pass_on(keys);
@@ -700,7 +839,13 @@ pub fn xread(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             return Ok(Reply::NilArray);
         }
         ctx.conn.blocked_read = Some(BlockedRead {
-            ids: ids.iter().map(|i| i.unwrap_or(StreamId::MAX)).collect(),
+            ids: ids
+                .iter()
+                .map(|i| match i {
+                    ReadFrom::After(id) => *id,
+                    ReadFrom::Undelivered | ReadFrom::Last => StreamId::MAX,
+                })
+                .collect(),
         });
         (!rerun).then(|| waiters.register(keys.iter().map(|k| Bytes::copy_from_slice(k)).collect()))
     };

@@ -563,7 +563,7 @@ pub static COMMANDS: &[Command] = commands![
     "stm.context", -7, READONLY | DB_ZERO_ONLY, (0, 0, 0), "stm", "0.1.0", stm_context::context, "USER user-id CHANNEL channel-id SERVER <server-id | DM> [PERSONA <persona-id | ->] [LINEAGE <lineage-id | ->] [BOT name] [OTHERS count] [CRUDE count] [MODE <SUPERSEDE | CRUDE_SUMMARY>] [CADENCE turns] [CROSS-SERVER] [NOW unix-time-milliseconds] [FORMAT <RESP | JSON>]", "Returns the prompt-ready short-term memory blocks of a conversation.",
         complexity: "O(N), N the entries read.", keys: &[keyword(RO | ACCESS | INCOMPLETE, "CHANNEL", 1, 0, 1, 0)], acl_keys: Some(stm_context::context_keys);
     // streams
-    "xadd", -5, WRITE | DENYOOM | FAST, (1, 1, 1), "stream", "5.0.0", streams::xadd, "key [NOMKSTREAM] [<MAXLEN | MINID> [= | ~] threshold [LIMIT count]] <* | id> field value [field value ...]", "Appends a new entry to a stream. Creates the key if it doesn't exist.",
+    "xadd", -5, WRITE | DENYOOM | FAST, (1, 1, 1), "stream", "5.0.0", streams::xadd, "key [NOMKSTREAM] [KEEPREF | DELREF | ACKED] [<MAXLEN | MINID> [= | ~] threshold [LIMIT count]] <* | id> field value [field value ...]", "Appends a new entry to a stream. Creates the key if it doesn't exist.",
         complexity: "O(1) when adding an entry; O(N) trimming, N the entries evicted.", keys: &[key(RW | UPDATE, 1).with_notes("UPDATE instead of INSERT because of the optional trimming feature")], tips: &["nondeterministic_output"];
     "xlen", 2, READONLY | FAST, (1, 1, 1), "stream", "5.0.0", streams::xlen, "key", "Returns the number of entries in a stream.",
         complexity: "O(1)", keys: &[key(RO, 1)];
@@ -573,8 +573,12 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(log N + M), M the entries returned.", keys: &[key(RO | ACCESS, 1)];
     "xdel", -3, WRITE | FAST, (1, 1, 1), "stream", "5.0.0", streams::xdel, "key id [id ...]", "Removes entries from a stream, returning how many were removed.",
         complexity: "O(log N) per entry.", keys: &[key(RW | DELETE, 1)];
-    "xtrim", -4, WRITE, (1, 1, 1), "stream", "5.0.0", streams::xtrim, "key <MAXLEN | MINID> [= | ~] threshold [LIMIT count]", "Removes the oldest entries of a stream.",
+    "xtrim", -4, WRITE, (1, 1, 1), "stream", "5.0.0", streams::xtrim, "key <MAXLEN | MINID> [= | ~] threshold [LIMIT count] [KEEPREF | DELREF | ACKED]", "Removes the oldest entries of a stream.",
         complexity: "O(N), N the entries evicted.", keys: &[key(RW | DELETE, 1)], tips: &["nondeterministic_output"];
+    "xdelex", -5, WRITE | FAST, (1, 1, 1), "stream", "8.2.0", streams::xdelex, "key [KEEPREF | DELREF | ACKED] IDS numids id [id ...]", "Deletes one or multiple entries from the stream.",
+        complexity: "O(1) for each single item to delete in the stream, regardless of the stream size.", keys: &[key(RW | DELETE, 1)];
+    "xackdel", -6, WRITE | FAST, (1, 1, 1), "stream", "8.2.0", streams::xackdel, "key group [KEEPREF | DELREF | ACKED] IDS numids id [id ...]", "Acknowledges and deletes one or multiple messages for a stream consumer group.",
+        complexity: "O(1) for each entry ID processed.", keys: &[key(RW | UPDATE | DELETE, 1)];
     "xsetid", -3, WRITE | DENYOOM | FAST, (1, 1, 1), "stream", "5.0.0", streams::xsetid, "key last-id [ENTRIESADDED entries-added] [MAXDELETEDID max-deleted-id]", "An internal command for replicating stream values.",
         complexity: "O(1)", keys: &[key(RW | UPDATE, 1)];
     "xread", -4, READONLY | BLOCKING, (0, 0, 0), "stream", "5.0.0", streams::xread, "[COUNT count] [BLOCK milliseconds] STREAMS key [key ...] id [id ...]", "Returns entries of one or more streams newer than the ids given. Blocks until one is available otherwise.",

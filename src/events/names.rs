@@ -116,10 +116,13 @@ mod tests {
             "lmpop",
             "blmpop",
             // Streams name their events in their handlers (`xadd` and `xtrim` from one XADD,
-            // `xgroup-*`, `xsetid`…), and XACK/XCLAIM/XAUTOCLAIM publish none, as in Redis.
+            // `xdel` from XDELEX/XACKDEL, `xgroup-*`, `xsetid`…), and XACK/XCLAIM/XAUTOCLAIM
+            // publish none, as in Redis.
             "xadd",
             "xtrim",
             "xdel",
+            "xdelex",
+            "xackdel",
             "xsetid",
             "xgroup",
             "xreadgroup",

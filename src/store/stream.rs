@@ -245,6 +245,19 @@ pub enum Trim {
     MinId(StreamId),
 }
 
+/// What deleting an entry (XDELEX, XACKDEL, XADD/XTRIM trimming) does about the consumer
+/// groups' references to it (Redis 8.2's KEEPREF | DELREF | ACKED).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RefPolicy {
+    /// Delete the entry; the groups' pending lists keep it (XDEL's way).
+    #[default]
+    KeepRef,
+    /// Delete the entry and drop it from every group's pending list.
+    DelRef,
+    /// Delete the entry only when no group still needs it (see [`Stream::referenced`]).
+    Acked,
+}
+
 impl Entries {
     pub fn len(&self) -> usize {
         self.len
@@ -509,14 +522,21 @@ impl Stream {
 
     /// Redis's `streamTrim`: removes whole nodes from the head while allowed, then (exact only)
     /// entries inside the next node. `limit` 0 means no limit. Returns the number removed.
-    pub fn trim(&mut self, trim: Trim, approx: bool, limit: u64) -> u64 {
+    ///
+    /// `policy` is what happens to the groups' references ([`RefPolicy`]): DELREF drops each
+    /// removed entry from every pending list; ACKED skips the entries a group still needs, so a
+    /// node holding one is not removed whole but entry by entry (exact trimming only: `~` stops
+    /// there), and MAXLEN then takes later unneeded entries in their place, down to the length.
+    pub fn trim(&mut self, trim: Trim, approx: bool, limit: u64, policy: RefPolicy) -> u64 {
         if let Trim::MaxLen(max) = trim {
             if self.entries.len as u64 <= max {
                 return 0;
             }
         }
         let mut deleted = 0u64;
-        while let Some((&start, node)) = self.entries.nodes.iter().next() {
+        // ACKED: the nodes before this one keep entries a group still needs.
+        let mut from = StreamId::MIN;
+        while let Some((&start, node)) = self.entries.nodes.range(from..).next() {
             let live = u64::from(node.live);
             if limit != 0 && deleted + live > limit {
                 break;
@@ -525,7 +545,16 @@ impl Stream {
                 Trim::MaxLen(max) => self.entries.len as u64 - live >= max,
                 Trim::MinId(min) => node.last < min,
             };
-            if remove_node {
+            let ids = || node.entries(start).map(|(id, _)| id).collect::<Vec<_>>();
+            let needed = policy == RefPolicy::Acked
+                && remove_node
+                && node.entries(start).any(|(id, _)| self.referenced(id));
+            if remove_node && !needed {
+                if policy == RefPolicy::DelRef {
+                    for id in ids() {
+                        self.unreference(id);
+                    }
+                }
                 self.entries.nodes.remove(&start);
                 self.entries.len -= live as usize;
                 deleted += live;
@@ -534,8 +563,7 @@ impl Stream {
             if approx {
                 break;
             }
-            let ids: Vec<StreamId> = node.entries(start).map(|(id, _)| id).collect();
-            for id in ids {
+            for id in ids() {
                 let stop = match trim {
                     Trim::MaxLen(max) => self.entries.len as u64 <= max,
                     Trim::MinId(min) => id >= min,
@@ -543,7 +571,14 @@ impl Stream {
                 if stop {
                     break;
                 }
-                // Never the node's last live entry: a node that would empty was removed above.
+                if policy == RefPolicy::Acked && self.referenced(id) {
+                    continue;
+                }
+                if policy == RefPolicy::DelRef {
+                    self.unreference(id);
+                }
+                // Never the node's last live entry: a node that would empty was removed above,
+                // and one that ACKED keeps holds an entry it skipped.
                 if let Some(n) = self.entries.nodes.get_mut(&start) {
                     if n.delete(start, id) {
                         self.entries.len -= 1;
@@ -551,12 +586,32 @@ impl Stream {
                     }
                 }
             }
-            break;
+            // A node kept only for entries ACKED skipped: trimming goes on after it.
+            match (needed, start.incr()) {
+                (true, Some(next)) => from = next,
+                _ => break,
+            }
         }
         if deleted > 0 {
             self.first_id = self.first_entry_id().unwrap_or(StreamId::MIN);
         }
         deleted
+    }
+
+    /// Whether a consumer group still needs `id` (Redis 8.2's ACKED keeps it then): it is pending
+    /// in a group, or a group has not been delivered it yet (it is after the group's last
+    /// delivered id). A stream without groups needs nothing.
+    pub fn referenced(&self, id: StreamId) -> bool {
+        self.groups
+            .values()
+            .any(|g| id > g.last_id || g.pel.contains_key(&id))
+    }
+
+    /// DELREF: drops `id` from every group's pending list (and its consumer's).
+    pub fn unreference(&mut self, id: StreamId) {
+        for g in self.groups.values_mut() {
+            g.forget(id);
+        }
     }
 
     /// Approximate heap bytes (MEMORY USAGE).
@@ -733,7 +788,12 @@ mod tests {
                                     .unwrap_or(next),
                             )
                         };
-                        let removed = s.trim(trim, rng.gen_bool(0.5), rng.gen_range(0..3) * 50);
+                        let removed = s.trim(
+                            trim,
+                            rng.gen_bool(0.5),
+                            rng.gen_range(0..3) * 50,
+                            RefPolicy::KeepRef,
+                        );
                         // Trimming takes from the head.
                         for _ in 0..removed {
                             model.pop_first();
@@ -856,9 +916,9 @@ mod tests {
             s.append(StreamId::new(i, 0), Fields::pack(&[b"f", b"v"]));
         }
         assert_eq!(s.nodes().len(), 3);
-        assert_eq!(s.trim(Trim::MaxLen(120), true, 0), 100);
+        assert_eq!(s.trim(Trim::MaxLen(120), true, 0, RefPolicy::KeepRef), 100);
         assert_eq!(s.len(), 150);
-        assert_eq!(s.trim(Trim::MaxLen(120), false, 0), 30);
+        assert_eq!(s.trim(Trim::MaxLen(120), false, 0, RefPolicy::KeepRef), 30);
         assert_eq!(s.len(), 120);
         assert_eq!(s.first_id, StreamId::new(131, 0));
     }

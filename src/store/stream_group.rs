@@ -5,7 +5,9 @@
 //! `now` in milliseconds) and returns ids, counts or a [`StreamError`]. `commands/streams.rs`
 //! parses the arguments, shapes the replies and signals waiters and keyspace events.
 
-use super::stream::{Consumer, Group, Nack, Stream, StreamError, StreamId, INVALID_READ};
+use super::stream::{
+    Consumer, Group, Nack, RefPolicy, Stream, StreamError, StreamId, INVALID_READ,
+};
 use bytes::Bytes;
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -42,6 +44,28 @@ pub struct Pending<'a> {
     /// in the future.
     pub idle: i64,
     pub delivery_count: u64,
+}
+
+/// What XDELEX and XACKDEL did with one id; the reply's integer is [`DeleteOutcome::code`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeleteOutcome {
+    /// Deleted (XACKDEL: acknowledged, and the entry is gone).
+    Deleted,
+    /// No such entry (XACKDEL: not pending in the group).
+    NotFound,
+    /// Kept because a group still needs it (ACKED).
+    Referenced,
+}
+
+impl DeleteOutcome {
+    /// Redis 8.2's reply code.
+    pub fn code(self) -> i64 {
+        match self {
+            DeleteOutcome::Deleted => 1,
+            DeleteOutcome::NotFound => -1,
+            DeleteOutcome::Referenced => 2,
+        }
+    }
 }
 
 /// XCLAIM's options, as given.
@@ -124,7 +148,7 @@ impl Group {
     }
 
     /// Drops `id` from the group's and its consumer's pending lists: true when it was pending.
-    fn forget(&mut self, id: StreamId) -> bool {
+    pub(super) fn forget(&mut self, id: StreamId) -> bool {
         let Some(nack) = self.pel.remove(&id) else {
             return false;
         };
@@ -482,6 +506,57 @@ impl Stream {
         })
     }
 
+    /// XDELEX: deletes each of `ids` under `policy`, answering per id (in order) 1 when the entry
+    /// was deleted, -1 when the stream has no such entry, 2 when ACKED kept it because a group
+    /// still needs it. DELREF drops the id from every pending list even when the entry is gone.
+    pub fn delete_with(&mut self, ids: &[StreamId], policy: RefPolicy) -> Vec<DeleteOutcome> {
+        ids.iter()
+            .map(|&id| {
+                if policy == RefPolicy::Acked && self.referenced(id) {
+                    return DeleteOutcome::Referenced;
+                }
+                if policy == RefPolicy::DelRef {
+                    self.unreference(id);
+                }
+                if self.delete_entries(&[id]) == 1 {
+                    DeleteOutcome::Deleted
+                } else {
+                    DeleteOutcome::NotFound
+                }
+            })
+            .collect()
+    }
+
+    /// XACKDEL: acknowledges each of `ids` in `group` and deletes its entry under `policy`. Per
+    /// id: -1 when it was not pending in the group (nothing done), 2 when it was acknowledged but
+    /// ACKED kept the entry for another group, 1 when it was acknowledged and the entry is gone
+    /// (deleted now, or already). `None` when there is no such group.
+    pub fn ack_delete(
+        &mut self,
+        group: &[u8],
+        ids: &[StreamId],
+        policy: RefPolicy,
+    ) -> Option<Vec<DeleteOutcome>> {
+        self.groups.get(group)?;
+        Some(
+            ids.iter()
+                .map(|&id| {
+                    if !self.groups.get_mut(group).is_some_and(|g| g.forget(id)) {
+                        return DeleteOutcome::NotFound;
+                    }
+                    if policy == RefPolicy::Acked && self.referenced(id) {
+                        return DeleteOutcome::Referenced;
+                    }
+                    if policy == RefPolicy::DelRef {
+                        self.unreference(id);
+                    }
+                    self.delete_entries(&[id]);
+                    DeleteOutcome::Deleted
+                })
+                .collect(),
+        )
+    }
+
     /// XINFO's `entries-read` and `lag` of a group; `None` where Redis cannot tell them.
     pub fn read_progress(&self, g: &Group) -> (Option<i64>, Option<i64>) {
         let entries_read = (g.entries_read != INVALID_READ).then_some(g.entries_read);
@@ -800,6 +875,155 @@ mod tests {
         // Reading past the deleted id makes the counter an estimate again: all read, lag 0.
         s.deliver_new(b"g", &alice, 0, false, 0);
         assert_eq!(s.read_progress(&s.groups[&b"g"[..]]), (Some(5), Some(0)));
+    }
+
+    /// Entries 1..=n, groups `g` and `h` from 0-0, `g` delivered everything to alice.
+    fn two_groups(n: u64) -> Stream {
+        let mut s = stream_with_group(n);
+        s.create_group(b"h", StreamId::MIN, 0).unwrap();
+        s.deliver_new(b"g", &b("alice"), 0, false, 0);
+        s
+    }
+
+    #[test]
+    fn acked_keeps_what_a_group_still_needs() {
+        let mut s = two_groups(3);
+        // `h` has not been delivered anything: every entry is still needed.
+        assert!(s.referenced(id(1)));
+        s.deliver_new(b"h", &b("bob"), 2, true, 0);
+        // `h` read 1 and 2 without pending them; `g` still has them pending.
+        assert!(s.referenced(id(1)));
+        s.groups.get_mut(&b"g"[..]).unwrap().ack(&[id(1)]);
+        assert!(!s.referenced(id(1)));
+        assert!(s.referenced(id(3)));
+        use DeleteOutcome::*;
+        assert_eq!(
+            s.delete_with(&[id(1), id(2), id(3), id(9)], RefPolicy::Acked),
+            vec![Deleted, Referenced, Referenced, Referenced]
+        );
+        assert_eq!(s.len(), 2);
+        // No groups, nothing needed.
+        s.groups.clear();
+        assert_eq!(
+            s.delete_with(&[id(2), id(2)], RefPolicy::Acked),
+            vec![Deleted, NotFound]
+        );
+    }
+
+    #[test]
+    fn delref_drops_every_reference_and_keepref_none() {
+        let mut s = two_groups(3);
+        s.deliver_new(b"h", &b("bob"), 0, false, 0);
+        use DeleteOutcome::*;
+        assert_eq!(s.delete_with(&[id(1)], RefPolicy::KeepRef), vec![Deleted]);
+        assert!(s.groups[&b"g"[..]].pel.contains_key(&id(1)));
+        // The entry is gone, its dangling references go all the same.
+        assert_eq!(
+            s.delete_with(&[id(1), id(2)], RefPolicy::DelRef),
+            vec![NotFound, Deleted]
+        );
+        for g in s.groups.values() {
+            assert_eq!(g.pel.keys().copied().collect::<Vec<_>>(), vec![id(3)]);
+            assert!(g.consumers.values().all(|c| !c.pel.contains(&id(1))));
+        }
+        assert_eq!((s.max_deleted, s.first_id), (id(2), id(3)));
+    }
+
+    #[test]
+    fn ack_delete_acknowledges_then_deletes() {
+        let mut s = two_groups(3);
+        s.deliver_new(b"h", &b("bob"), 0, false, 0);
+        use DeleteOutcome::*;
+        assert_eq!(s.ack_delete(b"x", &[id(1)], RefPolicy::KeepRef), None);
+        // ACKED: acknowledged in g, kept for h.
+        assert_eq!(
+            s.ack_delete(b"g", &[id(1), id(1)], RefPolicy::Acked),
+            Some(vec![Referenced, NotFound])
+        );
+        assert_eq!(s.len(), 3);
+        assert_eq!(
+            s.ack_delete(b"h", &[id(1)], RefPolicy::Acked),
+            Some(vec![Deleted])
+        );
+        assert_eq!(s.len(), 2);
+        // KEEPREF: h keeps its reference; acknowledging it later answers 1 though the entry is
+        // already gone.
+        assert_eq!(
+            s.ack_delete(b"g", &[id(2)], RefPolicy::KeepRef),
+            Some(vec![Deleted])
+        );
+        assert!(s.groups[&b"h"[..]].pel.contains_key(&id(2)));
+        assert_eq!(
+            s.ack_delete(b"h", &[id(2)], RefPolicy::KeepRef),
+            Some(vec![Deleted])
+        );
+        // DELREF: h's reference goes too.
+        assert_eq!(
+            s.ack_delete(b"g", &[id(3)], RefPolicy::DelRef),
+            Some(vec![Deleted])
+        );
+        assert!(s.groups.values().all(|g| g.pel.is_empty()));
+        assert!(s.is_empty());
+    }
+
+    #[test]
+    fn trimming_by_policy() {
+        use crate::store::stream::Trim;
+        // KEEPREF trims as before and leaves the pending lists.
+        let mut s = two_groups(5);
+        assert_eq!(s.trim(Trim::MaxLen(3), false, 0, RefPolicy::KeepRef), 2);
+        assert_eq!(s.groups[&b"g"[..]].pel.len(), 5);
+        // DELREF drops the trimmed ids from the pending lists.
+        let mut s = two_groups(5);
+        assert_eq!(s.trim(Trim::MinId(id(3)), false, 0, RefPolicy::DelRef), 2);
+        assert_eq!(
+            s.groups[&b"g"[..]].pel.keys().copied().collect::<Vec<_>>(),
+            vec![id(3), id(4), id(5)]
+        );
+        // ACKED skips what a group needs: g has 1 pending, h read up to 3 (none pending).
+        let mut s = two_groups(5);
+        s.deliver_new(b"h", &b("bob"), 3, true, 0);
+        s.groups
+            .get_mut(&b"g"[..])
+            .unwrap()
+            .ack(&[id(2), id(3), id(4)]);
+        assert_eq!(s.trim(Trim::MaxLen(2), false, 0, RefPolicy::Acked), 2);
+        assert_eq!(
+            s.iter().map(|(i, _)| i).collect::<Vec<_>>(),
+            vec![id(1), id(4), id(5)]
+        );
+        // Approximate trimming keeps a node holding a needed entry whole.
+        let mut s = two_groups(5);
+        assert_eq!(s.trim(Trim::MaxLen(0), true, 0, RefPolicy::Acked), 0);
+        assert_eq!(s.len(), 5);
+    }
+
+    #[test]
+    fn acked_trimming_passes_a_node_it_keeps() {
+        use crate::store::stream::Trim;
+        // Three nodes of 100 entries; the group has only entry 50 pending.
+        let mut s = Stream::default();
+        for i in 1..=300 {
+            s.append(id(i), Fields::pack(&[b"f", b"v"]));
+        }
+        s.create_group(b"g", id(300), 300).unwrap();
+        s.groups.get_mut(&b"g"[..]).unwrap().pel.insert(
+            id(50),
+            Nack {
+                consumer: b("alice"),
+                delivery_time: 0,
+                delivery_count: 1,
+            },
+        );
+        assert_eq!(
+            s.trim(Trim::MinId(id(250)), false, 0, RefPolicy::Acked),
+            248
+        );
+        assert_eq!(
+            s.iter().map(|(i, _)| i).take(2).collect::<Vec<_>>(),
+            vec![id(50), id(250)]
+        );
+        assert_eq!(s.first_id, id(50));
     }
 
     #[test]

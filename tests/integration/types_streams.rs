@@ -415,3 +415,135 @@ async fn dump_and_restore_keep_entries_groups_and_pending_entries() {
     assert!(refused.is_err());
     c.roundtrip(&resp(&args("EXISTS u")), b":0\r\n").await;
 }
+
+/// Redis 8.2's reference-aware deletions (XDELEX, XACKDEL, the KEEPREF | DELREF | ACKED trimming
+/// of XADD/XTRIM) replicate as given: an stmd replica, and a server started again from the
+/// primary's log, end with the same entries, pending lists and stream bookkeeping.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reference_aware_deletions_reach_a_replica_and_the_log() {
+    use common::stm::ok;
+    use redis::Value;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let logged = |dir: &std::path::Path| {
+        let dir = dir.to_path_buf();
+        move |c: &mut stmd::config::Config| {
+            c.dir = dir;
+            c.appendonly = true;
+        }
+    };
+    let primary_server = TestServer::start_with(logged(dir.path())).await;
+    let mut primary = primary_server.client().await;
+    let target = format!("127.0.0.1 {}", primary_server.addr.port());
+    let replica_server = TestServer::start_with(move |c| c.replicaof = target).await;
+    let mut replica = replica_server.client().await;
+    crate::replication_primary::caught_up(&mut primary, &mut replica).await;
+
+    let ints = |v: &[i64]| Value::Array(v.iter().map(|n| Value::Int(*n)).collect());
+    for i in 1..=8 {
+        let id = format!("{i}-1");
+        ok(&mut primary, &["XADD", "s", &id, "f", &i.to_string()]).await;
+    }
+    for g in ["g1", "g2"] {
+        ok(&mut primary, &["XGROUP", "CREATE", "s", g, "0"]).await;
+    }
+    ok(
+        &mut primary,
+        &["XREADGROUP", "GROUP", "g1", "alice", "STREAMS", "s", ">"],
+    )
+    .await;
+    let g2_reads = [
+        "XREADGROUP",
+        "GROUP",
+        "g2",
+        "bob",
+        "COUNT",
+        "4",
+        "STREAMS",
+        "s",
+        ">",
+    ];
+    ok(&mut primary, &g2_reads).await;
+    ok(&mut primary, &["XACK", "s", "g1", "1-1"]).await;
+    ok(&mut primary, &["XACK", "s", "g2", "1-1", "2-1"]).await;
+    let steps: &[(&[&str], &[i64])] = &[
+        // 1-1 is needed by nobody; 2-1 is pending in g1; 6-1 too, and g2 has not read it.
+        (
+            &["XDELEX", "s", "ACKED", "IDS", "3", "1-1", "2-1", "6-1"],
+            &[1, 2, 2],
+        ),
+        (
+            &["XACKDEL", "s", "g1", "DELREF", "IDS", "2", "2-1", "3-1"],
+            &[1, 1],
+        ),
+        (&["XDELEX", "s", "IDS", "1", "4-1"], &[1]),
+    ];
+    for (command, codes) in steps {
+        assert_eq!(ok(&mut primary, command).await, ints(codes), "{command:?}");
+    }
+    let g2_rest = [
+        "XREADGROUP",
+        "GROUP",
+        "g2",
+        "bob",
+        "NOACK",
+        "STREAMS",
+        "s",
+        ">",
+    ];
+    ok(&mut primary, &g2_rest).await;
+    ok(&mut primary, &["XACK", "s", "g1", "5-1", "6-1"]).await;
+    let trimmed = ok(&mut primary, &["XTRIM", "s", "MAXLEN", "2", "ACKED"]).await;
+    assert_eq!(trimmed, Value::Int(2));
+    ok(
+        &mut primary,
+        &["XADD", "s", "MAXLEN", "1", "DELREF", "9-1", "f", "9"],
+    )
+    .await;
+
+    // What every copy must show: one entry left, and 4-1 still pending in both groups (KEEPREF
+    // kept it, DELREF trimming took 7-1 and 8-1 from g1).
+    let views: &[&[&str]] = &[
+        &["XRANGE", "s", "-", "+"],
+        &["XPENDING", "s", "g1"],
+        &["XPENDING", "s", "g2"],
+        &["XINFO", "STREAM", "s"],
+        &["XINFO", "GROUPS", "s"],
+    ];
+    let mut want = Vec::new();
+    for view in views {
+        want.push(ok(&mut primary, view).await);
+    }
+    let one_entry = Value::Array(vec![Value::Array(vec![
+        Value::BulkString(b"9-1".to_vec()),
+        Value::Array(vec![
+            Value::BulkString(b"f".to_vec()),
+            Value::BulkString(b"9".to_vec()),
+        ]),
+    ])]);
+    assert_eq!(want[0], one_entry);
+    for pending in &want[1..3] {
+        let Value::Array(summary) = pending else {
+            panic!("XPENDING: {pending:?}")
+        };
+        assert_eq!(summary[0], Value::Int(1));
+        assert_eq!(summary[1], Value::BulkString(b"4-1".to_vec()));
+    }
+    crate::replication_primary::caught_up(&mut primary, &mut replica).await;
+    for (view, want) in views.iter().zip(&want) {
+        assert_eq!(&ok(&mut replica, view).await, want, "replica: {view:?}");
+    }
+
+    primary.set_response_timeout(Duration::from_secs(10));
+    assert_eq!(
+        ok(&mut primary, &["WAITAOF", "1", "0", "5000"]).await,
+        ints(&[1, 0])
+    );
+    drop(replica_server);
+    drop(primary_server);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let restarted = TestServer::start_with(logged(dir.path())).await;
+    let mut con = restarted.client().await;
+    for (view, want) in views.iter().zip(&want) {
+        assert_eq!(&ok(&mut con, view).await, want, "from the log: {view:?}");
+    }
+}
