@@ -588,7 +588,13 @@ struct Loader<'h, 's> {
 }
 
 impl FileSink for Loader<'_, '_> {
-    fn key(&mut self, db: usize, name: Bytes, value: Value, expire_at: u64) -> Result<(), String> {
+    fn key(
+        &mut self,
+        db: usize,
+        name: Bytes,
+        mut value: Value,
+        expire_at: u64,
+    ) -> Result<(), String> {
         if db >= self.databases {
             return Err(format!(
                 "FATAL: Data file was created with a Redis server configured to handle more than {} databases. Exiting",
@@ -601,6 +607,13 @@ impl FileSink for Loader<'_, '_> {
         if !self.keep_expired && expire_at != 0 && expire_at <= self.now {
             self.loaded.expired += 1; // as a primary does: an expired key is not loaded
             return Ok(());
+        }
+        // Hash fields whose time has passed are not loaded either, nor a hash left empty.
+        if let Value::Hash(hash) = &mut value {
+            if !self.keep_expired && hash.drop_expired(self.now) > 0 && hash.is_empty() {
+                self.loaded.expired += 1;
+                return Ok(());
+            }
         }
         let mut own;
         let keys = match self.held.as_deref_mut().and_then(|held| held.get_mut(db)) {

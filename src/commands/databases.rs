@@ -333,15 +333,32 @@ pub fn dbsize(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
     Ok(Reply::Int(ctx.shared.store.db_len(ctx.conn.db) as i64))
 }
 
-/// A database's keys, keys with an expiry and their average TTL (ms). Inside EXEC a database the
-/// transaction holds is counted through its lock: taking read locks would deadlock on it.
-fn db_figures(ctx: &Ctx, db: usize, space: &Keyspace, now: u64) -> (usize, usize, u64) {
+/// A database's figures for INFO keyspace. Inside EXEC a database the transaction holds is
+/// counted through its lock: taking read locks would deadlock on it.
+struct DbFigures {
+    keys: usize,
+    /// Keys with an expiry, and their average TTL (ms).
+    expires: usize,
+    avg_ttl: u64,
+    /// Hashes with field TTLs (Redis 7.4's `subexpiry`).
+    subexpiry: usize,
+}
+
+fn db_figures(ctx: &Ctx, db: usize, space: &Keyspace, now: u64) -> DbFigures {
     let Some(held) = ctx.held_lock(db) else {
-        let (expires, avg_ttl) = space.expiry_stats(now);
-        return (space.len(), expires, avg_ttl);
+        let (expires, avg_ttl, subexpiry) = space.expiry_stats(now);
+        return DbFigures {
+            keys: space.len(),
+            expires,
+            avg_ttl,
+            subexpiry,
+        };
     };
-    let (mut expires, mut total) = (0usize, 0u128);
+    let (mut expires, mut total, mut subexpiry) = (0usize, 0u128, 0usize);
     held.for_each(|_, entry| {
+        if matches!(&entry.value, crate::store::Value::Hash(h) if h.has_ttls()) {
+            subexpiry += 1;
+        }
         if entry.expire_at() != 0 {
             expires += 1;
             total += u128::from(entry.expire_at().saturating_sub(now));
@@ -352,7 +369,12 @@ fn db_figures(ctx: &Ctx, db: usize, space: &Keyspace, now: u64) -> (usize, usize
     } else {
         (total / expires as u128) as u64
     };
-    (held.stored_keys(), expires, avg_ttl)
+    DbFigures {
+        keys: held.stored_keys(),
+        expires,
+        avg_ttl,
+        subexpiry,
+    }
 }
 
 /// Keys in every database (MEMORY STATS), safe inside EXEC as [`db_figures`].
@@ -371,13 +393,16 @@ pub fn total_keys(ctx: &Ctx) -> usize {
 pub fn keyspace_info(ctx: &Ctx, line: &mut dyn FnMut(&str, &dyn std::fmt::Display)) {
     let now = crate::store::now_ms();
     for (db, space) in ctx.shared.store.existing_dbs() {
-        let (keys, expires, avg_ttl) = db_figures(ctx, db, space, now);
-        if keys == 0 {
+        let f = db_figures(ctx, db, space, now);
+        if f.keys == 0 {
             continue;
         }
         line(
             &format!("db{db}"),
-            &format!("keys={keys},expires={expires},avg_ttl={avg_ttl}"),
+            &format!(
+                "keys={},expires={},avg_ttl={},subexpiry={}",
+                f.keys, f.expires, f.avg_ttl, f.subexpiry
+            ),
         );
     }
 }

@@ -80,7 +80,13 @@ pub fn restore(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     if ttl < 0 {
         return Err(Reply::error("ERR Invalid TTL value, must be >= 0"));
     }
-    let value = decoded.map_err(|e| Reply::Error(format!("ERR {e}").into()))?;
+    let mut value = decoded.map_err(|e| Reply::Error(format!("ERR {e}").into()))?;
+    // Hash fields whose time has passed are not restored; a hash left empty is restored as a
+    // key that has expired.
+    let mut all_fields_expired = false;
+    if let Value::Hash(hash) = &mut value {
+        all_fields_expired = hash.drop_expired(locked.now) > 0 && hash.is_empty();
+    }
     let expire_at = match ttl {
         0 => 0,
         _ if options.absolute_ttl => ttl,
@@ -89,7 +95,7 @@ pub fn restore(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     // The events are named here: Redis publishes `new` and `restore`, no `del` for a replaced
     // key, and only `del` when the restored key would already be expired.
     let replaced = options.replace && locked.remove(key).is_some();
-    if expire_at != 0 && expire_at <= locked.now as i64 {
+    if all_fields_expired || (expire_at != 0 && expire_at <= locked.now as i64) {
         if replaced {
             locked.notify(class::GENERIC, "del", key);
         }

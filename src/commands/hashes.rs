@@ -39,7 +39,9 @@ pub fn hset(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 
 pub fn hsetnx(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut locked = ctx.lock(&args[1..2]);
-    if hash(&mut locked, args[1])?.is_some_and(|h| h.contains_key(args[2])) {
+    locked.expire_fields(args[1], Some(&args[2..3]));
+    let now = locked.now;
+    if hash(&mut locked, args[1])?.is_some_and(|h| h.contains_key(args[2], now)) {
         return Ok(Reply::Int(0));
     }
     let limit = locked.limits().hash();
@@ -49,19 +51,23 @@ pub fn hsetnx(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 
 pub fn hget(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut locked = ctx.lock(&args[1..2]);
+    locked.expire_fields(args[1], Some(&args[2..3]));
+    let now = locked.now;
     Ok(hash(&mut locked, args[1])?
-        .and_then(|h| h.get_bytes(args[2]))
+        .and_then(|h| h.get_bytes(args[2], now))
         .map_or(Reply::Nil, Reply::Bulk))
 }
 
 pub fn hmget(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut locked = ctx.lock(&args[1..2]);
+    locked.expire_fields(args[1], Some(&args[2..]));
+    let now = locked.now;
     let h = hash(&mut locked, args[1])?;
     Ok(Reply::Array(
         args[2..]
             .iter()
             .map(|f| {
-                h.and_then(|h| h.get_bytes(f))
+                h.and_then(|h| h.get_bytes(f, now))
                     .map_or(Reply::Nil, Reply::Bulk)
             })
             .collect(),
@@ -70,8 +76,10 @@ pub fn hmget(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 
 pub fn hgetall(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut locked = ctx.lock(&args[1..2]);
+    let now = locked.now;
+    // Expired fields are skipped, not removed, as Redis's HGETALL does.
     let pairs = hash(&mut locked, args[1])?.map_or_else(Vec::new, |h| {
-        h.iter()
+        h.iter_live(now)
             .map(|(k, v)| (Reply::bulk(k), Reply::bulk(v)))
             .collect()
     });
@@ -82,8 +90,9 @@ pub fn hgetall(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 pub fn hkeys(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let values = is(args[0], "hvals");
     let mut locked = ctx.lock(&args[1..2]);
+    let now = locked.now;
     let items = hash(&mut locked, args[1])?.map_or_else(Vec::new, |h| {
-        h.iter()
+        h.iter_live(now)
             .map(|(k, v)| Reply::bulk(if values { v } else { k }))
             .collect()
     });
@@ -103,6 +112,7 @@ pub fn hdel(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     Ok(Reply::Int(removed as i64))
 }
 
+/// Counts expired fields not reclaimed yet, as Redis's HLEN does.
 pub fn hlen(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut locked = ctx.lock(&args[1..2]);
     Ok(Reply::Int(
@@ -112,14 +122,18 @@ pub fn hlen(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 
 pub fn hexists(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut locked = ctx.lock(&args[1..2]);
-    let found = hash(&mut locked, args[1])?.is_some_and(|h| h.contains_key(args[2]));
+    locked.expire_fields(args[1], Some(&args[2..3]));
+    let now = locked.now;
+    let found = hash(&mut locked, args[1])?.is_some_and(|h| h.contains_key(args[2], now));
     Ok(Reply::Int(i64::from(found)))
 }
 
 pub fn hstrlen(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut locked = ctx.lock(&args[1..2]);
+    locked.expire_fields(args[1], Some(&args[2..3]));
+    let now = locked.now;
     let len = hash(&mut locked, args[1])?
-        .and_then(|h| h.get(args[2]))
+        .and_then(|h| h.get_live(args[2], now))
         .map_or(0, |v| v.len());
     Ok(Reply::Int(len as i64))
 }
@@ -127,7 +141,9 @@ pub fn hstrlen(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 pub fn hincrby(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let delta = int(args[3])?;
     let mut locked = ctx.lock(&args[1..2]);
-    let current = match hash(&mut locked, args[1])?.and_then(|h| h.get(args[2])) {
+    locked.expire_fields(args[1], Some(&args[2..3]));
+    let now = locked.now;
+    let current = match hash(&mut locked, args[1])?.and_then(|h| h.get_live(args[2], now)) {
         Some(v) => {
             parse_i64_strict(v).ok_or_else(|| Reply::error("ERR hash value is not an integer"))?
         }
@@ -138,7 +154,8 @@ pub fn hincrby(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         .ok_or_else(|| Reply::error(err::OVERFLOW))?;
     let limit = locked.limits().hash();
     let mut text = itoa::Buffer::new();
-    hash_or_create(&mut locked, args[1])?.insert(args[2], text.format(new).as_bytes(), limit);
+    // The field keeps its TTL, as in Redis.
+    hash_or_create(&mut locked, args[1])?.update(args[2], text.format(new).as_bytes(), limit);
     Ok(Reply::Int(new))
 }
 
@@ -148,7 +165,9 @@ pub fn hincrbyfloat(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         return Err(Reply::error("ERR value is NaN or Infinity"));
     }
     let mut locked = ctx.lock(&args[1..2]);
-    let current = match hash(&mut locked, args[1])?.and_then(|h| h.get(args[2])) {
+    locked.expire_fields(args[1], Some(&args[2..3]));
+    let now = locked.now;
+    let current = match hash(&mut locked, args[1])?.and_then(|h| h.get_live(args[2], now)) {
         Some(v) => super::args::parse_long_double(v)
             .ok_or_else(|| Reply::error("ERR hash value is not a float"))?,
         None => 0.0,
@@ -159,7 +178,7 @@ pub fn hincrbyfloat(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     }
     let text = Bytes::from(super::strings::human_float(new));
     let limit = locked.limits().hash();
-    hash_or_create(&mut locked, args[1])?.insert(args[2], &text, limit);
+    hash_or_create(&mut locked, args[1])?.update(args[2], &text, limit);
     Ok(Reply::Bulk(text))
 }
 
@@ -211,6 +230,8 @@ pub fn hrandfield(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         .transpose()?;
     let resp3 = ctx.conn.resp3;
     let mut locked = ctx.lock(&args[1..2]);
+    // Redis removes every expired field first, so the picks are among live ones.
+    locked.expire_fields(args[1], None);
     let h = hash(&mut locked, args[1])?;
     let Some(count) = count else {
         return Ok(match h {
@@ -244,6 +265,7 @@ pub fn hrandfield(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 pub fn hscan(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     collection_scan::parse_cursor(args[2])?;
     let mut locked = ctx.lock(&args[1..2]);
+    let now = locked.now;
     let found = hash(&mut locked, args[1])?;
     if found.is_none() {
         return Ok(collection_scan::empty());
@@ -251,8 +273,8 @@ pub fn hscan(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let scan_args = collection_scan::parse(args, collection_scan::Family::Hash)?;
     Ok(match found {
         Some(h) => collection_scan::scan(
-            h.iter().map(|(k, v)| (k, Some(Reply::bulk(v)))),
-            h.len(),
+            h.iter_live(now).map(|(k, v)| (k, Some(Reply::bulk(v)))),
+            h.live_len(now),
             &scan_args,
         ),
         None => collection_scan::empty(),

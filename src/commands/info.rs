@@ -448,6 +448,10 @@ fn stats(ctx: &Ctx, lines: &mut Lines) {
         shared.store.expired_keys.load(Ordering::Relaxed),
     );
     lines.add(
+        "expired_subkeys",
+        shared.store.expired_fields.load(Ordering::Relaxed),
+    );
+    lines.add(
         "expired_stale_perc",
         format_args!("{:.2}", shared.store.expired_stale_percent()),
     );

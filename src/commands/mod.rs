@@ -17,6 +17,7 @@ pub mod docs;
 pub mod dump;
 pub mod functions;
 pub mod geo;
+pub mod hash_expiry;
 pub mod hashes;
 pub mod hyperloglog;
 pub mod info;

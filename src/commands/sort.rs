@@ -34,8 +34,9 @@ fn lookup_by_pattern(locked: &mut Locked<'_>, pattern: &[u8], element: &Bytes) -
     key.extend_from_slice(&pattern[..star]);
     key.extend_from_slice(element);
     key.extend_from_slice(postfix);
+    let now = locked.now;
     match (&locked.get(&key)?.value, field) {
-        (Value::Hash(h), Some((_, name))) => h.get_bytes(name),
+        (Value::Hash(h), Some((_, name))) => h.get_bytes(name, now),
         (Value::Str(s), None) => Some(s.to_bytes()),
         _ => None,
     }

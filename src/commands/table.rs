@@ -14,6 +14,7 @@ use super::categories as cat;
 use super::databases;
 use super::dump;
 use super::functions;
+use super::hash_expiry as hexp;
 use super::keyspec::*;
 use super::migrate;
 use super::scripting as lua;
@@ -372,6 +373,30 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(N), N the fields returned.", keys: &[key(RO | ACCESS, 1)], tips: &["nondeterministic_output"];
     "hscan", -3, READONLY, (1, 1, 1), "hash", "2.8.0", hashes::hscan, "key cursor [MATCH pattern] [COUNT count] [NOVALUES]", "Iterates over fields and values of a hash.",
         complexity: "O(1) per call; O(N) for a whole iteration, N the elements.", keys: &[key(RO | ACCESS, 1)], tips: &["nondeterministic_output"];
+    "hexpire", -6, WRITE | DENYOOM | FAST, (1, 1, 1), "hash", "7.4.0", hexp::hexpire, "key seconds [NX | XX | GT | LT] FIELDS numfields field [field ...]", "Set expiry for hash field using relative time to expire (seconds).",
+        complexity: "O(N), N the fields given.", keys: &[key(RW | UPDATE, 1)];
+    "hpexpire", -6, WRITE | DENYOOM | FAST, (1, 1, 1), "hash", "7.4.0", hexp::hexpire, "key milliseconds [NX | XX | GT | LT] FIELDS numfields field [field ...]", "Set expiry for hash field using relative time to expire (milliseconds).",
+        complexity: "O(N), N the fields given.", keys: &[key(RW | UPDATE, 1)];
+    "hexpireat", -6, WRITE | DENYOOM | FAST, (1, 1, 1), "hash", "7.4.0", hexp::hexpire, "key unix-time-seconds [NX | XX | GT | LT] FIELDS numfields field [field ...]", "Set expiry for hash field using an absolute Unix timestamp (seconds).",
+        complexity: "O(N), N the fields given.", keys: &[key(RW | UPDATE, 1)];
+    "hpexpireat", -6, WRITE | DENYOOM | FAST, (1, 1, 1), "hash", "7.4.0", hexp::hexpire, "key unix-time-milliseconds [NX | XX | GT | LT] FIELDS numfields field [field ...]", "Set expiry for hash field using an absolute Unix timestamp (milliseconds).",
+        complexity: "O(N), N the fields given.", keys: &[key(RW | UPDATE, 1)];
+    "httl", -5, READONLY | FAST, (1, 1, 1), "hash", "7.4.0", hexp::httl, "key FIELDS numfields field [field ...]", "Returns the TTL in seconds of a hash field.",
+        complexity: "O(N), N the fields given.", keys: &[key(RO | ACCESS, 1)];
+    "hpttl", -5, READONLY | FAST, (1, 1, 1), "hash", "7.4.0", hexp::httl, "key FIELDS numfields field [field ...]", "Returns the TTL in milliseconds of a hash field.",
+        complexity: "O(N), N the fields given.", keys: &[key(RO | ACCESS, 1)];
+    "hexpiretime", -5, READONLY | FAST, (1, 1, 1), "hash", "7.4.0", hexp::httl, "key FIELDS numfields field [field ...]", "Returns the expiration time of a hash field as a Unix timestamp, in seconds.",
+        complexity: "O(N), N the fields given.", keys: &[key(RO | ACCESS, 1)];
+    "hpexpiretime", -5, READONLY | FAST, (1, 1, 1), "hash", "7.4.0", hexp::httl, "key FIELDS numfields field [field ...]", "Returns the expiration time of a hash field as a Unix timestamp, in msec.",
+        complexity: "O(N), N the fields given.", keys: &[key(RO | ACCESS, 1)];
+    "hpersist", -5, WRITE | FAST, (1, 1, 1), "hash", "7.4.0", hexp::hpersist, "key FIELDS numfields field [field ...]", "Removes the expiration time for each specified field.",
+        complexity: "O(N), N the fields given.", keys: &[key(RW | UPDATE, 1)];
+    "hgetdel", -5, WRITE | FAST, (1, 1, 1), "hash", "8.0.0", hexp::hgetdel, "key FIELDS numfields field [field ...]", "Returns the value of a field and deletes it from the hash.",
+        complexity: "O(N), N the fields given.", keys: &[key(RW | ACCESS | DELETE, 1)];
+    "hgetex", -5, WRITE | FAST, (1, 1, 1), "hash", "8.0.0", hexp::hgetex, "key [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | PERSIST] FIELDS numfields field [field ...]", "Get the value of one or more fields of a given hash key, and optionally set their expiration.",
+        complexity: "O(N), N the fields given.", keys: &[key(RW | ACCESS | UPDATE, 1)];
+    "hsetex", -6, WRITE | DENYOOM | FAST, (1, 1, 1), "hash", "8.0.0", hexp::hsetex, "key [FNX | FXX] [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL] FIELDS numfields field value [field value ...]", "Set the value of one or more fields of a given hash key, and optionally set their expiration.",
+        complexity: "O(N), N the fields set.", keys: &[key(RW | UPDATE, 1)];
     // set
     "sadd", -3, WRITE | DENYOOM | FAST, (1, 1, 1), "set", "1.0.0", sets::sadd, "key member [member ...]", "Adds one or more members to a set. Creates the key if it doesn't exist.",
         complexity: "O(N), N the members added.", keys: &[key(RW | INSERT, 1)];

@@ -126,6 +126,7 @@ impl Events {
                 },
                 Change::Removed | Change::Flushed => {}
                 Change::Expired => fire(class::EXPIRED, "expired", n.db, key),
+                Change::FieldsExpired => fire(class::HASH, "hexpired", n.db, key),
                 Change::Evicted => fire(class::EVICTED, "evicted", n.db, key),
                 Change::Missed if reads => fire(class::KEY_MISS, "keymiss", n.db, key),
                 Change::Missed => {}

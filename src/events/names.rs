@@ -115,6 +115,15 @@ mod tests {
             "bzmpop",
             "lmpop",
             "blmpop",
+            // Hash-field expiration: `hexpire`/`hdel`/`hpersist`/`hset` by outcome, as Redis.
+            "hexpire",
+            "hpexpire",
+            "hexpireat",
+            "hpexpireat",
+            "hpersist",
+            "hgetdel",
+            "hgetex",
+            "hsetex",
             // Streams name their events in their handlers (`xadd` and `xtrim` from one XADD,
             // `xdel` from XDELEX/XACKDEL, `xgroup-*`, `xsetid`…), and XACK/XCLAIM/XAUTOCLAIM
             // publish none, as in Redis.

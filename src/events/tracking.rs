@@ -161,6 +161,7 @@ impl Tracking {
                 | Change::Written
                 | Change::Removed
                 | Change::Expired
+                | Change::FieldsExpired
                 | Change::Evicted => {
                     if !changed.contains(&&n.key[..]) {
                         changed.push(&n.key[..]);

@@ -65,6 +65,39 @@ pub fn read_value(r: &mut RdbReader<'_>, kind: u8, limits: &Limits) -> Result<Va
             }
             hash(flat, limits)?
         }
+        types::HASH_METADATA => {
+            let earliest = u64::from_le_bytes(r.array()?);
+            let count = r.len()?;
+            let mut triplets = Vec::with_capacity(r.bounded(count));
+            for _ in 0..count {
+                let ttl = match r.len()? {
+                    0 => 0,
+                    relative => relative
+                        .checked_add(earliest)
+                        .and_then(|at| at.checked_sub(1))
+                        .ok_or(RdbError::BadData)?,
+                };
+                triplets.push((r.string()?, r.string()?, ttl));
+            }
+            timed_hash(triplets, limits)?
+        }
+        types::HASH_LISTPACK_EX => {
+            r.array::<8>()?; // the earliest TTL: the triplets carry every one
+            let flat = read_listpack(&r.string()?)?;
+            if flat.len() % 3 != 0 {
+                return Err(RdbError::BadData);
+            }
+            let triplets = flat
+                .chunks(3)
+                .map(|t| {
+                    let ttl = crate::protocol::parse_i64_strict(&t[2])
+                        .and_then(|at| u64::try_from(at).ok())
+                        .ok_or(RdbError::BadData)?;
+                    Ok((t[0].clone(), t[1].clone(), ttl))
+                })
+                .collect::<Result<Vec<_>, RdbError>>()?;
+            timed_hash(triplets, limits)?
+        }
         types::HASH_ZIPLIST => hash(read_ziplist(&r.string()?)?, limits)?,
         types::HASH_LISTPACK => hash(read_listpack(&r.string()?)?, limits)?,
         types::ZSET | types::ZSET_2 => {
@@ -138,6 +171,23 @@ fn hash(flat: Vec<Bytes>, limits: &Limits) -> Result<Value, RdbError> {
         if !hash.insert(&pair[0], &pair[1], limit) {
             return Err(RdbError::BadData);
         }
+    }
+    Ok(Value::Hash(hash))
+}
+
+/// A hash from (field, value, TTL) triplets, TTLs in Unix ms (0: none). Fields whose time has
+/// passed are kept: the loader or RESTORE drops them, knowing whether it may.
+fn timed_hash(triplets: Vec<(Bytes, Bytes, u64)>, limits: &Limits) -> Result<Value, RdbError> {
+    if triplets.is_empty() {
+        return Err(RdbError::BadData);
+    }
+    let mut hash = Hash::default();
+    let limit = limits.hash();
+    for (field, value, ttl) in triplets {
+        if ttl >= 1 << 48 || !hash.insert(&field, &value, limit) {
+            return Err(RdbError::BadData);
+        }
+        hash.set_ttl(&field, ttl);
     }
     Ok(Value::Hash(hash))
 }
@@ -222,7 +272,7 @@ impl<'a> RdbReader<'a> {
         })
     }
 
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], RdbError> {
+    pub fn array<const N: usize>(&mut self) -> Result<[u8; N], RdbError> {
         self.take(N)?.try_into().map_err(|_| RdbError::BadData)
     }
 

@@ -61,7 +61,9 @@ pub fn encode_value_into(out: &mut Vec<u8>, value: &Value) {
                 && hash
                     .iter()
                     .all(|(f, v)| f.len() <= MAX_LISTPACK_VALUE && v.len() <= MAX_LISTPACK_VALUE);
-            if compact {
+            if let Some(earliest) = hash.earliest_ttl() {
+                put_timed_hash(out, hash, earliest, compact);
+            } else if compact {
                 out.push(types::HASH_LISTPACK);
                 let mut lp = ListpackWriter::default();
                 for (field, value) in hash.iter() {
@@ -101,6 +103,38 @@ pub fn encode_value_into(out: &mut Vec<u8>, value: &Value) {
         Value::Stm(entry) => {
             out.push(types::STM);
             stm::encode(out, entry);
+        }
+    }
+}
+
+/// A hash with field TTLs as Redis 7.4 writes it: its earliest TTL (8 bytes LE) first, then a
+/// listpack of field, value, TTL triplets (Unix ms, 0: none), or in the large form each pair
+/// after its TTL as a length (0: none, else the TTL less the earliest, plus 1).
+fn put_timed_hash(
+    out: &mut Vec<u8>,
+    hash: &crate::store::value::Hash,
+    earliest: u64,
+    compact: bool,
+) {
+    let mut at = itoa::Buffer::new();
+    if compact {
+        out.push(types::HASH_LISTPACK_EX);
+        out.extend_from_slice(&earliest.to_le_bytes());
+        let mut lp = ListpackWriter::default();
+        for (field, value, ttl) in hash.iter_with_ttls() {
+            lp.push(field);
+            lp.push(value);
+            lp.push(at.format(ttl).as_bytes());
+        }
+        put_string(out, &lp.finish());
+    } else {
+        out.push(types::HASH_METADATA);
+        out.extend_from_slice(&earliest.to_le_bytes());
+        put_len(out, hash.len() as u64);
+        for (field, value, ttl) in hash.iter_with_ttls() {
+            put_len(out, if ttl == 0 { 0 } else { ttl - earliest + 1 });
+            put_string(out, field);
+            put_string(out, value);
         }
     }
 }

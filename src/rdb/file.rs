@@ -16,6 +16,8 @@ use std::io::Write;
 
 /// Redis's opcodes between the keys of a file.
 mod opcode {
+    /// Redis 7.4's per-slot key counts (cluster mode), a hint we do without.
+    pub const SLOT_INFO: u8 = 0xF4;
     pub const FUNCTION_PRE_GA: u8 = 0xF6;
     pub const FUNCTION2: u8 = 0xF5;
     pub const MODULE_AUX: u8 = 0xF7;
@@ -149,6 +151,11 @@ pub fn read_file(bytes: &[u8], limits: &Limits, sink: &mut impl FileSink) -> Res
                 r.len().map_err(|_| short(&r))?;
                 r.len().map_err(|_| short(&r))?;
             }
+            opcode::SLOT_INFO => {
+                for _ in 0..3 {
+                    r.len().map_err(|_| short(&r))?;
+                }
+            }
             opcode::SELECTDB => {
                 db = usize::try_from(r.len().map_err(|_| short(&r))?).unwrap_or(usize::MAX);
             }
@@ -273,10 +280,10 @@ mod tests {
         );
         assert!(cut.expect_err("truncated").starts_with("Short read"));
         let mut newer = bytes.clone();
-        newer[5..9].copy_from_slice(b"0012");
+        newer[5..9].copy_from_slice(b"0013");
         assert_eq!(
             read_file(&newer, &Limits::default(), &mut Collected::default()),
-            Err("Can't handle RDB format version 12".into())
+            Err("Can't handle RDB format version 13".into())
         );
         assert!(read_file(b"NOTRDB", &Limits::default(), &mut Collected::default()).is_err());
     }

@@ -321,3 +321,48 @@ mod properties {
         }
     }
 }
+
+/// Hashes with field TTLs (Redis 7.4's types 24 and 25) come back with every TTL, in both forms;
+/// a hash without TTLs keeps the 7.0 encodings, so Redis 7.0 and 7.2 still read it.
+#[test]
+fn hashes_with_field_ttls_round_trip_in_redis_7_4_types() {
+    use crate::store::value::Hash;
+    let limit = Limits::default().hash();
+    for (fields, value_len, kind) in [
+        (3, 5, types::HASH_LISTPACK_EX),
+        (200, 5, types::HASH_METADATA),
+    ] {
+        let mut hash = Hash::default();
+        for i in 0..fields {
+            hash.insert(
+                format!("f{i}").as_bytes(),
+                "v".repeat(value_len).as_bytes(),
+                limit,
+            );
+        }
+        hash.set_ttl(b"f1", 1_900_000_000_123);
+        hash.set_ttl(b"f2", 1_800_000_000_000);
+        let payload = dump(&Value::Hash(hash.clone()));
+        assert_eq!(payload[0], kind);
+        assert_eq!(
+            payload[1..9],
+            1_800_000_000_000u64.to_le_bytes(),
+            "the earliest TTL comes first"
+        );
+        match decoded(&payload) {
+            Value::Hash(back) => {
+                let theirs: Vec<_> = hash.iter_with_ttls().collect();
+                let ours: Vec<_> = back.iter_with_ttls().collect();
+                assert_eq!(ours, theirs);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    let plain: Hash = [("f", "v")].into_iter().collect();
+    assert_eq!(dump(&Value::Hash(plain))[0], types::HASH_LISTPACK);
+    // A field TTL of 2^48 or more is refused, as Redis refuses it.
+    let mut hash = Hash::default();
+    hash.insert(b"f", b"v", limit);
+    hash.set_ttl(b"f", 1 << 48);
+    assert!(restore(&dump(&Value::Hash(hash)), &Limits::default()).is_err());
+}

@@ -26,8 +26,9 @@ use thiserror::Error;
 
 /// The RDB version our payloads carry: Redis 7.0's, so 7.0 accepts them (it refuses newer ones).
 pub const RDB_VERSION: u16 = 10;
-/// The newest version we read: Redis 7.2's.
-pub const MAX_READ_VERSION: u16 = 11;
+/// The newest version we read: Redis 7.4's, whose only new encodings are the hashes with field
+/// TTLs ([`types::HASH_METADATA`], [`types::HASH_LISTPACK_EX`]).
+pub const MAX_READ_VERSION: u16 = 12;
 
 /// Redis's CRC64 (Jones polynomial, reflected), over the type byte, value and version.
 const CRC64: Crc<u64> = Crc::<u64>::new(&CRC_64_REDIS);
@@ -53,6 +54,11 @@ pub mod types {
     pub const STREAM_LISTPACKS_2: u8 = 19;
     pub const SET_LISTPACK: u8 = 20;
     pub const STREAM_LISTPACKS_3: u8 = 21;
+    /// Redis 7.4's hashes with field TTLs: the large form (pairs with a TTL each) and the
+    /// listpack form (field, value, TTL triplets). Written only for hashes that hold TTLs, so
+    /// every other payload stays readable by Redis 7.0 and 7.2.
+    pub const HASH_METADATA: u8 = 24;
+    pub const HASH_LISTPACK_EX: u8 = 25;
     /// Ours: an STM entry. Far above Redis's value types (21 in 7.2) and below its RDB opcodes
     /// (0xF5 and up), so Redis answers `Bad data format` and no Redis type will collide soon.
     pub const STM: u8 = 200;
@@ -136,7 +142,7 @@ mod tests {
         assert_eq!(unseal(&flipped), Err(RdbError::Footer));
         assert_eq!(unseal(&sealed[..9]), Err(RdbError::Footer));
         let mut newer = b"\x00\x03abc".to_vec();
-        newer.extend_from_slice(&12u16.to_le_bytes());
+        newer.extend_from_slice(&13u16.to_le_bytes());
         let crc = CRC64.checksum(&newer);
         newer.extend_from_slice(&crc.to_le_bytes());
         assert_eq!(unseal(&newer), Err(RdbError::Footer));

@@ -206,7 +206,12 @@ impl Feed {
 
     /// A key removed because its time was up or to make room: the replicas remove it too.
     pub fn removed(&self, db: usize, key: &[u8]) {
-        let frame = encode(&[b"DEL", key]);
+        self.append_now(db, encode(&[b"DEL", key]));
+    }
+
+    /// Appends a removal the store made by itself (an expiry, an eviction), inside the open EXEC
+    /// or script's block if there is one.
+    fn append_now(&self, db: usize, frame: Vec<u8>) {
         let batched = PENDING.with(|p| {
             let Ok(mut p) = p.try_borrow_mut() else {
                 return false;
@@ -234,8 +239,18 @@ impl Observer for Feed {
     fn changed(&self, db: usize, key: &[u8], change: Change) {
         match change {
             Change::Expired | Change::Evicted => self.removed(db, key),
+            // Its HDEL comes through `fields_removed`; the command running did not write.
+            Change::FieldsExpired => {}
             _ => note_write(),
         }
+    }
+
+    fn fields_removed(&self, db: usize, key: &[u8], fields: &[Bytes]) {
+        let args: Vec<&[u8]> = [&b"HDEL"[..], key]
+            .into_iter()
+            .chain(fields.iter().map(|f| &f[..]))
+            .collect();
+        self.append_now(db, encode(&args));
     }
 
     fn releasing(&self, expiry: &dyn Fn(&[u8]) -> Option<u64>) {

@@ -30,6 +30,9 @@ pub enum Change {
     Removed,
     /// A key was removed because its time was up (lazily or by the active cycle).
     Expired,
+    /// Fields of the hash at the key were removed because their time was up (Redis's
+    /// `hexpired`); the observer hears of them by name through [`Observer::fields_removed`].
+    FieldsExpired,
     /// A key was evicted to stay under `maxmemory`.
     Evicted,
     /// A read found no key (Redis's `keymiss`; only read-only commands publish it).
@@ -56,6 +59,11 @@ pub trait Observer: Send + Sync {
     /// A locked view is about to release its shards; `expiry` reads the absolute expiry (Unix ms,
     /// 0: none) of a live key among them.
     fn releasing(&self, expiry: &dyn Fn(&[u8]) -> Option<u64>);
+
+    /// `fields` of the hash at `key` of database `db` were removed because their time was up
+    /// (or a command set a time already past): the replicas and the append-only file remove
+    /// them too, at once (Redis propagates an HDEL).
+    fn fields_removed(&self, db: usize, key: &[u8], fields: &[Bytes]);
 }
 
 /// One noted change.

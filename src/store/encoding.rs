@@ -178,10 +178,11 @@ pub fn name(value: &Value, outgrown: bool, t: &Thresholds) -> &'static str {
                     short(f.len(), t.hash_max_listpack_value)
                         && short(v.len(), t.hash_max_listpack_value)
                 });
-            if compact {
-                "listpack"
-            } else {
-                "hashtable"
+            match (compact, h.has_ttls()) {
+                // Redis 7.4's listpack with a TTL beside each pair.
+                (true, true) => "listpackex",
+                (true, false) => "listpack",
+                (false, _) => "hashtable",
             }
         }
         Value::Set(s) => {

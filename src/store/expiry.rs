@@ -15,6 +15,9 @@ use std::time::Duration;
 pub const TICK: Duration = Duration::from_millis(100);
 /// Ticks for one full pass over all shards.
 const TICKS_PER_PASS: usize = 10;
+/// Hashes whose expired fields one tick removes at most, in all (each costs a walk of its
+/// fields): the rest wait for the next tick, as Redis bounds its field expiry per cycle.
+const HASHES_PER_TICK: usize = 1000;
 
 /// Runs until the store is dropped by everyone else or `shutdown` resolves. `after_tick`
 /// publishes the `expired` events and invalidations of each tick.
@@ -49,12 +52,16 @@ pub fn sweep(store: &Store, start: usize) -> usize {
     let shards = store.shard_count();
     let per_tick = shards.div_ceil(TICKS_PER_PASS);
     let (mut sampled, mut expired) = (0, 0);
+    let mut hashes = HASHES_PER_TICK;
     for (db, _) in store.existing_dbs() {
         for i in 0..per_tick {
             let shard = (start + i) % shards;
             let Some(mut locked) = store.try_lock_shard(db, shard) else {
                 continue;
             };
+            if hashes > 0 && locked.field_expiry_bound() <= locked.now {
+                locked.remove_expired_fields(&mut hashes);
+            }
             let bound = locked.expiry_bound();
             if bound == u64::MAX {
                 continue; // no key with an expiry: not part of `expired_stale_perc`
@@ -97,6 +104,48 @@ mod tests {
                 locked.expiry_bound() <= locked.now
             })
             .collect()
+    }
+
+    /// Hash fields expire in the cycle with no command reaching them: the expired ones go, the
+    /// hash stays queued for its next TTL, and goes once its last field has.
+    #[test]
+    fn the_cycle_removes_expired_hash_fields_then_the_hash() {
+        use crate::store::value::Hash;
+        let store = Store::new();
+        let limit = crate::store::encoding::Limits::default().hash();
+        {
+            let mut l = store.lock_one(0, b"h");
+            let mut hash = Hash::default();
+            for f in [&b"a"[..], b"b", b"c"] {
+                hash.insert(f, b"v", limit);
+            }
+            hash.set_ttl(b"a", l.now - 1);
+            hash.set_ttl(b"b", l.now + 60_000);
+            l.set(b"h", Value::Hash(hash), 0);
+        }
+        full_pass(&store);
+        assert_eq!(store.expired_fields.load(Relaxed), 1);
+        let fields_left = |store: &Store| {
+            let mut l = store.lock_one(0, b"h");
+            match l.get(b"h").map(|e| &e.value) {
+                Some(Value::Hash(h)) => h.len(),
+                _ => 0,
+            }
+        };
+        assert_eq!(fields_left(&store), 2);
+        {
+            let mut l = store.lock_one(0, b"h");
+            let due = l.now - 1;
+            if let Some(Value::Hash(h)) = l.get_mut(b"h").map(|e| &mut e.value) {
+                h.set_ttl(b"b", due);
+                h.set_ttl(b"c", due);
+            }
+            l.note_field_expiry(b"h", due);
+        }
+        full_pass(&store);
+        assert_eq!(store.expired_fields.load(Relaxed), 3);
+        assert_eq!(store.len(), 0, "the hash went with its last field");
+        assert_eq!(store.expired_keys.load(Relaxed), 0, "not a key expiry");
     }
 
     #[test]

@@ -17,6 +17,22 @@ pub struct Hash(Form);
 enum Form {
     Packed(Packed),
     Map(Box<HashMap>),
+    /// A hash with field TTLs: its pairs in one of the two forms above, and their expiries beside
+    /// them. Boxed, so that a hash without TTLs pays nothing for the feature (its entry stays 24
+    /// bytes: the packed form's flag leaves room for a third variant).
+    Timed(Box<Timed>),
+}
+
+/// The field TTLs of a hash that has some (Redis 7.4's hash-field expiration).
+#[derive(Clone, Debug)]
+struct Timed {
+    /// The pairs, never `Timed` themselves.
+    pairs: Hash,
+    /// Per field position, its expiry in Unix ms, 0 for none: 8 bytes a field, kept in step with
+    /// the pairs' positions (both forms move the last field into a removed one's place).
+    ttls: Vec<u64>,
+    /// How many of `ttls` are set: at 0 the hash goes back to its plain form.
+    set: usize,
 }
 
 impl Default for Hash {
@@ -26,10 +42,12 @@ impl Default for Hash {
 }
 
 impl Hash {
+    /// Every stored field, expired ones not reclaimed yet included (as Redis's HLEN).
     pub fn len(&self) -> usize {
         match &self.0 {
             Form::Packed(p) => p.len() / 2,
             Form::Map(m) => m.len(),
+            Form::Timed(t) => t.pairs.len(),
         }
     }
 
@@ -39,7 +57,11 @@ impl Hash {
 
     /// Whether the hash is in its packed form (for tests and memory estimates).
     pub fn is_packed(&self) -> bool {
-        matches!(self.0, Form::Packed(_))
+        match &self.0 {
+            Form::Packed(_) => true,
+            Form::Map(_) => false,
+            Form::Timed(t) => t.pairs.is_packed(),
+        }
     }
 
     /// Bytes of the packed form's one buffer; None in the large form (MEMORY USAGE).
@@ -47,43 +69,97 @@ impl Hash {
         match &self.0 {
             Form::Packed(p) => Some(p.byte_len()),
             Form::Map(_) => None,
+            Form::Timed(t) => t
+                .pairs
+                .packed_bytes()
+                .map(|b| b + t.ttls.len() * size_of::<u64>()),
         }
     }
 
+    /// The position and value of `field`.
+    fn lookup(&self, field: &[u8]) -> Option<(usize, &[u8])> {
+        match &self.0 {
+            Form::Packed(p) => p
+                .find_position(field, 2)
+                .map(|(i, at)| (i, p.group_at(at, 2)[1])),
+            Form::Map(m) => m.get_full(field).map(|(i, _, v)| (i, &v[..])),
+            Form::Timed(t) => t.pairs.lookup(field),
+        }
+    }
+
+    /// The stored value of `field`, expired or not (see [`Hash::get_live`]).
     pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
         match &self.0 {
             Form::Packed(p) => p.find(field, 2).map(|at| p.group_at(at, 2)[1]),
             Form::Map(m) => m.get(field).map(|v| &v[..]),
+            Form::Timed(t) => t.pairs.get(field),
         }
     }
 
-    /// The value as `Bytes` for a reply: shared with the map form, copied out of the packed one.
-    pub fn get_bytes(&self, field: &[u8]) -> Option<Bytes> {
+    /// The value of `field` unless its TTL has passed at `now` (Unix ms).
+    pub fn get_live(&self, field: &[u8], now: u64) -> Option<&[u8]> {
         match &self.0 {
-            Form::Packed(_) => self.get(field).map(Bytes::copy_from_slice),
-            Form::Map(m) => m.get(field).cloned(),
+            Form::Timed(t) => t
+                .pairs
+                .lookup(field)
+                .filter(|&(i, _)| !expired(t.ttls[i], now))
+                .map(|(_, v)| v),
+            _ => self.get(field),
         }
     }
 
-    pub fn contains_key(&self, field: &[u8]) -> bool {
-        self.get(field).is_some()
+    /// [`Hash::get_live`] as `Bytes` for a reply: shared with the map form, copied out of the
+    /// packed one.
+    pub fn get_bytes(&self, field: &[u8], now: u64) -> Option<Bytes> {
+        match &self.0 {
+            Form::Map(m) => m.get(field).cloned(),
+            _ => self.get_live(field, now).map(Bytes::copy_from_slice),
+        }
     }
 
-    /// Sets `field` to `value`; true when the field is new. A field that exists keeps its place.
-    /// Past `limit` the hash turns into its map form.
+    pub fn contains_key(&self, field: &[u8], now: u64) -> bool {
+        self.get_live(field, now).is_some()
+    }
+
+    /// Sets `field` to `value`, dropping a TTL it had (HSET); true when the field is new. A
+    /// field that exists keeps its place. Past `limit` the hash turns into its map form.
     pub fn insert(&mut self, field: &[u8], value: &[u8], limit: CompactLimit) -> bool {
+        self.put(field, value, limit, false)
+    }
+
+    /// [`Hash::insert`] keeping the TTL of a field that has one (HINCRBY, HSETEX KEEPTTL).
+    pub fn update(&mut self, field: &[u8], value: &[u8], limit: CompactLimit) -> bool {
+        self.put(field, value, limit, true)
+    }
+
+    fn put(&mut self, field: &[u8], value: &[u8], limit: CompactLimit, keep_ttl: bool) -> bool {
+        let Form::Timed(t) = &mut self.0 else {
+            return self.put_pair(field, value, limit).0;
+        };
+        let (new, at) = t.pairs.put_pair(field, value, limit);
+        if new {
+            t.ttls.push(0);
+        } else if !keep_ttl {
+            t.set_ttl_at(at, 0);
+        }
+        self.settle();
+        new
+    }
+
+    /// Sets a pair in a plain form; whether the field is new, and its position.
+    fn put_pair(&mut self, field: &[u8], value: &[u8], limit: CompactLimit) -> (bool, usize) {
         if let Form::Packed(p) = &mut self.0 {
             let fits = |e: &[u8]| e.len() <= limit.value.min(MAX_ELEMENT);
             if fits(field) && fits(value) {
-                match p.find(field, 2) {
-                    Some(at) => {
+                match p.find_position(field, 2) {
+                    Some((i, at)) => {
                         let value_at = p.next_offset(at);
                         p.replace_at(value_at, value);
-                        return false;
+                        return (false, i);
                     }
                     None if p.len() / 2 < limit.entries => {
                         p.push(&[field, value]);
-                        return true;
+                        return (true, p.len() / 2 - 1);
                     }
                     None => {}
                 }
@@ -91,39 +167,153 @@ impl Hash {
             self.convert_to_map();
         }
         match &mut self.0 {
-            Form::Map(m) => match m.get_mut(field) {
-                Some(slot) => {
+            Form::Map(m) => match m.get_full_mut(field) {
+                Some((i, _, slot)) => {
                     *slot = Bytes::copy_from_slice(value);
-                    false
+                    (false, i)
                 }
                 None => {
-                    m.insert(Bytes::copy_from_slice(field), Bytes::copy_from_slice(value));
-                    true
+                    let (i, _) =
+                        m.insert_full(Bytes::copy_from_slice(field), Bytes::copy_from_slice(value));
+                    (true, i)
                 }
             },
-            Form::Packed(_) => unreachable!("converted above"),
+            _ => unreachable!("a plain form, converted above"),
         }
     }
 
-    /// Removes `field`; true when it was there. The last field takes its place.
+    /// Removes `field`, expired or not (HDEL, as Redis); true when it was there. The last field
+    /// takes its place.
     pub fn remove(&mut self, field: &[u8]) -> bool {
+        let removed = match &mut self.0 {
+            Form::Timed(t) => t.pairs.remove_pair(field).map(|i| {
+                t.set_ttl_at(i, 0);
+                t.ttls.swap_remove(i);
+            }),
+            _ => self.remove_pair(field).map(drop),
+        };
+        self.settle();
+        removed.is_some()
+    }
+
+    /// Removes a pair from a plain form; its position.
+    fn remove_pair(&mut self, field: &[u8]) -> Option<usize> {
         match &mut self.0 {
-            Form::Packed(p) => match p.find(field, 2) {
-                Some(at) => {
-                    p.swap_remove_group(at, 2);
-                    true
-                }
-                None => false,
-            },
-            Form::Map(m) => m.swap_remove(field).is_some(),
+            Form::Packed(p) => p.find_position(field, 2).map(|(i, at)| {
+                p.swap_remove_group(at, 2);
+                i
+            }),
+            Form::Map(m) => m.swap_remove_full(field).map(|(i, _, _)| i),
+            Form::Timed(_) => unreachable!("pairs are plain"),
         }
     }
 
+    /// Back to the plain form once no field has a TTL.
+    fn settle(&mut self) {
+        if matches!(&self.0, Form::Timed(t) if t.set == 0) {
+            let Form::Timed(t) = std::mem::take(self).0 else {
+                unreachable!("checked above")
+            };
+            *self = t.pairs;
+        }
+    }
+
+    /// The expiry of `field` (Unix ms, 0: none), None when there is no such field; expired or
+    /// not.
+    pub fn ttl(&self, field: &[u8]) -> Option<u64> {
+        match &self.0 {
+            Form::Timed(t) => t.pairs.lookup(field).map(|(i, _)| t.ttls[i]),
+            _ => self.lookup(field).map(|_| 0),
+        }
+    }
+
+    /// Sets the expiry of `field` (Unix ms; 0 removes it); false when there is no such field.
+    pub fn set_ttl(&mut self, field: &[u8], at: u64) -> bool {
+        let Some((i, _)) = self.lookup(field) else {
+            return false;
+        };
+        if !matches!(self.0, Form::Timed(_)) {
+            if at == 0 {
+                return true;
+            }
+            let pairs = std::mem::take(self);
+            let ttls = vec![0; pairs.len()];
+            self.0 = Form::Timed(Box::new(Timed {
+                pairs,
+                ttls,
+                set: 0,
+            }));
+        }
+        if let Form::Timed(t) = &mut self.0 {
+            t.set_ttl_at(i, at);
+        }
+        self.settle();
+        true
+    }
+
+    /// Whether any field has a TTL (the key counts in INFO's `subexpiry`).
+    pub fn has_ttls(&self) -> bool {
+        matches!(self.0, Form::Timed(_))
+    }
+
+    /// The earliest field expiry (Unix ms), if a field has one.
+    pub fn earliest_ttl(&self) -> Option<u64> {
+        match &self.0 {
+            Form::Timed(t) => t.ttls.iter().copied().filter(|&at| at != 0).min(),
+            _ => None,
+        }
+    }
+
+    /// The fields whose TTL has passed at `now`.
+    pub fn expired_fields(&self, now: u64) -> Vec<Bytes> {
+        self.iter_with_ttls()
+            .filter(|&(_, _, at)| expired(at, now))
+            .map(|(f, _, _)| Bytes::copy_from_slice(f))
+            .collect()
+    }
+
+    /// Removes the fields whose TTL has passed at `now` (a load, RESTORE); how many went.
+    pub fn drop_expired(&mut self, now: u64) -> usize {
+        let gone = self.expired_fields(now);
+        for field in &gone {
+            self.remove(field);
+        }
+        gone.len()
+    }
+
+    /// The pairs, expired ones included.
     pub fn iter(&self) -> Iter<'_> {
         match &self.0 {
             Form::Packed(p) => Iter::Packed(p.iter()),
             Form::Map(m) => Iter::Map(m.iter()),
+            Form::Timed(t) => t.pairs.iter(),
         }
+    }
+
+    /// The pairs whose TTL has not passed at `now` (HGETALL, HSCAN…).
+    pub fn iter_live(&self, now: u64) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.iter_with_ttls()
+            .filter(move |&(_, _, at)| !expired(at, now))
+            .map(|(f, v, _)| (f, v))
+    }
+
+    /// How many fields [`Hash::iter_live`] gives.
+    pub fn live_len(&self, now: u64) -> usize {
+        match &self.0 {
+            Form::Timed(t) => t.ttls.iter().filter(|&&at| !expired(at, now)).count(),
+            _ => self.len(),
+        }
+    }
+
+    /// Each pair with its expiry (Unix ms, 0: none), expired ones included (persistence).
+    pub fn iter_with_ttls(&self) -> impl Iterator<Item = (&[u8], &[u8], u64)> {
+        let ttls = match &self.0 {
+            Form::Timed(t) => Some(&t.ttls[..]),
+            _ => None,
+        };
+        self.iter()
+            .enumerate()
+            .map(move |(i, (f, v))| (f, v, ttls.map_or(0, |t| t[i])))
     }
 
     /// The pairs at these positions (`0..len`, repeats allowed), for HRANDFIELD: the packed form
@@ -146,6 +336,7 @@ impl Hash {
                 .filter_map(|&i| m.get_index(i))
                 .map(|(f, v)| (&f[..], &v[..]))
                 .collect(),
+            Form::Timed(t) => t.pairs.at_positions(positions),
         }
     }
 
@@ -159,6 +350,22 @@ impl Hash {
             self.0 = Form::Map(Box::new(map));
         }
     }
+}
+
+impl Timed {
+    fn set_ttl_at(&mut self, i: usize, at: u64) {
+        let old = std::mem::replace(&mut self.ttls[i], at);
+        match (old != 0, at != 0) {
+            (false, true) => self.set += 1,
+            (true, false) => self.set -= 1,
+            _ => {}
+        }
+    }
+}
+
+/// Whether an expiry `at` (0: none) has passed at `now`.
+fn expired(at: u64, now: u64) -> bool {
+    at != 0 && at <= now
 }
 
 /// A hash of these pairs under the default thresholds (a later pair for the same field wins).
@@ -236,6 +443,94 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Random HSET/HINCRBY-style updates, HDEL and TTL changes against a model of (value, TTL)
+    /// per field: each TTL stays with its field through removals (the last field moving into a
+    /// removed one's place) and the conversion to the map form; a hash whose last TTL goes is
+    /// plain again.
+    #[test]
+    fn ttls_stay_with_their_fields() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        for round in 0..200 {
+            let limit = CompactLimit {
+                entries: rng.gen_range(1..30),
+                value: 64,
+            };
+            let mut hash = Hash::default();
+            let mut model: indexmap::IndexMap<Vec<u8>, (Vec<u8>, u64)> = Default::default();
+            for step in 0..150 {
+                let field = format!("f{}", rng.gen_range(0..40)).into_bytes();
+                let value = format!("v{step}").into_bytes();
+                match rng.gen_range(0..5) {
+                    0 => {
+                        let new = hash.insert(&field, &value, limit);
+                        assert_eq!(new, !model.contains_key(&field));
+                        model.insert(field.clone(), (value, 0));
+                    }
+                    1 => {
+                        hash.update(&field, &value, limit);
+                        let ttl = model.get(&field).map_or(0, |(_, t)| *t);
+                        model.insert(field.clone(), (value, ttl));
+                    }
+                    2 => {
+                        assert_eq!(hash.remove(&field), model.swap_remove(&field).is_some());
+                    }
+                    _ => {
+                        let at = rng.gen_range(0..4) * 1000;
+                        let there = hash.set_ttl(&field, at);
+                        assert_eq!(there, model.contains_key(&field));
+                        if let Some(slot) = model.get_mut(&field) {
+                            slot.1 = at;
+                        }
+                    }
+                }
+                let ours: Vec<_> = hash.iter_with_ttls().collect();
+                let theirs: Vec<_> = model
+                    .iter()
+                    .map(|(f, (v, t))| (&f[..], &v[..], *t))
+                    .collect();
+                assert_eq!(ours, theirs, "round {round} step {step}");
+                let earliest = model.values().map(|(_, t)| *t).filter(|&t| t != 0).min();
+                assert_eq!(hash.earliest_ttl(), earliest);
+                assert_eq!(hash.has_ttls(), earliest.is_some(), "plain without TTLs");
+                let live: Vec<_> = hash.iter_live(1500).map(|(f, _)| f.to_vec()).collect();
+                let model_live: Vec<_> = model
+                    .iter()
+                    .filter(|(_, (_, t))| *t == 0 || *t > 1500)
+                    .map(|(f, _)| f.clone())
+                    .collect();
+                assert_eq!(live, model_live);
+                assert_eq!(hash.live_len(1500), model_live.len());
+            }
+        }
+    }
+
+    #[test]
+    fn expired_fields_are_hidden_then_dropped() {
+        let limit = CompactLimit {
+            entries: 8,
+            value: 64,
+        };
+        let mut hash = Hash::default();
+        hash.insert(b"a", b"1", limit);
+        hash.insert(b"b", b"2", limit);
+        assert!(hash.set_ttl(b"a", 100));
+        assert!(!hash.set_ttl(b"zz", 100), "no such field");
+        assert_eq!(hash.get_live(b"a", 99), Some(&b"1"[..]));
+        assert_eq!(hash.get_live(b"a", 100), None, "due at its time");
+        assert_eq!(hash.get(b"a"), Some(&b"1"[..]), "still stored");
+        assert_eq!(hash.len(), 2, "HLEN counts it until it is removed");
+        assert_eq!(hash.expired_fields(100), vec![Bytes::from_static(b"a")]);
+        assert_eq!(hash.drop_expired(100), 1);
+        assert_eq!(hash.len(), 1);
+        assert!(!hash.has_ttls());
+        // HSET drops a TTL, HINCRBY's update keeps it.
+        hash.set_ttl(b"b", 50);
+        hash.update(b"b", b"3", limit);
+        assert_eq!(hash.ttl(b"b"), Some(50));
+        hash.insert(b"b", b"4", limit);
+        assert_eq!(hash.ttl(b"b"), Some(0));
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod changes;
 pub mod encoding;
 pub mod eviction;
 pub mod expiry;
+pub mod field_expiry;
 pub mod geohash;
 pub mod hash;
 mod held;
@@ -158,6 +159,8 @@ pub struct Store {
     /// swap two databases shard by shard.
     hasher: Hasher,
     pub expired_keys: AtomicU64,
+    /// Hash fields removed because their time was up (INFO's `expired_subkeys`).
+    pub expired_fields: AtomicU64,
     pub expired_stm_entries: AtomicU64,
     /// `maxmemory` and what to evict when it is reached.
     pub memory: eviction::MemoryLimit,
@@ -230,6 +233,7 @@ impl Store {
             dbs: (0..count.max(1)).map(|_| OnceLock::new()).collect(),
             hasher: Hasher::new(),
             expired_keys: AtomicU64::new(0),
+            expired_fields: AtomicU64::new(0),
             expired_stm_entries: AtomicU64::new(0),
             memory: Default::default(),
             encoding_limits: Default::default(),
@@ -455,11 +459,15 @@ impl Keyspace {
         self.len() == 0
     }
 
-    /// Number of keys with an expiry set, and their average time to live in ms (INFO keyspace).
-    pub fn expiry_stats(&self, now: u64) -> (usize, u64) {
-        let (mut count, mut total) = (0usize, 0u128);
+    /// Number of keys with an expiry set, their average time to live in ms, and the number of
+    /// hashes with field TTLs (INFO keyspace's `expires`, `avg_ttl`, `subexpiry`).
+    pub fn expiry_stats(&self, now: u64) -> (usize, u64, usize) {
+        let (mut count, mut total, mut timed) = (0usize, 0u128, 0usize);
         for shard in self.shards.iter() {
             for node in shard.read().iter() {
+                if matches!(&node.entry().value, Value::Hash(h) if h.has_ttls()) {
+                    timed += 1;
+                }
                 let at = node.entry().expire_at;
                 if at != 0 {
                     count += 1;
@@ -472,7 +480,7 @@ impl Keyspace {
         } else {
             (total / count as u128) as u64
         };
-        (count, avg)
+        (count, avg, timed)
     }
 
     /// The next version of `shard`. Callers hold that shard's write lock, so a plain load and
@@ -765,6 +773,12 @@ impl<'a> Locked<'a> {
         entry.touch(now);
         let shard = self.shard_at(&spot);
         shard.note_expiry(expire_at);
+        // A hash with field TTLs arriving whole (RESTORE, RENAME, MOVE, COPY, a load).
+        if let Value::Hash(h) = &entry.value {
+            if let Some(at) = h.earliest_ttl() {
+                shard.fields.note(key, at);
+            }
+        }
         match shard.slot(spot.hash, key) {
             Slot::Occupied(mut found) => {
                 let node = found.get_mut();

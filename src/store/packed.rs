@@ -104,16 +104,23 @@ impl Packed {
 
     /// The byte offset of the first group of `stride` elements whose first element is `key`.
     pub fn find(&self, key: &[u8], stride: usize) -> Option<usize> {
+        self.find_position(key, stride).map(|(_, at)| at)
+    }
+
+    /// [`Packed::find`] with the group's position among the groups (a hash's field index).
+    pub fn find_position(&self, key: &[u8], stride: usize) -> Option<(usize, usize)> {
         let mut at = 0;
+        let mut position = 0;
         while at < self.buf.len() {
             let (e, mut next) = self.element_at(at);
             if e == key {
-                return Some(at);
+                return Some((position, at));
             }
             for _ in 1..stride {
                 next = self.element_at(next).1;
             }
             at = next;
+            position += 1;
         }
         None
     }

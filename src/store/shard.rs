@@ -141,6 +141,8 @@ pub(super) struct Shard {
     /// write of an expiry lowers it, the expiry cycle sets it exactly after a sweep, and skips
     /// the shard until then: a bound, never later than the earliest expiry.
     expiry_bound: u64,
+    /// The shard's hashes with field TTLs, by their earliest ([`super::field_expiry`]).
+    pub fields: super::field_expiry::FieldQueue,
 }
 
 impl Shard {
@@ -149,6 +151,7 @@ impl Shard {
             table: HashTable::new(),
             hasher,
             expiry_bound: u64::MAX,
+            fields: Default::default(),
         }
     }
 
@@ -224,6 +227,7 @@ impl Shard {
     /// Removes every node, and gives the table's memory back.
     pub fn drain(&mut self) -> impl Iterator<Item = Node> {
         self.expiry_bound = u64::MAX;
+        self.fields.clear();
         std::mem::replace(&mut self.table, HashTable::new()).into_iter()
     }
 }

@@ -68,6 +68,7 @@ mod types_blocking;
 mod types_client;
 mod types_encodings;
 mod types_geo_sort;
+mod types_hash_expiry;
 mod types_hyperloglog;
 mod types_pubsub;
 mod types_redis_tables;

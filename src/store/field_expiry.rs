@@ -1,0 +1,186 @@
+//! Hash-field expiration (Redis 7.4): the keyspace's side of the TTLs a hash keeps per field
+//! ([`super::hash`] holds them).
+//!
+//! A field is removed when its time is up in two ways, as in Redis: when a command reaches it
+//! ([`Locked::expire_fields`], called by the hash commands before they look), and by the active
+//! expiry cycle ([`Locked::remove_expired_fields`]), which finds the hashes due through each
+//! shard's [`FieldQueue`] without looking at any other key. Either way the `hexpired` event is
+//! noted, the replicas and the append-only file get an HDEL of the fields, and a hash left empty
+//! is deleted (`del`). A replica removes nothing itself: it hides the fields (the hash reads with
+//! the command's time) until its primary's HDEL.
+
+use super::changes::Change;
+use super::{Locked, Spot, Value};
+use bytes::Bytes;
+use std::collections::{BTreeSet, HashMap};
+
+/// The keys of one shard holding hashes with field TTLs, each under a time no later than its
+/// hash's earliest field expiry. Entries are hints: a key deleted or whose TTLs were removed
+/// stays until its time, when the cycle finds nothing to do and drops it; a key whose earliest
+/// expiry moved earlier is moved with it ([`FieldQueue::note`]), so none is found late.
+#[derive(Default)]
+pub(super) struct FieldQueue {
+    due: BTreeSet<(u64, Box<[u8]>)>,
+    at: HashMap<Box<[u8]>, u64, ahash::RandomState>,
+}
+
+impl FieldQueue {
+    /// The hash at `key` has a field expiring at `at` (Unix ms, not 0).
+    pub fn note(&mut self, key: &[u8], at: u64) {
+        match self.at.get_mut(key) {
+            Some(queued) if *queued <= at => {}
+            Some(queued) => {
+                let old = std::mem::replace(queued, at);
+                self.due.remove(&(old, Box::from(key)));
+                self.due.insert((at, Box::from(key)));
+            }
+            None => {
+                self.at.insert(Box::from(key), at);
+                self.due.insert((at, Box::from(key)));
+            }
+        }
+    }
+
+    /// No hash of the shard has a field expiring before this (`u64::MAX`: none is queued).
+    pub fn bound(&self) -> u64 {
+        self.due.first().map_or(u64::MAX, |(at, _)| *at)
+    }
+
+    /// The next key whose time has come at `now`, taken off the queue.
+    fn pop_due(&mut self, now: u64) -> Option<Box<[u8]>> {
+        if self.bound() > now {
+            return None;
+        }
+        let (_, key) = self.due.pop_first()?;
+        self.at.remove(&key);
+        Some(key)
+    }
+
+    pub fn clear(&mut self) {
+        *self = FieldQueue::default();
+    }
+}
+
+impl Locked<'_> {
+    /// Registers that the hash at `key` has a field expiring at `at` (Unix ms; 0: nothing to do),
+    /// for the active expiry cycle. Called by every command that sets a field TTL.
+    pub fn note_field_expiry(&mut self, key: &[u8], at: u64) {
+        if at != 0 {
+            let spot = self.spot(key);
+            self.shard_at(&spot).fields.note(key, at);
+        }
+    }
+
+    /// No hash field of the locked shards expires before this (Unix ms; `u64::MAX`: none).
+    pub fn field_expiry_bound(&self) -> u64 {
+        self.held
+            .iter()
+            .map(|(_, shard)| shard.fields.bound())
+            .min()
+            .unwrap_or(u64::MAX)
+    }
+
+    /// Removes those of `fields` (every field when None) of the hash at `key` whose time is up,
+    /// as a command reaching them does; returns how many. A hash left empty is deleted. Nothing
+    /// is removed on a replica or during CLIENT PAUSE (the fields are hidden instead), nor from
+    /// a key of another type.
+    pub fn expire_fields(&mut self, key: &[u8], fields: Option<&[&[u8]]>) -> usize {
+        let spot = self.spot(key);
+        // The shard's queue says whether any of its hashes has a field due: for a hash without
+        // TTLs (nearly all) this is the whole cost.
+        if self.held.get(spot.slot).fields.bound() > self.now {
+            return 0;
+        }
+        self.expire_fields_at(spot, key, fields)
+    }
+
+    /// [`Locked::expire_fields`] without the look at the queue (the cycle has taken the key
+    /// off it already).
+    fn expire_fields_at(&mut self, spot: Spot, key: &[u8], fields: Option<&[&[u8]]>) -> usize {
+        let (store, space, db, now) = (self.store, self.space, self.db, self.now);
+        if store.keeps_expired() {
+            return 0;
+        }
+        let Some((shard, entry)) = self.live_entry_at(spot, key) else {
+            return 0;
+        };
+        let Value::Hash(hash) = &mut entry.value else {
+            return 0;
+        };
+        if !hash.has_ttls() {
+            return 0;
+        }
+        let candidates = match fields {
+            None => hash.expired_fields(now),
+            Some(fields) => fields
+                .iter()
+                .filter(|f| hash.ttl(f).is_some_and(|at| at != 0 && at <= now))
+                .map(|f| Bytes::copy_from_slice(f))
+                .collect(),
+        };
+        let gone: Vec<Bytes> = candidates.into_iter().filter(|f| hash.remove(f)).collect();
+        if gone.is_empty() {
+            return 0;
+        }
+        let empty = hash.is_empty();
+        // A change WATCH sees, as Redis signals the key modified.
+        entry.set_version(space.bump_version(shard));
+        store.noting(db, key, Change::FieldsExpired);
+        self.propagate_field_removal(key, &gone);
+        store
+            .expired_fields
+            .fetch_add(gone.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        if empty {
+            self.remove(key);
+        }
+        gone.len()
+    }
+
+    /// Sends an HDEL of `fields` of the hash at `key` to the replicas and the append-only file
+    /// at once: fields that expired, or that a command deleted by setting a past time.
+    pub fn propagate_field_removal(&self, key: &[u8], fields: &[Bytes]) {
+        if let Some(observer) = self.store.listening_observer() {
+            observer.fields_removed(self.db, key, fields);
+        }
+    }
+
+    /// The active expiry cycle's part for hash fields: removes the expired fields of the hashes
+    /// due in the locked shards, at most `budget` hashes (taken off it); returns how many fields
+    /// went. A hash with TTLs left is queued again under its next one.
+    pub fn remove_expired_fields(&mut self, budget: &mut usize) -> usize {
+        let now = self.now;
+        if self.store.keeps_expired() {
+            return 0;
+        }
+        let mut due = Vec::new();
+        let limit = *budget;
+        self.held.for_each_mut(|shard| {
+            while due.len() < limit {
+                match shard.fields.pop_due(now) {
+                    Some(key) => due.push(key),
+                    None => break,
+                }
+            }
+        });
+        *budget -= due.len();
+        let mut removed = 0;
+        for key in due {
+            let spot = self.spot(&key);
+            removed += self.expire_fields_at(spot, &key, None);
+            let next = self.peek_stored_hash_ttl(&key);
+            if let Some(at) = next {
+                self.note_field_expiry(&key, at);
+            }
+        }
+        removed
+    }
+
+    /// The earliest field expiry of the hash stored at `key`, live or not, touching nothing.
+    fn peek_stored_hash_ttl(&self, key: &[u8]) -> Option<u64> {
+        let spot = self.spot(key);
+        match &self.held.get(spot.slot).find(spot.hash, key)?.entry().value {
+            Value::Hash(h) => h.earliest_ttl(),
+            _ => None,
+        }
+    }
+}
