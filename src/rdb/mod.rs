@@ -13,6 +13,7 @@ mod encode;
 pub mod file;
 #[cfg(test)]
 mod fixtures;
+mod json;
 mod listpack;
 pub mod lzf;
 mod stm;
@@ -53,6 +54,8 @@ pub mod types {
     pub const STREAM_LISTPACKS_2: u8 = 19;
     pub const SET_LISTPACK: u8 = 20;
     pub const STREAM_LISTPACKS_3: u8 = 21;
+    /// A module value (RDB_TYPE_MODULE_2): JSON documents, as RedisJSON's type.
+    pub const MODULE_2: u8 = 7;
     /// Ours: an STM entry. Far above Redis's value types (21 in 7.2) and below its RDB opcodes
     /// (0xF5 and up), so Redis answers `Bad data format` and no Redis type will collide soon.
     pub const STM: u8 = 200;
