@@ -478,9 +478,7 @@ pub fn mget(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 /// JSON.DEL / JSON.FORGET key [path]: the number of values deleted; deleting the root, or the
 /// last member or element of the root, deletes the key.
 pub fn del(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    if args.len() > 3 {
-        return Err(arity(args));
-    }
+    // Arguments after the path are ignored, as RedisJSON ignores them.
     let query = path(args.get(2).copied().unwrap_or(b"."))?;
     let key = args[1];
     let mut locked = ctx.lock(&args[1..2]);
@@ -659,12 +657,11 @@ pub fn toggle(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 
 /// JSON.STRAPPEND key [path] value
 pub fn strappend(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
-    if args.len() > 4 {
-        return Err(arity(args));
-    }
+    // With one argument after the key it is the value (at the root); arguments after the value
+    // are ignored, as RedisJSON ignores them.
     let (query, text) = match args.len() {
-        4 => (path(args[2])?, args[3]),
-        _ => (path(b".")?, args[2]),
+        3 => (path(b".")?, args[2]),
+        _ => (path(args[2])?, args[3]),
     };
     let mut locked = ctx.lock(&args[1..2]);
     let found = locate(&mut locked, args[1], &query, Json::is_string)?;
