@@ -269,6 +269,7 @@ fn object(ctx: &mut Ctx, key: &[u8]) -> CmdResult {
         Value::ZSet(z) => z.len(),
         Value::Stm(e) => e.messages().len(),
         Value::Stream(s) => s.len(),
+        Value::Json(_) => 1,
     };
     let serialized = super::introspection::value_size(&entry.value, usize::MAX);
     Ok(Reply::Status(

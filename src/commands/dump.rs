@@ -119,6 +119,7 @@ fn duplicate(value: &Value) -> Value {
         Value::ZSet(zset) => Value::ZSet(zset.clone()),
         Value::Stm(entry) => Value::Stm(entry.clone()),
         Value::Stream(s) => Value::Stream(s.clone()),
+        Value::Json(doc) => Value::Json(doc.clone()),
     }
 }
 

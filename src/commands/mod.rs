@@ -22,6 +22,7 @@ pub mod hashes;
 pub mod hyperloglog;
 pub mod info;
 pub mod introspection;
+pub mod json;
 pub mod keys;
 pub mod lcs;
 pub mod lists;

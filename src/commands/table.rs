@@ -24,7 +24,7 @@ use super::subcommands::*;
 use super::{acl, command_info, CmdResult, Ctx};
 use super::{
     bitmaps, blocking_lists as blists, debug, geo, hashes, hyperloglog as hll, info, introspection,
-    lcs, lists, mpop, pubsub, replication, sets, sort, zalgebra, zrange, zsets,
+    json, lcs, lists, mpop, pubsub, replication, sets, sort, zalgebra, zrange, zsets,
 };
 use super::{connection as conn, keys, ops, server, stm, strings, transactions as tx, Handler};
 use crate::protocol::Reply;
@@ -622,6 +622,55 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "Depends on the subcommand.", subcommands: XGROUP_SUBCOMMANDS;
     "xinfo", -2, 0, (0, 0, 0), "stream", "5.0.0", streams::xinfo, "", "A container for stream introspection commands.",
         complexity: "Depends on the subcommand.", subcommands: XINFO_SUBCOMMANDS;
+    // JSON (RedisJSON's command set as Redis 8 serves it; the group and @json are a module's)
+    "json.set", -4, WRITE | DENYOOM, (1, 1, 1), "module", "1.0.0", json::set, "key path value [NX | XX]", "Sets or updates the JSON value at a path.",
+        complexity: "O(M+N), M the size of the original value (if it exists), N the size of the new value.", keys: &[key(RW | UPDATE, 1)], acl: cat::JSON;
+    "json.get", -2, READONLY, (1, 1, 1), "module", "1.0.0", json::get, "key [INDENT indent] [NEWLINE newline] [SPACE space] [path [path ...]]", "Gets the value at one or more paths in JSON serialized form.",
+        complexity: "O(N), N the size of the JSON value.", keys: &[key(RO | ACCESS, 1)], acl: cat::JSON;
+    "json.mget", -3, READONLY, (1, -2, 1), "module", "1.0.0", json::mget, "key [key ...] path", "Returns the values at a path from one or more keys.",
+        complexity: "O(M*N), M the keys, N the size of the value.", keys: &[range(RO | ACCESS, 1, -2, 1, 0)], acl: cat::JSON;
+    "json.mset", -4, WRITE | DENYOOM, (1, -1, 3), "module", "2.6.0", json::mset, "key path value [key path value ...]", "Sets or updates the JSON values of one or more keys.",
+        complexity: "O(K*(M+N)), K the keys, M the size of the original value, N the size of the new value.", keys: &[range(RW | UPDATE, 1, -1, 3, 0)], acl: cat::JSON;
+    "json.merge", -4, WRITE | DENYOOM, (1, 1, 1), "module", "2.6.0", json::merge, "key path value", "Merges a JSON value into the values at a path (RFC 7396).",
+        complexity: "O(M+N), M the size of the original value, N the size of the new value.", keys: &[key(RW | UPDATE, 1)], acl: cat::JSON;
+    "json.del", -2, WRITE, (1, 1, 1), "module", "1.0.0", json::del, "key [path]", "Deletes a value.",
+        complexity: "O(N), N the size of the deleted value.", keys: &[key(RW | DELETE, 1)], acl: cat::JSON;
+    "json.forget", -2, WRITE, (1, 1, 1), "module", "1.0.0", json::del, "key [path]", "Deletes a value.",
+        complexity: "O(N), N the size of the deleted value.", keys: &[key(RW | DELETE, 1)], acl: cat::JSON;
+    "json.type", -2, READONLY, (1, 1, 1), "module", "1.0.0", json::type_, "key [path]", "Returns the type of the JSON value at a path.",
+        complexity: "O(1) per value matched.", keys: &[key(RO, 1)], acl: cat::JSON;
+    "json.numincrby", 4, WRITE, (1, 1, 1), "module", "1.0.0", json::numop, "key path value", "Increments the numeric value at a path by a value.",
+        complexity: "O(1) per value matched.", keys: &[key(RW | UPDATE, 1)], acl: cat::JSON;
+    "json.nummultby", 4, WRITE, (1, 1, 1), "module", "1.0.0", json::numop, "key path value", "Multiplies the numeric value at a path by a value.",
+        complexity: "O(1) per value matched.", keys: &[key(RW | UPDATE, 1)], acl: cat::JSON;
+    "json.toggle", 3, WRITE, (1, 1, 1), "module", "2.0.0", json::toggle, "key path", "Toggles a boolean value.",
+        complexity: "O(1) per value matched.", keys: &[key(RW | UPDATE, 1)], acl: cat::JSON;
+    "json.strappend", -3, WRITE | DENYOOM, (1, 1, 1), "module", "1.0.0", json::strappend, "key [path] value", "Appends a string to the JSON strings at a path.",
+        complexity: "O(1) per value matched.", keys: &[key(RW | UPDATE, 1)], acl: cat::JSON;
+    "json.strlen", -2, READONLY, (1, 1, 1), "module", "1.0.0", json::strlen, "key [path]", "Returns the length of the JSON strings at a path.",
+        complexity: "O(1) per value matched.", keys: &[key(RO, 1)], acl: cat::JSON;
+    "json.arrappend", -3, WRITE | DENYOOM, (1, 1, 1), "module", "1.0.0", json::arrappend, "key path value [value ...]", "Appends one or more JSON values to the arrays at a path.",
+        complexity: "O(1) per value appended and array matched.", keys: &[key(RW | UPDATE, 1)], acl: cat::JSON;
+    "json.arrindex", -4, READONLY, (1, 1, 1), "module", "1.0.0", json::arrindex, "key path value [start [stop]]", "Returns the index of the first occurrence of a JSON value in the arrays at a path.",
+        complexity: "O(N), N the size of the array.", keys: &[key(RO, 1)], acl: cat::JSON;
+    "json.arrinsert", -5, WRITE | DENYOOM, (1, 1, 1), "module", "1.0.0", json::arrinsert, "key path index value [value ...]", "Inserts JSON values into the arrays at a path before an index.",
+        complexity: "O(N), N the size of the array.", keys: &[key(RW | UPDATE, 1)], acl: cat::JSON;
+    "json.arrlen", -2, READONLY, (1, 1, 1), "module", "1.0.0", json::arrlen, "key [path]", "Returns the length of the arrays at a path.",
+        complexity: "O(1) per value matched.", keys: &[key(RO, 1)], acl: cat::JSON;
+    "json.arrpop", -2, WRITE, (1, 1, 1), "module", "1.0.0", json::arrpop, "key [path [index]]", "Removes and returns the element at an index of the arrays at a path.",
+        complexity: "O(N), N the size of the array.", keys: &[key(RW | ACCESS | DELETE, 1)], acl: cat::JSON;
+    "json.arrtrim", 5, WRITE, (1, 1, 1), "module", "1.0.0", json::arrtrim, "key path start stop", "Trims the arrays at a path to a range of indexes.",
+        complexity: "O(N), N the size of the array.", keys: &[key(RW | DELETE, 1)], acl: cat::JSON;
+    "json.objkeys", -2, READONLY, (1, 1, 1), "module", "1.0.0", json::objkeys, "key [path]", "Returns the member names of the objects at a path.",
+        complexity: "O(N), N the members of the object.", keys: &[key(RO, 1)], acl: cat::JSON;
+    "json.objlen", -2, READONLY, (1, 1, 1), "module", "1.0.0", json::objlen, "key [path]", "Returns the number of members of the objects at a path.",
+        complexity: "O(1) per value matched.", keys: &[key(RO, 1)], acl: cat::JSON;
+    "json.clear", -2, WRITE, (1, 1, 1), "module", "2.0.0", json::clear, "key [path]", "Empties arrays and objects and sets numbers to 0 at a path.",
+        complexity: "O(N), N the size of the values cleared.", keys: &[key(RW | UPDATE, 1)], acl: cat::JSON;
+    "json.resp", -2, READONLY, (1, 1, 1), "module", "1.0.0", json::resp, "key [path]", "Returns the JSON value at a path in Redis Serialization Protocol (RESP).",
+        complexity: "O(N), N the size of the value.", keys: &[key(RO, 1)], acl: cat::JSON;
+    "json.debug", -2, READONLY, (0, 0, 0), "module", "1.0.0", json::debug, "<MEMORY key [path] | HELP>", "Debugging container command: MEMORY reports a value's memory use, HELP lists the subcommands.",
+        complexity: "N/A", keys: &[keyword(RO, "MEMORY", 1, 0, 1, 0)], acl: cat::JSON;
 ];
 
 #[cfg(test)]

@@ -134,6 +134,7 @@ pub fn read_value(r: &mut RdbReader<'_>, kind: u8, limits: &Limits) -> Result<Va
             Value::Stream(Box::new(super::stream::decode(r, kind)?))
         }
         types::STM => Value::Stm(Box::new(stm::decode(r)?)),
+        types::MODULE_2 => Value::Json(Box::new(super::json::decode(r)?)),
         _ => return Err(RdbError::BadData),
     };
     Ok(value)

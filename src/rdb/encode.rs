@@ -100,6 +100,10 @@ pub fn encode_value_into(out: &mut Vec<u8>, value: &Value) {
         }
         Value::ZSet(zset) => put_zset(out, zset),
         Value::Stream(s) => super::stream::encode(out, s),
+        Value::Json(doc) => {
+            out.push(types::MODULE_2);
+            super::json::encode(out, doc);
+        }
         Value::Stm(entry) => {
             out.push(types::STM);
             stm::encode(out, entry);

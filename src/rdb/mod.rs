@@ -13,6 +13,7 @@ mod encode;
 pub mod file;
 #[cfg(test)]
 mod fixtures;
+mod json;
 mod listpack;
 pub mod lzf;
 mod stm;
@@ -59,6 +60,8 @@ pub mod types {
     /// every other payload stays readable by Redis 7.0 and 7.2.
     pub const HASH_METADATA: u8 = 24;
     pub const HASH_LISTPACK_EX: u8 = 25;
+    /// A module value (RDB_TYPE_MODULE_2): JSON documents, as RedisJSON's type.
+    pub const MODULE_2: u8 = 7;
     /// Ours: an STM entry. Far above Redis's value types (21 in 7.2) and below its RDB opcodes
     /// (0xF5 and up), so Redis answers `Bad data format` and no Redis type will collide soon.
     pub const STM: u8 = 200;

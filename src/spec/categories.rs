@@ -31,6 +31,8 @@ pub const TRANSACTION: u32 = 1 << 19;
 pub const SCRIPTING: u32 = 1 << 20;
 /// Ours: the short-term memory commands (`STM.*`).
 pub const STM: u32 = 1 << 21;
+/// RedisJSON's module category (`JSON.*`), which Redis 8 lists after the built-in ones.
+pub const JSON: u32 = 1 << 22;
 /// Not a category: in a row's `acl:`, drops the category its group would give.
 pub const NO_GROUP: u32 = 1 << 31;
 
@@ -57,6 +59,7 @@ pub const NAMES: &[(u32, &str)] = &[
     (CONNECTION, "connection"),
     (TRANSACTION, "transaction"),
     (SCRIPTING, "scripting"),
+    (JSON, "json"),
     (STM, "stm"),
 ];
 

@@ -21,6 +21,8 @@ const OBJ_HASH: u32 = 4;
 const OBJ_STREAM: u32 = 6;
 /// STM entries have no Redis type: a number Redis does not use, so they never collide with one.
 const STM_TYPE: u32 = 0x5354_4d00;
+/// Redis's OBJ_MODULE (a JSON document is RedisJSON's module value).
+const OBJ_MODULE: u32 = 5;
 
 fn xor(sum: &mut Sum, data: &[u8]) {
     let hash = Sha1::digest(data);
@@ -54,6 +56,7 @@ pub fn value_into(sum: &mut Sum, entry: &Entry) {
         Value::Hash(_) => OBJ_HASH,
         Value::Stream(_) => OBJ_STREAM,
         Value::Stm(_) => STM_TYPE,
+        Value::Json(_) => OBJ_MODULE,
     };
     mix(sum, &kind.to_be_bytes());
     match &entry.value {
@@ -79,6 +82,8 @@ pub fn value_into(sum: &mut Sum, entry: &Entry) {
                 fields.for_each(|item| mix(sum, item));
             }
         }
+        // The document's compact text: equal documents, equal digests.
+        Value::Json(doc) => mix(sum, &super::json::to_text(&**doc, Default::default())),
         Value::Stm(stm) => {
             // What STM.CONTEXT reads back: the messages in order, the summary, the categories.
             for message in stm.messages().iter() {

@@ -211,6 +211,8 @@ pub fn name(value: &Value, outgrown: bool, t: &Thresholds) -> &'static str {
         }
         Value::Stm(_) => "stm",
         Value::Stream(_) => "stream",
+        // Redis's name for every module value.
+        Value::Json(_) => "raw",
     }
 }
 

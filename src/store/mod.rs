@@ -16,6 +16,7 @@ pub use held::in_order;
 pub mod compact;
 pub mod digest;
 pub mod hyperloglog;
+pub mod json;
 pub mod lazyfree;
 pub mod packed;
 pub mod pause;

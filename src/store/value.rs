@@ -27,6 +27,8 @@ pub enum Value {
     // and an unboxed STM entry or stream would make every string key pay for it.
     Stm(Box<StmEntry>),
     Stream(Box<Stream>),
+    /// A JSON document (the JSON.* commands), boxed as the STM entry is.
+    Json(Box<super::json::Json>),
 }
 
 impl Value {
@@ -40,6 +42,8 @@ impl Value {
             Value::ZSet(_) => "zset",
             Value::Stm(_) => "stm",
             Value::Stream(_) => "stream",
+            // The name RedisJSON registers its module type under, which TYPE reports.
+            Value::Json(_) => "ReJSON-RL",
         }
     }
 
