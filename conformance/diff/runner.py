@@ -590,8 +590,8 @@ def main():
             steps = [s for s in case.steps if not s.sleep_ms]
             verdicts = [expected_verdict(s, a, proto) if proto in s.expect else step_verdict(case, s, a, b, c)
                         for s, a, b, c in zip(steps, mine, theirs, second)]
-            third = runs[-1] if len(asked) > len(servers) else [None] * len(mine)
-            stack_v = stack_verdicts(steps, third, proto) if len(asked) > len(servers) else third
+            third = runs[-1] if checked else [None] * len(mine)
+            stack_v = stack_verdicts(steps, third, proto) if checked else [None] * len(mine)
             if stack and case.stack_differs is not None:
                 stack_seen["marked"] += sum(proto in s.expect for s in steps)
             lacked = next((unknown_name(t) for t in third if t is not None and is_unknown_command(t)), None)
