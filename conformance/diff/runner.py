@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Differential runner: plays every case of the corpus against stmd and a real redis-server, in RESP2
-and in RESP3, and compares the raw reply bytes.
+"""Differential runner: plays every case of the corpus against stmd and a real redis-server (and
+valkey-server, with --valkey), in RESP2 and in RESP3, and compares the raw reply bytes.
 
 Corpus format (conformance/corpus/*.txt), redis-cli-like:
   * Cases are separated by blank lines. A case runs on a fresh state (FLUSHALL first) and on fresh
@@ -28,6 +28,12 @@ Corpus format (conformance/corpus/*.txt), redis-cli-like:
     newer Redis's or Valkey's, from its documentation), or the message its write published. stmd's
     reply is compared with it, not with the references'.
     `@expect2` / `@expect3` give it for one protocol (a nil is `$-1` in RESP2, `_` in RESP3).
+    With --stack (redis-server 7.4.1 with RedisJSON and RediSearch), each case that has an
+    `@expect` runs there too and every written-out reply must be the one that server gives, so a
+    real server checks what was copied from the documentation; from the step where 7.4.1 answers
+    `ERR unknown command` (a command added later) on, the `@expect` alone stands.
+  * `@stack-differs "reason"` (case directive): the case's `@expect` replies are a later Redis's
+    (an 8.x option or reply 7.4.1 lacks, the reason says which): the stack server is not asked.
 
 A case whose command stmd answers with `-ERR unknown command` while Redis does not is counted as
 *unsupported* (not failed) and listed, so cases for commands that are still being built can be
@@ -118,6 +124,7 @@ class Case:
     def __init__(self, file, line, name):
         self.file, self.line, self.name = file, line, name
         self.steps, self.after, self.protocols = [], [], (2, 3)
+        self.stack_differs = None  # why redis-server 7.4.1 cannot check the @expect (@stack-differs)
 
     @property
     def id(self):
@@ -144,7 +151,7 @@ def parse_corpus_file(path):
 
 def parse_block(base, block):
     name, case = None, None
-    comments, steps, after, protocols = [], [], [], (2, 3)
+    comments, steps, after, protocols, stack_differs = [], [], [], (2, 3), None
     for lineno, text in block:
         try:
             if text.startswith("#"):
@@ -155,6 +162,11 @@ def parse_block(base, block):
                 protocols = (2,)
             elif text == "@resp3":
                 protocols = (3,)
+            elif text.startswith("@stack-differs"):
+                reason = split_args(text[len("@stack-differs") :])
+                if len(reason) != 1 or not reason[0].strip():
+                    raise ValueError('@stack-differs takes the reason, one quoted string')
+                stack_differs = reason[0].decode()
             elif text.startswith("@after "):
                 after.append(split_args(text[len("@after ") :]))
             elif text.split()[0] in ("@expect", "@expect2", "@expect3"):
@@ -202,6 +214,9 @@ def parse_block(base, block):
     name = comments[0] if comments else " ; ".join(s.text for s in steps if s.args)[:120]
     case = Case(base[:-4] if base.endswith(".txt") else base, block[0][0], name)
     case.steps, case.after, case.protocols = steps, after, protocols
+    case.stack_differs = stack_differs
+    if stack_differs is not None and not any(s.expect for s in steps):
+        sys.exit("%s:%d: @stack-differs in a case without @expect" % (base, block[0][0]))
     del first_cmd
     return case
 
@@ -443,6 +458,27 @@ def expected_verdict(step, mine, proto):
     return b"".join(r.raw for r in mine.replies) == step.expect[proto], None
 
 
+def stack_verdicts(steps, stack_run, proto):
+    """How redis-server 7.4.1 (the stack reference) judges each step's `@expect`: None for a step
+    without one for this protocol; else "confirmed" (its reply is the written one, byte for byte),
+    "contradicted" (the written-out reply is not what Redis answers), or "absent": it answered
+    `ERR unknown command` to that step or to an earlier one (a command added after 7.4.1, whose
+    effects the later steps see: what they get from 7.4.1 checks nothing)."""
+    verdicts, unknown_seen = [], False
+    for step, theirs in zip(steps, stack_run):
+        unknown_seen = unknown_seen or is_unknown_command(theirs)
+        if proto not in step.expect:
+            verdicts.append(None)
+        elif unknown_seen:
+            verdicts.append("absent")
+        elif theirs.marker or theirs.scan_items is not None:
+            verdicts.append("contradicted")
+        else:
+            same = b"".join(r.raw for r in theirs.replies) == step.expect[proto]
+            verdicts.append("confirmed" if same else "contradicted")
+    return verdicts
+
+
 def references_differ(red, val):
     """Whether redis-server and valkey-server answered one step differently (raw bytes)."""
     if red.marker or val.marker:
@@ -499,6 +535,8 @@ def main():
     ap.add_argument("--stmd", required=True, help="host:port of stmd")
     ap.add_argument("--redis", required=True, help="host:port of the reference redis-server")
     ap.add_argument("--valkey", help="host:port of the second reference, valkey-server 8.1")
+    ap.add_argument("--stack", help="host:port of redis-server 7.4.1 with RedisJSON and RediSearch, "
+                    "which checks the corpus's @expect replies")
     ap.add_argument("--corpus", default=os.path.join(os.path.dirname(__file__), "..", "corpus"))
     ap.add_argument("--known", default=os.path.join(os.path.dirname(__file__), "known-failures.txt"))
     ap.add_argument("--results", help="write `passed failed skipped` here")
@@ -512,10 +550,11 @@ def main():
 
     stmd, redis = server("stmd", opts.stmd), server("redis", opts.redis)
     valkey = server("valkey", opts.valkey) if opts.valkey else None
+    stack = server("stack", opts.stack) if opts.stack else None
     servers = [s for s in (stmd, redis, valkey) if s]
-    # The servers are independent: each case runs on all of them at once, so a second reference
-    # does not lengthen the run.
-    pool = ThreadPoolExecutor(len(servers))
+    # The servers are independent: each case runs on all of them at once, so a second (or third)
+    # reference does not lengthen the run.
+    pool = ThreadPoolExecutor(len(servers) + 1)
     ref_diffs = {}  # allow-list key → steps where the two references answered differently
     files = sorted(f for f in os.listdir(opts.corpus) if f.endswith(".txt"))
     cases = [c for f in files for c in parse_corpus_file(os.path.join(opts.corpus, f))]
@@ -532,6 +571,8 @@ def main():
     passed = failed = known_failed = 0
     unsupported = {}  # command → number of case runs
     allowed_used = {}
+    stack_seen = {"confirmed": 0, "contradicted": 0, "marked": 0}
+    stack_absent = {}  # command 7.4.1 does not know → @expect steps it could not check
     per_file = {}
     fixed_known = []
     t0 = time.time()
@@ -539,19 +580,34 @@ def main():
         stats = per_file.setdefault(case.file, [0, 0, 0])
         for proto in case.protocols:
             label = "%s [RESP%d]" % (case.id, proto)
-            runs = list(pool.map(lambda srv: run_case(srv, case, proto), servers))
+            # The stack server plays only the cases it checks: an `@expect` for this protocol and
+            # no `@stack-differs`.
+            checked = stack and case.stack_differs is None and any(proto in s.expect for s in case.steps)
+            asked = servers + [stack] if checked else servers
+            runs = list(pool.map(lambda srv: run_case(srv, case, proto), asked))
             mine, theirs = runs[0], runs[1]
             second = runs[2] if valkey else [None] * len(mine)
             steps = [s for s in case.steps if not s.sleep_ms]
             verdicts = [expected_verdict(s, a, proto) if proto in s.expect else step_verdict(case, s, a, b, c)
                         for s, a, b, c in zip(steps, mine, theirs, second)]
+            third = runs[-1] if checked else [None] * len(mine)
+            stack_v = stack_verdicts(steps, third, proto) if checked else [None] * len(mine)
+            if stack and case.stack_differs is not None:
+                stack_seen["marked"] += sum(proto in s.expect for s in steps)
+            lacked = next((unknown_name(t) for t in third if t is not None and is_unknown_command(t)), None)
+            for sv in stack_v:
+                if sv == "absent":
+                    stack_absent[lacked] = stack_absent.get(lacked, 0) + 1
+                elif sv:
+                    stack_seen[sv] += 1
+            stack_bad = "contradicted" in stack_v
             ok = all(v[0] for v in verdicts)
             if valkey:
                 for s, b, c in zip(steps, theirs, second):
                     if proto not in s.expect and references_differ(b, c):
                         key = allowed_key(s.args) if s.args and "raw" not in s.mods else "(raw)"
                         ref_diffs[key] = ref_diffs.get(key, 0) + 1
-            if not ok:
+            if not ok and not stack_bad:
                 unknown = [a for s, a, b in zip(steps, mine, theirs)
                            if "raw" not in s.mods and is_unknown_command(a) and not is_unknown_command(b)]
                 if unknown:
@@ -564,7 +620,7 @@ def main():
             for v, s in zip(verdicts, steps):
                 if v[0] and v[1]:
                     allowed_used[allowed_key(s.args)] = v[1]
-            if ok:
+            if ok and not stack_bad:
                 passed += 1
                 stats[0] += 1
                 if case.id in known:
@@ -572,25 +628,31 @@ def main():
                 if opts.verbose:
                     print("ok   %s" % label)
                 continue
-            tag = "KNOWN-FAIL" if case.id in known else "FAIL"
-            if case.id in known:
+            # A written-out reply that the real 7.4.1 contradicts is a corpus error: it fails even
+            # for a known failure of stmd's.
+            is_known = case.id in known and not stack_bad
+            tag = "KNOWN-FAIL" if is_known else "FAIL"
+            if is_known:
                 known_failed += 1
                 stats[2] += 1
             else:
                 failed += 1
                 stats[1] += 1
-            print("%s %s  (%s line %d)" % (tag, label, case.file + ".txt", case.line))
-            if case.id in known:
+            print("%s %s  (%s line %d)%s" % (tag, label, case.file + ".txt", case.line,
+                                            "  @expect contradicted by redis-server 7.4.1" if stack_bad else ""))
+            if is_known:
                 print("    known: %s" % known[case.id])
-            for s, a, b, c, v in zip(steps, mine, theirs, second, verdicts):
-                mark = "  " if v[0] else "!="
+            for s, a, b, c, v, t, sv in zip(steps, mine, theirs, second, verdicts, third, stack_v):
+                mark = "  " if v[0] and sv != "contradicted" else "!="
                 print("  %s %s" % (mark, s.text))
-                if v[0]:
+                if mark == "  ":
                     print("       all  : %s" % a.show())
                 else:
                     print("       stmd  : %s" % a.show())
                     if proto in s.expect:
                         print("       expect: %r (@expect)" % s.expect[proto])
+                        if sv == "contradicted":
+                            print("       stack : %s (redis-server 7.4.1)" % t.show())
                         continue
                     print("       redis : %s" % b.show())
                     if c is not None:
@@ -606,6 +668,11 @@ def main():
     if ref_diffs:
         print("steps where redis-server and valkey-server differ, by command (each protocol run): %s" % (
             ", ".join("%s(%d)" % kv for kv in sorted(ref_diffs.items()))))
+    if stack:
+        print("@expect replies checked against redis-server 7.4.1 (stack), steps per protocol run: "
+              "%d confirmed, %d contradicted, %d in cases marked @stack-differs, %d at or after a command it lacks%s" % (
+                  stack_seen["confirmed"], stack_seen["contradicted"], stack_seen["marked"], sum(stack_absent.values()),
+                  (": " + ", ".join("%s(%d)" % kv for kv in sorted(stack_absent.items()))) if stack_absent else ""))
     if unsupported:
         total = sum(unsupported.values())
         print("unsupported by stmd (ERR unknown command), %d case runs skipped: %s" % (
