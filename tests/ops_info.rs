@@ -111,7 +111,7 @@ async fn fields_are_present_and_truthful() {
     assert_eq!(f["loading"], "0");
     assert_eq!(f["rdb_bgsave_in_progress"], "0");
     assert!(f["mem_allocator"].starts_with("jemalloc-"));
-    assert_eq!(f["db0"], "keys=1,expires=0,avg_ttl=0");
+    assert_eq!(f["db0"], "keys=1,expires=0,avg_ttl=0,subexpiry=0");
     let used: u64 = f["used_memory"].parse().unwrap();
     let peak: u64 = f["used_memory_peak"].parse().unwrap();
     let startup: u64 = f["used_memory_startup"].parse().unwrap();
@@ -301,7 +301,7 @@ async fn resetstat_clears_what_redis_clears() {
     assert_eq!(f["keyspace_hits"], "0");
     assert_eq!(f["total_error_replies"], "0");
     // The INFO that is answering ran after the reset and is not counted yet; the keys stay.
-    assert_eq!(f["db0"], "keys=1,expires=0,avg_ttl=0");
+    assert_eq!(f["db0"], "keys=1,expires=0,avg_ttl=0,subexpiry=0");
     let f = fields(&info(&mut con, &["commandstats"]).await);
     assert_eq!(parts(&f["cmdstat_info"])["calls"], "1");
 }

@@ -71,7 +71,8 @@ impl Locked<'_> {
         }
     }
 
-    /// No hash field of the locked shards expires before this (Unix ms; `u64::MAX`: none).
+    /// No hash field of the locked shards expires before this (Unix ms; `u64::MAX`: none). For
+    /// the expiry cycle's one-shard locks: a script's view would lock every shard to answer.
     pub fn field_expiry_bound(&self) -> u64 {
         self.held
             .iter()
@@ -85,12 +86,17 @@ impl Locked<'_> {
     /// is removed on a replica or during CLIENT PAUSE (the fields are hidden instead), nor from
     /// a key of another type.
     pub fn expire_fields(&mut self, key: &[u8], fields: Option<&[&[u8]]>) -> usize {
-        let spot = self.spot(key);
         // The shard's queue says whether any of its hashes has a field due: for a hash without
-        // TTLs (nearly all) this is the whole cost.
-        if self.held.get(spot.slot).fields.bound() > self.now {
+        // TTLs (nearly all) this is the whole cost, without hashing the key under a command's
+        // own one-shard lock.
+        let slot = match self.held.single() {
+            Some(slot) => slot,
+            None => self.spot(key).slot,
+        };
+        if self.held.get(slot).fields.bound() > self.now {
             return 0;
         }
+        let spot = self.spot(key);
         self.expire_fields_at(spot, key, fields)
     }
 

@@ -197,6 +197,15 @@ impl<'a> Held<'a> {
         }
     }
 
+    /// The slot of the one shard held, when exactly one is (a single-key command's own lock).
+    #[inline]
+    pub fn single(&self) -> Option<usize> {
+        match &self.set {
+            Set::Few(indexes) if indexes.len() == 1 => Some(0),
+            _ => None,
+        }
+    }
+
     /// Where `shard` (an index into the database's shards) is among the held ones; a script's
     /// view locks it now if it had not yet.
     #[inline]

@@ -305,7 +305,7 @@ async fn info_keyspace_client_info_and_reset_show_the_databases() {
     run(&mut c, "SET c 1").await;
     let info = run(&mut c, "INFO keyspace").await;
     assert!(
-        info.contains("db0:keys=1,expires=0,avg_ttl=0\r\n"),
+        info.contains("db0:keys=1,expires=0,avg_ttl=0,subexpiry=0\r\n"),
         "{info}"
     );
     assert!(info.contains("db2:keys=2,expires=1,avg_ttl="), "{info}");

@@ -217,9 +217,14 @@ async fn a_replica_gets_absolute_ttls_and_the_primarys_hdel() {
 
 #[tokio::test]
 async fn dump_restore_and_a_reload_keep_field_ttls() {
-    let server =
-        TestServer::start_with(|c| c.enable_debug_command = stmd::config::ProtectedCommand::Yes)
-            .await;
+    // Its own directory: DEBUG RELOAD writes a snapshot there.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().to_path_buf();
+    let server = TestServer::start_with(move |c| {
+        c.dir = path;
+        c.enable_debug_command = stmd::config::ProtectedCommand::Yes;
+    })
+    .await;
     let mut con = server.client().await;
     ok(&mut con, &["HSET", "h", "a", "1", "b", "2"]).await;
     ints(&mut con, &["HEXPIRE", "h", "1000", "FIELDS", "1", "a"]).await;
