@@ -99,7 +99,7 @@ async fn fields_are_present_and_truthful() {
         .await
         .unwrap();
     let f = fields(&info(&mut con, &["everything"]).await);
-    assert_eq!(f["redis_version"], "7.2.4");
+    assert_eq!(f["redis_version"], "7.4.0");
     assert_eq!(f["redis_mode"], "standalone");
     assert_eq!(f["tcp_port"], server.addr.port().to_string());
     assert_eq!(f["process_id"], std::process::id().to_string());

@@ -10,6 +10,13 @@ import pytest
 from conftest import supported
 
 
+def test_the_version_passes_redis_py_hash_field_expiry_gate(r):
+    """redis-py's test suite runs its hash-field expiration tests only on servers of 7.3.240 or
+    later (`skip_if_server_version_lt("7.3.240")`): stmd's announced version passes that gate."""
+    version = tuple(map(int, r.info("server")["redis_version"].split(".")))
+    assert version >= (7, 3, 240)
+
+
 @pytest.fixture
 def h(r):
     r.delete("test:hash")

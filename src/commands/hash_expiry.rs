@@ -16,8 +16,9 @@ use crate::replication::feed;
 use crate::store::Locked;
 use bytes::Bytes;
 
-/// The largest expiry a field takes, in Unix ms (Redis's `EB_EXPIRE_TIME_MAX`, 2^48 - 1).
-const MAX_EXPIRE_MS: i64 = (1 << 48) - 1;
+/// The largest expiry a field takes, in Unix ms: 2^46 - 1, a quarter of the range Redis's expiry
+/// buckets hold (`HFE_MAX_ABS_TIME_MSEC`; Redis 7.4.1 answers `invalid expire time` above it).
+const MAX_EXPIRE_MS: i64 = (1 << 46) - 1;
 
 const MISSING_FIELDS: &str =
     "ERR Mandatory argument FIELDS is missing or not at the right position";

@@ -543,7 +543,7 @@ fn error_value(lua: &Lua, names: &convert::Names, error: &mlua::Error) -> mlua::
     Ok(Value::String(lua.create_string(lua_error_text(root))?))
 }
 
-/// `7.2.4` → 0x070204, as `REDIS_VERSION_NUM`.
+/// `7.4.0` → 0x070400, as `REDIS_VERSION_NUM`.
 fn version_number(version: &str) -> i64 {
     version
         .split('.')

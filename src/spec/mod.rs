@@ -23,8 +23,10 @@ pub mod errors {
 }
 
 /// The Redis version stmd answers as (INFO `redis_version`, HELLO, LOLWUT, scripts'
-/// `REDIS_VERSION`, the RDB files' `redis-ver`): the release whose commands and replies it serves.
-pub const REDIS_VERSION: &str = "7.2.4";
+/// `REDIS_VERSION`, the RDB files' `redis-ver`): Redis 7.2's replies plus every command Redis 7.4
+/// added (hash-field expiry, HSCAN NOVALUES, CLIENT KILL MAXAGE, XREAD `+`), so a client that
+/// enables 7.4's commands by this version finds them served.
+pub const REDIS_VERSION: &str = "7.4.0";
 
 /// `ERR wrong number of arguments for 'get' command`.
 pub fn wrong_arity(name: &str) -> String {
