@@ -69,6 +69,7 @@ mod types_client;
 mod types_encodings;
 mod types_geo_sort;
 mod types_hyperloglog;
+mod types_json;
 mod types_pubsub;
 mod types_redis_tables;
 mod types_streams;
