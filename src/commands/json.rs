@@ -913,7 +913,8 @@ pub fn arrpop(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     }
     let any_array = found.iter().any(Option::is_some);
     let replies = change_each(&mut locked, args[1], found, |target| match target {
-        Json::Array(items) => {
+        // Empty arrays were left out above; one matched twice may be empty by now.
+        Json::Array(items) if !items.is_empty() => {
             let at = start_index(index, items.len() as i64) as usize;
             let popped = items.remove(at);
             match expand {

@@ -625,7 +625,7 @@ pub static COMMANDS: &[Command] = commands![
     // JSON (RedisJSON's command set as Redis 8 serves it; the group and @json are a module's)
     "json.set", -4, WRITE | DENYOOM, (1, 1, 1), "module", "1.0.0", json::set, "key path value [NX | XX]", "Sets or updates the JSON value at a path.",
         complexity: "O(M+N), M the size of the original value (if it exists), N the size of the new value.", keys: &[key(RW | UPDATE, 1)], acl: cat::JSON;
-    "json.get", -2, READONLY, (1, 1, 1), "module", "1.0.0", json::get, "key [INDENT indent] [NEWLINE newline] [SPACE space] [path [path ...]]", "Gets the value at one or more paths in JSON serialized form.",
+    "json.get", -2, READONLY, (1, 1, 1), "module", "1.0.0", json::get, "key [INDENT indent] [NEWLINE newline] [SPACE space] [FORMAT <STRING | EXPAND1 | EXPAND>] [path [path ...]]", "Gets the value at one or more paths in JSON serialized form.",
         complexity: "O(N), N the size of the JSON value.", keys: &[key(RO | ACCESS, 1)], acl: cat::JSON;
     "json.mget", -3, READONLY, (1, -2, 1), "module", "1.0.0", json::mget, "key [key ...] path", "Returns the values at a path from one or more keys.",
         complexity: "O(M*N), M the keys, N the size of the value.", keys: &[range(RO | ACCESS, 1, -2, 1, 0)], acl: cat::JSON;

@@ -70,6 +70,7 @@ mod types_encodings;
 mod types_geo_sort;
 mod types_hash_expiry;
 mod types_hyperloglog;
+mod types_json;
 mod types_pubsub;
 mod types_redis_tables;
 mod types_streams;

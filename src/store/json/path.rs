@@ -93,6 +93,7 @@ impl Query {
         let mut p = Parser {
             s: jsonpath.as_bytes(),
             at: 1,
+            depth: 0,
         };
         let segments = p.segments(false)?;
         if p.at < p.s.len() {
@@ -375,7 +376,12 @@ fn is_name_byte(b: u8) -> bool {
 struct Parser<'s> {
     s: &'s [u8],
     at: usize,
+    /// Brackets and parentheses open around the current position, at most [`MAX_NESTING`].
+    depth: usize,
 }
+
+/// RedisJSON's limit on nested brackets and parentheses in a path (the parser recurses into them).
+const MAX_NESTING: usize = 128;
 
 impl Parser<'_> {
     fn error(&self, what: &str) -> String {
@@ -461,6 +467,7 @@ impl Parser<'_> {
     /// `[…]`: names, indexes, a slice, `*` or a filter.
     fn bracket(&mut self) -> Result<Selector, String> {
         self.at += 1; // '['
+        self.nest()?;
         self.spaces();
         let sel = match self.peek() {
             Some(b'*') => {
@@ -486,7 +493,18 @@ impl Parser<'_> {
             _ => self.indexes()?,
         };
         self.expect(b']')?;
+        self.depth -= 1;
         Ok(sel)
+    }
+
+    fn nest(&mut self) -> Result<(), String> {
+        self.depth += 1;
+        if self.depth > MAX_NESTING {
+            return Err(format!(
+                "Error occurred at position 0, JSONPath nesting too deep (max depth {MAX_NESTING})"
+            ));
+        }
+        Ok(())
     }
 
     fn indexes(&mut self) -> Result<Selector, String> {
@@ -617,11 +635,16 @@ impl Parser<'_> {
         self.spaces();
         if self.peek() == Some(b'!') && self.s.get(self.at + 1) != Some(&b'=') {
             self.at += 1;
-            return Ok(Filter::Not(Box::new(self.unary()?)));
+            self.nest()?;
+            let inner = self.unary()?;
+            self.depth -= 1;
+            return Ok(Filter::Not(Box::new(inner)));
         }
         if self.eat(b'(') {
+            self.nest()?;
             let inner = self.filter()?;
             self.expect(b')')?;
+            self.depth -= 1;
             return Ok(inner);
         }
         let left = self.operand()?;
@@ -793,6 +816,18 @@ mod tests {
         assert!(matches!(last, LastStep::Key(k) if k == "b"));
         assert!(Query::parse("$..a").unwrap().split_last().is_err());
         assert!(Query::parse("$").unwrap().split_last().unwrap().is_none());
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let deep = format!("$[?({}@.a{})]", "(".repeat(100_000), ")".repeat(100_000));
+        assert!(Query::parse(&deep)
+            .unwrap_err()
+            .contains("nesting too deep"));
+        let negations = format!("$[?({}@.a)]", "!".repeat(100_000));
+        assert!(Query::parse(&negations).is_err());
+        let ok = format!("$[?({}@.a{})]", "(".repeat(100), ")".repeat(100));
+        assert!(Query::parse(&ok).is_ok());
     }
 
     #[test]

@@ -1,0 +1,273 @@
+//! JSON documents over their whole life: DUMP/RESTORE and COPY give equal documents (equal
+//! DEBUG DIGEST-VALUE), DEBUG RELOAD and a restart from the RDB file or from a rewritten
+//! append-only file bring them back with their TTL, a replica receives the JSON writes, and the
+//! JSON commands publish RedisJSON's keyspace events (module class `d`).
+
+use crate::common;
+use crate::replication_primary::caught_up;
+
+use common::stm::{ok, run};
+use common::TestServer;
+use redis::aio::MultiplexedConnection as Conn;
+use redis::Value;
+use std::path::Path;
+use std::time::Duration;
+use stmd::config::ProtectedCommand;
+
+/// A document with every JSON type, nested, with key order that is not alphabetical.
+const DOC: &str = r#"{"z":1,"a":[1.5,"two",null,true,{"k":[]}],"m":{"y":-3,"b":"é\n"},"big":18446744073709551615}"#;
+
+async fn start_in(dir: &Path, appendonly: bool) -> TestServer {
+    let dir = dir.to_path_buf();
+    TestServer::start_with(move |c| {
+        c.dir = dir;
+        c.appendonly = appendonly;
+        c.enable_debug_command = ProtectedCommand::Yes;
+    })
+    .await
+}
+
+fn bulk(text: &str) -> Value {
+    Value::BulkString(text.as_bytes().to_vec())
+}
+
+/// Writes the test documents: `doc` (with a TTL) and `doc2` changed in place after it was set.
+async fn write_docs(con: &mut Conn) {
+    assert_eq!(ok(con, &["JSON.SET", "doc", "$", DOC]).await, Value::Okay);
+    ok(con, &["EXPIRE", "doc", "1000"]).await;
+    ok(con, &["JSON.SET", "doc2", "$", r#"{"n":1,"list":[]}"#]).await;
+    ok(con, &["JSON.NUMINCRBY", "doc2", "$.n", "2.5"]).await;
+    ok(con, &["JSON.ARRAPPEND", "doc2", "$.list", "1", r#""x""#]).await;
+}
+
+/// The documents as [`write_docs`] left them, and the TTL still set.
+async fn check_docs(con: &mut Conn) {
+    assert_eq!(ok(con, &["JSON.GET", "doc"]).await, bulk(DOC));
+    assert_eq!(
+        ok(con, &["JSON.GET", "doc2"]).await,
+        bulk(r#"{"n":3.5,"list":[1,"x"]}"#)
+    );
+    assert_eq!(
+        ok(con, &["TYPE", "doc"]).await,
+        Value::SimpleString("ReJSON-RL".into())
+    );
+    let Value::Int(ttl) = ok(con, &["TTL", "doc"]).await else {
+        panic!("TTL is an integer");
+    };
+    assert!((900..=1000).contains(&ttl), "ttl {ttl}");
+}
+
+#[tokio::test]
+async fn dump_restore_and_copy_give_equal_documents() {
+    let server = TestServer::start_with(|c| c.enable_debug_command = ProtectedCommand::Yes).await;
+    let mut con = server.client().await;
+    write_docs(&mut con).await;
+    let Value::BulkString(payload) = ok(&mut con, &["DUMP", "doc"]).await else {
+        panic!("DUMP gives a payload");
+    };
+    // Redis's module value: type 7, then RedisJSON's module id (encoding version 3).
+    assert_eq!(payload[0], 7);
+    let restored: Value = redis::cmd("RESTORE")
+        .arg("restored")
+        .arg(0)
+        .arg(&payload)
+        .query_async(&mut con)
+        .await
+        .expect("RESTORE");
+    assert_eq!(restored, Value::Okay);
+    assert_eq!(ok(&mut con, &["JSON.GET", "restored"]).await, bulk(DOC));
+    // Without a TTL (the digest marks one): the original, its restored dump and its copy.
+    ok(&mut con, &["PERSIST", "doc"]).await;
+    ok(&mut con, &["COPY", "doc", "copy2"]).await;
+    let digests = ok(
+        &mut con,
+        &["DEBUG", "DIGEST-VALUE", "doc", "restored", "copy2"],
+    )
+    .await;
+    let Value::Array(d) = digests else {
+        panic!("digests: {digests:?}");
+    };
+    assert_eq!(d[0], d[1]);
+    assert_eq!(d[0], d[2]);
+    // A change to the copy is not seen in the original.
+    ok(&mut con, &["JSON.SET", "copy2", "$.z", "2"]).await;
+    assert_eq!(ok(&mut con, &["JSON.GET", "doc", "$.z"]).await, bulk("[1]"));
+    let Value::Array(d) = ok(&mut con, &["DEBUG", "DIGEST-VALUE", "doc", "copy2"]).await else {
+        panic!("digests");
+    };
+    assert_ne!(d[0], d[1]);
+    // A damaged payload is refused and changes nothing.
+    let mut damaged = payload.clone();
+    let at = damaged.len() / 2;
+    damaged[at] ^= 0x55;
+    let refused = redis::cmd("RESTORE")
+        .arg("bad")
+        .arg(0)
+        .arg(&damaged)
+        .query_async::<Value>(&mut con)
+        .await;
+    assert!(refused.is_err(), "{refused:?}");
+    assert_eq!(ok(&mut con, &["EXISTS", "bad"]).await, Value::Int(0));
+    // MEMORY USAGE reports the document's size, more for a larger one.
+    let Value::Int(small) = ok(&mut con, &["MEMORY", "USAGE", "doc2"]).await else {
+        panic!("MEMORY USAGE");
+    };
+    let Value::Int(large) = ok(&mut con, &["MEMORY", "USAGE", "doc"]).await else {
+        panic!("MEMORY USAGE");
+    };
+    assert!(small > 0 && large > small, "{small} {large}");
+}
+
+#[tokio::test]
+async fn documents_survive_reload_restart_and_aof_rewrite() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start_in(dir.path(), false).await;
+    let mut con = server.client().await;
+    write_docs(&mut con).await;
+    assert_eq!(ok(&mut con, &["DEBUG", "RELOAD"]).await, Value::Okay);
+    check_docs(&mut con).await;
+    // The RDB file read by a fresh server.
+    ok(&mut con, &["SAVE"]).await;
+    server.shutdown().await.expect("shutdown");
+    let server = start_in(dir.path(), false).await;
+    let mut con = server.client().await;
+    check_docs(&mut con).await;
+    server.shutdown().await.expect("shutdown");
+
+    // The append-only file: writes after the rewrite are in the increment, the rest in the base.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start_in(dir.path(), true).await;
+    let mut con = server.client().await;
+    ok(&mut con, &["JSON.SET", "doc", "$", r#"{"old":true}"#]).await;
+    ok(&mut con, &["BGREWRITEAOF"]).await;
+    common::until("the rewrite", async || {
+        let info: String = redis::cmd("INFO")
+            .arg("persistence")
+            .query_async(&mut con)
+            .await
+            .expect("INFO");
+        info.contains("aof_rewrite_in_progress:0") && info.contains("aof_rewrites:1")
+    })
+    .await;
+    write_docs(&mut con).await;
+    ok(&mut con, &["JSON.DEL", "doc", "$.m.y"]).await;
+    con.set_response_timeout(Duration::from_secs(10)); // `everysec`: up to a second
+    assert_eq!(
+        ok(&mut con, &["WAITAOF", "1", "0", "5000"]).await,
+        Value::Array(vec![Value::Int(1), Value::Int(0)])
+    );
+    server.shutdown().await.expect("shutdown");
+    let server = start_in(dir.path(), true).await;
+    let mut con = server.client().await;
+    assert_eq!(
+        ok(&mut con, &["JSON.GET", "doc", "$.m"]).await,
+        bulk(r#"[{"b":"é\n"}]"#)
+    );
+    assert_eq!(
+        ok(&mut con, &["JSON.GET", "doc2"]).await,
+        bulk(r#"{"n":3.5,"list":[1,"x"]}"#)
+    );
+}
+
+#[tokio::test]
+async fn a_replica_receives_json_writes() {
+    let primary_server =
+        TestServer::start_with(|c| c.enable_debug_command = ProtectedCommand::Yes).await;
+    let mut primary = primary_server.client().await;
+    // Before the replica: arrives in the full sync (the RDB image).
+    ok(&mut primary, &["JSON.SET", "synced", "$", DOC]).await;
+    let target = format!("127.0.0.1 {}", primary_server.addr.port());
+    let replica_server = TestServer::start_with(move |c| {
+        c.replicaof = target;
+        c.enable_debug_command = ProtectedCommand::Yes;
+    })
+    .await;
+    let mut replica = replica_server.client().await;
+    caught_up(&mut primary, &mut replica).await;
+    // After it: the commands by the stream.
+    write_docs(&mut primary).await;
+    ok(&mut primary, &["JSON.ARRPOP", "doc", "$.a", "0"]).await;
+    ok(&mut primary, &["JSON.TOGGLE", "doc", "$.a[2]"]).await;
+    ok(
+        &mut primary,
+        &["JSON.MERGE", "doc2", "$", r#"{"n":null,"o":{"p":1}}"#],
+    )
+    .await;
+    ok(&mut primary, &["JSON.DEL", "synced", "$.m"]).await;
+    // A write that changes nothing is not sent (nothing to find).
+    ok(&mut primary, &["JSON.ARRAPPEND", "doc", "$.nothere", "1"]).await;
+    caught_up(&mut primary, &mut replica).await;
+    let keys = ["DEBUG", "DIGEST-VALUE", "synced", "doc", "doc2"];
+    assert_eq!(ok(&mut replica, &keys).await, ok(&mut primary, &keys).await);
+    assert_eq!(
+        ok(&mut replica, &["JSON.GET", "doc2"]).await,
+        bulk(r#"{"list":[1,"x"],"o":{"p":1}}"#)
+    );
+    let refused = run(&mut replica, &["JSON.SET", "x", "$", "1"]).await;
+    assert!(
+        refused.as_ref().is_err_and(|e| e.starts_with("READONLY")),
+        "{refused:?}"
+    );
+}
+
+#[tokio::test]
+async fn json_commands_publish_module_events() {
+    let server = TestServer::start().await;
+    let mut con = server.client().await;
+    ok(&mut con, &["CONFIG", "SET", "notify-keyspace-events", "Ed"]).await;
+    let client = redis::Client::open(server.url()).expect("client");
+    let mut pubsub = client.get_async_pubsub().await.expect("pubsub");
+    pubsub
+        .psubscribe("__keyevent@0__:*")
+        .await
+        .expect("psubscribe");
+    ok(
+        &mut con,
+        &[
+            "JSON.SET",
+            "doc",
+            "$",
+            r#"{"a":[1],"n":1,"s":"x","t":true}"#,
+        ],
+    )
+    .await;
+    ok(&mut con, &["JSON.ARRAPPEND", "doc", "$.a", "2"]).await;
+    // Nothing found: no change, no event.
+    ok(&mut con, &["JSON.ARRAPPEND", "doc", "$.n", "2"]).await;
+    ok(&mut con, &["JSON.NUMINCRBY", "doc", "$.n", "1"]).await;
+    ok(&mut con, &["JSON.STRAPPEND", "doc", "$.s", r#""y""#]).await;
+    ok(&mut con, &["JSON.TOGGLE", "doc", "$.t"]).await;
+    ok(&mut con, &["JSON.DEL", "doc", "$.a"]).await;
+    ok(&mut con, &["JSON.DEL", "doc"]).await;
+    // A plain SET is not a module event: the class filter leaves it out.
+    ok(&mut con, &["SET", "plain", "v"]).await;
+    ok(&mut con, &["JSON.SET", "last", "$", "1"]).await;
+    let mut stream = pubsub.on_message();
+    let mut seen = Vec::new();
+    use futures_util::StreamExt;
+    while seen.len() < 8 {
+        let msg = tokio::time::timeout(Duration::from_secs(5), stream.next())
+            .await
+            .expect("an event in time")
+            .expect("a message");
+        let event = msg
+            .get_channel_name()
+            .trim_start_matches("__keyevent@0__:")
+            .to_string();
+        let key: String = msg.get_payload().expect("key");
+        seen.push(format!("{event} {key}"));
+    }
+    assert_eq!(
+        seen,
+        [
+            "json.set doc",
+            "json.arrappend doc",
+            "json.numincrby doc",
+            "json.strappend doc",
+            "json.toggle doc",
+            "json.del doc",
+            "json.del doc",
+            "json.set last",
+        ]
+    );
+}
