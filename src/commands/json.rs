@@ -58,6 +58,15 @@ fn value(arg: &[u8]) -> Result<Json, Reply> {
     json::parse(arg).map_err(error)
 }
 
+/// The JSON operand of NUMINCRBY/NUMMULTBY, STRAPPEND and ARRINDEX. RedisJSON parses these with
+/// serde_json and lets redis-module turn the error into a reply, which adds `ERR ` (the document
+/// values of JSON.SET, MSET, MERGE and ARRAPPEND/ARRINSERT go through its own parser and have no
+/// code): `-ERR expected value at line 1 column 1`.
+fn operand(arg: &[u8]) -> Result<Json, Reply> {
+    let text = std::str::from_utf8(arg).map_err(|_| error(json::NOT_UTF8))?;
+    serde_json::from_str(text).map_err(|e| error(format!("ERR {e}")))
+}
+
 fn integer(arg: &[u8]) -> Result<i64, Reply> {
     crate::protocol::parse_i64_strict(arg).ok_or_else(|| error(NOT_INTEGER))
 }
@@ -551,7 +560,8 @@ pub fn numop(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let query = path(args[2])?;
     let mut locked = ctx.lock(&args[1..2]);
     let found = locate(&mut locked, args[1], &query, Json::is_number)?;
-    if query.legacy && found.iter().all(Option::is_none) {
+    // RESP3 answers every path as a JSONPath (an array, nil for a non-number), as RedisJSON does.
+    if query.legacy && !resp3 && found.iter().all(Option::is_none) {
         return Err(no_path_or("does not contains a number"));
     }
     // Every result first: an overflow anywhere changes nothing.
@@ -563,8 +573,7 @@ pub fn numop(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             continue;
         };
         let current = json::path::lookup(doc_now, at).and_then(Json::as_number);
-        let operand: Json = serde_json::from_slice(args[3]).map_err(|e| error(e.to_string()))?;
-        let Json::Number(operand) = operand else {
+        let Json::Number(operand) = operand(args[3])? else {
             return Err(error("bad input number"));
         };
         results.push(Some(arithmetic(current, &operand, multiply)?));
@@ -672,7 +681,7 @@ pub fn strappend(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
             no_path_or("not a string"),
         );
     }
-    let suffix = match value(text)? {
+    let suffix = match operand(text)? {
         Json::String(s) => s,
         _ => return Err(wrong_value("string")),
     };
@@ -804,7 +813,7 @@ pub fn arrindex(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let query = path(args[2])?;
     let start = args.get(4).map_or(Ok(0), |a| integer(a))?;
     let stop = args.get(5).map_or(Ok(0), |a| integer(a))?;
-    let needle = value(args[3])?;
+    let needle = operand(args[3])?;
     let mut locked = ctx.lock(&args[1..2]);
     let doc = doc(&mut locked, args[1])?.ok_or_else(|| error(NO_PATH))?;
     let find = |v: &Json| -> Option<i64> {

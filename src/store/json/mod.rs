@@ -173,14 +173,15 @@ pub fn at_mut<'a>(doc: &'a mut Json, steps: &[Step]) -> Option<&'a mut Json> {
     })
 }
 
-/// Removes the value at `steps` (not the root); true when there was one. Object members keep the
-/// order of the others.
+/// Removes the value at `steps` (not the root); true when there was one. An object's last member
+/// takes the removed one's place, as in RedisJSON's objects (ijson's `IObject` swaps the last item
+/// into the hole), so a document's text after a deletion is the one Redis gives.
 pub fn remove_at(doc: &mut Json, steps: &[Step]) -> bool {
     let Some((last, parent)) = steps.split_last() else {
         return false;
     };
     match (at_mut(doc, parent), last) {
-        (Some(Json::Object(map)), Step::Key(k)) => map.shift_remove(k.as_str()).is_some(),
+        (Some(Json::Object(map)), Step::Key(k)) => map.swap_remove(k.as_str()).is_some(),
         (Some(Json::Array(items)), Step::Index(i)) if *i < items.len() => {
             items.remove(*i);
             true
@@ -228,7 +229,8 @@ pub fn merge(doc: &mut Json, patch: Json) {
     if let Json::Object(map) = doc {
         for (k, v) in members {
             if v.is_null() {
-                map.shift_remove(&k);
+                // The last member takes its place, as in `remove_at`.
+                map.swap_remove(&k);
             } else {
                 merge(map.entry(k).or_insert(Json::Null), v);
             }
@@ -347,10 +349,22 @@ mod tests {
     }
 
     #[test]
-    fn removal_keeps_member_order() {
-        let mut doc = json!({"a": 1, "b": 2, "c": 3});
+    fn removal_moves_the_last_member_into_place() {
+        // What redis-server 7.4.1 with RedisJSON 2.8 answers, and RedisJSON's master still does.
+        let mut doc = json!({"a": 1, "b": 2, "c": 3, "d": 4});
         assert!(remove_at(&mut doc, &[Step::Key("a".into())]));
-        assert_eq!(serde_json::to_string(&doc).unwrap(), r#"{"b":2,"c":3}"#);
+        assert_eq!(
+            serde_json::to_string(&doc).unwrap(),
+            r#"{"d":4,"b":2,"c":3}"#
+        );
+        assert!(remove_at(&mut doc, &[Step::Key("c".into())]));
+        assert_eq!(serde_json::to_string(&doc).unwrap(), r#"{"d":4,"b":2}"#);
         assert!(!remove_at(&mut doc, &[Step::Key("zz".into())]));
+        let mut doc = json!({"a": 1, "b": 2, "c": 3, "d": 4});
+        merge(&mut doc, json!({"a": null, "e": 5}));
+        assert_eq!(
+            serde_json::to_string(&doc).unwrap(),
+            r#"{"d":4,"b":2,"c":3,"e":5}"#
+        );
     }
 }
