@@ -6,10 +6,12 @@ use super::fold::{Delta, Segment};
 use super::PersistOp;
 use crate::stm::{Scope, ScopeKey};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::query::Query;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Pool, Postgres, QueryBuilder, Row, Sqlite};
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 /// Most rows per INSERT statement, a power of two (Postgres allows 65535 parameters, SQLite
@@ -22,28 +24,36 @@ const CONFLICT_TARGET: &str = " ON CONFLICT (scope_kind, COALESCE(server_disc_id
 struct Dialect {
     /// Appended to the categories parameter (Postgres stores JSONB).
     json_cast: &'static str,
+    /// Placeholders are `$1`, `$2`, ... (Postgres) rather than `?` (SQLite).
+    numbered_parameters: bool,
     /// Rows with distilled memory updated within `$1` seconds, with `updated_at` in Unix ms.
     warm_sql: &'static str,
+    /// The upsert texts, built on first use.
+    upserts: UpsertTexts,
 }
 
-const POSTGRES: Dialect = Dialect {
+static POSTGRES: Dialect = Dialect {
     json_cast: "::jsonb",
+    numbered_parameters: true,
     warm_sql: "SELECT scope_kind, server_disc_id, user_disc_id, channel_disc_id, persona_id, persona_lineage_id, \
                categories::text AS categories, summary, turns_since_refresh, last_refreshed_turn, \
                (EXTRACT(EPOCH FROM updated_at) * 1000)::BIGINT AS updated_ms \
                FROM short_term_memories \
                WHERE updated_at > now() - make_interval(secs => $1::double precision) \
                AND ((summary IS NOT NULL AND summary <> '') OR categories <> '{}'::jsonb)",
+    upserts: [const { OnceLock::new() }; SHAPES.len() * CHUNK_SIZES],
 };
 
-const SQLITE: Dialect = Dialect {
+static SQLITE: Dialect = Dialect {
     json_cast: "",
+    numbered_parameters: false,
     warm_sql: "SELECT scope_kind, server_disc_id, user_disc_id, channel_disc_id, persona_id, persona_lineage_id, \
                categories, summary, turns_since_refresh, last_refreshed_turn, \
                CAST((julianday(updated_at) - 2440587.5) * 86400000.0 AS INTEGER) AS updated_ms \
                FROM short_term_memories \
                WHERE julianday(updated_at) > julianday('now') - ($1 / 86400.0) \
                AND ((summary IS NOT NULL AND summary <> '') OR categories <> '{}')",
+    upserts: [const { OnceLock::new() }; SHAPES.len() * CHUNK_SIZES],
 };
 
 /// A connected back end.
@@ -199,13 +209,31 @@ fn identity(scope: &ScopeKey) -> Identity {
 }
 
 /// Which columns a distilled write sets; each combination is one statement shape.
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy, PartialEq, Debug)]
 enum Shape {
     /// Ensure and ticks only: insert if missing, add turns.
     Counters,
     Summary,
     Categories,
     Both,
+}
+
+/// Every shape, in the order a batch writes them (and [`UpsertTexts`] indexes them).
+const SHAPES: [Shape; 4] = [
+    Shape::Counters,
+    Shape::Summary,
+    Shape::Categories,
+    Shape::Both,
+];
+
+impl Shape {
+    /// Whether the shape writes (summary, categories).
+    fn columns(self) -> (bool, bool) {
+        (
+            matches!(self, Shape::Summary | Shape::Both),
+            matches!(self, Shape::Categories | Shape::Both),
+        )
+    }
 }
 
 fn shape(delta: &Delta) -> Shape {
@@ -222,7 +250,7 @@ macro_rules! impl_write_segments {
         async fn $name(
             pool: &Pool<$db>,
             segments: &[Segment],
-            dialect: &Dialect,
+            dialect: &'static Dialect,
         ) -> Result<u64, sqlx::Error> {
             let mut tx = pool.begin().await?;
             let mut statements = 0u64;
@@ -233,17 +261,11 @@ macro_rules! impl_write_segments {
                         statements += 1;
                     }
                     Segment::Deltas(deltas) => {
-                        for wanted in [
-                            Shape::Counters,
-                            Shape::Summary,
-                            Shape::Categories,
-                            Shape::Both,
-                        ] {
+                        for wanted in SHAPES {
                             let rows: Vec<&(ScopeKey, Delta)> =
                                 deltas.iter().filter(|(_, d)| shape(d) == wanted).collect();
                             for chunk in statement_chunks(&rows) {
                                 upsert_query::<$db>(chunk, wanted, dialect)
-                                    .build()
                                     .execute(&mut *tx)
                                     .await?;
                                 statements += 1;
@@ -277,12 +299,85 @@ fn statement_chunks<T>(mut rows: &[T]) -> impl Iterator<Item = &[T]> {
     })
 }
 
-/// One multi-row upsert of deltas of the same shape.
+/// How many chunk sizes [`statement_chunks`] makes: 1, 2, 4, ... [`ROWS_PER_STATEMENT`].
+const CHUNK_SIZES: usize = ROWS_PER_STATEMENT.ilog2() as usize + 1;
+
+/// One upsert text per (shape, chunk size), built on first use and kept for the process's life:
+/// the writer binds every batch's values to a ready text instead of assembling the SQL again for
+/// each statement (which cost as much as binding the values).
+type UpsertTexts = [OnceLock<String>; SHAPES.len() * CHUNK_SIZES];
+
+/// The text of the upsert of `rows` deltas (a power of two) of `shape`.
+fn upsert_sql(dialect: &'static Dialect, shape: Shape, rows: usize) -> &'static str {
+    let index = shape as usize * CHUNK_SIZES + rows.ilog2() as usize;
+    dialect.upserts[index].get_or_init(|| upsert_text(dialect, shape, rows))
+}
+
+/// Builds the upsert text: `rows` tuples of placeholders, then the conflict clause.
+fn upsert_text(dialect: &Dialect, shape: Shape, rows: usize) -> String {
+    let (with_summary, with_categories) = shape.columns();
+    let mut sql = String::from(
+        "INSERT INTO short_term_memories (scope_kind, server_disc_id, user_disc_id, channel_disc_id, \
+         persona_id, persona_lineage_id, turns_since_refresh, last_refreshed_turn",
+    );
+    if with_summary {
+        sql.push_str(", summary");
+    }
+    if with_categories {
+        sql.push_str(", categories");
+    }
+    sql.push_str(") VALUES ");
+    let columns = 8 + usize::from(with_summary) + usize::from(with_categories);
+    let mut parameter = 0;
+    for row in 0..rows {
+        sql.push_str(if row == 0 { "(" } else { ", (" });
+        for column in 0..columns {
+            if column > 0 {
+                sql.push_str(", ");
+            }
+            parameter += 1;
+            if dialect.numbered_parameters {
+                sql.push('$');
+                sql.push_str(&parameter.to_string());
+            } else {
+                sql.push('?');
+            }
+        }
+        if with_categories {
+            sql.push_str(dialect.json_cast);
+        }
+        sql.push(')');
+    }
+    sql.push_str(CONFLICT_TARGET);
+    if shape == Shape::Counters {
+        // An ensure never overwrites; only real ticks change the row.
+        sql.push_str(
+            "DO UPDATE SET turns_since_refresh = short_term_memories.turns_since_refresh + excluded.turns_since_refresh \
+             WHERE excluded.turns_since_refresh <> 0",
+        );
+    } else {
+        sql.push_str(
+            "DO UPDATE SET turns_since_refresh = excluded.turns_since_refresh, \
+             last_refreshed_turn = short_term_memories.last_refreshed_turn + excluded.last_refreshed_turn, \
+             persona_lineage_id = excluded.persona_lineage_id",
+        );
+        if with_summary {
+            sql.push_str(", summary = excluded.summary");
+        }
+        if with_categories {
+            sql.push_str(", categories = excluded.categories");
+        }
+    }
+    sql
+}
+
+/// One multi-row upsert of deltas of the same shape: the cached text with the rows' values bound
+/// in the text's column order.
 fn upsert_query<'q, DB>(
     rows: &[&(ScopeKey, Delta)],
     shape: Shape,
-    dialect: &Dialect,
-) -> QueryBuilder<'q, DB>
+    dialect: &'static Dialect,
+) -> Query<'q, DB, <DB as sqlx::Database>::Arguments<'q>>
 where
     DB: sqlx::Database,
     &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
@@ -291,61 +386,29 @@ where
     i32: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
     Option<i32>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
 {
-    let with_summary = matches!(shape, Shape::Summary | Shape::Both);
-    let with_categories = matches!(shape, Shape::Categories | Shape::Both);
-    let mut qb = QueryBuilder::<DB>::new(
-        "INSERT INTO short_term_memories (scope_kind, server_disc_id, user_disc_id, channel_disc_id, \
-         persona_id, persona_lineage_id, turns_since_refresh, last_refreshed_turn",
-    );
-    if with_summary {
-        qb.push(", summary");
-    }
-    if with_categories {
-        qb.push(", categories");
-    }
-    qb.push(") ");
-    let json_cast = dialect.json_cast;
-    qb.push_values(rows.iter(), |mut b, (scope, delta)| {
+    let (with_summary, with_categories) = shape.columns();
+    let mut query = sqlx::query::<DB>(upsert_sql(dialect, shape, rows.len()));
+    for (scope, delta) in rows {
         let id = identity(scope);
-        b.push_bind(id.kind)
-            .push_bind(id.server)
-            .push_bind(id.user)
-            .push_bind(id.channel)
-            .push_bind(id.persona)
-            .push_bind(int32(delta.insert_lineage))
-            .push_bind(clamp32(delta.add_turns))
-            .push_bind(clamp32(delta.refreshes));
+        query = query
+            .bind(id.kind)
+            .bind(id.server)
+            .bind(id.user)
+            .bind(id.channel)
+            .bind(id.persona)
+            .bind(int32(delta.insert_lineage))
+            .bind(clamp32(delta.add_turns))
+            .bind(clamp32(delta.refreshes));
         if with_summary {
-            b.push_bind(delta.summary.clone().flatten());
+            query = query.bind(delta.summary.clone().flatten());
         }
         if with_categories {
-            b.push_bind(categories_json(
+            query = query.bind(categories_json(
                 delta.categories.as_deref().unwrap_or_default(),
-            ))
-            .push_unseparated(json_cast);
-        }
-    });
-    qb.push(CONFLICT_TARGET);
-    if shape == Shape::Counters {
-        // An ensure never overwrites; only real ticks change the row.
-        qb.push(
-            "DO UPDATE SET turns_since_refresh = short_term_memories.turns_since_refresh + excluded.turns_since_refresh \
-             WHERE excluded.turns_since_refresh <> 0",
-        );
-    } else {
-        qb.push(
-            "DO UPDATE SET turns_since_refresh = excluded.turns_since_refresh, \
-             last_refreshed_turn = short_term_memories.last_refreshed_turn + excluded.last_refreshed_turn, \
-             persona_lineage_id = excluded.persona_lineage_id",
-        );
-        if with_summary {
-            qb.push(", summary = excluded.summary");
-        }
-        if with_categories {
-            qb.push(", categories = excluded.categories");
+            ));
         }
     }
-    qb
+    query
 }
 
 /// The DELETE of a forget operation.
@@ -478,6 +541,28 @@ mod tests {
                 .iter()
                 .all(|c| c.len().is_power_of_two() && c.len() <= ROWS_PER_STATEMENT));
             assert_eq!(chunks.concat(), rows, "n = {n}");
+        }
+    }
+
+    #[test]
+    fn upsert_texts_have_one_placeholder_per_bound_value_and_are_cached() {
+        for shape in SHAPES {
+            let (with_summary, with_categories) = shape.columns();
+            let columns = 8 + usize::from(with_summary) + usize::from(with_categories);
+            for rows in [1usize, 2, 8, ROWS_PER_STATEMENT] {
+                let values = rows * columns;
+                let sqlite = upsert_sql(&SQLITE, shape, rows);
+                assert_eq!(sqlite.matches('?').count(), values, "{shape:?} x {rows}");
+                assert!(std::ptr::eq(sqlite, upsert_sql(&SQLITE, shape, rows)));
+                let postgres = upsert_sql(&POSTGRES, shape, rows);
+                assert_eq!(postgres.matches('$').count(), values, "{shape:?} x {rows}");
+                assert!(postgres.contains(&format!("${values}")));
+                assert!(!postgres.contains(&format!("${}", values + 1)));
+                assert_eq!(
+                    postgres.matches("::jsonb").count(),
+                    if with_categories { rows } else { 0 }
+                );
+            }
         }
     }
 }
