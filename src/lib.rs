@@ -26,6 +26,7 @@ pub mod rdb;
 pub mod replication;
 pub mod scope_rows;
 pub mod scripting;
+pub mod search;
 pub mod server;
 pub mod slowlog;
 pub mod snapshot;

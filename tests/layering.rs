@@ -46,6 +46,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("tls", 2),
     ("supervise", 2),
     ("system_log", 2),
+    ("search", 2),
     // L3: every command handler and the dispatch checks.
     ("commands", 3),
     // L4: builds the shared state and wires the runners.
