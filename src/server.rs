@@ -99,6 +99,9 @@ impl crate::events::Host for Shared {
     fn events(&self) -> &crate::events::Events {
         &self.events
     }
+    fn search(&self) -> &crate::search::Registry {
+        &self.search
+    }
 }
 
 impl Shared {
@@ -134,6 +137,7 @@ impl Shared {
             supervisor,
             acl,
             events,
+            search: crate::search::Registry::new(store.clone()),
             slowlog: crate::slowlog::SlowLog::new(
                 config.slowlog_log_slower_than,
                 config.slowlog_max_len,

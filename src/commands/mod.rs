@@ -33,6 +33,7 @@ pub mod ops;
 pub mod pubsub;
 pub mod replication;
 pub mod scripting;
+pub mod search;
 pub mod server;
 pub mod sets;
 mod shared;
@@ -498,13 +499,18 @@ fn writes_or_ping(ctx: &Ctx<'_, '_>, cmd: &Command, effective: &Command) -> bool
 }
 
 /// Publishes the keyspace events and tracking invalidations of what `cmd` changed (called only
-/// while the store notes changes).
+/// while the store notes changes), and brings the search indexes up to date with it unless the
+/// command runs inside EXEC or a script, whose shard locks are still held: the EXEC or script
+/// command does it when it ends (`crate::search`'s lock order).
 fn publish_events(ctx: &Ctx<'_, '_>, cmd: &Command) {
     let origin = crate::events::Origin {
         cmd: Some(cmd),
         writer: ctx.conn.info.id,
     };
     ctx.shared.events.publish(ctx.shared, origin);
+    if ctx.held.is_none() && ctx.shared.search.apply_pending() {
+        ctx.shared.events.set_indexing(ctx.shared.search.any());
+    }
 }
 
 /// True when the transaction queued a write (what EXEC would run).

@@ -53,6 +53,8 @@ pub struct Shared {
     pub shutdown_now: std::sync::atomic::AtomicBool,
     /// Keyspace notifications and client-side caching.
     pub events: crate::events::Events,
+    /// The FT.* search indexes.
+    pub search: crate::search::Registry,
     /// The Lua engine and script cache (EVAL, SCRIPT).
     pub scripting: crate::scripting::Scripting,
     /// Users, their permissions and the ACL log.

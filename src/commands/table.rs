@@ -24,7 +24,7 @@ use super::subcommands::*;
 use super::{acl, command_info, CmdResult, Ctx};
 use super::{
     bitmaps, blocking_lists as blists, debug, geo, hashes, hyperloglog as hll, info, introspection,
-    json, lcs, lists, mpop, pubsub, replication, sets, sort, zalgebra, zrange, zsets,
+    json, lcs, lists, mpop, pubsub, replication, search, sets, sort, zalgebra, zrange, zsets,
 };
 use super::{connection as conn, keys, ops, server, stm, strings, transactions as tx, Handler};
 use crate::protocol::Reply;
@@ -671,6 +671,31 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(N), N the size of the value.", keys: &[key(RO, 1)], acl: cat::JSON;
     "json.debug", -2, READONLY, (0, 0, 0), "module", "1.0.0", json::debug, "<MEMORY key [path] | HELP>", "Debugging container command: MEMORY reports a value's memory use, HELP lists the subcommands.",
         complexity: "N/A", keys: &[keyword(RO, "MEMORY", 1, 0, 1, 0)], acl: cat::JSON;
+    // Search (RediSearch's command set as Redis 8 serves it; index names are not keys)
+    "ft.create", -1, WRITE | DENYOOM, (0, 0, 0), "module", "1.0.0", search::create, "index [ON <HASH | JSON>] [PREFIX count prefix [prefix ...]] [FILTER filter] [LANGUAGE default_lang] [LANGUAGE_FIELD lang_attribute] [SCORE default_score] [SCORE_FIELD score_attribute] [PAYLOAD_FIELD payload_attribute] [MAXTEXTFIELDS] [TEMPORARY seconds] [NOOFFSETS] [NOHL] [NOFIELDS] [NOFREQS] [STOPWORDS count [stopword [stopword ...]]] [SKIPINITIALSCAN] SCHEMA field_name [AS alias] <TEXT | TAG | NUMERIC | GEO | VECTOR | GEOSHAPE> [WITHSUFFIXTRIE] [INDEXEMPTY] [INDEXMISSING] [SORTABLE [UNF]] [NOINDEX] [field_name ...]", "Creates an index with the given spec.",
+        complexity: "O(K) at creation where K is the number of fields, O(N) if scanning the keyspace is triggered, where N is the number of keys in the keyspace", acl: cat::SEARCH;
+    "ft.dropindex", -1, WRITE, (0, 0, 0), "module", "2.0.0", search::dropindex, "index [DD]", "Deletes the index.",
+        complexity: "O(1) or O(N) if documents are deleted, where N is the number of keys in the keyspace", acl: cat::SEARCH;
+    "ft.alter", -1, WRITE | DENYOOM, (0, 0, 0), "module", "1.0.0", search::alter, "index [SKIPINITIALSCAN] SCHEMA ADD field options", "Adds a new field to the index.",
+        complexity: "O(N) where N is the number of keys in the keyspace", acl: cat::SEARCH;
+    "ft.aliasadd", -1, WRITE | DENYOOM, (0, 0, 0), "module", "1.0.0", search::aliasadd, "alias index", "Adds an alias to the index.",
+        complexity: "O(1)", acl: cat::SEARCH;
+    "ft.aliasupdate", -1, WRITE | DENYOOM, (0, 0, 0), "module", "1.0.0", search::aliasadd, "alias index", "Adds or updates an alias to the index.",
+        complexity: "O(1)", acl: cat::SEARCH;
+    "ft.aliasdel", -1, WRITE, (0, 0, 0), "module", "1.0.0", search::aliasdel, "alias", "Deletes an alias from the index.",
+        complexity: "O(1)", acl: cat::SEARCH;
+    "ft.info", -1, READONLY, (0, 0, 0), "module", "1.0.0", search::info, "index", "Returns information and statistics on the index.",
+        complexity: "O(1)", acl: cat::SEARCH;
+    "ft._list", -1, READONLY, (0, 0, 0), "module", "2.0.0", search::list, "", "Returns a list of all existing indexes.",
+        complexity: "O(1)", acl: cat::SEARCH;
+    "ft.tagvals", -1, READONLY, (0, 0, 0), "module", "1.0.0", search::tagvals, "index field_name", "Returns the distinct tags indexed in a Tag field.",
+        complexity: "O(N)", acl: cat::SEARCH;
+    "ft.config", -1, READONLY, (0, 0, 0), "module", "1.0.0", search::config, "<GET option | SET option value | HELP option>", "Gets or sets a RediSearch configuration parameter.",
+        complexity: "O(1)", acl: cat::SEARCH;
+    "ft.search", -1, READONLY, (0, 0, 0), "module", "1.0.0", search::search, "index query [NOCONTENT] [VERBATIM] [NOSTOPWORDS] [WITHSCORES] [FILTER numeric_field min max [FILTER numeric_field min max ...]] [GEOFILTER geo_field lon lat radius <m | km | mi | ft>] [INKEYS count key [key ...]] [INFIELDS count field [field ...]] [RETURN count identifier [AS property] [identifier [AS property] ...]] [SLOP slop] [TIMEOUT timeout] [INORDER] [LANGUAGE language] [SCORER scorer] [SORTBY sortby [ASC | DESC] [WITHCOUNT]] [LIMIT offset num] [PARAMS nargs name value [name value ...]] [DIALECT dialect]", "Searches the index with a textual query, returning either documents or just ids.",
+        complexity: "O(N)", acl: cat::SEARCH;
+    "ft.profile", -1, READONLY, (0, 0, 0), "module", "2.2.0", search::profile, "index <SEARCH | AGGREGATE> [LIMITED] QUERY query", "Performs a FT.SEARCH or FT.AGGREGATE command and collects performance information.",
+        complexity: "O(N)", acl: cat::SEARCH;
 ];
 
 #[cfg(test)]

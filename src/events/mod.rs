@@ -13,7 +13,7 @@ use crate::spec::command::{Command, READONLY};
 use crate::store::changes::{self, Change, Noted};
 use crate::store::Store;
 use bytes::Bytes;
-use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
 use std::sync::Arc;
 
 /// What events reach of the server: the store (whose changes they publish), Pub/Sub (where
@@ -24,6 +24,7 @@ pub trait Host {
     fn pubsub(&self) -> &crate::pubsub::PubSub;
     fn clients(&self) -> &crate::clients::ClientRegistry;
     fn events(&self) -> &Events;
+    fn search(&self) -> &crate::search::Registry;
 }
 
 /// Where a batch of noted changes came from.
@@ -37,6 +38,8 @@ pub struct Origin<'a> {
 /// Notification settings and the tracking state of a server.
 pub struct Events {
     flags: AtomicU32,
+    /// Set while a search index exists: its keys are handed to `crate::search` too.
+    indexing: AtomicBool,
     pub tracking: tracking::Tracking,
     store: Arc<Store>,
 }
@@ -45,6 +48,7 @@ impl Events {
     pub fn new(config: &crate::config::Config, store: Arc<Store>) -> Events {
         let events = Events {
             flags: AtomicU32::new(0),
+            indexing: AtomicBool::new(false),
             tracking: Default::default(),
             store,
         };
@@ -62,20 +66,32 @@ impl Events {
         self.update_gate();
     }
 
-    /// Tells the store whether to note changes: only while notifications are on or someone
-    /// tracks keys.
+    /// Tells the store whether to note changes: only while notifications are on, someone
+    /// tracks keys or a search index follows the keyspace.
     pub fn update_gate(&self) {
-        let listening =
-            NotifyFlags(self.flags.load(Relaxed)).active() || self.tracking.client_count() > 0;
+        let listening = NotifyFlags(self.flags.load(Relaxed)).active()
+            || self.tracking.client_count() > 0
+            || self.indexing.load(Relaxed);
         self.store.listening.store(listening, Relaxed);
     }
 
-    /// Publishes the events and sends the invalidations of what was noted on this thread.
+    /// Whether a search index exists (FT.CREATE, FT.DROPINDEX, a snapshot's definitions).
+    pub fn set_indexing(&self, on: bool) {
+        self.indexing.store(on, Relaxed);
+        self.update_gate();
+    }
+
+    /// Publishes the events and sends the invalidations of what was noted on this thread, and
+    /// hands the keys to the search indexes while one exists (they apply them once no shard
+    /// lock is held: `crate::search`).
     pub fn publish(&self, host: &impl Host, origin: Origin<'_>) {
         let pubsub = host.pubsub();
         let noted = changes::take();
         if noted.is_empty() {
             return;
+        }
+        if self.indexing.load(Relaxed) {
+            crate::search::note(&noted);
         }
         let flags = NotifyFlags(self.flags.load(Relaxed));
         if flags.active() {
@@ -157,6 +173,9 @@ pub fn after_background_work(host: &impl Host) {
             writer: 0,
         };
         host.events().publish(host, origin);
+        if host.search().apply_pending() {
+            host.events().set_indexing(host.search().any());
+        }
     } else {
         // Notes from just before the gate closed must not linger until it opens again.
         changes::take();

@@ -1,17 +1,329 @@
 //! Secondary indexes over HASH and JSON keys, as RediSearch serves them through the `FT.*`
 //! commands (Redis 8 ships them in its core; the agent frameworks' Redis libraries need them).
 //!
+//! - [`schema`]: an index's definition (FT.CREATE's arguments).
+//! - [`index`]: one index's documents and the structures queries read.
+//! - [`text`]: TEXT fields' tokenizer and stemmer.
 //! - [`query`]: the query language (`FT.SEARCH`/`FT.AGGREGATE`'s first argument) parsed into a
 //!   tree, without knowing any index.
+//! - [`exec`]: that tree run over an index: doc ids and their scores.
 //! - [`aggregate`]: `FT.AGGREGATE`'s pipeline (GROUPBY/REDUCE, APPLY, FILTER, SORTBY, LIMIT) over
 //!   rows of loaded fields.
 //!
-//! The indexes follow the keyspace through the store's change record (`store::changes`): after a
-//! command, the keys it wrote are read again and each index that covers them is brought up to
-//! date before the reply goes out, so a document is searchable as soon as its write is
-//! acknowledged. An index's lock is taken before any shard lock (a write never holds a shard lock
-//! while it waits for an index), so the value read under the index lock is the latest one and
-//! two writers of one key cannot leave the index with the older value.
+//! ## Following the keyspace
+//!
+//! The indexes follow the keyspace through the store's change record (`store::changes`): while
+//! an index exists, `events` keeps the store noting changes and hands each batch to [`note`]
+//! (the keys of database 0: RediSearch indexes only database 0). After a command, dispatch calls
+//! [`Registry::apply_pending`] (the expiry cycle and the memory meter do after their ticks): the
+//! keys noted are read again and each index that covers them is brought up to date before the
+//! reply goes out (FLUSHALL/FLUSHDB of database 0 drop every index, as in RediSearch 2.10), so a document is searchable as soon as its write is acknowledged. A command
+//! run inside EXEC or a script holds shard locks: its keys wait in the thread's list until the
+//! EXEC or script ends and dispatch applies them. When no index exists the cost is the store's
+//! one relaxed load of `listening` (shared with keyspace notifications and tracking).
+//!
+//! ## Lock order
+//!
+//! Registry map (briefly, to clone an index's `Arc`) → an index's data lock → shard locks. The
+//! indexer takes an index's lock, then the shard of each key it reads; a command's handler
+//! takes shard locks but never an index lock while holding them: writes apply to indexes only
+//! after their handler released its shards (and an EXEC or a script only after its end), and
+//! FT.SEARCH releases the index lock before it reads the documents it returns. So no thread
+//! waits for an index lock while holding a shard lock, and no cycle can form. Reading the value
+//! under the index's lock means two writers of one key cannot leave the older value indexed:
+//! whichever applies last reads the key's latest value.
 
 pub mod aggregate;
+pub mod exec;
+pub mod index;
 pub mod query;
+pub mod schema;
+pub mod text;
+
+use crate::store::changes::{Change, Noted};
+use crate::store::Store;
+use bytes::Bytes;
+use index::Data;
+use parking_lot::RwLock;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// One index: its name and its data behind its lock.
+pub struct Index {
+    pub name: String,
+    pub data: RwLock<Data>,
+}
+
+/// What was noted on this thread for the indexes, waiting for [`Registry::apply_pending`].
+enum Pending {
+    Key(Bytes),
+    /// Database 0 was emptied: every index is dropped.
+    Flushed,
+}
+
+thread_local! {
+    static PENDING: RefCell<Vec<Pending>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Keeps the keys of database 0 among `noted` for the indexes (called by `events` while an index
+/// exists).
+pub fn note(noted: &[Noted]) {
+    PENDING.with(|pending| {
+        let mut pending = pending.borrow_mut();
+        for n in noted.iter().filter(|n| n.db == 0) {
+            match n.change {
+                Change::Missed => {}
+                Change::Flushed => pending.push(Pending::Flushed),
+                _ => pending.push(Pending::Key(n.key.clone())),
+            }
+        }
+    });
+}
+
+/// FT.CONFIG's settings that change behaviour.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub default_dialect: u32,
+    pub timeout_ms: u64,
+    pub max_search_results: u64,
+    pub max_aggregate_results: u64,
+    pub min_prefix: u64,
+    pub max_expansions: u64,
+    pub cursor_max_idle_ms: u64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            default_dialect: 1,
+            timeout_ms: 500,
+            max_search_results: 1_000_000,
+            max_aggregate_results: u64::MAX,
+            min_prefix: 2,
+            max_expansions: 200,
+            cursor_max_idle_ms: 300_000,
+        }
+    }
+}
+
+/// Every index of the server, by name, and their aliases.
+pub struct Registry {
+    store: Arc<Store>,
+    indexes: RwLock<BTreeMap<String, Arc<Index>>>,
+    /// Alias → index name.
+    aliases: RwLock<HashMap<String, String>>,
+    pub settings: RwLock<Settings>,
+}
+
+impl Registry {
+    pub fn new(store: Arc<Store>) -> Registry {
+        Registry {
+            store,
+            indexes: RwLock::new(BTreeMap::new()),
+            aliases: RwLock::new(HashMap::new()),
+            settings: RwLock::new(Settings::default()),
+        }
+    }
+
+    /// True while at least one index exists (the store must note changes then).
+    pub fn any(&self) -> bool {
+        !self.indexes.read().is_empty()
+    }
+
+    /// The index called `name`, or the index `name` is an alias of.
+    pub fn get(&self, name: &str) -> Option<Arc<Index>> {
+        let indexes = self.indexes.read();
+        if let Some(index) = indexes.get(name) {
+            return Some(index.clone());
+        }
+        let target = self.aliases.read().get(name).cloned()?;
+        indexes.get(&target).cloned()
+    }
+
+    /// The index called `name` itself (not through an alias).
+    pub fn get_exact(&self, name: &str) -> Option<Arc<Index>> {
+        self.indexes.read().get(name).cloned()
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.indexes.read().keys().cloned().collect()
+    }
+
+    /// Every index with its FT.CREATE arguments (after the name), for the snapshot.
+    pub fn definitions(&self) -> Vec<(String, Vec<Bytes>)> {
+        self.indexes
+            .read()
+            .values()
+            .map(|i| (i.name.clone(), i.data.read().def.args.clone()))
+            .collect()
+    }
+
+    /// Creates index `name` from FT.CREATE's arguments after the name, and starts its initial
+    /// scan unless SKIPINITIALSCAN. `Err`: RediSearch's error text.
+    pub fn create(&self, name: &str, args: &[Bytes]) -> Result<(), String> {
+        if self.indexes.read().contains_key(name) {
+            return Err("Index already exists".into());
+        }
+        let def = schema::parse(args)?;
+        let skip = def.skip_initial_scan;
+        let index = Arc::new(Index {
+            name: name.to_string(),
+            data: RwLock::new(Data::new(def)),
+        });
+        {
+            let mut indexes = self.indexes.write();
+            if indexes.contains_key(name) {
+                return Err("Index already exists".into());
+            }
+            indexes.insert(name.to_string(), index.clone());
+        }
+        if !skip {
+            self.scan(index);
+        }
+        Ok(())
+    }
+
+    /// Removes index `name` (not an alias) and its aliases; its data, for FT.DROPINDEX DD.
+    pub fn drop_index(&self, name: &str) -> Option<Arc<Index>> {
+        let index = self.indexes.write().remove(name)?;
+        self.aliases.write().retain(|_, target| target != name);
+        Some(index)
+    }
+
+    /// Removes every index (FLUSHALL/FLUSHDB of database 0, a snapshot load that replaces
+    /// them).
+    pub fn clear(&self) {
+        self.indexes.write().clear();
+        self.aliases.write().clear();
+    }
+
+    pub fn aliases_of(&self, name: &str) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .aliases
+            .read()
+            .iter()
+            .filter(|(_, t)| *t == name)
+            .map(|(a, _)| a.clone())
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// FT.ALIASADD (`update`: FT.ALIASUPDATE, which may move an existing alias).
+    pub fn alias_add(&self, alias: &str, name: &str, update: bool) -> Result<(), String> {
+        if !self.indexes.read().contains_key(name) {
+            return Err("Unknown index name (or name is an alias itself)".into());
+        }
+        let mut aliases = self.aliases.write();
+        if !update && aliases.contains_key(alias) {
+            return Err("Alias already exists".into());
+        }
+        if self.indexes.read().contains_key(alias) {
+            return Err("Alias already exists".into());
+        }
+        aliases.insert(alias.to_string(), name.to_string());
+        Ok(())
+    }
+
+    pub fn alias_del(&self, alias: &str) -> Result<(), String> {
+        self.aliases
+            .write()
+            .remove(alias)
+            .map(|_| ())
+            .ok_or_else(|| "Alias does not exist".into())
+    }
+
+    /// Brings the indexes up to date with the keys noted on this thread (see the module
+    /// documentation). Call only while this thread holds no shard lock. A flush of database 0
+    /// drops every index, as RediSearch does on FLUSHALL/FLUSHDB: true then, and the caller
+    /// lowers the store's change record when no index is left.
+    pub fn apply_pending(&self) -> bool {
+        let pending = PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
+        if pending.is_empty() {
+            return false;
+        }
+        let flushed = pending.iter().rposition(|p| matches!(p, Pending::Flushed));
+        if flushed.is_some() {
+            self.clear();
+        }
+        let after = flushed.map_or(0, |at| at + 1);
+        let indexes: Vec<Arc<Index>> = self.indexes.read().values().cloned().collect();
+        let mut keys: Vec<&Bytes> = Vec::new();
+        for index in &indexes {
+            let mut data = index.data.write();
+            keys.clear();
+            for p in &pending[after..] {
+                if let Pending::Key(key) = p {
+                    if data.def.covers(key) && !keys.contains(&key) {
+                        keys.push(key);
+                    }
+                }
+            }
+            for key in &keys {
+                self.reindex(&mut data, key);
+            }
+        }
+        flushed.is_some()
+    }
+
+    /// Reads `key` of database 0 (its shard locked while the value is read) into `data`.
+    fn reindex(&self, data: &mut Data, key: &[u8]) {
+        let extracted = {
+            let locked = self.store.lock_one(0, key);
+            let entries = locked.entries_of(&[key]);
+            entries
+                .first()
+                .and_then(|(_, entry)| index::extract(&data.def, &entry.value))
+        };
+        data.put(key, extracted);
+    }
+
+    /// Indexes the keys already stored, one shard at a time under the index's lock, on a thread
+    /// of its own: queries are served meanwhile (FT.INFO shows `indexing` and the share done).
+    pub fn scan(&self, index: Arc<Index>) {
+        index.data.write().indexing = true;
+        index.data.write().scanned = 0.0;
+        let store = self.store.clone();
+        let spawned = std::thread::Builder::new()
+            .name("ft-scan".into())
+            .spawn(move || scan_all(&store, &index));
+        if let Err(e) = spawned {
+            tracing::warn!("could not start an index scan thread: {e}");
+        }
+    }
+
+    /// Every index (FT.ALTER's re-scan, the snapshot's rebuild).
+    pub fn all(&self) -> Vec<Arc<Index>> {
+        self.indexes.read().values().cloned().collect()
+    }
+}
+
+/// The initial scan of `index` (see [`Registry::scan`]).
+fn scan_all(store: &Store, index: &Index) {
+    let shards = store.shard_count();
+    for shard in 0..shards {
+        let mut data = index.data.write();
+        let found: Vec<(Bytes, index::Extracted)> = {
+            let locked = store.lock_shard(0, shard);
+            let mut found = Vec::new();
+            locked.for_each_in_shard(shard, |key, entry| {
+                if data.def.covers(key) {
+                    let extracted = index::extract(&data.def, &entry.value);
+                    if extracted.is_some() {
+                        found.push((Bytes::copy_from_slice(key), extracted));
+                    }
+                }
+            });
+            found
+        };
+        // Read under both locks, so the latest value: the write path cannot overtake it.
+        for (key, extracted) in found {
+            data.put(&key, extracted);
+        }
+        data.scanned = (shard + 1) as f64 / shards as f64;
+    }
+    let mut data = index.data.write();
+    data.indexing = false;
+    data.scanned = 1.0;
+}

@@ -33,6 +33,8 @@ pub const SCRIPTING: u32 = 1 << 20;
 pub const STM: u32 = 1 << 21;
 /// RedisJSON's module category (`JSON.*`), which Redis 8 lists after the built-in ones.
 pub const JSON: u32 = 1 << 22;
+/// RediSearch's module category (`FT.*`), which Redis 8 lists after the built-in ones.
+pub const SEARCH: u32 = 1 << 23;
 /// Not a category: in a row's `acl:`, drops the category its group would give.
 pub const NO_GROUP: u32 = 1 << 31;
 
@@ -60,6 +62,7 @@ pub const NAMES: &[(u32, &str)] = &[
     (TRANSACTION, "transaction"),
     (SCRIPTING, "scripting"),
     (JSON, "json"),
+    (SEARCH, "search"),
     (STM, "stm"),
 ];
 
