@@ -1,8 +1,8 @@
 """langgraph-checkpoint-redis's documented flows against the server under test: a small LangGraph
 graph checkpointed with RedisSaver and AsyncRedisSaver (run to an interrupt, resume the thread,
 list its checkpoints, put pending writes, read it from a fresh saver, delete the thread);
-ShallowRedisSaver (only the latest checkpoint is kept); RedisStore put/get/search/delete with a
-vector index whose embedding is libflows.embed."""
+ShallowRedisSaver (only the latest checkpoint is kept); RedisStore and AsyncRedisStore
+put/get/search/delete with a vector index whose embedding is libflows.embed."""
 
 import asyncio
 import operator
@@ -170,3 +170,23 @@ def test_redis_store_with_vector_index(flushed_server):
         store.delete(ns, "m2")
         assert store.get(ns, "m2") is None
         assert sorted(h.key for h in store.search(ns, limit=10)) == ["m1", "m3"]
+
+
+def test_async_redis_store_with_vector_index(flushed_server):
+    from langgraph.store.redis.aio import AsyncRedisStore
+
+    async def flow():
+        index = {"dims": DIM, "embed": embed_many, "fields": ["text"], "distance_type": "cosine"}
+        async with AsyncRedisStore.from_conn_string(URL, index=index) as store:
+            await store.setup()
+            ns = ("agents", "planner")
+            await store.aput(ns, "p1", {"text": "book a train to lyon on friday"})
+            await store.aput(ns, "p2", {"text": "buy green tea and milk"})
+            assert (await store.aget(ns, "p2")).value == {"text": "buy green tea and milk"}
+            hits = await store.asearch(("agents",), query="train to lyon", limit=1)
+            assert [h.key for h in hits] == ["p1"]
+            await store.adelete(ns, "p1")
+            assert await store.aget(ns, "p1") is None
+            assert [h.key for h in await store.asearch(ns, limit=10)] == ["p2"]
+
+    asyncio.run(flow())
