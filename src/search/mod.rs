@@ -15,3 +15,4 @@
 
 pub mod aggregate;
 pub mod query;
+pub mod vector;
