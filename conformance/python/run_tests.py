@@ -1,7 +1,11 @@
 """Runs the redis-py conformance tests with pytest and writes `passed failed skipped` to the file
 named by $CONF_RESULTS (for conformance/run). Skips are unsupported commands (stmd answered
-`ERR unknown command`), listed by pytest's -rs summary."""
+`ERR unknown command`), listed by pytest's -rs summary.
 
+`--libraries` runs the agent libraries' flows (test_libraries_*.py) instead, which need RediSearch
+(FT.*) and so are a part of their own (`conformance/run libraries`); without it they are left out."""
+
+import glob
 import os
 import sys
 
@@ -26,10 +30,17 @@ class Counter:
 
 def main():
     counter = Counter()
-    args = ["-q", "-rs", "-p", "no:cacheprovider", os.path.dirname(os.path.abspath(__file__))]
+    here = os.path.dirname(os.path.abspath(__file__))
+    extra = sys.argv[1:]
+    if "--libraries" in extra:
+        extra.remove("--libraries")
+        paths = sorted(glob.glob(os.path.join(here, "test_libraries_*.py")))
+    else:
+        paths = [here, "--ignore-glob=*test_libraries_*"]
+    args = ["-q", "-rs", "-p", "no:cacheprovider"] + paths
     if os.environ.get("CONF_VERBOSE"):
         args.insert(0, "-v")
-    rc = pytest.main(args + sys.argv[1:], plugins=[counter])
+    rc = pytest.main(args + extra, plugins=[counter])
     out = os.environ.get("CONF_RESULTS")
     if out:
         with open(out, "w") as f:

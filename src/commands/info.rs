@@ -181,7 +181,16 @@ fn render(ctx: &Ctx, section: &str, out: &mut String) {
             lines.add("repl_backlog_histlen", backlog.histlen);
         }
         "cpu" => cpu(&mut lines),
-        "modules" => {}
+        "modules" => {
+            for (name, version) in crate::spec::BUILTIN_MODULES {
+                lines.add(
+                    "module",
+                    format_args!(
+                        "name={name},ver={version},api=1,filters=0,usedby=[],using=[],options=[]"
+                    ),
+                );
+            }
+        }
         "commandstats" => {
             for c in shared.command_stats.totals() {
                 let per_call = if c.calls == 0 {

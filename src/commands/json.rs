@@ -908,6 +908,8 @@ pub fn arrpop(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     }
     let mut locked = ctx.lock(&args[1..2]);
     let mut found = locate(&mut locked, args[1], &query, Json::is_array)?;
+    // A legacy path matching several values answers for the last array among them.
+    let last_array = found.iter().rposition(Option::is_some);
     // An empty array pops nothing and is not a change.
     if let Some(doc) = doc(&mut locked, args[1])? {
         for at in found.iter_mut() {
@@ -937,7 +939,9 @@ pub fn arrpop(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         if !any_array && !legacy_has_array(&mut locked, args[1], &query)? {
             return Err(no_path_or("not an array"));
         }
-        return Ok(replies.into_iter().last().unwrap_or(Reply::Nil));
+        return Ok(last_array
+            .and_then(|at| replies.into_iter().nth(at))
+            .unwrap_or(Reply::Nil));
     }
     Ok(Reply::Array(replies))
 }

@@ -307,8 +307,8 @@ pub fn info(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         .iter()
         .map(|f| {
             let mut pairs = vec![
-                kv("identifier", Reply::bulk(f.path.as_bytes())),
-                kv("attribute", Reply::bulk(f.name.as_bytes())),
+                kv("identifier", status(&f.path)),
+                kv("attribute", status(&f.name)),
                 kv("type", status(f.kind.name())),
             ];
             let mut flags = Vec::new();
@@ -360,7 +360,7 @@ pub fn info(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         records / docs as f64
     };
     let mut top = vec![
-        kv("index_name", Reply::bulk(index.name.as_bytes())),
+        kv("index_name", status(&index.name)),
         kv("index_options", Reply::Array(Vec::new())),
         kv("index_definition", map(definition)),
         kv("attributes", Reply::Array(attributes)),
@@ -668,22 +668,12 @@ fn parse_search_args(args: &[&[u8]], default_dialect: u32) -> Result<SearchArgs,
     Ok(s)
 }
 
-/// The query text parsed into a tree.
-fn parse_query(text: &str, params: &HashMap<String, Bytes>, dialect: u32) -> Result<Query, String> {
-    let _ = (params, dialect);
-    if text.trim() == "*" {
-        return Ok(Query {
-            filter: Node::All,
-            knn: None,
-        });
-    }
-    Err("Syntax error: the query parser is not in this build yet".into())
-}
-
 /// One result of a search, taken under the index's lock.
 struct Hit {
     key: Bytes,
     score: f64,
+    /// KNN's distance field: (name, value).
+    distance: Option<(Bytes, Bytes)>,
 }
 
 /// FT.SEARCH index query [options]
@@ -703,7 +693,8 @@ pub fn search(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         return Err(error(format!("LIMIT exceeds maximum of {max_results}")));
     }
     let query_text = String::from_utf8_lossy(args[2]).into_owned();
-    let mut query = parse_query(&query_text, &s.params, s.dialect).map_err(error)?;
+    let mut query =
+        crate::search::query::parse(&query_text, &s.params, s.dialect).map_err(error)?;
     if !s.filters.is_empty() {
         let mut nodes = vec![query.filter];
         nodes.extend(s.filters.iter().cloned());
@@ -767,19 +758,50 @@ fn run_search(data: &Data, query: &Query, s: &SearchArgs) -> Result<Found, Reply
         verbatim: s.verbatim,
         in_fields: s.in_fields.as_deref(),
     };
-    if query.knn.is_some() {
-        return Err(error("KNN queries are not served by stmd yet"));
-    }
     let mut ids = exec::run(data, &query.filter, &options).map_err(error)?;
     if let Some(keys) = &s.in_keys {
         let allowed: std::collections::BTreeSet<u32> =
             keys.iter().filter_map(|k| data.id_of(k)).collect();
         ids = ids.intersection(&allowed).copied().collect();
     }
-    let ids: Vec<u32> = ids.into_iter().collect();
-    let scores = exec::scores(data, &query.filter, &options, &ids, s.scorer);
-    let mut ranked: Vec<(u32, f64)> = ids.into_iter().zip(scores).collect();
+    // KNN: the k nearest of the filtered documents, nearest first, the distance a field.
+    let mut distances: Option<String> = None;
+    let mut ranked: Vec<(u32, f64)> = if let Some(knn) = &query.knn {
+        let Some((i, _)) = data.def.field(&knn.field) else {
+            return Err(error(format!("Unknown field `{}`", knn.field)));
+        };
+        let Some(vectors) = data.vectors[i].as_ref() else {
+            return Err(error(format!(
+                "Field `{}` is not a VECTOR field",
+                knn.field
+            )));
+        };
+        let everything = ids.len() == data.docs.len();
+        let allow = |id: u32| ids.contains(&id);
+        let allow: Option<&dyn Fn(u32) -> bool> = if everything { None } else { Some(&allow) };
+        let nearest = vectors
+            .knn(&knn.vector, knn.k, knn.ef_runtime, allow)
+            .map_err(error)?;
+        distances = Some(
+            knn.score_as
+                .clone()
+                .unwrap_or_else(|| format!("__{}_score", knn.field)),
+        );
+        nearest
+    } else {
+        let ids: Vec<u32> = ids.into_iter().collect();
+        let scores = exec::scores(data, &query.filter, &options, &ids, s.scorer);
+        ids.into_iter().zip(scores).collect()
+    };
     match &s.sort_by {
+        Some((field, asc)) if distances.as_ref() == Some(field) => {
+            ranked.sort_by(|a, b| {
+                let o = a.1.total_cmp(&b.1);
+                let o = if *asc { o } else { o.reverse() };
+                o.then(a.0.cmp(&b.0))
+            });
+        }
+        None if distances.is_some() => {}
         Some((field, asc)) => {
             let Some((i, _)) = data.def.field(field) else {
                 return Err(error(format!(
@@ -817,6 +839,12 @@ fn run_search(data: &Data, query: &Query, s: &SearchArgs) -> Result<Found, Reply
             data.docs.get(&id).map(|d| Hit {
                 key: d.key.clone(),
                 score,
+                distance: distances.as_ref().map(|name| {
+                    let value = crate::search::aggregate::render(
+                        &crate::search::aggregate::Value::Number(score),
+                    );
+                    (Bytes::copy_from_slice(name.as_bytes()), value)
+                }),
             })
         })
         .collect();
@@ -953,7 +981,17 @@ fn reply_search(
         } else {
             load_fields(ctx, &hit.key, key_type, fields, s)
         };
-        let pairs = loaded.unwrap_or_default();
+        let mut pairs = loaded.unwrap_or_default();
+        if let (Some(distance), false) = (&hit.distance, s.nocontent) {
+            let wanted = s
+                .returns
+                .as_ref()
+                .is_none_or(|r| r.iter().any(|(name, _)| name.as_bytes() == &distance.0[..]));
+            if wanted {
+                pairs.retain(|(k, _)| *k != distance.0);
+                pairs.insert(0, distance.clone());
+            }
+        }
         if resp3 {
             let mut entry = vec![(Reply::Status("id".into()), Reply::Bulk(hit.key.clone()))];
             if s.with_scores {

@@ -347,13 +347,24 @@ pub fn shutdown(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     Ok(Reply::Raw(bytes::Bytes::new()))
 }
 
-/// MODULE LIST | LOAD | LOADEX | UNLOAD | HELP. stmd loads no Redis modules: the list is empty, and
-/// LOAD, LOADEX and UNLOAD (behind `enable-module-command`, as in Redis) answer what Redis answers
-/// for a module it cannot load or has not loaded.
+/// MODULE LIST | LOAD | LOADEX | UNLOAD | HELP. stmd loads no Redis modules: the list holds the
+/// modules it serves built in (`spec::BUILTIN_MODULES`), and LOAD, LOADEX and UNLOAD (behind
+/// `enable-module-command`, as in Redis) answer what Redis answers for a module it cannot load or
+/// has not loaded.
 pub fn module(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let sub = args[1];
     if is(sub, "LIST") {
-        return Ok(Reply::Array(Vec::new()));
+        let entry = |&(name, version): &(&str, u32)| {
+            Reply::Map(vec![
+                (Reply::bulk("name"), Reply::bulk(name)),
+                (Reply::bulk("ver"), Reply::Int(i64::from(version))),
+                (Reply::bulk("path"), Reply::bulk("")),
+                (Reply::bulk("args"), Reply::Array(Vec::new())),
+            ])
+        };
+        return Ok(Reply::Array(
+            crate::spec::BUILTIN_MODULES.iter().map(entry).collect(),
+        ));
     }
     if is(sub, "HELP") {
         return Ok(help_reply(&[

@@ -269,9 +269,12 @@ impl Scope<'_> {
                 in_order,
             } => self.phrase(terms, *slop, *in_order, fields)?,
             Node::Tag { field, values } => {
-                let (i, f) = self.field_of(field)?;
+                // RediSearch: a field that is not there or not a TAG field matches nothing.
+                let Some((i, f)) = self.data.def.field(field) else {
+                    return Ok(Some(Ids::new()));
+                };
                 let Kind::Tag { case_sensitive, .. } = f.kind else {
-                    return Err(format!("Field `{field}` is not a TAG field"));
+                    return Ok(Some(Ids::new()));
                 };
                 let map = &self.data.tags[i];
                 let mut ids = Ids::new();
@@ -310,9 +313,11 @@ impl Scope<'_> {
                 ids
             }
             Node::Numeric { field, min, max } => {
-                let (i, f) = self.field_of(field)?;
+                let Some((i, f)) = self.data.def.field(field) else {
+                    return Ok(Some(Ids::new()));
+                };
                 if f.kind != Kind::Numeric {
-                    return Err(format!("Field `{field}` is not a NUMERIC field"));
+                    return Ok(Some(Ids::new()));
                 }
                 numeric_range(&self.data.numbers[i], *min, *max)
             }
@@ -338,8 +343,21 @@ impl Scope<'_> {
                     .map(|(id, _)| *id)
                     .collect()
             }
-            Node::VectorRange { .. } => {
-                return Err("VECTOR_RANGE queries are not served by stmd yet".into())
+            Node::VectorRange {
+                field,
+                radius,
+                vector,
+                ..
+            } => {
+                let (i, _) = self.field_of(field)?;
+                let Some(index) = self.data.vectors[i].as_ref() else {
+                    return Err(format!("Field `{field}` is not a VECTOR field"));
+                };
+                index
+                    .range(vector, *radius, None)?
+                    .into_iter()
+                    .map(|(id, _)| id)
+                    .collect()
             }
             Node::Missing(field) => {
                 let (i, f) = self.field_of(field)?;

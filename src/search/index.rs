@@ -5,6 +5,7 @@
 
 use super::schema::{Definition, Field, KeyType, Kind};
 use super::text;
+use super::vector::VectorIndex;
 use crate::store::json::{Json, Query as JsonPath};
 use crate::store::Value;
 use bytes::Bytes;
@@ -22,6 +23,10 @@ pub enum Values {
     Numbers(Vec<f64>),
     /// (longitude, latitude) pairs.
     Points(Vec<(f64, f64)>),
+    /// A VECTOR field's blob (a hash field's bytes).
+    Blob(Bytes),
+    /// A VECTOR field's numbers (a JSON array).
+    Vector(Vec<f64>),
 }
 
 impl Values {
@@ -65,7 +70,7 @@ impl Doc {
             Values::Text(t) => t.first().map(|s| SortValue::Text(s.to_lowercase())),
             Values::Tags(t) => t.first().map(|s| SortValue::Text(s.clone())),
             Values::Numbers(n) => n.first().map(|n| SortValue::Number(*n)),
-            Values::Points(_) | Values::Missing => None,
+            _ => None,
         }
     }
 }
@@ -89,7 +94,6 @@ impl Ordered {
 pub type Postings = HashMap<u32, Vec<(u16, u32)>>;
 
 /// The documents of one index and what queries read.
-#[derive(Debug)]
 pub struct Data {
     pub def: Definition,
     next_id: u32,
@@ -106,6 +110,8 @@ pub struct Data {
     pub missing: Vec<BTreeSet<u32>>,
     /// Per field: docs whose value is empty (INDEXEMPTY fields).
     pub empty: Vec<BTreeSet<u32>>,
+    /// Per field: the VECTOR fields' indexes.
+    pub vectors: Vec<Option<VectorIndex>>,
     /// Documents whose values could not be indexed (FT.INFO's `hash_indexing_failures`).
     pub failures: u64,
     /// Term occurrences (FT.INFO's `num_records`).
@@ -119,7 +125,9 @@ pub struct Data {
 impl Data {
     pub fn new(def: Definition) -> Data {
         let n = def.fields.len();
+        let vectors = def.fields.iter().map(vector_index).collect();
         Data {
+            vectors,
             def,
             next_id: 0,
             by_key: HashMap::new(),
@@ -149,6 +157,7 @@ impl Data {
     /// Adds fields (FT.ALTER) to the schema: the caller re-reads every document afterwards.
     pub fn add_fields(&mut self, fields: Vec<Field>, args: &[Bytes]) {
         for f in fields {
+            self.vectors.push(vector_index(&f));
             self.def.fields.push(f);
             self.tags.push(BTreeMap::new());
             self.numbers.push(BTreeSet::new());
@@ -187,8 +196,12 @@ impl Data {
             }
             Some(Ok(values)) => values,
         };
-        self.next_id += 1;
-        let id = self.next_id;
+        let id = self.next_id + 1;
+        if self.insert_vectors(id, &values).is_err() {
+            self.failures += 1;
+            return;
+        }
+        self.next_id = id;
         let key = Bytes::copy_from_slice(key);
         self.by_key.insert(key.clone(), id);
         let stemmer = text::stemmer(&self.def.language);
@@ -229,7 +242,7 @@ impl Data {
                         self.numbers[i].insert((Ordered::new(*n), id));
                     }
                 }
-                Values::Points(_) | Values::Missing => {}
+                _ => {}
             }
         }
         for (word, _, _) in &occurrences {
@@ -263,11 +276,36 @@ impl Data {
         );
     }
 
+    /// Adds document `id`'s vectors to the VECTOR fields' indexes; on a vector of the wrong
+    /// size, takes back those added and fails.
+    fn insert_vectors(&mut self, id: u32, values: &[Values]) -> Result<(), String> {
+        for (i, value) in values.iter().enumerate() {
+            let Some(index) = self.vectors[i].as_mut() else {
+                continue;
+            };
+            let done = match value {
+                Values::Blob(blob) => index.insert(id, blob),
+                Values::Vector(v) => index.insert_values(id, v),
+                _ => Ok(()),
+            };
+            if let Err(e) = done {
+                for v in self.vectors.iter_mut().take(i).flatten() {
+                    v.remove(id);
+                }
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
     /// Removes document `id` from every structure.
     fn remove_doc(&mut self, id: u32) {
         let Some(doc) = self.docs.remove(&id) else {
             return;
         };
+        for v in self.vectors.iter_mut().flatten() {
+            v.remove(id);
+        }
         let stemmer = text::stemmer(&self.def.language);
         for (i, value) in doc.values.iter().enumerate() {
             self.missing[i].remove(&id);
@@ -311,7 +349,7 @@ impl Data {
                         self.numbers[i].remove(&(Ordered::new(*n), id));
                     }
                 }
-                Values::Points(_) | Values::Missing => {}
+                _ => {}
             }
         }
     }
@@ -356,6 +394,15 @@ fn from_text(f: &Field, raw: &str) -> Result<Values, ()> {
         } => Ok(Values::Tags(split_tags(raw, *separator, *case_sensitive))),
         Kind::Numeric => parse_number(raw).map(|n| Values::Numbers(vec![n])),
         Kind::Geo => parse_point(raw).map(|p| Values::Points(vec![p])),
+        Kind::Vector(_) => Err(()),
+    }
+}
+
+/// The index of field `f` when it is a VECTOR field.
+fn vector_index(f: &Field) -> Option<VectorIndex> {
+    match &f.kind {
+        Kind::Vector(params) => Some(VectorIndex::new(params.clone())),
+        _ => None,
     }
 }
 
@@ -411,6 +458,19 @@ fn from_json(f: &Field, doc: &Json) -> Result<Values, ()> {
     let Ok(path) = JsonPath::parse(&f.path) else {
         return Err(());
     };
+    if let Kind::Vector(_) = f.kind {
+        let Some(value) = path.values(doc).into_iter().next() else {
+            return Ok(Values::Missing);
+        };
+        let Json::Array(items) = value else {
+            return Err(());
+        };
+        return items
+            .iter()
+            .map(|v| v.as_f64().ok_or(()))
+            .collect::<Result<_, _>>()
+            .map(Values::Vector);
+    }
     // An array value stands for its elements (RediSearch indexes each).
     let mut found: Vec<&Json> = Vec::new();
     for v in path.values(doc) {
@@ -456,6 +516,7 @@ fn from_json(f: &Field, doc: &Json) -> Result<Values, ()> {
             .map(|v| v.as_str().ok_or(()).and_then(parse_point))
             .collect::<Result<_, _>>()
             .map(Values::Points),
+        Kind::Vector(_) => Err(()),
     }
 }
 

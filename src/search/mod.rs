@@ -6,6 +6,7 @@
 //! - [`text`]: TEXT fields' tokenizer and stemmer.
 //! - [`query`]: the query language (`FT.SEARCH`/`FT.AGGREGATE`'s first argument) parsed into a
 //!   tree, without knowing any index.
+//! - [`vector`]: the index of a VECTOR field (FLAT and HNSW), KNN and range queries.
 //! - [`exec`]: that tree run over an index: doc ids and their scores.
 //! - [`aggregate`]: `FT.AGGREGATE`'s pipeline (GROUPBY/REDUCE, APPLY, FILTER, SORTBY, LIMIT) over
 //!   rows of loaded fields.
@@ -39,6 +40,7 @@ pub mod index;
 pub mod query;
 pub mod schema;
 pub mod text;
+pub mod vector;
 
 use crate::store::changes::{Change, Noted};
 use crate::store::Store;

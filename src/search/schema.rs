@@ -27,6 +27,7 @@ pub enum Kind {
     Tag { separator: u8, case_sensitive: bool },
     Numeric,
     Geo,
+    Vector(super::vector::VectorParams),
 }
 
 impl Kind {
@@ -36,6 +37,7 @@ impl Kind {
             Kind::Tag { .. } => "TAG",
             Kind::Numeric => "NUMERIC",
             Kind::Geo => "GEO",
+            Kind::Vector(_) => "VECTOR",
         }
     }
 }
@@ -273,7 +275,11 @@ fn parse_fields(
             },
             "NUMERIC" => Kind::Numeric,
             "GEO" => Kind::Geo,
-            "VECTOR" => return Err("VECTOR fields are not served by stmd yet".into()),
+            "VECTOR" => {
+                let (params, used) = super::vector::VectorParams::parse(&a.args[a.at..])?;
+                a.at += used;
+                Kind::Vector(params)
+            }
             "GEOSHAPE" => return Err("GEOSHAPE fields are not served by stmd".into()),
             _ => return Err(format!("Invalid field type for field `{name}`")),
         };

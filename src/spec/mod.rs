@@ -28,6 +28,13 @@ pub mod errors {
 /// enables 7.4's commands by this version finds them served.
 pub const REDIS_VERSION: &str = "7.4.0";
 
+/// The Redis modules whose commands stmd serves built in, with the module version each answers
+/// as: MODULE LIST and INFO `modules` list them as Redis 8 lists its bundled modules, because
+/// clients check there before they send a module's commands (redis-py's test gates, redisvl's and
+/// redis-om's start-up checks). The versions are those of the Redis Stack that paired with
+/// Redis 7.4, whose commands these are.
+pub const BUILTIN_MODULES: &[(&str, u32)] = &[("ReJSON", 20800)];
+
 /// `ERR wrong number of arguments for 'get' command`.
 pub fn wrong_arity(name: &str) -> String {
     format!("ERR wrong number of arguments for '{name}' command")

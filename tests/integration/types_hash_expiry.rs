@@ -215,6 +215,47 @@ async fn a_replica_gets_absolute_ttls_and_the_primarys_hdel() {
     );
 }
 
+/// A replica removes no field itself: one past its time while the primary has not yet expired it
+/// (its active cycle off, no read there) reads as gone on the replica but stays stored until the
+/// primary's HDEL arrives, as Redis's replicas hide expired keys until their DEL.
+#[tokio::test]
+async fn a_replica_hides_a_field_past_its_time_until_the_primarys_hdel() {
+    let primary_server = TestServer::start().await;
+    let mut primary = primary_server.client().await;
+    let target = format!("127.0.0.1 {}", primary_server.addr.port());
+    let replica_server = TestServer::start_with(move |c| c.replicaof = target).await;
+    let mut replica = replica_server.client().await;
+    caught_up(&mut primary, &mut replica).await;
+
+    ok(&mut primary, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]).await;
+    ok(&mut primary, &["HSET", "h", "a", "1", "b", "2"]).await;
+    ints(&mut primary, &["HPEXPIRE", "h", "100", "FIELDS", "1", "a"]).await;
+    caught_up(&mut primary, &mut replica).await;
+    tokio::time::sleep(Duration::from_millis(250)).await;
+
+    // Hidden from reads on the replica, still stored (HLEN counts stored fields, as in Redis).
+    assert_eq!(ok(&mut replica, &["HGET", "h", "a"]).await, Value::Nil);
+    assert_eq!(int(&mut replica, &["HEXISTS", "h", "a"]).await, 0);
+    assert_eq!(
+        ok(&mut replica, &["HGETALL", "h"]).await,
+        Value::Array(vec![
+            Value::BulkString(b"b".to_vec()),
+            Value::BulkString(b"2".to_vec())
+        ])
+    );
+    assert_eq!(
+        int(&mut replica, &["HLEN", "h"]).await,
+        2,
+        "kept until HDEL"
+    );
+
+    // A read on the primary expires the field there and sends HDEL: the replica drops it too.
+    assert_eq!(ok(&mut primary, &["HGET", "h", "a"]).await, Value::Nil);
+    caught_up(&mut primary, &mut replica).await;
+    assert_eq!(int(&mut replica, &["HLEN", "h"]).await, 1);
+    assert_eq!(int(&mut primary, &["HLEN", "h"]).await, 1);
+}
+
 #[tokio::test]
 async fn dump_restore_and_a_reload_keep_field_ttls() {
     // Its own directory: DEBUG RELOAD writes a snapshot there.
