@@ -372,6 +372,9 @@ pub fn extract(def: &Definition, value: &Value) -> Extracted {
                     .iter()
                     .map(|f| match hash.get_live(f.path.as_bytes(), now) {
                         None => Ok(Values::Missing),
+                        Some(raw) if matches!(f.kind, Kind::Vector(_)) => {
+                            Ok(Values::Blob(Bytes::copy_from_slice(raw)))
+                        }
                         Some(raw) => from_text(f, &String::from_utf8_lossy(raw)),
                     })
                     .collect(),
