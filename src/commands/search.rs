@@ -138,7 +138,7 @@ pub fn alter(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     propagate();
     if !skip_scan {
         // The new fields of the documents already there: read every covered key again.
-        registry(ctx).scan(index);
+        registry(ctx).scan(index, false);
     }
     Ok(Reply::OK)
 }

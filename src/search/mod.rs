@@ -181,7 +181,7 @@ impl Registry {
             indexes.insert(name.to_string(), index.clone());
         }
         if !skip {
-            self.scan(index);
+            self.scan(index, true);
         }
         Ok(())
     }
@@ -283,13 +283,17 @@ impl Registry {
 
     /// Indexes the keys already stored, one shard at a time under the index's lock, on a thread
     /// of its own: queries are served meanwhile (FT.INFO shows `indexing` and the share done).
-    pub fn scan(&self, index: Arc<Index>) {
+    /// `skip_indexed` (a new index): a key the write path indexed since the index was created
+    /// already holds its latest value there; indexing it again would give it a new document id,
+    /// so documents written right after FT.CREATE would come in another order than RediSearch's
+    /// (which orders equal scores by id). FT.ALTER passes false: every key gains the new fields.
+    pub fn scan(&self, index: Arc<Index>, skip_indexed: bool) {
         index.data.write().indexing = true;
         index.data.write().scanned = 0.0;
         let store = self.store.clone();
         let spawned = std::thread::Builder::new()
             .name("ft-scan".into())
-            .spawn(move || scan_all(&store, &index));
+            .spawn(move || scan_all(&store, &index, skip_indexed));
         if let Err(e) = spawned {
             tracing::warn!("could not start an index scan thread: {e}");
         }
@@ -302,7 +306,7 @@ impl Registry {
 }
 
 /// The initial scan of `index` (see [`Registry::scan`]).
-fn scan_all(store: &Store, index: &Index) {
+fn scan_all(store: &Store, index: &Index, skip_indexed: bool) {
     let shards = store.shard_count();
     for shard in 0..shards {
         let mut data = index.data.write();
@@ -310,7 +314,7 @@ fn scan_all(store: &Store, index: &Index) {
             let locked = store.lock_shard(0, shard);
             let mut found = Vec::new();
             locked.for_each_in_shard(shard, |key, entry| {
-                if data.def.covers(key) {
+                if data.def.covers(key) && !(skip_indexed && data.id_of(key).is_some()) {
                     let extracted = index::extract(&data.def, &entry.value);
                     if extracted.is_some() {
                         found.push((Bytes::copy_from_slice(key), extracted));

@@ -485,13 +485,30 @@ impl Parser<'_> {
         }
     }
 
-    /// RediSearch's syntax error at the current token (at the end of the input it names the
-    /// last token, as RediSearch's parser does).
+    /// RediSearch's syntax error at the current token (at the end of the input, at the last
+    /// token). Its `near …` is not that token but the last one up to it that carries text (a
+    /// word, number, field or parameter name, as written): RediSearch's lexer keeps the text of
+    /// the previous such token while it reads punctuation, so `hello )` is `near hello` and
+    /// `(((` is `near ` with nothing after it.
     fn syntax_error(&self) -> String {
-        match self.tokens.get(self.pos).or(self.tokens.last()) {
-            Some(t) => format!("Syntax error at offset {} near {}", t.offset, t.raw),
-            None => format!("Syntax error at offset {} near ", self.text_len),
-        }
+        let at = self.pos.min(self.tokens.len().saturating_sub(1));
+        let Some(failing) = self.tokens.get(at) else {
+            return format!("Syntax error at offset {} near ", self.text_len);
+        };
+        let near = self.tokens[..=at]
+            .iter()
+            .rev()
+            .find_map(|t| match &t.kind {
+                Tok::Term(_) | Tok::Number(_) => Some(t.raw.as_str()),
+                Tok::Field(_) => Some(t.raw.trim_start_matches('@')),
+                Tok::Param(_) => Some(t.raw.trim_start_matches('$')),
+                Tok::Prefix(..) | Tok::Suffix(..) | Tok::Contains(..) => {
+                    Some(t.raw.trim_matches('*'))
+                }
+                _ => None,
+            })
+            .unwrap_or("");
+        format!("Syntax error at offset {} near {near}", failing.offset)
     }
 
     fn expect(&mut self, kind: &Tok) -> Result<(), String> {

@@ -55,6 +55,7 @@ mod scripting_busy;
 mod scripting_concurrency;
 mod scripting_engine;
 mod scripting_libs;
+mod search;
 mod security_acl;
 mod security_maxmemory;
 mod security_tls;

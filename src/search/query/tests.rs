@@ -590,10 +590,16 @@ fn attribute_errors() {
 
 #[test]
 fn syntax_errors_name_offset_and_token() {
-    assert_eq!(err("hello )"), "Syntax error at offset 6 near )");
+    assert_eq!(err("hello )"), "Syntax error at offset 6 near hello");
     assert_eq!(err("(hello"), "Syntax error at offset 1 near hello");
-    assert_eq!(err("a | | b"), "Syntax error at offset 4 near |");
-    assert_eq!(err("foo:bar"), "Syntax error at offset 3 near :");
+    assert_eq!(err("a | | b"), "Syntax error at offset 4 near a");
+    assert_eq!(err("foo:bar"), "Syntax error at offset 3 near foo");
+    // RediSearch 2.10 names the last word, field or parameter before the failing token.
+    assert_eq!(err("((("), "Syntax error at offset 2 near ");
+    assert_eq!(err("@title:("), "Syntax error at offset 7 near title");
+    assert_eq!(err("@n:[1 2] )"), "Syntax error at offset 9 near 2");
+    assert_eq!(err("hel* )"), "Syntax error at offset 5 near hel");
+    assert_eq!(err("%hallo% )"), "Syntax error at offset 8 near hallo");
     assert!(err("w'wild*'").starts_with("Syntax error at offset 0"));
 }
 
