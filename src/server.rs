@@ -42,6 +42,9 @@ impl crate::snapshot::Host for Shared {
     fn scripting(&self) -> &crate::scripting::Scripting {
         &self.scripting
     }
+    fn search(&self) -> &crate::search::Registry {
+        &self.search
+    }
 }
 
 impl crate::aof::Host for Shared {
@@ -574,6 +577,7 @@ pub async fn run(
     let store = Arc::new(Store::with_databases(config.databases as usize));
     // The snapshot is in place before the warm start merges the scope rows over it.
     // With `appendonly`, the log holds the dataset (Redis ignores `dump.rdb` then).
+    let from_snapshot = !config.appendonly;
     let loaded = if config.appendonly {
         crate::aof::load::load(&config, &store, |functions| {
             crate::commands::log_replay::LogReplay::over(&config, &store, local_addr, functions)
@@ -606,6 +610,16 @@ pub async fn run(
                 crate::scripting::functions::RestorePolicy::Append,
             )
             .map_err(|e| Error::Config(format!("cannot load the snapshot's functions: {e}")))?;
+    }
+    // The snapshot's FT.* indexes, rebuilt over the keys just loaded (not from the append-only
+    // file: its FT.* commands replay into the replay's own state, which is not kept).
+    if from_snapshot {
+        for (name, args) in &loaded.search {
+            if let Err(why) = shared.search.restore(name, args) {
+                tracing::warn!(index = %name, %why, "index definition in the snapshot not restored");
+            }
+        }
+        shared.events.set_indexing(shared.search.any());
     }
     let shared = Arc::new(shared);
     let aof_log = crate::aof::open_at_start(&*shared).map_err(Error::Config)?;

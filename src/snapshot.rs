@@ -9,7 +9,7 @@
 //! never go to disk), which brings them back after a restart.
 
 use crate::config::Config;
-use crate::rdb::file::{read_file, FileSink, FileWriter};
+use crate::rdb::file::{decode_words, encode_words, read_file, FileSink, FileWriter};
 use crate::scripting::Scripting;
 use crate::store::{Store, Value};
 use bytes::Bytes;
@@ -29,6 +29,26 @@ pub trait Host: Send + Sync + 'static {
     fn config(&self) -> &RwLock<Config>;
     fn snapshots(&self) -> &Snapshots;
     fn scripting(&self) -> &Scripting;
+    fn search(&self) -> &crate::search::Registry;
+}
+
+/// The auxiliary field carrying one FT.* index definition: its name and FT.CREATE's arguments
+/// (RediSearch keeps them in its module's own record, which other servers cannot read; Redis
+/// skips an auxiliary field it does not know, so the file still loads there, without indexes).
+const SEARCH_INDEX_AUX: &str = "stmd-ft-index";
+
+/// Each index definition as its auxiliary field's value. Read before any shard is locked: an
+/// index's lock comes before shard locks (`crate::search`'s lock order).
+fn search_aux(host: &impl Host) -> Vec<Vec<u8>> {
+    host.search()
+        .definitions()
+        .into_iter()
+        .map(|(name, args)| {
+            let mut words = vec![Bytes::from(name)];
+            words.extend(args);
+            encode_words(&words)
+        })
+        .collect()
 }
 
 /// What a shutdown does about the final save (SHUTDOWN SAVE / NOSAVE, or by the rules).
@@ -284,11 +304,15 @@ fn put<W: std::io::Write>(out: &mut FileWriter<W>, name: &[u8], entry: &crate::s
 /// locks (a full sync reads the replication offset there). Off the tokio workers only.
 pub fn image<T>(host: &impl Host, at_instant: impl FnOnce() -> T) -> std::io::Result<(Vec<u8>, T)> {
     let store = host.store();
+    let indexes = search_aux(host);
     let engine = host.scripting().engine();
     let all: Vec<usize> = (0..store.databases()).collect();
     let locked = store.lock_dbs(&all);
     let instant = at_instant();
     let mut out = FileWriter::new(Vec::new(), &aux_fields());
+    for index in &indexes {
+        out.aux(SEARCH_INDEX_AUX, index);
+    }
     for code in engine.functions.codes() {
         out.function(&code);
     }
@@ -313,6 +337,9 @@ fn write_to(host: &impl Host, functions: &[Bytes], walk: Walk, temp: &Path) -> s
     let store = host.store();
     let file = std::fs::File::create(temp)?;
     let mut out = FileWriter::new(BufWriter::with_capacity(1 << 20, file), &aux_fields());
+    for index in search_aux(host) {
+        out.aux(SEARCH_INDEX_AUX, &index);
+    }
     for code in functions {
         out.function(code);
     }
@@ -461,6 +488,8 @@ pub fn save_before_signal_shutdown(host: &impl Host, force: bool) -> Result<(), 
 pub struct Loaded {
     /// The function libraries' codes, for the engine.
     pub functions: Vec<Bytes>,
+    /// The FT.* index definitions: name and FT.CREATE's arguments after it.
+    pub search: Vec<(String, Vec<Bytes>)>,
     pub keys: u64,
     /// Keys whose expiry had passed: not loaded, as a primary does.
     pub expired: u64,
@@ -636,5 +665,22 @@ impl FileSink for Loader<'_, '_> {
 
     fn function(&mut self, code: Bytes) {
         self.loaded.functions.push(code);
+    }
+
+    fn aux(&mut self, name: &[u8], value: Bytes) -> Result<(), String> {
+        if name != SEARCH_INDEX_AUX.as_bytes() {
+            return Ok(());
+        }
+        let mut words = decode_words(&value)
+            .filter(|words| !words.is_empty())
+            .ok_or_else(|| format!("Bad data format in the {SEARCH_INDEX_AUX} field"))?
+            .into_iter();
+        let name = words
+            .next()
+            .map(|n| String::from_utf8_lossy(&n).into_owned());
+        self.loaded
+            .search
+            .extend(name.map(|name| (name, words.collect())));
+        Ok(())
     }
 }

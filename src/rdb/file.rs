@@ -66,6 +66,13 @@ impl<W: Write> FileWriter<W> {
         writer
     }
 
+    /// One more auxiliary field with a binary value (before the functions and the keys).
+    pub fn aux(&mut self, name: &str, value: &[u8]) {
+        self.buffer.push(opcode::AUX);
+        put_string(&mut self.buffer, name.as_bytes());
+        put_string(&mut self.buffer, value);
+    }
+
     /// A function library's code, as FUNCTION DUMP writes it.
     pub fn function(&mut self, code: &[u8]) {
         self.buffer.push(opcode::FUNCTION2);
@@ -114,6 +121,28 @@ impl<W: Write> FileWriter<W> {
     }
 }
 
+/// A list of byte strings as one auxiliary field's value: the count, then each string, in the
+/// file's own length and string encodings.
+pub fn encode_words(words: &[Bytes]) -> Vec<u8> {
+    let mut out = Vec::new();
+    put_len(&mut out, words.len() as u64);
+    for word in words {
+        put_string(&mut out, word);
+    }
+    out
+}
+
+/// The list [`encode_words`] wrote, or None when `value` is not one.
+pub fn decode_words(value: &[u8]) -> Option<Vec<Bytes>> {
+    let mut r = RdbReader::new(value);
+    let count = r.len().ok()?;
+    let mut words = Vec::new();
+    for _ in 0..count {
+        words.push(r.string().ok()?);
+    }
+    r.is_empty().then_some(words)
+}
+
 /// What a file holds, handed over as it is read.
 pub trait FileSink {
     /// A key of database `db`, expiring at `expire_at` (Unix ms, 0 for never). An error stops
@@ -121,6 +150,11 @@ pub trait FileSink {
     fn key(&mut self, db: usize, name: Bytes, value: Value, expire_at: u64) -> Result<(), String>;
     /// A function library's code.
     fn function(&mut self, code: Bytes);
+    /// An auxiliary field (Redis's own are ignored; Redis ignores the ones it does not know). An
+    /// error stops the load with that message.
+    fn aux(&mut self, _name: &[u8], _value: Bytes) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// Reads a whole file into `sink`. The error says what is wrong and at which byte.
@@ -144,8 +178,9 @@ pub fn read_file(bytes: &[u8], limits: &Limits, sink: &mut impl FileSink) -> Res
         match kind {
             opcode::EOF => break,
             opcode::AUX => {
-                r.string().map_err(|_| short(&r))?;
-                r.string().map_err(|_| short(&r))?;
+                let name = r.string().map_err(|_| short(&r))?;
+                let value = r.string().map_err(|_| short(&r))?;
+                sink.aux(&name, value)?;
             }
             opcode::RESIZEDB => {
                 r.len().map_err(|_| short(&r))?;

@@ -164,7 +164,7 @@ impl Data {
             self.missing.push(BTreeSet::new());
             self.empty.push(BTreeSet::new());
         }
-        self.def.args.push(Bytes::from_static(b"SCHEMA"));
+        // The definition's arguments end with SCHEMA's field list: the new fields continue it.
         self.def.args.extend_from_slice(args);
     }
 

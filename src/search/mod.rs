@@ -164,11 +164,22 @@ impl Registry {
     /// Creates index `name` from FT.CREATE's arguments after the name, and starts its initial
     /// scan unless SKIPINITIALSCAN. `Err`: RediSearch's error text.
     pub fn create(&self, name: &str, args: &[Bytes]) -> Result<(), String> {
+        self.add(name, args, false)
+    }
+
+    /// Brings back index `name` from a snapshot's definition: as [`Registry::create`], but the
+    /// keys already stored are always scanned (they are the documents it had, SKIPINITIALSCAN or
+    /// not).
+    pub fn restore(&self, name: &str, args: &[Bytes]) -> Result<(), String> {
+        self.add(name, args, true)
+    }
+
+    fn add(&self, name: &str, args: &[Bytes], always_scan: bool) -> Result<(), String> {
         if self.indexes.read().contains_key(name) {
             return Err("Index already exists".into());
         }
         let def = schema::parse(args)?;
-        let skip = def.skip_initial_scan;
+        let skip = def.skip_initial_scan && !always_scan;
         let index = Arc::new(Index {
             name: name.to_string(),
             data: RwLock::new(Data::new(def)),

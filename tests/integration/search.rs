@@ -430,3 +430,84 @@ async fn hostile_input_gets_errors_and_the_connection_answers() {
     );
 }
 
+async fn start_in(dir: &std::path::Path) -> TestServer {
+    let dir = dir.to_path_buf();
+    TestServer::start_with(move |c| c.dir = dir).await
+}
+
+#[tokio::test]
+async fn index_definitions_survive_a_restart_from_the_snapshot() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start_in(dir.path()).await;
+    let mut con = server.client().await;
+    create_docs_index(&mut con).await;
+    // Created over no keys with SKIPINITIALSCAN: after the restart it still covers its documents.
+    ok(
+        &mut con,
+        &[
+            "FT.CREATE",
+            "late",
+            "ON",
+            "HASH",
+            "PREFIX",
+            "1",
+            "doc:",
+            "SKIPINITIALSCAN",
+            "SCHEMA",
+            "tag",
+            "TAG",
+        ],
+    )
+    .await;
+    ok(
+        &mut con,
+        &["FT.ALTER", "idx", "SCHEMA", "ADD", "extra", "NUMERIC"],
+    )
+    .await;
+    ok(
+        &mut con,
+        &[
+            "HSET", "doc:1", "title", "hello", "tag", "red", "extra", "3",
+        ],
+    )
+    .await;
+    ok(
+        &mut con,
+        &["HSET", "doc:2", "title", "bye", "tag", "blue", "n", "2"],
+    )
+    .await;
+    ok(&mut con, &["SAVE"]).await;
+    drop(con);
+    server.shutdown().await.expect("shutdown");
+
+    let server = start_in(dir.path()).await;
+    let mut con = server.client().await;
+    let mut names = common::stm::strings(&ok(&mut con, &["FT._LIST"]).await);
+    names.sort();
+    assert_eq!(names, ["idx", "late"]);
+    // The documents are indexed again in the background, each field as defined (FT.ALTER's too).
+    until("the restored indexes cover the documents", async || {
+        search(&mut con, "late", "@tag:{blue}", &[]).await == ["doc:2"]
+            && search(&mut con, "idx", "*", &[]).await.len() == 2
+    })
+    .await;
+    assert_eq!(search(&mut con, "idx", "hello", &[]).await, ["doc:1"]);
+    assert_eq!(
+        search(&mut con, "idx", "@extra:[3 3]", &[]).await,
+        ["doc:1"]
+    );
+    assert_eq!(search(&mut con, "idx", "@n:[2 2]", &[]).await, ["doc:2"]);
+    // And they follow writes again.
+    ok(
+        &mut con,
+        &["HSET", "doc:3", "title", "hello again", "tag", "red"],
+    )
+    .await;
+    assert_eq!(
+        search(&mut con, "idx", "hello", &["SORTBY", "n"])
+            .await
+            .len(),
+        2
+    );
+    assert_eq!(search(&mut con, "late", "@tag:{red}", &[]).await.len(), 2);
+}
