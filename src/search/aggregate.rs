@@ -1562,13 +1562,13 @@ fn call(name: &str, args: &[Value]) -> Result<Value, String> {
             let mut offset = *offset as i64;
             let mut len = *len as i64;
             if offset < 0 {
-                offset += size;
+                offset = offset.saturating_add(size);
             }
             let offset = offset.clamp(0, size);
             if len < 0 {
-                len = (size - offset + len).max(0);
+                len = (size - offset).saturating_add(len).max(0);
             }
-            let end = (offset + len).min(size);
+            let end = offset.saturating_add(len).min(size);
             text_value(&s[offset as usize..end as usize])
         }
         "format" => {
