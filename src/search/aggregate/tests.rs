@@ -185,6 +185,10 @@ fn argument_errors() {
         "LOAD cannot be applied after projectors or reducers"
     );
     assert_eq!(
+        plan_err(&["GROUPBY", "1", "@a", "LOAD", "*"]),
+        "LOAD cannot be applied after projectors or reducers"
+    );
+    assert_eq!(
         plan_err(&["GROUPBY", "1", "city"]),
         "Bad arguments for GROUPBY: Unknown property `city`. Did you mean `@city`?"
     );
