@@ -647,7 +647,7 @@ impl Parser<'_> {
             {
                 self.pos += 1;
                 let Some(Tok::Field(field)) = self.next() else {
-                    self.pos -= 1;
+                    self.pos = self.pos.saturating_sub(1);
                     return Err(self.syntax_error());
                 };
                 self.expect(&Tok::RParen)?;
@@ -661,7 +661,7 @@ impl Parser<'_> {
             Tok::Suffix(word, is_param) => Ok(Node::Suffix(self.affix(word, is_param)?)),
             Tok::Contains(word, is_param) => Ok(Node::Contains(self.affix(word, is_param)?)),
             _ => {
-                self.pos -= 1;
+                self.pos = self.pos.saturating_sub(1);
                 Err(self.syntax_error())
             }
         }
@@ -703,7 +703,7 @@ impl Parser<'_> {
             match self.next() {
                 Some(Tok::Term(name)) | Some(Tok::Number(name)) => fields.push(name),
                 _ => {
-                    self.pos -= 1;
+                    self.pos = self.pos.saturating_sub(1);
                     return Err(self.syntax_error());
                 }
             }
@@ -890,7 +890,7 @@ impl Parser<'_> {
             Some(Tok::Param(name)) => self.param_text(&name)?,
             Some(Tok::Number(_)) => return Err("Invalid GeoFilter unit".into()),
             _ => {
-                self.pos -= 1;
+                self.pos = self.pos.saturating_sub(1);
                 return Err(self.syntax_error());
             }
         };
@@ -926,7 +926,7 @@ impl Parser<'_> {
                 match parse_number(&n) {
                     Some(value) => Ok(Bound { value, inclusive }),
                     None => {
-                        self.pos -= 1;
+                        self.pos = self.pos.saturating_sub(1);
                         Err(self.syntax_error())
                     }
                 }
@@ -950,7 +950,7 @@ impl Parser<'_> {
         let vector = match self.next() {
             Some(Tok::Param(name)) => self.param(&name)?.to_vec(),
             _ => {
-                self.pos -= 1;
+                self.pos = self.pos.saturating_sub(1);
                 return Err(self.syntax_error());
             }
         };
@@ -977,7 +977,7 @@ impl Parser<'_> {
             match parse_number(value) {
                 Some(v) => v,
                 None => {
-                    self.pos -= 1;
+                    self.pos = self.pos.saturating_sub(1);
                     return Err(self.syntax_error());
                 }
             }
@@ -1007,7 +1007,7 @@ impl Parser<'_> {
         match self.next() {
             Some(Tok::Term(w)) if w.eq_ignore_ascii_case("KNN") => {}
             Some(Tok::Term(_)) => {
-                self.pos -= 1;
+                self.pos = self.pos.saturating_sub(1);
                 let t = &self.tokens[self.pos];
                 return Err(format!(
                     "Syntax error: Expecting Vector Similarity command at offset {} near {}",
@@ -1033,20 +1033,20 @@ impl Parser<'_> {
             _ => None,
         };
         let Some(k) = k else {
-            self.pos -= 1;
+            self.pos = self.pos.saturating_sub(1);
             return Err(self.syntax_error());
         };
         let field = match self.next() {
             Some(Tok::Field(f)) => f,
             _ => {
-                self.pos -= 1;
+                self.pos = self.pos.saturating_sub(1);
                 return Err(self.syntax_error());
             }
         };
         let vector = match self.next() {
             Some(Tok::Param(name)) => self.param(&name)?.to_vec(),
             _ => {
-                self.pos -= 1;
+                self.pos = self.pos.saturating_sub(1);
                 return Err(self.syntax_error());
             }
         };
@@ -1063,7 +1063,7 @@ impl Parser<'_> {
                 Some(Tok::Term(v)) | Some(Tok::Number(v)) => v,
                 Some(Tok::Param(p)) => self.param_text(&p)?,
                 _ => {
-                    self.pos -= 1;
+                    self.pos = self.pos.saturating_sub(1);
                     return Err(self.syntax_error());
                 }
             };
@@ -1089,7 +1089,7 @@ impl Parser<'_> {
                         Some(Tok::Term(v)) | Some(Tok::Number(v)) => v,
                         Some(Tok::Param(p)) => self.param_text(&p)?,
                         _ => {
-                            self.pos -= 1;
+                            self.pos = self.pos.saturating_sub(1);
                             return Err(self.syntax_error());
                         }
                     };
