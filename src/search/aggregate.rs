@@ -340,17 +340,17 @@ impl Plan {
     }
 
     fn parse_load(&mut self, a: &mut Args) -> Result<(), String> {
-        if a.peek_is("*") {
-            a.pos += 1;
-            self.load = Load::All;
-            return Ok(());
-        }
         if self
             .steps
             .iter()
             .any(|s| !matches!(s, Step::Arrange { .. }))
         {
             return Err("LOAD cannot be applied after projectors or reducers".into());
+        }
+        if a.peek_is("*") {
+            a.pos += 1;
+            self.load = Load::All;
+            return Ok(());
         }
         let fields = a.var_args().map_err(|e| {
             if e == PARSE {
@@ -869,7 +869,8 @@ fn group(rows: Vec<Row>, keys: &[String], reducers: &[Reducer]) -> Vec<Row> {
             .iter()
             .map(|k| get(&row, k).cloned().unwrap_or(Value::Null))
             .collect();
-        // Null and empty text are different groups; a tag is written `\0`-prefixed.
+        // Null and empty text are different groups: each key's identity is a marker byte (0 for
+        // null, 1 otherwise) then the rendered value.
         let id: Vec<Bytes> = values
             .iter()
             .map(|v| match v {
@@ -1562,13 +1563,13 @@ fn call(name: &str, args: &[Value]) -> Result<Value, String> {
             let mut offset = *offset as i64;
             let mut len = *len as i64;
             if offset < 0 {
-                offset += size;
+                offset = offset.saturating_add(size);
             }
             let offset = offset.clamp(0, size);
             if len < 0 {
-                len = (size - offset + len).max(0);
+                len = (size - offset).saturating_add(len).max(0);
             }
-            let end = (offset + len).min(size);
+            let end = offset.saturating_add(len).min(size);
             text_value(&s[offset as usize..end as usize])
         }
         "format" => {

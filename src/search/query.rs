@@ -664,7 +664,7 @@ impl Parser<'_> {
             {
                 self.pos += 1;
                 let Some(Tok::Field(field)) = self.next() else {
-                    self.pos -= 1;
+                    self.pos = self.pos.saturating_sub(1);
                     return Err(self.syntax_error());
                 };
                 self.expect(&Tok::RParen)?;
@@ -678,7 +678,7 @@ impl Parser<'_> {
             Tok::Suffix(word, is_param) => Ok(Node::Suffix(self.affix(word, is_param)?)),
             Tok::Contains(word, is_param) => Ok(Node::Contains(self.affix(word, is_param)?)),
             _ => {
-                self.pos -= 1;
+                self.pos = self.pos.saturating_sub(1);
                 Err(self.syntax_error())
             }
         }
@@ -720,7 +720,7 @@ impl Parser<'_> {
             match self.next() {
                 Some(Tok::Term(name)) | Some(Tok::Number(name)) => fields.push(name),
                 _ => {
-                    self.pos -= 1;
+                    self.pos = self.pos.saturating_sub(1);
                     return Err(self.syntax_error());
                 }
             }
@@ -907,7 +907,7 @@ impl Parser<'_> {
             Some(Tok::Param(name)) => self.param_text(&name)?,
             Some(Tok::Number(_)) => return Err("Invalid GeoFilter unit".into()),
             _ => {
-                self.pos -= 1;
+                self.pos = self.pos.saturating_sub(1);
                 return Err(self.syntax_error());
             }
         };
@@ -943,7 +943,7 @@ impl Parser<'_> {
                 match parse_number(&n) {
                     Some(value) => Ok(Bound { value, inclusive }),
                     None => {
-                        self.pos -= 1;
+                        self.pos = self.pos.saturating_sub(1);
                         Err(self.syntax_error())
                     }
                 }
@@ -967,7 +967,7 @@ impl Parser<'_> {
         let vector = match self.next() {
             Some(Tok::Param(name)) => self.param(&name)?.to_vec(),
             _ => {
-                self.pos -= 1;
+                self.pos = self.pos.saturating_sub(1);
                 return Err(self.syntax_error());
             }
         };
@@ -994,7 +994,7 @@ impl Parser<'_> {
             match parse_number(value) {
                 Some(v) => v,
                 None => {
-                    self.pos -= 1;
+                    self.pos = self.pos.saturating_sub(1);
                     return Err(self.syntax_error());
                 }
             }
@@ -1024,7 +1024,7 @@ impl Parser<'_> {
         match self.next() {
             Some(Tok::Term(w)) if w.eq_ignore_ascii_case("KNN") => {}
             Some(Tok::Term(_)) => {
-                self.pos -= 1;
+                self.pos = self.pos.saturating_sub(1);
                 let t = &self.tokens[self.pos];
                 return Err(format!(
                     "Syntax error: Expecting Vector Similarity command at offset {} near {}",
@@ -1050,20 +1050,20 @@ impl Parser<'_> {
             _ => None,
         };
         let Some(k) = k else {
-            self.pos -= 1;
+            self.pos = self.pos.saturating_sub(1);
             return Err(self.syntax_error());
         };
         let field = match self.next() {
             Some(Tok::Field(f)) => f,
             _ => {
-                self.pos -= 1;
+                self.pos = self.pos.saturating_sub(1);
                 return Err(self.syntax_error());
             }
         };
         let vector = match self.next() {
             Some(Tok::Param(name)) => self.param(&name)?.to_vec(),
             _ => {
-                self.pos -= 1;
+                self.pos = self.pos.saturating_sub(1);
                 return Err(self.syntax_error());
             }
         };
@@ -1080,7 +1080,7 @@ impl Parser<'_> {
                 Some(Tok::Term(v)) | Some(Tok::Number(v)) => v,
                 Some(Tok::Param(p)) => self.param_text(&p)?,
                 _ => {
-                    self.pos -= 1;
+                    self.pos = self.pos.saturating_sub(1);
                     return Err(self.syntax_error());
                 }
             };
@@ -1106,7 +1106,7 @@ impl Parser<'_> {
                         Some(Tok::Term(v)) | Some(Tok::Number(v)) => v,
                         Some(Tok::Param(p)) => self.param_text(&p)?,
                         _ => {
-                            self.pos -= 1;
+                            self.pos = self.pos.saturating_sub(1);
                             return Err(self.syntax_error());
                         }
                     };

@@ -154,6 +154,13 @@ impl VectorParams {
                 params.len()
             ));
         }
+        // The graph's own limits (level-0 lists hold 2M slots counted in 16 bits).
+        if hnsw && m > u16::MAX as usize / 2 {
+            return Err("HNSW index parameter M is too large: argument overflow".into());
+        }
+        if hnsw && m <= 1 {
+            return Err("HNSW index parameter M cannot be 1 or 0".into());
+        }
         let missing = |what: &str| {
             format!("Missing mandatory parameter: cannot create {algo} index without specifying {what} argument")
         };
@@ -163,7 +170,7 @@ impl VectorParams {
         let algorithm = if hnsw {
             Algorithm::Hnsw {
                 m,
-                ef_construction,
+                ef_construction: ef_construction.max(m),
                 ef_runtime,
             }
         } else {
@@ -258,8 +265,9 @@ macro_rules! element_impl {
                 let (ca, cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
                 let (ra, rb) = (ca.remainder(), cb.remainder());
                 for (x, y) in ca.zip(cb) {
-                    for l in 0..LANES {
-                        acc[l] += x[l] * y[l];
+                    // Zipped, not indexed: no bounds checks left for the vectoriser.
+                    for ((s, x), y) in acc.iter_mut().zip(x).zip(y) {
+                        *s += x * y;
                     }
                 }
                 let mut sum: $t = acc.iter().sum();
@@ -273,9 +281,9 @@ macro_rules! element_impl {
                 let (ca, cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
                 let (ra, rb) = (ca.remainder(), cb.remainder());
                 for (x, y) in ca.zip(cb) {
-                    for l in 0..LANES {
-                        let d = x[l] - y[l];
-                        acc[l] += d * d;
+                    for ((s, x), y) in acc.iter_mut().zip(x).zip(y) {
+                        let d = x - y;
+                        *s += d * d;
                     }
                 }
                 let mut sum: $t = acc.iter().sum();
@@ -479,6 +487,9 @@ impl<T: Element> Space<T> {
         let Some(g) = self.graph.as_mut() else {
             return;
         };
+        // A reused slot's old out-edges, kept after its new ones where room is left: the nodes
+        // they reach may have no other in-edge, and must stay reachable.
+        let mut old: Vec<Vec<u32>> = Vec::new();
         let level = if fresh {
             let level = g.random_level();
             grow(&mut g.level0, 1 + 2 * g.m);
@@ -490,10 +501,11 @@ impl<T: Element> Space<T> {
             }
             level
         } else {
-            // A reused slot keeps its level; its old edges go, its in-edges from others stay
-            // (they now lead to the new vector, still a valid if less ideal edge).
+            // A reused slot keeps its level; its in-edges from others stay (they now lead to the
+            // new vector, still a valid if less ideal edge).
             let level = g.levels[slot as usize] as usize;
             for l in 0..=level {
+                old.push(g.links(slot, l).to_vec());
                 g.set_links(slot, l, &[]);
             }
             level
@@ -516,14 +528,16 @@ impl<T: Element> Space<T> {
             let found = self.search_layer(&q, &ep, ef_construction, l, None);
             // M neighbours on every level; level 0 lists have room for 2M as others link back.
             let m = self.graph.as_ref().map_or(0, |g| g.m);
-            let chosen: Vec<Cand> = found
-                .iter()
-                .copied()
-                .filter(|c| c.slot != slot && self.docs[c.slot as usize] != NONE)
-                .collect();
+            let chosen: Vec<Cand> = found.iter().copied().filter(|c| c.slot != slot).collect();
             let neighbours = self.select(&chosen, m);
-            let ids: Vec<u32> = neighbours.iter().map(|c| c.slot).collect();
+            let mut ids: Vec<u32> = neighbours.iter().map(|c| c.slot).collect();
             if let Some(g) = self.graph.as_mut() {
+                let max = g.max_links(l);
+                for &o in old.get(l).into_iter().flatten() {
+                    if ids.len() < max && o != slot && !ids.contains(&o) {
+                        ids.push(o);
+                    }
+                }
                 g.set_links(slot, l, &ids);
             }
             for n in neighbours {
@@ -648,10 +662,13 @@ impl<T: Element> Space<T> {
 
     /// How many of the live documents `allow` accepts, estimated from an even sample of slots.
     fn allowed_fraction(&self, allow: &dyn Fn(u32) -> bool) -> f64 {
-        const SAMPLE: usize = 256;
-        let step = (self.docs.len() / SAMPLE).max(1);
+        const SAMPLE: u64 = 256;
+        let slots = self.docs.len() as u64;
         let (mut live, mut yes) = (0usize, 0usize);
-        for &doc in self.docs.iter().step_by(step) {
+        // Slots scattered by a large prime step: an even stride would alias with filters such as
+        // "every fourth document".
+        for i in 0..SAMPLE.min(slots) {
+            let doc = self.docs[(i * 2_654_435_761 % slots) as usize];
             if doc != NONE {
                 live += 1;
                 if allow(doc) {
@@ -826,7 +843,8 @@ impl VectorIndex {
     }
 
     fn blob_size(&self) -> usize {
-        self.params.dim * self.params.element_size()
+        // Saturating: DIM is the client's number; no blob is that long.
+        self.params.dim.saturating_mul(self.params.element_size())
     }
 
     /// Adds or replaces document `doc`'s vector; Err when the blob's length is not
@@ -944,14 +962,16 @@ impl VectorIndex {
     }
 }
 
-/// Slots are added a block at a time, as RediSearch's BLOCK_SIZE does: a vector doubling its
-/// capacity would hold up to twice the vectors' bytes.
+/// Slots are added at most a block at a time, as RediSearch's BLOCK_SIZE does: a `Vec` doubling
+/// its capacity would hold up to twice the vectors' bytes.
 const BLOCK: usize = 1024;
 
 /// Makes room for one more slot of `per_slot` items in `v`, a block of slots at a time.
 fn grow<E>(v: &mut Vec<E>, per_slot: usize) {
     if v.capacity() - v.len() < per_slot {
-        v.reserve_exact(BLOCK * per_slot);
+        // Small indexes (and wide graphs) double up to a block, not a whole block at once.
+        let slots = (v.len() / per_slot).clamp(16, BLOCK);
+        v.reserve_exact(slots * per_slot);
     }
 }
 
@@ -1065,6 +1085,8 @@ mod tests {
             ("HNSW 8 TYPE FLOAT32 DIM 4 DISTANCE_METRIC IP EF_RUNTIME -10", "Bad arguments for vector similarity HNSW index efRuntime"),
             ("HNSW 8 TYPE FLOAT32 DIM 4 DISTANCE_METRIC IP EPSILON -1", "Bad arguments for vector similarity HNSW index epsilon"),
             ("HNSW 8 TYPE FLOAT32 DIM 4 DISTANCE_METRIC IP EPSILON str", "Bad arguments for vector similarity HNSW index epsilon"),
+            ("HNSW 8 TYPE FLOAT32 DIM 4 DISTANCE_METRIC IP M 32768", "HNSW index parameter M is too large: argument overflow"),
+            ("HNSW 8 TYPE FLOAT32 DIM 4 DISTANCE_METRIC IP M 1", "HNSW index parameter M cannot be 1 or 0"),
         ];
         for (words, want) in cases {
             assert_eq!(parse_err(words), want, "{words}");
@@ -1229,6 +1251,29 @@ mod tests {
         }
     }
 
+    #[test]
+    fn hnsw_finds_documents_linked_only_through_removed_ones() {
+        let p = params("HNSW 6 TYPE FLOAT32 DIM 2 DISTANCE_METRIC L2");
+        let mut index = VectorIndex::new(p);
+        index.insert(1, &blob32(&[0.0, 0.0])).unwrap();
+        index.remove(1);
+        // The removed first document is the graph's entry point: the walk starts there.
+        index.insert(2, &blob32(&[1.0, 0.0])).unwrap();
+        index.insert(3, &blob32(&[2.0, 0.0])).unwrap();
+        index.remove(2);
+        index.insert(4, &blob32(&[3.0, 0.0])).unwrap();
+        let got = index.knn(&blob32(&[0.0, 0.0]), 10, None, None).unwrap();
+        assert_eq!(got, vec![(3, 4.0), (4, 9.0)]);
+        assert!(!index.is_empty() && index.len() == 2);
+        index.remove(3);
+        index.remove(4);
+        assert!(index
+            .knn(&blob32(&[0.0, 0.0]), 10, None, None)
+            .unwrap()
+            .is_empty());
+        assert!(index.is_empty());
+    }
+
     fn random_vectors(rng: &mut StdRng, n: usize, dim: usize) -> Vec<Vec<f32>> {
         (0..n)
             .map(|_| (0..dim).map(|_| rng.gen_range(-1.0f32..1.0)).collect())
@@ -1387,6 +1432,24 @@ mod tests {
                 .unwrap(),
             want
         );
+    }
+
+    #[test]
+    fn the_allowed_share_is_estimated_without_aliasing_with_the_filter() {
+        let p = params("FLAT 6 TYPE FLOAT32 DIM 1 DISTANCE_METRIC L2");
+        let mut index = VectorIndex::new(p);
+        for doc in 0..100_000u32 {
+            index.insert(doc, &blob32(&[doc as f32])).unwrap();
+        }
+        let Data::F32(space) = &index.data else {
+            panic!("a FLOAT32 index");
+        };
+        for modulus in [2u32, 3, 4, 8, 10, 390] {
+            let share = space.allowed_fraction(&|doc| doc % modulus == 1);
+            let want = 1.0 / modulus as f64;
+            assert!((share - want).abs() < 0.1, "1/{modulus}: {share}");
+        }
+        assert_eq!(space.allowed_fraction(&|_| false), 0.0);
     }
 
     #[test]

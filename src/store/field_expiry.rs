@@ -10,55 +10,81 @@
 //! the command's time) until its primary's HDEL.
 
 use super::changes::Change;
+use super::shard::Shard;
 use super::{Locked, Spot, Value};
 use bytes::Bytes;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
-/// The keys of one shard holding hashes with field TTLs, each under a time no later than its
-/// hash's earliest field expiry. Entries are hints: a key deleted or whose TTLs were removed
-/// stays until its time, when the cycle finds nothing to do and drops it; a key whose earliest
-/// expiry moved earlier is moved with it ([`FieldQueue::note`]), so none is found late.
+/// The hashes of one shard with field TTLs, each as (time, key hash) under a time no later than
+/// its earliest field expiry: 16 bytes an entry and no copy of the key. A hash records the time
+/// it stands under ([`super::hash::Hash::queued`]), which stands in for a map from keys to
+/// entries: a hash is queued once, moved when its earliest expiry comes before its time, and
+/// its entry goes with it when the key leaves the keyspace ([`FieldQueue::forget`]). An entry
+/// whose hash is gone all the same (a key left by a path that does not tell the queue) matches
+/// no hash when its time comes and is dropped then.
 #[derive(Default)]
 pub(super) struct FieldQueue {
-    due: BTreeSet<(u64, Box<[u8]>)>,
-    at: HashMap<Box<[u8]>, u64, ahash::RandomState>,
+    due: BTreeSet<(u64, u64)>,
 }
 
 impl FieldQueue {
-    /// The hash at `key` has a field expiring at `at` (Unix ms, not 0).
-    pub fn note(&mut self, key: &[u8], at: u64) {
-        match self.at.get_mut(key) {
-            Some(queued) if *queued <= at => {}
-            Some(queued) => {
-                let old = std::mem::replace(queued, at);
-                self.due.remove(&(old, Box::from(key)));
-                self.due.insert((at, Box::from(key)));
-            }
-            None => {
-                self.at.insert(Box::from(key), at);
-                self.due.insert((at, Box::from(key)));
-            }
-        }
-    }
-
     /// No hash of the shard has a field expiring before this (`u64::MAX`: none is queued).
     pub fn bound(&self) -> u64 {
         self.due.first().map_or(u64::MAX, |(at, _)| *at)
     }
 
-    /// The next key whose time has come at `now`, taken off the queue.
-    fn pop_due(&mut self, now: u64) -> Option<Box<[u8]>> {
-        if self.bound() > now {
-            return None;
+    /// `value`, the value of the key whose hash is `hash`, leaves the keyspace.
+    pub fn forget(&mut self, hash: u64, value: &Value) {
+        if let Value::Hash(h) = value {
+            let queued = h.queued();
+            if queued != 0 {
+                self.due.remove(&(queued, hash));
+            }
         }
-        let (_, key) = self.due.pop_first()?;
-        self.at.remove(&key);
-        Some(key)
     }
 
     pub fn clear(&mut self) {
         *self = FieldQueue::default();
     }
+}
+
+/// Queues the hash at `key` (of key hash `hash`) in `shard` under `at` (Unix ms, not 0) unless
+/// it stands under a time no later already.
+pub(super) fn queue_hash(shard: &mut Shard, hash: u64, key: &[u8], at: u64) {
+    let Some(mut found) = shard.occupied(hash, key) else {
+        return;
+    };
+    let Value::Hash(h) = &mut found.get_mut().entry_mut().value else {
+        return;
+    };
+    let queued = h.queued();
+    if (queued != 0 && queued <= at) || !h.set_queued(at) {
+        return;
+    }
+    if queued != 0 {
+        shard.fields.due.remove(&(queued, hash));
+    }
+    shard.fields.due.insert((at, hash));
+}
+
+/// The name of the next hash whose time has come at `now`, taken off the queue (it is no
+/// longer queued: the caller queues it again under its next expiry).
+fn pop_due(shard: &mut Shard, now: u64) -> Option<Box<[u8]>> {
+    while shard.fields.bound() <= now {
+        let (at, hash) = shard.fields.due.pop_first()?;
+        let found = shard.find_mut(
+            hash,
+            |node| matches!(&node.entry().value, Value::Hash(h) if h.queued() == at),
+        );
+        if let Some(node) = found {
+            let name = Box::from(node.name());
+            if let Value::Hash(h) = &mut node.entry_mut().value {
+                h.set_queued(0);
+            }
+            return Some(name);
+        }
+    }
+    None
 }
 
 impl Locked<'_> {
@@ -67,7 +93,7 @@ impl Locked<'_> {
     pub fn note_field_expiry(&mut self, key: &[u8], at: u64) {
         if at != 0 {
             let spot = self.spot(key);
-            self.shard_at(&spot).fields.note(key, at);
+            queue_hash(self.shard_at(&spot), spot.hash, key, at);
         }
     }
 
@@ -162,7 +188,7 @@ impl Locked<'_> {
         let limit = *budget;
         self.held.for_each_mut(|shard| {
             while due.len() < limit {
-                match shard.fields.pop_due(now) {
+                match pop_due(shard, now) {
                     Some(key) => due.push(key),
                     None => break,
                 }
@@ -188,5 +214,68 @@ impl Locked<'_> {
             Value::Hash(h) => h.earliest_ttl(),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::value::Hash;
+    use crate::store::Store;
+
+    fn queued(store: &Store) -> usize {
+        (0..store.shard_count())
+            .map(|s| {
+                let l = store.try_lock_shard(0, s).expect("not held");
+                l.held
+                    .iter()
+                    .map(|(_, shard)| shard.fields.due.len())
+                    .sum::<usize>()
+            })
+            .sum()
+    }
+
+    /// A hash stands in its shard's queue once: lowering its earliest expiry moves its entry,
+    /// and neither taking its TTLs away and giving new ones nor deleting and recreating it
+    /// leaves an entry per change behind.
+    #[test]
+    fn a_hash_stands_in_the_queue_once() {
+        let store = Store::new();
+        let limit = crate::store::encoding::Limits::default().hash();
+        let far = 4_000_000_000_000;
+        for round in 0..60u64 {
+            {
+                let mut l = store.lock_one(0, b"h");
+                if l.get(b"h").is_none() {
+                    let mut hash = Hash::default();
+                    hash.insert(b"a", b"v", limit);
+                    l.set(b"h", Value::Hash(hash), 0);
+                }
+                let at = far - round;
+                if let Some(Value::Hash(h)) = l.get_mut(b"h").map(|e| &mut e.value) {
+                    h.set_ttl(b"a", at);
+                }
+                l.note_field_expiry(b"h", at);
+                assert_eq!(l.field_expiry_bound(), at, "moved to the earlier time");
+            }
+            assert_eq!(queued(&store), 1, "round {round}");
+            let mut l = store.lock_one(0, b"h");
+            match round % 3 {
+                0 => {
+                    if let Some(Value::Hash(h)) = l.get_mut(b"h").map(|e| &mut e.value) {
+                        h.set_ttl(b"a", 0);
+                    }
+                }
+                1 => {
+                    l.remove(b"h");
+                }
+                _ => {}
+            }
+        }
+        assert_eq!(queued(&store), 1);
+        let mut l = store.lock_one(0, b"h");
+        l.remove(b"h");
+        drop(l);
+        assert_eq!(queued(&store), 0, "the entry left with the key");
     }
 }

@@ -5,6 +5,7 @@
 
 use super::encoding::CompactLimit;
 use super::packed::{Packed, MAX_ELEMENT};
+use super::timed_packed::TimedPacked;
 use bytes::Bytes;
 
 /// The large form: O(1) lookups, and O(1) access by position for HRANDFIELD.
@@ -13,26 +14,30 @@ pub type HashMap = indexmap::IndexMap<Bytes, Bytes, ahash::RandomState>;
 #[derive(Clone, Debug)]
 pub struct Hash(Form);
 
+/// A hash without field TTLs is `Packed` or `Map` and pays nothing for the feature (its entry
+/// stays 24 bytes); one with TTLs is `PackedTtl` (each pair's expiry in the same buffer, as
+/// Redis's listpackex) or `MapTtl`. Both TTL forms also hold the time the hash stands under in
+/// its shard's field-expiry queue ([`Hash::queued`]), and stay TTL forms while it is queued, so
+/// the queue never loses track of an entry of its own.
 #[derive(Clone, Debug)]
 enum Form {
     Packed(Packed),
     Map(Box<HashMap>),
-    /// A hash with field TTLs: its pairs in one of the two forms above, and their expiries beside
-    /// them. Boxed, so that a hash without TTLs pays nothing for the feature (its entry stays 24
-    /// bytes: the packed form's flag leaves room for a third variant).
-    Timed(Box<Timed>),
+    PackedTtl(TimedPacked),
+    MapTtl(Box<TimedMap>),
 }
 
-/// The field TTLs of a hash that has some (Redis 7.4's hash-field expiration).
+/// The large form with field TTLs.
 #[derive(Clone, Debug)]
-struct Timed {
-    /// The pairs, never `Timed` themselves.
-    pairs: Hash,
-    /// Per field position, its expiry in Unix ms, 0 for none: 8 bytes a field, kept in step with
-    /// the pairs' positions (both forms move the last field into a removed one's place).
+struct TimedMap {
+    pairs: HashMap,
+    /// Per field position, its expiry in Unix ms, 0 for none, kept in step with the pairs'
+    /// positions (a removed field's place taken by the last one in both).
     ttls: Vec<u64>,
-    /// How many of `ttls` are set: at 0 the hash goes back to its plain form.
+    /// How many of `ttls` are set.
     set: usize,
+    /// See [`Hash::queued`].
+    queued: u64,
 }
 
 impl Default for Hash {
@@ -47,7 +52,8 @@ impl Hash {
         match &self.0 {
             Form::Packed(p) => p.len() / 2,
             Form::Map(m) => m.len(),
-            Form::Timed(t) => t.pairs.len(),
+            Form::PackedTtl(t) => t.len(),
+            Form::MapTtl(t) => t.pairs.len(),
         }
     }
 
@@ -55,56 +61,46 @@ impl Hash {
         self.len() == 0
     }
 
-    /// Whether the hash is in its packed form (for tests and memory estimates).
+    /// Whether the hash is in a packed form (for tests and memory estimates).
     pub fn is_packed(&self) -> bool {
-        match &self.0 {
-            Form::Packed(_) => true,
-            Form::Map(_) => false,
-            Form::Timed(t) => t.pairs.is_packed(),
-        }
+        matches!(self.0, Form::Packed(_) | Form::PackedTtl(_))
     }
 
     /// Bytes of the packed form's one buffer; None in the large form (MEMORY USAGE).
     pub fn packed_bytes(&self) -> Option<usize> {
         match &self.0 {
             Form::Packed(p) => Some(p.byte_len()),
-            Form::Map(_) => None,
-            Form::Timed(t) => t
-                .pairs
-                .packed_bytes()
-                .map(|b| b + t.ttls.len() * size_of::<u64>()),
-        }
-    }
-
-    /// The position and value of `field`.
-    fn lookup(&self, field: &[u8]) -> Option<(usize, &[u8])> {
-        match &self.0 {
-            Form::Packed(p) => p
-                .find_position(field, 2)
-                .map(|(i, at)| (i, p.group_at(at, 2)[1])),
-            Form::Map(m) => m.get_full(field).map(|(i, _, v)| (i, &v[..])),
-            Form::Timed(t) => t.pairs.lookup(field),
+            Form::PackedTtl(t) => Some(t.byte_len()),
+            Form::Map(_) | Form::MapTtl(_) => None,
         }
     }
 
     /// The stored value of `field`, expired or not (see [`Hash::get_live`]).
     pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
+        self.get_with_ttl(field).map(|(v, _)| v)
+    }
+
+    /// The stored value of `field` with its expiry (0: none).
+    fn get_with_ttl(&self, field: &[u8]) -> Option<(&[u8], u64)> {
         match &self.0 {
-            Form::Packed(p) => p.find(field, 2).map(|at| p.group_at(at, 2)[1]),
-            Form::Map(m) => m.get(field).map(|v| &v[..]),
-            Form::Timed(t) => t.pairs.get(field),
+            Form::Packed(p) => p.find(field, 2).map(|at| (p.group_at(at, 2)[1], 0)),
+            Form::Map(m) => m.get(field).map(|v| (&v[..], 0)),
+            Form::PackedTtl(t) => t.find(field).map(|s| {
+                let (_, v, at) = t.at(s);
+                (v, at)
+            }),
+            Form::MapTtl(t) => t.pairs.get_full(field).map(|(i, _, v)| (&v[..], t.ttls[i])),
         }
     }
 
     /// The value of `field` unless its TTL has passed at `now` (Unix ms).
     pub fn get_live(&self, field: &[u8], now: u64) -> Option<&[u8]> {
         match &self.0 {
-            Form::Timed(t) => t
-                .pairs
-                .lookup(field)
-                .filter(|&(i, _)| !expired(t.ttls[i], now))
-                .map(|(_, v)| v),
-            _ => self.get(field),
+            Form::Packed(p) => p.find(field, 2).map(|at| p.group_at(at, 2)[1]),
+            _ => self
+                .get_with_ttl(field)
+                .filter(|&(_, at)| !expired(at, now))
+                .map(|(v, _)| v),
         }
     }
 
@@ -133,52 +129,67 @@ impl Hash {
     }
 
     fn put(&mut self, field: &[u8], value: &[u8], limit: CompactLimit, keep_ttl: bool) -> bool {
-        let Form::Timed(t) = &mut self.0 else {
-            return self.put_pair(field, value, limit).0;
-        };
-        let (new, at) = t.pairs.put_pair(field, value, limit);
-        if new {
-            t.ttls.push(0);
-        } else if !keep_ttl {
-            t.set_ttl_at(at, 0);
-        }
-        self.settle();
-        new
-    }
-
-    /// Sets a pair in a plain form; whether the field is new, and its position.
-    fn put_pair(&mut self, field: &[u8], value: &[u8], limit: CompactLimit) -> (bool, usize) {
-        if let Form::Packed(p) = &mut self.0 {
-            let fits = |e: &[u8]| e.len() <= limit.value.min(MAX_ELEMENT);
-            if fits(field) && fits(value) {
-                match p.find_position(field, 2) {
-                    Some((i, at)) => {
-                        let value_at = p.next_offset(at);
-                        p.replace_at(value_at, value);
-                        return (false, i);
-                    }
-                    None if p.len() / 2 < limit.entries => {
-                        p.push(&[field, value]);
-                        return (true, p.len() / 2 - 1);
-                    }
-                    None => {}
-                }
-            }
-            self.convert_to_map();
-        }
+        let fits = |e: &[u8]| e.len() <= limit.value.min(MAX_ELEMENT);
         match &mut self.0 {
-            Form::Map(m) => match m.get_full_mut(field) {
-                Some((i, _, slot)) => {
+            Form::Packed(p) if fits(field) && fits(value) => match p.find_position(field, 2) {
+                Some((_, at)) => {
+                    let value_at = p.next_offset(at);
+                    p.replace_at(value_at, value);
+                    return false;
+                }
+                None if p.len() / 2 < limit.entries => {
+                    p.push(&[field, value]);
+                    return true;
+                }
+                None => {}
+            },
+            Form::PackedTtl(t) if fits(field) && fits(value) => match t.find(field) {
+                Some(spot) => {
+                    t.set_value(spot, value);
+                    if !keep_ttl {
+                        // Found again: the value's new length moved the expiry.
+                        if let Some(spot) = t.find(field) {
+                            t.set_ttl(spot, 0);
+                        }
+                    }
+                    return false;
+                }
+                None if t.len() < limit.entries => {
+                    t.push(field, value, 0);
+                    return true;
+                }
+                None => {}
+            },
+            _ => {}
+        }
+        self.convert_to_map();
+        match &mut self.0 {
+            Form::Map(m) => match m.get_mut(field) {
+                Some(slot) => {
                     *slot = Bytes::copy_from_slice(value);
-                    (false, i)
+                    false
                 }
                 None => {
-                    let (i, _) =
-                        m.insert_full(Bytes::copy_from_slice(field), Bytes::copy_from_slice(value));
-                    (true, i)
+                    m.insert(Bytes::copy_from_slice(field), Bytes::copy_from_slice(value));
+                    true
                 }
             },
-            _ => unreachable!("a plain form, converted above"),
+            Form::MapTtl(t) => match t.pairs.get_full_mut(field) {
+                Some((i, _, slot)) => {
+                    *slot = Bytes::copy_from_slice(value);
+                    if !keep_ttl {
+                        t.set_ttl_at(i, 0);
+                    }
+                    false
+                }
+                None => {
+                    t.pairs
+                        .insert(Bytes::copy_from_slice(field), Bytes::copy_from_slice(value));
+                    t.ttls.push(0);
+                    true
+                }
+            },
+            _ => unreachable!("a map form, converted above"),
         }
     }
 
@@ -186,82 +197,139 @@ impl Hash {
     /// takes its place.
     pub fn remove(&mut self, field: &[u8]) -> bool {
         let removed = match &mut self.0 {
-            Form::Timed(t) => t.pairs.remove_pair(field).map(|i| {
-                t.set_ttl_at(i, 0);
-                t.ttls.swap_remove(i);
-            }),
-            _ => self.remove_pair(field).map(drop),
+            Form::Packed(p) => p
+                .find(field, 2)
+                .map(|at| p.swap_remove_group(at, 2))
+                .is_some(),
+            Form::Map(m) => m.swap_remove(field).is_some(),
+            Form::PackedTtl(t) => t.find(field).map(|spot| t.swap_remove(spot)).is_some(),
+            Form::MapTtl(t) => t
+                .pairs
+                .swap_remove_full(field)
+                .map(|(i, _, _)| {
+                    t.set_ttl_at(i, 0);
+                    t.ttls.swap_remove(i);
+                })
+                .is_some(),
         };
         self.settle();
-        removed.is_some()
+        removed
     }
 
-    /// Removes a pair from a plain form; its position.
-    fn remove_pair(&mut self, field: &[u8]) -> Option<usize> {
-        match &mut self.0 {
-            Form::Packed(p) => p.find_position(field, 2).map(|(i, at)| {
-                p.swap_remove_group(at, 2);
-                i
-            }),
-            Form::Map(m) => m.swap_remove_full(field).map(|(i, _, _)| i),
-            Form::Timed(_) => unreachable!("pairs are plain"),
-        }
-    }
-
-    /// Back to the plain form once no field has a TTL.
+    /// Back to the plain form once no field has a TTL and the hash is not queued.
     fn settle(&mut self) {
-        if matches!(&self.0, Form::Timed(t) if t.set == 0) {
-            let Form::Timed(t) = std::mem::take(self).0 else {
-                unreachable!("checked above")
-            };
-            *self = t.pairs;
-        }
+        let plain = match &mut self.0 {
+            Form::PackedTtl(t) if t.queued() == 0 && t.iter().all(|(_, _, at)| at == 0) => {
+                let mut p = Packed::default();
+                for (f, v, _) in t.iter() {
+                    p.push(&[f, v]);
+                }
+                Form::Packed(p)
+            }
+            Form::MapTtl(t) if t.queued == 0 && t.set == 0 => {
+                Form::Map(Box::new(std::mem::take(&mut t.pairs)))
+            }
+            _ => return,
+        };
+        self.0 = plain;
     }
 
     /// The expiry of `field` (Unix ms, 0: none), None when there is no such field; expired or
     /// not.
     pub fn ttl(&self, field: &[u8]) -> Option<u64> {
-        match &self.0 {
-            Form::Timed(t) => t.pairs.lookup(field).map(|(i, _)| t.ttls[i]),
-            _ => self.lookup(field).map(|_| 0),
-        }
+        self.get_with_ttl(field).map(|(_, at)| at)
     }
 
     /// Sets the expiry of `field` (Unix ms; 0 removes it); false when there is no such field.
     pub fn set_ttl(&mut self, field: &[u8], at: u64) -> bool {
-        let Some((i, _)) = self.lookup(field) else {
+        if self.get_with_ttl(field).is_none() {
             return false;
-        };
-        if !matches!(self.0, Form::Timed(_)) {
-            if at == 0 {
-                return true;
-            }
-            let pairs = std::mem::take(self);
-            let ttls = vec![0; pairs.len()];
-            self.0 = Form::Timed(Box::new(Timed {
-                pairs,
-                ttls,
-                set: 0,
-            }));
         }
-        if let Form::Timed(t) = &mut self.0 {
-            t.set_ttl_at(i, at);
+        if at == 0 && !self.has_ttl_form() {
+            return true;
+        }
+        self.make_timed(at);
+        match &mut self.0 {
+            Form::PackedTtl(t) => {
+                if let Some(spot) = t.find(field) {
+                    t.set_ttl(spot, at);
+                }
+            }
+            Form::MapTtl(t) => {
+                if let Some(i) = t.pairs.get_index_of(field) {
+                    t.set_ttl_at(i, at);
+                }
+            }
+            _ => unreachable!("a TTL form, converted above"),
         }
         self.settle();
         true
     }
 
+    fn has_ttl_form(&self) -> bool {
+        matches!(self.0, Form::PackedTtl(_) | Form::MapTtl(_))
+    }
+
+    /// A plain form turned into its TTL form, every field without one; the packed one keeps
+    /// expiries as distances from `base`, the first one given.
+    fn make_timed(&mut self, base: u64) {
+        let timed = match &mut self.0 {
+            Form::Packed(p) => {
+                let mut t = TimedPacked::with_base(base);
+                let mut items = p.iter();
+                while let (Some(f), Some(v)) = (items.next(), items.next()) {
+                    t.push(f, v, 0);
+                }
+                Form::PackedTtl(t)
+            }
+            Form::Map(m) => Form::MapTtl(Box::new(TimedMap {
+                ttls: vec![0; m.len()],
+                pairs: std::mem::take(&mut **m),
+                set: 0,
+                queued: 0,
+            })),
+            _ => return,
+        };
+        self.0 = timed;
+    }
+
     /// Whether any field has a TTL (the key counts in INFO's `subexpiry`).
     pub fn has_ttls(&self) -> bool {
-        matches!(self.0, Form::Timed(_))
+        match &self.0 {
+            Form::Packed(_) | Form::Map(_) => false,
+            Form::PackedTtl(t) => t.iter().any(|(_, _, at)| at != 0),
+            Form::MapTtl(t) => t.set > 0,
+        }
+    }
+
+    /// The time this hash stands under in its shard's field-expiry queue (Unix ms; 0: not
+    /// queued). Only [`super::field_expiry`] sets it.
+    pub fn queued(&self) -> u64 {
+        match &self.0 {
+            Form::PackedTtl(t) => t.queued(),
+            Form::MapTtl(t) => t.queued,
+            _ => 0,
+        }
+    }
+
+    /// Records the hash's queue time; false (nothing recorded) for a hash without TTLs. At 0 a
+    /// hash without TTLs left goes back to its plain form.
+    pub(super) fn set_queued(&mut self, at: u64) -> bool {
+        match &mut self.0 {
+            Form::PackedTtl(t) => t.set_queued(at),
+            Form::MapTtl(t) => t.queued = at,
+            _ => return false,
+        }
+        self.settle();
+        true
     }
 
     /// The earliest field expiry (Unix ms), if a field has one.
     pub fn earliest_ttl(&self) -> Option<u64> {
-        match &self.0 {
-            Form::Timed(t) => t.ttls.iter().copied().filter(|&at| at != 0).min(),
-            _ => None,
-        }
+        self.iter_with_ttls()
+            .map(|(_, _, at)| at)
+            .filter(|&at| at != 0)
+            .min()
     }
 
     /// The fields whose TTL has passed at `now`.
@@ -286,7 +354,9 @@ impl Hash {
         match &self.0 {
             Form::Packed(p) => Iter::Packed(p.iter()),
             Form::Map(m) => Iter::Map(m.iter()),
-            Form::Timed(t) => t.pairs.iter(),
+            Form::PackedTtl(_) | Form::MapTtl(_) => {
+                Iter::Timed(Box::new(self.iter_with_ttls().map(|(f, v, _)| (f, v))))
+            }
         }
     }
 
@@ -300,59 +370,90 @@ impl Hash {
     /// How many fields [`Hash::iter_live`] gives.
     pub fn live_len(&self, now: u64) -> usize {
         match &self.0 {
-            Form::Timed(t) => t.ttls.iter().filter(|&&at| !expired(at, now)).count(),
-            _ => self.len(),
+            Form::Packed(_) | Form::Map(_) => self.len(),
+            _ => self.iter_live(now).count(),
         }
     }
 
     /// Each pair with its expiry (Unix ms, 0: none), expired ones included (persistence).
     pub fn iter_with_ttls(&self) -> impl Iterator<Item = (&[u8], &[u8], u64)> {
-        let ttls = match &self.0 {
-            Form::Timed(t) => Some(&t.ttls[..]),
-            _ => None,
+        let (plain, packed, map) = match &self.0 {
+            Form::Packed(p) => (Some(p.iter()), None, None),
+            Form::Map(m) => (None, None, Some((&**m, None))),
+            Form::PackedTtl(t) => (None, Some(t.iter()), None),
+            Form::MapTtl(t) => (None, None, Some((&t.pairs, Some(&t.ttls[..])))),
         };
-        self.iter()
-            .enumerate()
-            .map(move |(i, (f, v))| (f, v, ttls.map_or(0, |t| t[i])))
+        let plain = plain.into_iter().flat_map(|mut items| {
+            std::iter::from_fn(move || Some((items.next()?, items.next()?, 0)))
+        });
+        let map = map.into_iter().flat_map(|(m, ttls)| {
+            m.iter()
+                .enumerate()
+                .map(move |(i, (f, v))| (&f[..], &v[..], ttls.map_or(0, |t| t[i])))
+        });
+        plain.chain(packed.into_iter().flatten()).chain(map)
     }
 
     /// The pairs at these positions (`0..len`, repeats allowed), for HRANDFIELD: the packed form
     /// is walked once, not once per position.
     pub fn at_positions(&self, positions: &[usize]) -> Vec<(&[u8], &[u8])> {
-        match &self.0 {
+        let map = match &self.0 {
             Form::Packed(p) => {
                 let offsets = p.offsets(2);
-                positions
+                return positions
                     .iter()
                     .filter_map(|&i| offsets.get(i))
                     .map(|&at| {
                         let [f, v] = p.group_at(at, 2);
                         (f, v)
                     })
-                    .collect()
+                    .collect();
             }
-            Form::Map(m) => positions
-                .iter()
-                .filter_map(|&i| m.get_index(i))
-                .map(|(f, v)| (&f[..], &v[..]))
-                .collect(),
-            Form::Timed(t) => t.pairs.at_positions(positions),
-        }
+            Form::PackedTtl(t) => return t.at_positions(positions),
+            Form::Map(m) => &**m,
+            Form::MapTtl(t) => &t.pairs,
+        };
+        positions
+            .iter()
+            .filter_map(|&i| map.get_index(i))
+            .map(|(f, v)| (&f[..], &v[..]))
+            .collect()
     }
 
+    /// A packed form turned into its map form (with its TTLs and queue time, if any).
     fn convert_to_map(&mut self) {
-        if let Form::Packed(p) = &self.0 {
-            let mut map = HashMap::with_capacity_and_hasher(p.len() / 2 + 1, Default::default());
-            let mut items = p.iter();
-            while let (Some(f), Some(v)) = (items.next(), items.next()) {
-                map.insert(Bytes::copy_from_slice(f), Bytes::copy_from_slice(v));
+        let map = match &self.0 {
+            Form::Packed(p) => {
+                let mut map =
+                    HashMap::with_capacity_and_hasher(p.len() / 2 + 1, Default::default());
+                let mut items = p.iter();
+                while let (Some(f), Some(v)) = (items.next(), items.next()) {
+                    map.insert(Bytes::copy_from_slice(f), Bytes::copy_from_slice(v));
+                }
+                Form::Map(Box::new(map))
             }
-            self.0 = Form::Map(Box::new(map));
-        }
+            Form::PackedTtl(t) => {
+                let mut pairs = HashMap::with_capacity_and_hasher(t.len() + 1, Default::default());
+                let mut ttls = Vec::with_capacity(t.len() + 1);
+                for (f, v, at) in t.iter() {
+                    pairs.insert(Bytes::copy_from_slice(f), Bytes::copy_from_slice(v));
+                    ttls.push(at);
+                }
+                let set = ttls.iter().filter(|&&at| at != 0).count();
+                Form::MapTtl(Box::new(TimedMap {
+                    pairs,
+                    ttls,
+                    set,
+                    queued: t.queued(),
+                }))
+            }
+            _ => return,
+        };
+        self.0 = map;
     }
 }
 
-impl Timed {
+impl TimedMap {
     fn set_ttl_at(&mut self, i: usize, at: u64) {
         let old = std::mem::replace(&mut self.ttls[i], at);
         match (old != 0, at != 0) {
@@ -384,6 +485,8 @@ impl<F: AsRef<[u8]>, V: AsRef<[u8]>> FromIterator<(F, V)> for Hash {
 pub enum Iter<'a> {
     Packed(super::packed::Iter<'a>),
     Map(indexmap::map::Iter<'a, Bytes, Bytes>),
+    /// A form with TTLs (boxed: its iterator type is long, and these hashes are rare).
+    Timed(Box<dyn Iterator<Item = (&'a [u8], &'a [u8])> + 'a>),
 }
 
 impl<'a> Iterator for Iter<'a> {
@@ -393,6 +496,7 @@ impl<'a> Iterator for Iter<'a> {
         match self {
             Iter::Packed(items) => Some((items.next()?, items.next()?)),
             Iter::Map(items) => items.next().map(|(f, v)| (&f[..], &v[..])),
+            Iter::Timed(items) => items.next(),
         }
     }
 }

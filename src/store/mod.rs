@@ -29,6 +29,7 @@ pub mod stream_group;
 pub mod stream_node;
 pub mod swap;
 pub mod tags;
+mod timed_packed;
 pub mod value;
 pub mod zset;
 
@@ -633,16 +634,20 @@ impl<'a> Locked<'a> {
     fn live_entry_at(&mut self, spot: Spot, key: &[u8]) -> Option<(usize, &mut Entry)> {
         let (store, space, db, now) = (self.store, self.space, self.db, self.now);
         let shard = self.held.shard_index(spot.slot);
-        let found = self.shard_at(&spot).occupied(spot.hash, key)?;
-        if found.get().entry().is_expired(now) {
-            // CLIENT PAUSE keeps expired keys until it ends; a replica until its primary's DEL.
-            if !store.keeps_expired() {
-                let node = found.remove().0;
-                space.count_expired(store, db, node.name(), &node.entry().value);
+        // CLIENT PAUSE keeps expired keys until it ends; a replica until its primary's DEL.
+        let keep = store.keeps_expired();
+        match self
+            .shard_at(&spot)
+            .live(spot.hash, key, |n| n.entry().is_expired(now), keep)?
+        {
+            Ok(node) => Some((shard, node.entry_mut())),
+            Err(expired) => {
+                if let Some(node) = expired {
+                    space.count_expired(store, db, node.name(), &node.entry().value);
+                }
+                None
             }
-            return None;
         }
-        Some((shard, found.into_mut().entry_mut()))
     }
 
     /// The live entry at `key` (a read: its access clock moves).
@@ -774,13 +779,16 @@ impl<'a> Locked<'a> {
         entry.touch(now);
         let shard = self.shard_at(&spot);
         shard.note_expiry(expire_at);
-        // A hash with field TTLs arriving whole (RESTORE, RENAME, MOVE, COPY, a load).
-        if let Value::Hash(h) = &entry.value {
-            if let Some(at) = h.earliest_ttl() {
-                shard.fields.note(key, at);
+        // A hash with field TTLs arriving whole (RESTORE, RENAME, MOVE, COPY, a load) is queued
+        // afresh under its own key below: the queue time it carries is its old key's.
+        let field_expiry = match &mut entry.value {
+            Value::Hash(h) => {
+                h.set_queued(0);
+                h.earliest_ttl()
             }
-        }
-        match shard.slot(spot.hash, key) {
+            _ => None,
+        };
+        let replaced = match shard.slot(spot.hash, key) {
             Slot::Occupied(mut found) => {
                 let node = found.get_mut();
                 let old = std::mem::replace(node.entry_mut(), entry);
@@ -801,7 +809,7 @@ impl<'a> Locked<'a> {
                         Change::Created
                     },
                 );
-                live.then_some(old)
+                Some((live, old))
             }
             Slot::Vacant(vacant) => {
                 space.on_insert(key, &entry.value);
@@ -809,7 +817,15 @@ impl<'a> Locked<'a> {
                 vacant.insert(Node::new(key, entry));
                 None
             }
+        };
+        let shard = self.shard_at(&spot);
+        if let Some((_, old)) = &replaced {
+            shard.fields.forget(spot.hash, &old.value);
         }
+        if let Some(at) = field_expiry {
+            field_expiry::queue_hash(shard, spot.hash, key, at);
+        }
+        replaced.and_then(|(live, old)| live.then_some(old))
     }
 
     /// Sets the expiry of the live entry at `key` (Unix ms, 0: none), a write as with

@@ -195,8 +195,48 @@ impl Shard {
         self.table.find_entry(hash, |n| n.name() == name).ok()
     }
 
+    /// Removes the node of `name`; a hash's entry in the field-expiry queue goes with it.
     pub fn remove(&mut self, hash: u64, name: &[u8]) -> Option<Node> {
-        self.occupied(hash, name).map(|found| found.remove().0)
+        let node = self
+            .table
+            .find_entry(hash, |n| n.name() == name)
+            .ok()?
+            .remove()
+            .0;
+        self.fields.forget(hash, &node.entry().value);
+        Some(node)
+    }
+
+    /// The node of `name` if it is there and not `expired`; an expired one is removed (with
+    /// its field-expiry queue entry) and given back as `Err(Some(node))` unless `keep_expired`
+    /// (then `Err(None)`).
+    pub fn live(
+        &mut self,
+        hash: u64,
+        name: &[u8],
+        expired: impl FnOnce(&Node) -> bool,
+        keep_expired: bool,
+    ) -> Option<Result<&mut Node, Option<Node>>> {
+        let found = self.table.find_entry(hash, |n| n.name() == name).ok()?;
+        if !expired(found.get()) {
+            return Some(Ok(found.into_mut()));
+        }
+        if keep_expired {
+            return Some(Err(None));
+        }
+        let node = found.remove().0;
+        self.fields.forget(hash, &node.entry().value);
+        Some(Err(Some(node)))
+    }
+
+    /// The first node of key hash `hash` that `matches` (the field-expiry queue, which knows
+    /// its hashes by key hash only).
+    pub fn find_mut(
+        &mut self,
+        hash: u64,
+        mut matches: impl FnMut(&Node) -> bool,
+    ) -> Option<&mut Node> {
+        self.table.find_mut(hash, |n| matches(n))
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &Node> {
@@ -207,12 +247,16 @@ impl Shard {
     /// bound to the earliest expiry left; returns how many were dropped.
     pub fn remove_expired(&mut self, now: u64, mut expired: impl FnMut(&Node)) -> usize {
         let (mut removed, mut earliest) = (0, u64::MAX);
+        let (fields, hasher) = (&mut self.fields, &self.hasher);
         self.table.retain(|node| {
             let at = node.entry().expire_at();
             if at == 0 {
                 true
             } else if at <= now {
                 expired(node);
+                if matches!(&node.entry().value, super::Value::Hash(h) if h.queued() != 0) {
+                    fields.forget(hasher.hash_one(node.name()), &node.entry().value);
+                }
                 removed += 1;
                 false
             } else {

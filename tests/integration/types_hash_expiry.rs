@@ -220,7 +220,9 @@ async fn a_replica_gets_absolute_ttls_and_the_primarys_hdel() {
 /// primary's HDEL arrives, as Redis's replicas hide expired keys until their DEL.
 #[tokio::test]
 async fn a_replica_hides_a_field_past_its_time_until_the_primarys_hdel() {
-    let primary_server = TestServer::start().await;
+    let primary_server =
+        TestServer::start_with(|c| c.enable_debug_command = stmd::config::ProtectedCommand::Yes)
+            .await;
     let mut primary = primary_server.client().await;
     let target = format!("127.0.0.1 {}", primary_server.addr.port());
     let replica_server = TestServer::start_with(move |c| c.replicaof = target).await;

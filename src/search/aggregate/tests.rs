@@ -1,4 +1,5 @@
 use super::*;
+use proptest::prelude::*;
 
 fn args(words: &[&str]) -> Vec<Bytes> {
     words
@@ -181,6 +182,10 @@ fn argument_errors() {
     );
     assert_eq!(
         plan_err(&["APPLY", "1", "AS", "x", "LOAD", "1", "@a"]),
+        "LOAD cannot be applied after projectors or reducers"
+    );
+    assert_eq!(
+        plan_err(&["GROUPBY", "1", "@a", "LOAD", "*"]),
         "LOAD cannot be applied after projectors or reducers"
     );
     assert_eq!(
@@ -702,4 +707,46 @@ fn limit_joins_the_sortby_before_it() {
     )
     .unwrap();
     assert_eq!(column(&rows, "u"), vec![t("ANN")]);
+}
+
+proptest! {
+    #[test]
+    fn expressions_never_panic(src in "[a-z0-9@'\"()+*/%^<>=!&|,. -]{0,30}") {
+        if let Ok(e) = parse_expression(&src) {
+            let r = row(&[("a", n(1.0)), ("b", t("x")), ("c", n(f64::NAN))]);
+            let _ = e.eval(&r);
+        }
+    }
+
+    #[test]
+    fn functions_never_panic(
+        f in prop::sample::select(FUNCTIONS.iter().map(|f| f.0).collect::<Vec<_>>()),
+        a in prop::sample::select(vec!["@a", "@b", "@c", "-1e300", "1e300", "'%s%'", "NULL", "0"]),
+        b in prop::sample::select(vec!["@a", "@b", "-5", "9e18", "'%F'", "'x'"]),
+        c in prop::sample::select(vec!["-9e18", "2", "'%T'"]),
+    ) {
+        let r = row(&[("a", n(1.0)), ("b", t("Hello")), ("c", n(f64::INFINITY))]);
+        for args in [a.to_string(), format!("{a}, {b}"), format!("{a}, {b}, {c}")] {
+            if let Ok(e) = parse_expression(&format!("{f}({args})")) {
+                let _ = e.eval(&r);
+            }
+        }
+    }
+
+    #[test]
+    fn plans_never_panic(words in prop::collection::vec(
+        prop::sample::select(vec![
+            "GROUPBY", "REDUCE", "SORTBY", "APPLY", "FILTER", "LIMIT", "LOAD", "AS", "MAX",
+            "WITHCURSOR", "COUNT", "MAXIDLE", "PARAMS", "DIALECT", "TIMEOUT", "0", "1", "2", "3",
+            "-1", "@a", "@b", "*", "ASC", "DESC", "SUM", "TOLIST", "FIRST_VALUE", "BY",
+            "QUANTILE", "0.5", "RANDOM_SAMPLE", "@a+1", "x",
+        ]),
+        0..14,
+    )) {
+        if let Ok(p) = Plan::parse(&args(&words)) {
+            let _ = p.run(people());
+            let _ = p.referenced_fields();
+            let _ = p.validate(&|_| true);
+        }
+    }
 }
