@@ -875,42 +875,18 @@ fn load_fields(
     match (&entry.value, key_type) {
         (Value::Hash(hash), KeyType::Hash) => {
             let now = crate::store::now_ms();
-            Some(match &s.returns {
-                None => {
-                    let mut pairs: Vec<(Bytes, Bytes)> = hash
-                        .iter_live(now)
-                        .map(|(f, v)| (Bytes::copy_from_slice(f), Bytes::copy_from_slice(v)))
-                        .collect();
-                    // RediSearch loads the sort key first, then the rest of the hash.
-                    let sort_path = s.sort_by.as_ref().and_then(|(name, _)| {
-                        fields
-                            .iter()
-                            .find(|f| f.name == *name)
-                            .map(|f| f.path.as_bytes())
-                    });
-                    if let Some(at) = sort_path.and_then(|p| pairs.iter().position(|(f, _)| f == p))
-                    {
-                        let first = pairs.remove(at);
-                        pairs.insert(0, first);
-                    }
-                    pairs
-                }
-                Some(wanted) => wanted
-                    .iter()
-                    .filter_map(|(name, alias)| {
-                        let path = fields
-                            .iter()
-                            .find(|f| f.name == *name)
-                            .map_or(name.as_str(), |f| f.path.as_str());
-                        hash.get_live(path.as_bytes(), now).map(|v| {
-                            (
-                                Bytes::copy_from_slice(alias.as_bytes()),
-                                Bytes::copy_from_slice(v),
-                            )
-                        })
-                    })
-                    .collect(),
-            })
+            let all = hash
+                .iter_live(now)
+                .map(|(f, v)| (Bytes::copy_from_slice(f), Bytes::copy_from_slice(v)))
+                .collect();
+            Some(returned_pairs(all, fields, s))
+        }
+        (Value::Stm(entry), KeyType::Stm) => {
+            let all = crate::search::stm_doc::fields(entry)
+                .into_iter()
+                .map(|(name, v)| (Bytes::from_static(name.as_bytes()), Bytes::from(v)))
+                .collect();
+            Some(returned_pairs(all, fields, s))
         }
         (Value::Json(doc), KeyType::Json) => Some(match &s.returns {
             None => {
@@ -949,6 +925,43 @@ fn load_fields(
                 .collect(),
         }),
         _ => None,
+    }
+}
+
+/// What FT.SEARCH returns of a document given as field/value pairs (a hash, an STM entry): every
+/// pair, the sort key first as RediSearch loads it, or the RETURNed fields under their names.
+fn returned_pairs(
+    mut all: Vec<(Bytes, Bytes)>,
+    fields: &[Field],
+    s: &SearchArgs,
+) -> Vec<(Bytes, Bytes)> {
+    let path_of = |name: &str| -> String {
+        fields
+            .iter()
+            .find(|f| f.name == name)
+            .map_or(name, |f| f.path.as_str())
+            .to_string()
+    };
+    match &s.returns {
+        None => {
+            if let Some((name, _)) = &s.sort_by {
+                let path = path_of(name);
+                if let Some(at) = all.iter().position(|(f, _)| f == path.as_bytes()) {
+                    let first = all.remove(at);
+                    all.insert(0, first);
+                }
+            }
+            all
+        }
+        Some(wanted) => wanted
+            .iter()
+            .filter_map(|(name, alias)| {
+                let path = path_of(name);
+                all.iter()
+                    .find(|(f, _)| f == path.as_bytes())
+                    .map(|(_, v)| (Bytes::copy_from_slice(alias.as_bytes()), v.clone()))
+            })
+            .collect(),
     }
 }
 

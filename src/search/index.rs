@@ -98,7 +98,8 @@ pub struct Data {
     pub def: Definition,
     next_id: u32,
     by_key: HashMap<Bytes, u32>,
-    pub docs: BTreeMap<u32, Doc>,
+    /// By doc id (a hash map: a query's matches are looked up one by one).
+    pub docs: HashMap<u32, Doc>,
     pub terms: BTreeMap<String, Postings>,
     /// Stem → the indexed terms with that stem (a query word matches all of them).
     pub stems: HashMap<String, BTreeSet<String>>,
@@ -116,6 +117,8 @@ pub struct Data {
     pub failures: u64,
     /// Term occurrences (FT.INFO's `num_records`).
     pub records: u64,
+    /// The documents' lengths added up (BM25's average length).
+    total_length: u64,
     /// The initial scan is under way.
     pub indexing: bool,
     /// Share of the initial scan done, 0 to 1.
@@ -131,7 +134,7 @@ impl Data {
             def,
             next_id: 0,
             by_key: HashMap::new(),
-            docs: BTreeMap::new(),
+            docs: HashMap::new(),
             terms: BTreeMap::new(),
             stems: HashMap::new(),
             tags: vec![BTreeMap::new(); n],
@@ -140,8 +143,18 @@ impl Data {
             empty: vec![BTreeSet::new(); n],
             failures: 0,
             records: 0,
+            total_length: 0,
             indexing: false,
             scanned: 1.0,
+        }
+    }
+
+    /// The documents' average length in words (1 with no documents).
+    pub fn average_length(&self) -> f64 {
+        if self.docs.is_empty() {
+            1.0
+        } else {
+            self.total_length as f64 / self.docs.len() as f64
         }
     }
 
@@ -249,15 +262,27 @@ impl Data {
             *freqs.entry(word.as_str()).or_default() += 1;
         }
         let max_freq = freqs.values().copied().max().unwrap_or(0);
+        let any_nostem = self
+            .def
+            .fields
+            .iter()
+            .any(|f| matches!(f.kind, Kind::Text { nostem: true, .. }));
         for (word, field, position) in occurrences {
-            let stems = match &self.def.fields[field as usize].kind {
-                Kind::Text { nostem: false, .. } => Some(stemmer.stem(&word).into_owned()),
-                _ => None,
-            };
-            if let Some(stem) = stems {
+            self.records += 1;
+            let stemmed = matches!(
+                self.def.fields[field as usize].kind,
+                Kind::Text { nostem: false, .. }
+            );
+            if let Some(postings) = self.terms.get_mut(&word).filter(|_| !any_nostem) {
+                // A term already indexed has its stem recorded (with no NOSTEM field, every
+                // occurrence records it): stemming is paid once per new term.
+                postings.entry(id).or_default().push((field, position));
+                continue;
+            }
+            if stemmed {
+                let stem = stemmer.stem(&word).into_owned();
                 self.stems.entry(stem).or_default().insert(word.clone());
             }
-            self.records += 1;
             self.terms
                 .entry(word)
                 .or_default()
@@ -265,6 +290,7 @@ impl Data {
                 .or_default()
                 .push((field, position));
         }
+        self.total_length += u64::from(length);
         self.docs.insert(
             id,
             Doc {
@@ -303,6 +329,7 @@ impl Data {
         let Some(doc) = self.docs.remove(&id) else {
             return;
         };
+        self.total_length = self.total_length.saturating_sub(u64::from(doc.length));
         for v in self.vectors.iter_mut().flatten() {
             v.remove(id);
         }
@@ -382,6 +409,18 @@ pub fn extract(def: &Definition, value: &Value) -> Extracted {
         }
         (KeyType::Json, Value::Json(doc)) => {
             Some(def.fields.iter().map(|f| from_json(f, doc)).collect())
+        }
+        (KeyType::Stm, Value::Stm(entry)) => {
+            let values = super::stm_doc::fields(entry);
+            Some(
+                def.fields
+                    .iter()
+                    .map(|f| match values.iter().find(|(name, _)| *name == f.path) {
+                        None => Ok(Values::Missing),
+                        Some((_, raw)) => from_text(f, raw),
+                    })
+                    .collect(),
+            )
         }
         _ => None,
     }

@@ -4,6 +4,7 @@
 //! - [`schema`]: an index's definition (FT.CREATE's arguments).
 //! - [`index`]: one index's documents and the structures queries read.
 //! - [`text`]: TEXT fields' tokenizer and stemmer.
+//! - [`stm_doc`]: an STM entry as a document (`FT.CREATE … ON STM`).
 //! - [`query`]: the query language (`FT.SEARCH`/`FT.AGGREGATE`'s first argument) parsed into a
 //!   tree, without knowing any index.
 //! - [`vector`]: the index of a VECTOR field (FLAT and HNSW), KNN and range queries.
@@ -39,6 +40,7 @@ pub mod exec;
 pub mod index;
 pub mod query;
 pub mod schema;
+pub mod stm_doc;
 pub mod text;
 pub mod vector;
 

@@ -9,6 +9,8 @@ use bytes::Bytes;
 pub enum KeyType {
     Hash,
     Json,
+    /// STM entries, read through `search::stm_doc`'s fields (stmd's own type).
+    Stm,
 }
 
 impl KeyType {
@@ -16,6 +18,7 @@ impl KeyType {
         match self {
             KeyType::Hash => "HASH",
             KeyType::Json => "JSON",
+            KeyType::Stm => "STM",
         }
     }
 }
@@ -168,6 +171,7 @@ pub fn parse(args: &[Bytes]) -> Result<Definition, String> {
             def.key_type = match t.to_ascii_uppercase().as_str() {
                 "HASH" => KeyType::Hash,
                 "JSON" => KeyType::Json,
+                "STM" => KeyType::Stm,
                 _ => return Err(format!("Invalid rule type: {t}")),
             };
         } else if a.take("PREFIX") {
@@ -252,6 +256,12 @@ fn parse_fields(
             crate::store::json::Query::parse(&path)
                 .map_err(|_| format!("Invalid JSONPath '{path}'"))?;
         }
+        if key_type == KeyType::Stm && !super::stm_doc::is_field(&path) {
+            return Err(format!(
+                "Unknown STM field `{path}`: an STM index reads {}",
+                super::stm_doc::FIELDS.join(", ")
+            ));
+        }
         let name = if a.take("AS") {
             a.text("AS")?
         } else {
@@ -265,6 +275,9 @@ fn parse_fields(
         };
         let ty = String::from_utf8_lossy(ty).to_ascii_uppercase();
         let mut kind = match ty.as_str() {
+            "GEO" | "VECTOR" if key_type == KeyType::Stm => {
+                return Err(format!("An STM index has no {ty} field"))
+            }
             "TEXT" => Kind::Text {
                 weight: 1.0,
                 nostem: false,
