@@ -89,6 +89,17 @@ pub fn scores(
     } else {
         data.docs.values().map(|d| d.length as f64).sum::<f64>() / data.docs.len() as f64
     };
+    // Each matched word's document frequency, once: it does not depend on the document scored.
+    let dfs: Vec<f64> = matched
+        .iter()
+        .map(|m| {
+            let mut docs: HashSet<u32> = HashSet::new();
+            for postings in m.terms.iter().filter_map(|term| data.terms.get(term)) {
+                docs.extend(postings.keys().copied());
+            }
+            docs.len().max(1) as f64
+        })
+        .collect();
     ids.iter()
         .map(|id| {
             let Some(doc) = data.docs.get(id) else {
@@ -105,14 +116,12 @@ pub fn scores(
                 };
             }
             let mut score = 0.0;
-            for m in &matched {
-                let mut df: HashSet<u32> = HashSet::new();
+            for (m, df) in matched.iter().zip(&dfs) {
                 let mut tf = 0.0;
                 for term in &m.terms {
                     let Some(postings) = data.terms.get(term) else {
                         continue;
                     };
-                    df.extend(postings.keys().copied());
                     if let Some(occ) = postings.get(id) {
                         for (field, _) in occ {
                             if m.fields
@@ -127,7 +136,7 @@ pub fn scores(
                 if tf == 0.0 {
                     continue;
                 }
-                let df = df.len().max(1) as f64;
+                let df = *df;
                 score += match scorer {
                     Scorer::TfIdf | Scorer::TfIdfDocNorm => {
                         let idf = (1.0 + total / df).log2();
