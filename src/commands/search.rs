@@ -88,6 +88,13 @@ pub fn dropindex(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     propagate();
     if delete_docs {
         let keys = index.data.read().keys();
+        // The replicas and the log delete the same keys, whatever their own index holds (its
+        // scan may still be under way).
+        if !keys.is_empty() {
+            let mut del: Vec<&[u8]> = vec![b"DEL"];
+            del.extend(keys.iter().map(|k| k.as_ref()));
+            crate::replication::feed::propagate_as_all(&[&[b"FT.DROPINDEX", args[1]], &del]);
+        }
         for key in keys {
             ctx.lock(&[&key]).remove(&key);
         }
@@ -131,9 +138,7 @@ pub fn alter(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     {
         let mut data = index.data.write();
         let fields = data.def.parse_added(&added).map_err(error)?;
-        let mut given = vec![Bytes::from_static(b"ADD")];
-        given.extend(added.iter().cloned());
-        data.add_fields(fields, &given);
+        data.add_fields(fields, &added);
     }
     propagate();
     if !skip_scan {
@@ -669,15 +674,80 @@ fn parse_search_args(args: &[&[u8]], default_dialect: u32) -> Result<SearchArgs,
 }
 
 /// One result of a search, taken under the index's lock.
-struct Hit {
+pub(super) struct Hit {
     key: Bytes,
     score: f64,
     /// KNN's distance field: (name, value).
     distance: Option<(Bytes, Bytes)>,
+    /// What the results are ordered by: the score (highest first), KNN's distance (nearest
+    /// first) or SORTBY's value (None: the document has none). A cluster node merges its peers'
+    /// results by it.
+    pub(super) order: Option<SortValue>,
 }
 
-/// FT.SEARCH index query [options]
+/// `a` before `b` in results sorted `ascending` or not, a missing value last either way.
+pub(super) fn compare_order(
+    a: &Option<SortValue>,
+    b: &Option<SortValue>,
+    ascending: bool,
+) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    match (a, b) {
+        (Some(x), Some(y)) if ascending => compare_sort(x, y),
+        (Some(x), Some(y)) => compare_sort(x, y).reverse(),
+        (Some(_), None) => Ordering::Less,
+        (None, Some(_)) => Ordering::Greater,
+        (None, None) => Ordering::Equal,
+    }
+}
+
+/// A query run on this node: its arguments, the total, the page of results, the index's key
+/// type and fields (to load the documents), and the order of the results.
+pub(super) struct Searched {
+    s: SearchArgs,
+    pub(super) total: usize,
+    pub(super) hits: Vec<Hit>,
+    key_type: KeyType,
+    fields: Vec<Field>,
+    /// Results come lowest [`Hit::order`] first.
+    pub(super) ascending: bool,
+    /// KNN's k: the most results there are, however many nodes answer.
+    pub(super) knn: Option<usize>,
+}
+
+impl Searched {
+    pub(super) fn offset(&self) -> usize {
+        self.s.offset
+    }
+
+    pub(super) fn limit(&self) -> usize {
+        self.s.limit
+    }
+}
+
+/// FT.SEARCH index query [options]. In cluster mode every primary answers from its own index
+/// (`search_gather`).
 pub fn search(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    if let Some(cluster) = ctx.shared.cluster.clone() {
+        return super::search_gather::search(ctx, &cluster, args);
+    }
+    let found = search_here(ctx, args, false)?;
+    let resp3 = ctx.conn.resp3;
+    let items = found
+        .hits
+        .iter()
+        .flat_map(|hit| render_hit(ctx, &found, hit, resp3))
+        .collect();
+    Ok(assemble(resp3, found.total, items))
+}
+
+/// Runs FT.SEARCH's query on this node's index. `from_start`: the first offset + limit results
+/// rather than the page (a cluster node pages after merging every node's).
+pub(super) fn search_here(
+    ctx: &mut Ctx,
+    args: &[&[u8]],
+    from_start: bool,
+) -> Result<Searched, Reply> {
     arity(args, 2, usize::MAX)?;
     if args.len() == 2 {
         return Err(error("No query string provided"));
@@ -703,11 +773,23 @@ pub fn search(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     if let Some(slop) = s.slop {
         apply_slop(&mut query.filter, slop, s.in_order);
     }
-    let (total, hits, key_type, fields) = {
-        let data = read_index(ctx, &index)?;
-        run_search(&data, &query, &s)?
+    let page = match from_start {
+        true => (0, s.offset.saturating_add(s.limit)),
+        false => (s.offset, s.limit),
     };
-    reply_search(ctx, &s, total, hits, key_type, &fields)
+    let (total, hits, key_type, fields, ascending) = {
+        let data = read_index(ctx, &index)?;
+        run_search(&data, &query, &s, page)?
+    };
+    Ok(Searched {
+        s,
+        total,
+        hits,
+        key_type,
+        fields,
+        ascending,
+        knn: query.knn.as_ref().map(|knn| knn.k),
+    })
 }
 
 /// SLOP/INORDER given as options apply to every phrase without its own.
@@ -750,10 +832,16 @@ fn read_index<'i>(
         })
 }
 
-type Found = (usize, Vec<Hit>, KeyType, Vec<Field>);
+type Found = (usize, Vec<Hit>, KeyType, Vec<Field>, bool);
 
-/// Runs the query and picks the page of results: (total, hits, the index's key type, its fields).
-fn run_search(data: &Data, query: &Query, s: &SearchArgs) -> Result<Found, Reply> {
+/// Runs the query and picks the `page` of results (offset, count): (total, hits, the index's key
+/// type, its fields, whether the results come lowest [`Hit::order`] first).
+fn run_search(
+    data: &Data,
+    query: &Query,
+    s: &SearchArgs,
+    page: (usize, usize),
+) -> Result<Found, Reply> {
     let options = Options {
         verbatim: s.verbatim,
         in_fields: s.in_fields.as_deref(),
@@ -810,33 +898,31 @@ fn run_search(data: &Data, query: &Query, s: &SearchArgs) -> Result<Found, Reply
             };
             let value = |id: &u32| data.docs.get(id).and_then(|d| d.sort_value(i));
             ranked.sort_by(|a, b| {
-                let (va, vb) = (value(&a.0), value(&b.0));
-                let order = match (&va, &vb) {
-                    (Some(x), Some(y)) => {
-                        let o = compare_sort(x, y);
-                        if *asc {
-                            o
-                        } else {
-                            o.reverse()
-                        }
-                    }
-                    // Documents without the value come last either way.
-                    (Some(_), None) => std::cmp::Ordering::Less,
-                    (None, Some(_)) => std::cmp::Ordering::Greater,
-                    (None, None) => std::cmp::Ordering::Equal,
-                };
-                order.then(a.0.cmp(&b.0))
+                compare_order(&value(&a.0), &value(&b.0), *asc).then(a.0.cmp(&b.0))
             });
         }
         None => ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))),
     }
+    // What the order above compared, for a merge with other nodes' results.
+    let sorted_by = match &s.sort_by {
+        Some((field, _)) if distances.as_ref() != Some(field) => data.def.field(field),
+        _ => None,
+    };
+    let ascending = match &s.sort_by {
+        Some((_, asc)) => *asc,
+        None => distances.is_some(),
+    };
     let total = ranked.len();
     let hits = ranked
         .into_iter()
-        .skip(s.offset)
-        .take(s.limit)
+        .skip(page.0)
+        .take(page.1)
         .filter_map(|(id, score)| {
             data.docs.get(&id).map(|d| Hit {
+                order: match sorted_by {
+                    Some((i, _)) => d.sort_value(i),
+                    None => Some(SortValue::Number(score)),
+                },
                 key: d.key.clone(),
                 score,
                 distance: distances.as_ref().map(|name| {
@@ -848,7 +934,13 @@ fn run_search(data: &Data, query: &Query, s: &SearchArgs) -> Result<Found, Reply
             })
         })
         .collect();
-    Ok((total, hits, data.def.key_type, data.def.fields.clone()))
+    Ok((
+        total,
+        hits,
+        data.def.key_type,
+        data.def.fields.clone(),
+        ascending,
+    ))
 }
 
 fn compare_sort(a: &SortValue, b: &SortValue) -> std::cmp::Ordering {
@@ -978,64 +1070,66 @@ fn json_return(values: &[&Json], dialect: u32) -> Option<Bytes> {
     })
 }
 
-fn reply_search(
+/// One result as FT.SEARCH's reply gives it, its document loaded now (the index lock is
+/// released): RESP2, the id, the score (WITHSCORES) and the fields, each an item of the reply's
+/// array; RESP3, one map.
+pub(super) fn render_hit(
     ctx: &mut Ctx<'_, '_>,
-    s: &SearchArgs,
-    total: usize,
-    hits: Vec<Hit>,
-    key_type: KeyType,
-    fields: &[Field],
-) -> CmdResult {
-    let resp3 = ctx.conn.resp3;
-    let mut results = Vec::with_capacity(hits.len());
-    for hit in hits {
-        let loaded = if s.nocontent {
-            Some(Vec::new())
-        } else {
-            load_fields(ctx, &hit.key, key_type, fields, s)
-        };
-        let mut pairs = loaded.unwrap_or_default();
-        if let (Some(distance), false) = (&hit.distance, s.nocontent) {
-            let wanted = s
-                .returns
-                .as_ref()
-                .is_none_or(|r| r.iter().any(|(name, _)| name.as_bytes() == &distance.0[..]));
-            if wanted {
-                pairs.retain(|(k, _)| *k != distance.0);
-                pairs.insert(0, distance.clone());
-            }
-        }
-        if resp3 {
-            let mut entry = vec![(Reply::Status("id".into()), Reply::Bulk(hit.key.clone()))];
-            if s.with_scores {
-                entry.push((Reply::Status("score".into()), Reply::Double(hit.score)));
-            }
-            if !s.nocontent {
-                let attrs = pairs
-                    .into_iter()
-                    .map(|(k, v)| (Reply::Bulk(k), Reply::Bulk(v)))
-                    .collect();
-                entry.push((Reply::Status("extra_attributes".into()), Reply::Map(attrs)));
-            }
-            entry.push((Reply::Status("values".into()), Reply::Array(Vec::new())));
-            results.push(Reply::Map(entry));
-        } else {
-            results.push(Reply::Bulk(hit.key.clone()));
-            if s.with_scores {
-                results.push(Reply::Double(hit.score));
-            }
-            if !s.nocontent {
-                results.push(Reply::Array(
-                    pairs
-                        .into_iter()
-                        .flat_map(|(k, v)| [Reply::Bulk(k), Reply::Bulk(v)])
-                        .collect(),
-                ));
-            }
+    found: &Searched,
+    hit: &Hit,
+    resp3: bool,
+) -> Vec<Reply> {
+    let s = &found.s;
+    let loaded = if s.nocontent {
+        Some(Vec::new())
+    } else {
+        load_fields(ctx, &hit.key, found.key_type, &found.fields, s)
+    };
+    let mut pairs = loaded.unwrap_or_default();
+    if let (Some(distance), false) = (&hit.distance, s.nocontent) {
+        let wanted = s
+            .returns
+            .as_ref()
+            .is_none_or(|r| r.iter().any(|(name, _)| name.as_bytes() == &distance.0[..]));
+        if wanted {
+            pairs.retain(|(k, _)| *k != distance.0);
+            pairs.insert(0, distance.clone());
         }
     }
     if resp3 {
-        return Ok(Reply::Map(vec![
+        let mut entry = vec![(Reply::Status("id".into()), Reply::Bulk(hit.key.clone()))];
+        if s.with_scores {
+            entry.push((Reply::Status("score".into()), Reply::Double(hit.score)));
+        }
+        if !s.nocontent {
+            let attrs = pairs
+                .into_iter()
+                .map(|(k, v)| (Reply::Bulk(k), Reply::Bulk(v)))
+                .collect();
+            entry.push((Reply::Status("extra_attributes".into()), Reply::Map(attrs)));
+        }
+        entry.push((Reply::Status("values".into()), Reply::Array(Vec::new())));
+        return vec![Reply::Map(entry)];
+    }
+    let mut items = vec![Reply::Bulk(hit.key.clone())];
+    if s.with_scores {
+        items.push(Reply::Double(hit.score));
+    }
+    if !s.nocontent {
+        items.push(Reply::Array(
+            pairs
+                .into_iter()
+                .flat_map(|(k, v)| [Reply::Bulk(k), Reply::Bulk(v)])
+                .collect(),
+        ));
+    }
+    items
+}
+
+/// FT.SEARCH's reply from the total and the results' items ([`render_hit`]'s, in order).
+pub(super) fn assemble(resp3: bool, total: usize, results: Vec<Reply>) -> Reply {
+    if resp3 {
+        return Reply::Map(vec![
             (Reply::Status("attributes".into()), Reply::Array(Vec::new())),
             (
                 Reply::Status("total_results".into()),
@@ -1047,10 +1141,10 @@ fn reply_search(
             ),
             (Reply::Status("results".into()), Reply::Array(results)),
             (Reply::Status("warning".into()), Reply::Array(Vec::new())),
-        ]));
+        ]);
     }
     let mut out = Vec::with_capacity(results.len() + 1);
     out.push(Reply::Int(total as i64));
     out.extend(results);
-    Ok(Reply::Array(out))
+    Reply::Array(out)
 }

@@ -57,7 +57,13 @@ pub fn run(data: &Data, node: &Node, options: &Options<'_>) -> Result<Ids, Strin
         scoring: true,
         sets: true,
     };
-    Ok(scope.eval(node, fields.as_deref())?.unwrap_or_default())
+    let mut ids = scope.eval(node, fields.as_deref())?.unwrap_or_default();
+    // A key whose time has passed is no result, as GET finds no key, though its document stays
+    // until the expiry cycle or an access deletes the key.
+    for id in data.expired(crate::clock::command_time_ms()) {
+        ids.remove(&id);
+    }
+    Ok(ids)
 }
 
 /// The scores of `ids` for the text words of `node` (1 each when it has none).

@@ -61,6 +61,8 @@ pub struct Doc {
     pub length: u32,
     /// The highest frequency of any term in the document (TFIDF's normalization).
     pub max_freq: u32,
+    /// When the key expires (Unix ms; 0: never), as it was when the document was read.
+    pub expire_at: u64,
 }
 
 impl Doc {
@@ -113,6 +115,9 @@ pub struct Data {
     pub empty: Vec<BTreeSet<u32>>,
     /// Per field: the VECTOR fields' indexes.
     pub vectors: Vec<Option<VectorIndex>>,
+    /// Documents whose key has a time to live: (expiry, doc), soonest first, so a query drops
+    /// those whose time has passed without reading any key.
+    expiring: BTreeSet<(u64, u32)>,
     /// Documents whose values could not be indexed (FT.INFO's `hash_indexing_failures`).
     pub failures: u64,
     /// Term occurrences (FT.INFO's `num_records`).
@@ -141,6 +146,7 @@ impl Data {
             numbers: vec![BTreeSet::new(); n],
             missing: vec![BTreeSet::new(); n],
             empty: vec![BTreeSet::new(); n],
+            expiring: BTreeSet::new(),
             failures: 0,
             records: 0,
             total_length: 0,
@@ -189,15 +195,36 @@ impl Data {
         (self.failures, self.indexing, self.scanned) = (failures, indexing, scanned);
     }
 
-    /// Brings the document of `key` up to date with its current value (`None`: no key).
+    /// Brings the document of `key` up to date with its current value (`None`: no key), which
+    /// never expires.
     pub fn update(&mut self, key: &[u8], value: Option<&Value>) {
         let extracted = value.and_then(|v| extract(&self.def, v));
-        self.put(key, extracted);
+        self.put(key, extracted, 0);
+    }
+
+    /// The documents whose key's time (`expire_at`) has passed at `now`: a read must not see
+    /// them (as GET doesn't), though they stay indexed until the key is deleted.
+    pub fn expired(&self, now: u64) -> impl Iterator<Item = u32> + '_ {
+        self.expiring.range(..=(now, u32::MAX)).map(|&(_, id)| id)
     }
 
     /// Replaces the document of `key` by `extracted` (None: not a document of this index;
-    /// `Some(Err)`: a value that cannot be indexed, counted as a failure).
-    pub fn put(&mut self, key: &[u8], extracted: Extracted) {
+    /// `Some(Err)`: a value that cannot be indexed, counted as a failure), whose key expires at
+    /// `expire_at` (Unix ms, 0: never). When only the expiry changed (EXPIRE, PERSIST) the
+    /// document keeps its id, so its place among equal scores stays where its write put it.
+    pub fn put(&mut self, key: &[u8], extracted: Extracted, expire_at: u64) {
+        if let (Some(&id), Some(Ok(values))) = (self.by_key.get(key), &extracted) {
+            if let Some(doc) = self.docs.get_mut(&id).filter(|d| d.values == *values) {
+                if doc.expire_at != expire_at {
+                    self.expiring.remove(&(doc.expire_at, id));
+                    doc.expire_at = expire_at;
+                    if expire_at != 0 {
+                        self.expiring.insert((expire_at, id));
+                    }
+                }
+                return;
+            }
+        }
         if let Some(id) = self.by_key.remove(key) {
             self.remove_doc(id);
         }
@@ -291,6 +318,9 @@ impl Data {
                 .push((field, position));
         }
         self.total_length += u64::from(length);
+        if expire_at != 0 {
+            self.expiring.insert((expire_at, id));
+        }
         self.docs.insert(
             id,
             Doc {
@@ -298,6 +328,7 @@ impl Data {
                 values,
                 length,
                 max_freq,
+                expire_at,
             },
         );
     }
@@ -330,6 +361,7 @@ impl Data {
             return;
         };
         self.total_length = self.total_length.saturating_sub(u64::from(doc.length));
+        self.expiring.remove(&(doc.expire_at, id));
         for v in self.vectors.iter_mut().flatten() {
             v.remove(id);
         }

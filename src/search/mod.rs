@@ -19,7 +19,10 @@
 //! (the keys of database 0: RediSearch indexes only database 0). After a command, dispatch calls
 //! [`Registry::apply_pending`] (the expiry cycle and the memory meter do after their ticks): the
 //! keys noted are read again and each index that covers them is brought up to date before the
-//! reply goes out (FLUSHALL/FLUSHDB of database 0 drop every index, as in RediSearch 2.10), so a document is searchable as soon as its write is acknowledged. A command
+//! reply goes out (FLUSHALL/FLUSHDB of database 0 drop every index, as in RediSearch 2.10), so a
+//! document is searchable as soon as its write is acknowledged. A document keeps its key's
+//! expiry time, and a query leaves out those whose time has passed ([`index::Data::expired`]):
+//! an expired key is deleted only by the expiry cycle or an access, but no read sees it. A command
 //! run inside EXEC or a script holds shard locks: its keys wait in the thread's list until the
 //! EXEC or script ends and dispatch applies them. When no index exists the cost is the store's
 //! one relaxed load of `listening` (shared with keyspace notifications and tracking).
@@ -163,6 +166,46 @@ impl Registry {
             .collect()
     }
 
+    /// Every alias and the index it names, for the snapshot.
+    pub fn aliases(&self) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = self
+            .aliases
+            .read()
+            .iter()
+            .map(|(a, t)| (a.clone(), t.clone()))
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// Replaces every index and alias by `other`'s (the registry an append-only file's replay
+    /// built over this registry's store): its indexes are up to date with the keys already, so
+    /// nothing is scanned again.
+    pub fn adopt(&self, other: Registry) {
+        let indexes = std::mem::take(&mut *other.indexes.write());
+        let aliases = std::mem::take(&mut *other.aliases.write());
+        *self.indexes.write() = indexes;
+        *self.aliases.write() = aliases;
+    }
+
+    /// Replaces every index and alias by those of a file's `definitions` (name, FT.CREATE's
+    /// arguments) and `aliases` (alias, index), each index scanning the keys in the background
+    /// (see [`Registry::restore`]). A definition that does not parse (a file of another
+    /// version) is skipped, named in the log.
+    pub fn restore_all(&self, definitions: &[(String, Vec<Bytes>)], aliases: &[(String, String)]) {
+        self.clear();
+        for (name, args) in definitions {
+            if let Err(why) = self.restore(name, args) {
+                tracing::warn!(index = %name, %why, "index definition in the file not restored");
+            }
+        }
+        for (alias, name) in aliases {
+            if let Err(why) = self.alias_add(alias, name, false) {
+                tracing::warn!(%alias, index = %name, %why, "index alias in the file not restored");
+            }
+        }
+    }
+
     /// Creates index `name` from FT.CREATE's arguments after the name, and starts its initial
     /// scan unless SKIPINITIALSCAN. `Err`: RediSearch's error text.
     pub fn create(&self, name: &str, args: &[Bytes]) -> Result<(), String> {
@@ -284,14 +327,15 @@ impl Registry {
 
     /// Reads `key` of database 0 (its shard locked while the value is read) into `data`.
     fn reindex(&self, data: &mut Data, key: &[u8]) {
-        let extracted = {
+        let (extracted, expire_at) = {
             let locked = self.store.lock_one(0, key);
             let entries = locked.entries_of(&[key]);
-            entries
-                .first()
-                .and_then(|(_, entry)| index::extract(&data.def, &entry.value))
+            match entries.first() {
+                Some((_, entry)) => (index::extract(&data.def, &entry.value), entry.expire_at()),
+                None => (None, 0),
+            }
         };
-        data.put(key, extracted);
+        data.put(key, extracted, expire_at);
     }
 
     /// Indexes the keys already stored, one shard at a time under the index's lock, on a thread
@@ -323,22 +367,23 @@ fn scan_all(store: &Store, index: &Index, skip_indexed: bool) {
     let shards = store.shard_count();
     for shard in 0..shards {
         let mut data = index.data.write();
-        let found: Vec<(Bytes, index::Extracted)> = {
+        let found: Vec<(Bytes, index::Extracted, u64)> = {
             let locked = store.lock_shard(0, shard);
             let mut found = Vec::new();
             locked.for_each_in_shard(shard, |key, entry| {
                 if data.def.covers(key) && !(skip_indexed && data.id_of(key).is_some()) {
                     let extracted = index::extract(&data.def, &entry.value);
                     if extracted.is_some() {
-                        found.push((Bytes::copy_from_slice(key), extracted));
+                        let key = Bytes::copy_from_slice(key);
+                        found.push((key, extracted, entry.expire_at()));
                     }
                 }
             });
             found
         };
         // Read under both locks, so the latest value: the write path cannot overtake it.
-        for (key, extracted) in found {
-            data.put(&key, extracted);
+        for (key, extracted, expire_at) in found {
+            data.put(&key, extracted, expire_at);
         }
         data.scanned = (shard + 1) as f64 / shards as f64;
     }
