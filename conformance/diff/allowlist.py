@@ -373,7 +373,7 @@ ALLOWED = {
     "LOLWUT": (errors_exact_else_kind, "the version line (7.4.0 vs the reference 7.0.x); stmd draws no art"),
     "BITCOUNT": (bit_range_args, "7.2 checks range arguments before the key (reference: 7.0)"),
     "BITPOS": (bit_range_args, "7.2 checks range arguments before the key (reference: 7.0)"),
-    "MODULE LIST": (same_kind, "stmd lists the modules it serves built in (ReJSON), as Redis 8 lists its bundled ones; the references load none"),
+    "MODULE LIST": (same_kind, "stmd lists the modules it serves built in (ReJSON, search), as Redis 8 lists its bundled ones; the references load none"),
     "SCAN": (scan_plain, "cursor values/order differ; [scan] cases compare the full key set"),
 }
 

@@ -7,6 +7,8 @@
 use super::args::is;
 use super::{CmdResult, Ctx};
 use crate::protocol::Reply;
+use crate::search::aggregate::{render, set, Load, Plan, Row, Value as AggValue};
+use crate::search::cursor::{Chunk, Results};
 use crate::search::exec::{self, Options, Scorer};
 use crate::search::index::{Data, SortValue};
 use crate::search::query::{Bound, Node, Query};
@@ -1147,4 +1149,420 @@ pub(super) fn assemble(resp3: bool, total: usize, results: Vec<Reply>) -> Reply 
     out.push(Reply::Int(total as i64));
     out.extend(results);
     Reply::Array(out)
+}
+
+/// Where one property of an aggregate's row comes from.
+enum Source {
+    /// `@__key`: the document's key.
+    Key,
+    /// ADDSCORES's `__score`.
+    Score,
+    /// The KNN distance.
+    Distance,
+    /// A SORTABLE field, read from the index (its value as SORTBY compares it: RediSearch
+    /// gives a referenced sortable field from its sorting vector).
+    Sortable(usize),
+    /// A hash field, or a JSONPath of a JSON document.
+    Stored(String),
+}
+
+/// FT.AGGREGATE's rows: each property's (name, source), the LOADed ones first unless `LOAD *`,
+/// which gives the document's fields after the others.
+struct RowShape {
+    sources: Vec<(String, Source)>,
+    all: bool,
+}
+
+impl RowShape {
+    fn new(plan: &Plan, data: &Data, distance: Option<&str>) -> RowShape {
+        let def = &data.def;
+        let stored = |name: &str| {
+            Source::Stored(
+                def.field(name)
+                    .map_or_else(|| name.to_string(), |(_, f)| f.path.clone()),
+            )
+        };
+        let mut sources: Vec<(String, Source)> = Vec::new();
+        if let Load::Fields(loaded) = &plan.load {
+            for (field, name) in loaded {
+                let source = if field == "__key" {
+                    Source::Key
+                } else {
+                    stored(field)
+                };
+                sources.push((name.clone(), source));
+            }
+        }
+        for name in plan.referenced_fields() {
+            if sources.iter().any(|(n, _)| *n == name) {
+                continue;
+            }
+            let source = match def.field(&name) {
+                _ if Some(name.as_str()) == distance => Source::Distance,
+                _ if name == "__score" && plan.add_scores => Source::Score,
+                _ if name == "__key" => Source::Key,
+                Some((i, f)) if f.sortable => Source::Sortable(i),
+                Some((_, f)) => Source::Stored(f.path.clone()),
+                None => continue,
+            };
+            sources.push((name, source));
+        }
+        if let Some(name) = distance {
+            if !sources.iter().any(|(n, _)| n == name) {
+                sources.push((name.to_string(), Source::Distance));
+            }
+        }
+        if plan.add_scores && !sources.iter().any(|(n, _)| n == "__score") {
+            sources.push(("__score".into(), Source::Score));
+        }
+        RowShape {
+            sources,
+            all: plan.load == Load::All,
+        }
+    }
+
+    /// Whether a row reads the document itself (after the index lock is released).
+    fn reads_store(&self) -> bool {
+        self.all
+            || self
+                .sources
+                .iter()
+                .any(|(_, s)| matches!(s, Source::Stored(_)))
+    }
+}
+
+/// One document an aggregate matched, with what the index gives of it.
+struct Matched {
+    key: Bytes,
+    score: f64,
+    distance: Option<f64>,
+    /// Per [`Source::Sortable`] of the shape, in order.
+    sortable: Vec<Option<AggValue>>,
+}
+
+fn sort_value(v: SortValue) -> AggValue {
+    match v {
+        SortValue::Number(n) => AggValue::Number(n),
+        SortValue::Text(t) => AggValue::Text(Bytes::from(t)),
+    }
+}
+
+/// One document's row, read from the store now (the index lock is released).
+fn aggregate_row(
+    ctx: &mut Ctx<'_, '_>,
+    shape: &RowShape,
+    m: Matched,
+    key_type: KeyType,
+    dialect: u32,
+) -> Row {
+    let mut row: Row = Vec::with_capacity(shape.sources.len());
+    let mut sortable = m.sortable.into_iter();
+    // Per source, the value read from the document ([`Source::Stored`] only); `LOAD *`'s fields.
+    let mut stored: Vec<Option<Bytes>> = vec![None; shape.sources.len()];
+    let mut whole: Vec<(String, Bytes)> = Vec::new();
+    if shape.reads_store() {
+        let locked = ctx.lock(&[&m.key]);
+        let entries = locked.entries_of(&[&m.key[..]]);
+        let now = crate::store::now_ms();
+        let value = entries.first().map(|(_, e)| &e.value);
+        let read = |path: &str| -> Option<Bytes> {
+            match (value?, key_type) {
+                (Value::Hash(h), KeyType::Hash) => {
+                    h.get_live(path.as_bytes(), now).map(Bytes::copy_from_slice)
+                }
+                (Value::Json(doc), KeyType::Json) => {
+                    let path = JsonPath::parse(path).ok()?;
+                    json_return(&path.values(doc), dialect)
+                }
+                _ => None,
+            }
+        };
+        for ((_, source), slot) in shape.sources.iter().zip(stored.iter_mut()) {
+            if let Source::Stored(path) = source {
+                *slot = read(path);
+            }
+        }
+        if shape.all {
+            match (value, key_type) {
+                (Some(Value::Hash(h)), KeyType::Hash) => {
+                    for (f, v) in h.iter_live(now) {
+                        whole.push((text(f), Bytes::copy_from_slice(v)));
+                    }
+                }
+                (Some(Value::Json(doc)), KeyType::Json) => {
+                    let text = if dialect >= 3 {
+                        json::to_text(&[&**doc][..], Layout::default())
+                    } else {
+                        json::to_text(&**doc, Layout::default())
+                    };
+                    whole.push(("$".into(), Bytes::from(text)));
+                }
+                _ => {}
+            }
+        }
+    }
+    for ((name, source), from_store) in shape.sources.iter().zip(stored) {
+        let value = match source {
+            Source::Key => Some(AggValue::Text(m.key.clone())),
+            Source::Score => Some(AggValue::Number(m.score)),
+            Source::Distance => m.distance.map(AggValue::Number),
+            Source::Sortable(_) => sortable.next().flatten(),
+            Source::Stored(_) => from_store.map(AggValue::Text),
+        };
+        if let Some(v) = value {
+            set(&mut row, name, v);
+        }
+    }
+    // LOAD *: the document's fields after the others (a name already there keeps its place).
+    for (name, v) in whole {
+        set(&mut row, &name, AggValue::Text(v));
+    }
+    row
+}
+
+/// A row's value in a reply: text and numbers as bulk strings (numbers as RediSearch writes
+/// them), TOLIST's lists as arrays, null as nil.
+fn agg_value_reply(v: &AggValue) -> Reply {
+    match v {
+        AggValue::Null => Reply::Nil,
+        AggValue::List(items) => Reply::Array(items.iter().map(agg_value_reply).collect()),
+        other => Reply::Bulk(render(other)),
+    }
+}
+
+/// One chunk of an aggregate's rows as RediSearch replies it: RESP2 `[total, [k, v, …], …]`,
+/// RESP3 the map FT.SEARCH's has (each row's properties under `extra_attributes`).
+fn chunk_reply(resp3: bool, chunk: Chunk) -> Reply {
+    let total = Reply::Int(chunk.total as i64);
+    if resp3 {
+        let results = chunk
+            .rows
+            .iter()
+            .map(|row| {
+                let attrs = row
+                    .iter()
+                    .map(|(k, v)| (Reply::bulk(k.as_bytes()), agg_value_reply(v)))
+                    .collect();
+                Reply::Map(vec![
+                    (Reply::Status("extra_attributes".into()), Reply::Map(attrs)),
+                    (Reply::Status("values".into()), Reply::Array(Vec::new())),
+                ])
+            })
+            .collect();
+        let warnings = chunk
+            .warnings
+            .into_iter()
+            .map(|w| Reply::Status(w.into()))
+            .collect();
+        return Reply::Map(vec![
+            (Reply::Status("attributes".into()), Reply::Array(Vec::new())),
+            (Reply::Status("total_results".into()), total),
+            (
+                Reply::Status("format".into()),
+                Reply::Status("STRING".into()),
+            ),
+            (Reply::Status("results".into()), Reply::Array(results)),
+            (Reply::Status("warning".into()), Reply::Array(warnings)),
+        ]);
+    }
+    let mut out = Vec::with_capacity(chunk.rows.len() + 1);
+    out.push(total);
+    for row in &chunk.rows {
+        out.push(Reply::Array(
+            row.iter()
+                .flat_map(|(k, v)| [Reply::bulk(k.as_bytes()), agg_value_reply(v)])
+                .collect(),
+        ));
+    }
+    Reply::Array(out)
+}
+
+/// FT.AGGREGATE index query [LOAD …] [GROUPBY … REDUCE …] [APPLY …] [FILTER …] [SORTBY …]
+/// [LIMIT …] [WITHCURSOR …] [PARAMS …] [DIALECT n] …: the query through FT.SEARCH's matcher,
+/// then the pipeline (`crate::search::aggregate`) over the matched documents in index order
+/// (nearest first for a KNN query).
+pub fn aggregate(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    arity(args, 2, usize::MAX)?;
+    if args.len() == 2 {
+        return Err(error("No query string provided"));
+    }
+    let (default_dialect, max_idle_cap) = {
+        let settings = registry(ctx).settings.read();
+        (settings.default_dialect, settings.cursor_max_idle_ms)
+    };
+    let name = text(args[1]);
+    let Some(index) = registry(ctx).get(&name) else {
+        return Err(error(format!("{name}: no such index")));
+    };
+    let rest: Vec<Bytes> = args[3..]
+        .iter()
+        .map(|a| Bytes::copy_from_slice(a))
+        .collect();
+    let plan = Plan::parse(&rest).map_err(error)?;
+    let dialect = if plan.dialect_given {
+        plan.dialect
+    } else {
+        default_dialect
+    };
+    let query_text = String::from_utf8_lossy(args[2]).into_owned();
+    let query = crate::search::query::parse(&query_text, &plan.params, dialect).map_err(error)?;
+    let mut s = parse_search_args(&args[..3], dialect)?;
+    s.verbatim = plan.verbatim;
+    s.limit = usize::MAX;
+    if let Some(scorer) = &plan.scorer {
+        s.scorer = Scorer::parse(scorer).ok_or_else(|| error("Scoring function not found"))?;
+    }
+    let (shape, matched, key_type) = {
+        let data = read_index(ctx, &index)?;
+        let distance = query.knn.as_ref().map(|k| {
+            k.score_as
+                .clone()
+                .unwrap_or_else(|| format!("__{}_score", k.field))
+        });
+        let def = &data.def;
+        let loaded = |name: &str| match &plan.load {
+            Load::All => true,
+            Load::Fields(f) => f.iter().any(|(_, n)| n == name),
+            Load::Named => false,
+        };
+        let known = |name: &str| {
+            loaded(name)
+                || def.field(name).is_some_and(|(_, f)| f.sortable)
+                || (plan.add_scores && name == "__score")
+                || distance.as_deref() == Some(name)
+        };
+        let in_schema = |name: &str| def.field(name).is_some();
+        plan.validate(&known, &in_schema).map_err(error)?;
+        let shape = RowShape::new(&plan, &data, distance.as_deref());
+        let (_, hits, key_type, _, _) = run_search(&data, &query, &s, (0, usize::MAX))?;
+        let mut matched: Vec<(u32, Matched)> = hits
+            .into_iter()
+            .filter_map(|hit| {
+                let id = data.id_of(&hit.key)?;
+                let doc = data.docs.get(&id)?;
+                let sortable = shape
+                    .sources
+                    .iter()
+                    .filter_map(|(_, s)| match s {
+                        Source::Sortable(i) => Some(doc.sort_value(*i).map(sort_value)),
+                        _ => None,
+                    })
+                    .collect();
+                let distance = hit
+                    .distance
+                    .as_ref()
+                    .and_then(|(_, v)| std::str::from_utf8(v).ok()?.parse().ok());
+                Some((
+                    id,
+                    Matched {
+                        key: hit.key,
+                        score: hit.score,
+                        distance,
+                        sortable,
+                    },
+                ))
+            })
+            .collect();
+        if query.knn.is_none() {
+            matched.sort_by_key(|(id, _)| *id);
+        }
+        (shape, matched, key_type)
+    };
+    let count = matched.len();
+    let rows: Vec<Row> = matched
+        .into_iter()
+        .map(|(_, m)| aggregate_row(ctx, &shape, m, key_type, dialect))
+        .collect();
+    let ran = plan.run(rows).map_err(error)?;
+    let mut results = Results::new(ran, count);
+    let resp3 = ctx.conn.resp3;
+    let Some(cursor) = plan.cursor else {
+        return Ok(chunk_reply(resp3, results.next_chunk(usize::MAX)));
+    };
+    let chunk = results.next_chunk(cursor.count);
+    let id = if chunk.done {
+        0
+    } else {
+        let max_idle = cursor.max_idle_ms.min(max_idle_cap.max(1));
+        registry(ctx)
+            .cursors
+            .lock()
+            .open(&index.name, results, cursor.count, max_idle)
+            .map_err(error)?
+    };
+    Ok(Reply::Array(vec![
+        chunk_reply(resp3, chunk),
+        Reply::Int(id as i64),
+    ]))
+}
+
+/// FT.CURSOR READ index id [COUNT n] | DEL index id | GC index id
+pub fn cursor(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    arity(args, 4, usize::MAX)?;
+    let sub = args[1];
+    let id: u64 = std::str::from_utf8(args[3])
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| error("Bad cursor ID"))?;
+    // The cursor's index by the name given (an alias names its index).
+    let index = registry(ctx)
+        .get(&text(args[2]))
+        .map(|i| i.name.clone())
+        .unwrap_or_default();
+    let cursors = &registry(ctx).cursors;
+    if is(sub, "READ") {
+        let count = match args.get(4) {
+            None => None,
+            Some(word) => {
+                let n = args
+                    .get(5)
+                    .filter(|_| is(word, "COUNT"))
+                    .and_then(|n| std::str::from_utf8(n).ok()?.parse::<usize>().ok())
+                    .ok_or_else(|| error("Bad value for COUNT"))?;
+                // COUNT 0 reads the cursor's own count.
+                (n > 0).then_some(n)
+            }
+        };
+        let (chunk, next) = cursors.lock().read(&index, id, count).map_err(error)?;
+        return Ok(Reply::Array(vec![
+            chunk_reply(ctx.conn.resp3, chunk),
+            Reply::Int(next as i64),
+        ]));
+    }
+    if is(sub, "DEL") {
+        cursors.lock().delete(&index, id).map_err(error)?;
+        return Ok(Reply::OK);
+    }
+    if is(sub, "GC") {
+        let removed = cursors.lock().expire(std::time::Instant::now());
+        return Ok(Reply::Int(removed as i64));
+    }
+    Err(error("Unknown subcommand"))
+}
+
+/// FT.EXPLAIN index query [DIALECT n] [PARAMS …] / FT.EXPLAINCLI: the parsed query as
+/// RediSearch's plan text (`crate::search::explain`); EXPLAINCLI gives its lines as an array.
+pub fn explain(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    arity(args, 3, usize::MAX)?;
+    let default_dialect = registry(ctx).settings.read().default_dialect;
+    let name = text(args[1]);
+    let Some(index) = registry(ctx).get(&name) else {
+        return Err(error(format!("{name}: no such index")));
+    };
+    let s = parse_search_args(args, default_dialect)?;
+    let query_text = String::from_utf8_lossy(args[2]).into_owned();
+    let query = crate::search::query::parse(&query_text, &s.params, s.dialect).map_err(error)?;
+    let plan = {
+        let data = read_index(ctx, &index)?;
+        crate::search::explain::explain(&query, &data.def, &s.params, s.verbatim)
+    };
+    if is(args[0], "FT.EXPLAINCLI") {
+        let mut lines: Vec<Reply> = plan
+            .lines()
+            .map(|l| Reply::Status(l.to_string().into()))
+            .collect();
+        lines.push(Reply::Status(String::new().into()));
+        return Ok(Reply::Array(lines));
+    }
+    Ok(Reply::bulk(plan.as_bytes()))
 }

@@ -9,8 +9,10 @@
 //!   tree, without knowing any index.
 //! - [`vector`]: the index of a VECTOR field (FLAT and HNSW), KNN and range queries.
 //! - [`exec`]: that tree run over an index: doc ids and their scores.
+//! - [`explain`]: that tree written as FT.EXPLAIN's text.
 //! - [`aggregate`]: `FT.AGGREGATE`'s pipeline (GROUPBY/REDUCE, APPLY, FILTER, SORTBY, LIMIT) over
 //!   rows of loaded fields.
+//! - [`cursor`]: `FT.AGGREGATE`'s results sent in chunks, and the cursors that keep them.
 //!
 //! ## Following the keyspace
 //!
@@ -39,7 +41,9 @@
 //! whichever applies last reads the key's latest value.
 
 pub mod aggregate;
+pub mod cursor;
 pub mod exec;
+pub mod explain;
 pub mod index;
 pub mod query;
 pub mod schema;
@@ -121,6 +125,8 @@ pub struct Registry {
     /// Alias → index name.
     aliases: RwLock<HashMap<String, String>>,
     pub settings: RwLock<Settings>,
+    /// FT.AGGREGATE's open cursors (of every index).
+    pub cursors: parking_lot::Mutex<cursor::Cursors>,
 }
 
 impl Registry {
@@ -130,6 +136,7 @@ impl Registry {
             indexes: RwLock::new(BTreeMap::new()),
             aliases: RwLock::new(HashMap::new()),
             settings: RwLock::new(Settings::default()),
+            cursors: parking_lot::Mutex::new(cursor::Cursors::default()),
         }
     }
 
@@ -246,6 +253,7 @@ impl Registry {
     pub fn drop_index(&self, name: &str) -> Option<Arc<Index>> {
         let index = self.indexes.write().remove(name)?;
         self.aliases.write().retain(|_, target| target != name);
+        self.cursors.lock().drop_index(name);
         Some(index)
     }
 
@@ -254,6 +262,7 @@ impl Registry {
     pub fn clear(&self) {
         self.indexes.write().clear();
         self.aliases.write().clear();
+        self.cursors.lock().clear();
     }
 
     pub fn aliases_of(&self, name: &str) -> Vec<String> {

@@ -56,6 +56,7 @@ mod scripting_concurrency;
 mod scripting_engine;
 mod scripting_libs;
 mod search;
+mod search_aggregate;
 mod search_durable;
 mod search_stm;
 mod security_acl;
