@@ -135,9 +135,8 @@ pub fn alter(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     {
         let mut data = index.data.write();
         let fields = data.def.parse_added(&added).map_err(error)?;
-        let mut given = vec![Bytes::from_static(b"ADD")];
-        given.extend(added.iter().cloned());
-        data.add_fields(fields, &given);
+        // The stored definition continues SCHEMA's field list (a snapshot re-parses it).
+        data.add_fields(fields, &added);
     }
     propagate();
     if !skip_scan {
