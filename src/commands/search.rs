@@ -13,11 +13,13 @@ use crate::search::exec::{self, Options, Scorer};
 use crate::search::index::{Data, SortValue};
 use crate::search::query::{Bound, Node, Query};
 use crate::search::schema::{Field, KeyType, Kind};
+use crate::search::vector::{Algorithm, ElementType, Metric, VectorParams};
 use crate::search::{Index, Registry};
 use crate::store::json::{self as json, Json, Layout, Query as JsonPath};
 use crate::store::Value;
 use bytes::Bytes;
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 fn error(text: impl Into<String>) -> Reply {
@@ -54,11 +56,13 @@ fn arity(args: &[&[u8]], min: usize, max: usize) -> Result<(), Reply> {
     Ok(())
 }
 
-/// The index `name` (or the index it is an alias of), or `error`.
+/// The index `name` (or the index it is an alias of), counted as a use, or `error`.
 fn index_or(ctx: &Ctx<'_, '_>, name: &[u8], error_text: &str) -> Result<Arc<Index>, Reply> {
-    registry(ctx)
+    let index = registry(ctx)
         .get(&text(name))
-        .ok_or_else(|| error(error_text.to_string()))
+        .ok_or_else(|| error(error_text.to_string()))?;
+    index.used();
+    Ok(index)
 }
 
 /// FT.CREATE index [options] SCHEMA field type [options] ...
@@ -140,6 +144,7 @@ pub fn alter(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     {
         let mut data = index.data.write();
         let fields = data.def.parse_added(&added).map_err(error)?;
+        // The stored definition continues SCHEMA's field list (a snapshot re-parses it).
         data.add_fields(fields, &added);
     }
     propagate();
@@ -282,137 +287,276 @@ pub fn profile(_ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     Err(error("FT.PROFILE is not served by stmd"))
 }
 
-/// FT.INFO index
+/// FT.INFO index: RediSearch 2.10's fields in its order (a map in RESP3, name/value pairs in
+/// RESP2). The memory figures are stmd's estimates of its own structures (0 for an empty index,
+/// as RediSearch's); the garbage-collector and cursor figures are RediSearch's idle values (stmd
+/// frees at once and serves no cursors on this path).
 pub fn info(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     arity(args, 2, usize::MAX)?;
     let index = index_or(ctx, args[1], "Unknown index name")?;
-    let aliases = registry(ctx).aliases_of(&index.name);
-    let _ = aliases;
+    let resp3 = ctx.conn.resp3;
     let data = index.data.read();
     let def = &data.def;
-    let kv = |k: &str, v: Reply| (Reply::Status(k.to_string().into()), v);
     let status = |s: &str| Reply::Status(s.to_string().into());
-    let map = |pairs: Vec<(Reply, Reply)>| Reply::Map(pairs);
+    // A map in RESP3; RESP2 flattens it, then `flags` (RESP3's last entry of an attribute) follow
+    // as bare words.
+    let map = |pairs: Vec<(&str, Reply)>| {
+        let pairs = pairs.into_iter().map(|(k, v)| (status(k), v));
+        if resp3 {
+            Reply::Map(pairs.collect())
+        } else {
+            Reply::Array(pairs.flat_map(|(k, v)| [k, v]).collect())
+        }
+    };
     let mut definition = vec![
-        kv("key_type", status(def.key_type.name())),
-        kv(
+        ("key_type", status(def.key_type.name())),
+        (
             "prefixes",
             Reply::Array(
                 def.prefixes
                     .iter()
-                    .map(|p| Reply::Bulk(p.clone()))
+                    .map(|p| status(&String::from_utf8_lossy(p)))
                     .collect(),
             ),
         ),
     ];
     if def.language != "english" {
-        definition.push(kv("default_language", status(&def.language)));
+        definition.push(("default_language", status(&def.language)));
     }
-    definition.push(kv("default_score", Reply::Double(def.score)));
+    if let Some(f) = &def.language_field {
+        definition.push(("language_field", status(f)));
+    }
+    definition.push(("default_score", Reply::Double(def.score)));
+    if let Some(f) = &def.score_field {
+        definition.push(("score_field", status(f)));
+    }
+    if let Some(f) = &def.payload_field {
+        definition.push(("payload_field", status(f)));
+    }
     let attributes = def
         .fields
         .iter()
         .map(|f| {
             let mut pairs = vec![
-                kv("identifier", status(&f.path)),
-                kv("attribute", status(&f.name)),
-                kv("type", status(f.kind.name())),
+                ("identifier", status(&f.path)),
+                ("attribute", status(&f.name)),
+                ("type", status(f.kind.name())),
             ];
             let mut flags = Vec::new();
             match &f.kind {
                 Kind::Text { weight, nostem } => {
-                    pairs.push(kv("WEIGHT", Reply::Double(*weight)));
+                    pairs.push(("WEIGHT", Reply::Double(*weight)));
                     if *nostem {
-                        flags.push(status("NOSTEM"));
+                        flags.push("NOSTEM");
                     }
                 }
                 Kind::Tag {
                     separator,
                     case_sensitive,
                 } => {
-                    pairs.push(kv("SEPARATOR", Reply::bulk([*separator])));
+                    let sep = separator
+                        .map(|s| (s as char).to_string())
+                        .unwrap_or_default();
+                    pairs.push(("SEPARATOR", status(&sep)));
                     if *case_sensitive {
-                        flags.push(status("CASESENSITIVE"));
+                        flags.push("CASESENSITIVE");
                     }
                 }
-                _ => {}
+                Kind::Vector(p) => vector_attributes(p, &mut pairs),
+                Kind::Numeric | Kind::Geo => {}
             }
             if f.sortable {
-                flags.insert(0, status("SORTABLE"));
+                // CASESENSITIVE comes first; NOSTEM after SORTABLE [UNF].
+                let at = usize::from(flags.first() == Some(&"CASESENSITIVE"));
+                flags.insert(at, "SORTABLE");
+                if def.sorts_as_written(f) {
+                    flags.insert(at + 1, "UNF");
+                }
             }
-            if f.noindex {
-                flags.push(status("NOINDEX"));
+            for (on, flag) in [
+                (f.noindex, "NOINDEX"),
+                (f.suffix_trie, "WITHSUFFIXTRIE"),
+                (f.index_empty, "INDEXEMPTY"),
+                (f.index_missing, "INDEXMISSING"),
+            ] {
+                if on {
+                    flags.push(flag);
+                }
             }
-            if f.index_empty {
-                flags.push(status("INDEXEMPTY"));
-            }
-            if f.index_missing {
-                flags.push(status("INDEXMISSING"));
-            }
-            if ctx.conn.resp3 {
-                pairs.push(kv("flags", Reply::Array(flags)));
+            let flags: Vec<Reply> = flags.into_iter().map(status).collect();
+            if resp3 {
+                pairs.push(("flags", Reply::Array(flags)));
                 map(pairs)
             } else {
-                let mut flat: Vec<Reply> = pairs.into_iter().flat_map(|(k, v)| [k, v]).collect();
-                flat.extend(flags);
-                Reply::Array(flat)
+                let flat = pairs.into_iter().flat_map(|(k, v)| [status(k), v]);
+                Reply::Array(flat.chain(flags).collect())
             }
         })
         .collect();
-    let docs = data.docs.len() as i64;
+    let docs = data.docs.len();
     let records = data.records as f64;
-    let per_doc = if docs == 0 {
-        f64::NAN
-    } else {
-        records / docs as f64
+    let per_doc = |n: f64| if docs == 0 { f64::NAN } else { n / docs as f64 };
+    let per_record = |n: f64| {
+        if records == 0.0 {
+            f64::NAN
+        } else {
+            n / records
+        }
     };
+    let mb = |bytes: usize| bytes as f64 / (1024.0 * 1024.0);
+    let memory = data.memory();
+    let failures = |f: &crate::search::index::Failures| {
+        let (text, key) = match &f.last {
+            Some((text, key)) => (status(text), Reply::Bulk(key.clone())),
+            None => (status("N/A"), Reply::bulk(b"N/A")),
+        };
+        map(vec![
+            ("indexing failures", Reply::Int(f.count as i64)),
+            ("last indexing error", text),
+            ("last indexing error key", key),
+        ])
+    };
+    let field_statistics = def
+        .fields
+        .iter()
+        .zip(&data.field_failures)
+        .map(|(f, failed)| {
+            map(vec![
+                ("identifier", status(&f.path)),
+                ("attribute", status(&f.name)),
+                ("Index Errors", failures(failed)),
+            ])
+        })
+        .collect();
+    let zero = || Reply::Double(0.0);
     let mut top = vec![
-        kv("index_name", status(&index.name)),
-        kv("index_options", Reply::Array(Vec::new())),
-        kv("index_definition", map(definition)),
-        kv("attributes", Reply::Array(attributes)),
-        kv("num_docs", Reply::Int(docs)),
-        kv("max_doc_id", Reply::Int(data.max_doc_id() as i64)),
-        kv("num_terms", Reply::Int(data.terms.len() as i64)),
-        kv("num_records", Reply::Int(data.records as i64)),
-        kv("inverted_sz_mb", Reply::Double(0.0)),
-        kv("vector_index_sz_mb", Reply::Double(0.0)),
-        kv(
+        ("index_name", status(&index.name)),
+        (
+            "index_options",
+            Reply::Array(def.options.iter().map(|o| status(o)).collect()),
+        ),
+        ("index_definition", map(definition)),
+        ("attributes", Reply::Array(attributes)),
+        ("num_docs", Reply::Int(docs as i64)),
+        ("max_doc_id", Reply::Int(data.max_doc_id() as i64)),
+        ("num_terms", Reply::Int(data.terms.len() as i64)),
+        ("num_records", Reply::Int(data.records as i64)),
+        ("inverted_sz_mb", Reply::Double(mb(memory.inverted))),
+        ("vector_index_sz_mb", Reply::Double(mb(memory.vectors))),
+        (
             "total_inverted_index_blocks",
             Reply::Int(data.terms.len() as i64),
         ),
-        kv("offset_vectors_sz_mb", Reply::Double(0.0)),
-        kv("doc_table_size_mb", Reply::Double(0.0)),
-        kv("sortable_values_size_mb", Reply::Double(0.0)),
-        kv("key_table_size_mb", Reply::Double(0.0)),
-        kv("tag_overhead_sz_mb", Reply::Double(0.0)),
-        kv("text_overhead_sz_mb", Reply::Double(0.0)),
-        kv("total_index_memory_sz_mb", Reply::Double(0.0)),
-        kv("geoshapes_sz_mb", Reply::Double(0.0)),
-        kv("records_per_doc_avg", Reply::Double(per_doc)),
-        kv("bytes_per_record_avg", Reply::Double(0.0)),
-        kv("offsets_per_term_avg", Reply::Double(0.0)),
-        kv("offset_bits_per_record_avg", Reply::Double(0.0)),
-        kv("hash_indexing_failures", Reply::Int(data.failures as i64)),
-        kv("total_indexing_time", Reply::Double(0.0)),
-        kv("indexing", Reply::Int(i64::from(data.indexing))),
-        kv("percent_indexed", Reply::Double(data.scanned)),
-        kv("number_of_uses", Reply::Int(0)),
-        kv("cleaning", Reply::Int(0)),
+        ("offset_vectors_sz_mb", Reply::Double(mb(memory.offsets))),
+        ("doc_table_size_mb", Reply::Double(mb(memory.docs))),
+        (
+            "sortable_values_size_mb",
+            Reply::Double(mb(memory.sortables)),
+        ),
+        ("key_table_size_mb", Reply::Double(mb(memory.keys))),
+        ("tag_overhead_sz_mb", Reply::Double(mb(memory.tags))),
+        ("text_overhead_sz_mb", Reply::Double(mb(memory.text))),
+        (
+            "total_index_memory_sz_mb",
+            Reply::Double(mb(memory.total())),
+        ),
+        ("geoshapes_sz_mb", zero()),
+        ("records_per_doc_avg", Reply::Double(per_doc(records))),
+        (
+            "bytes_per_record_avg",
+            Reply::Double(per_record(memory.inverted as f64)),
+        ),
+        (
+            "offsets_per_term_avg",
+            Reply::Double(per_record(memory.offsets as f64 / 4.0)),
+        ),
+        (
+            "offset_bits_per_record_avg",
+            Reply::Double(per_record(memory.offsets as f64 * 8.0)),
+        ),
+        (
+            "hash_indexing_failures",
+            Reply::Int(data.failures.count as i64),
+        ),
+        ("total_indexing_time", zero()),
+        ("indexing", Reply::Int(i64::from(data.indexing))),
+        ("percent_indexed", Reply::Double(data.scanned)),
+        (
+            "number_of_uses",
+            Reply::Int(index.uses.load(Ordering::Relaxed) as i64),
+        ),
+        ("cleaning", Reply::Int(0)),
+        (
+            "gc_stats",
+            map(vec![
+                ("bytes_collected", zero()),
+                ("total_ms_run", zero()),
+                ("total_cycles", zero()),
+                ("average_cycle_time_ms", Reply::Double(f64::NAN)),
+                ("last_run_time_ms", zero()),
+                ("gc_numeric_trees_missed", zero()),
+                ("gc_blocks_denied", zero()),
+            ]),
+        ),
+        (
+            "cursor_stats",
+            map(vec![
+                ("global_idle", Reply::Int(0)),
+                ("global_total", Reply::Int(0)),
+                ("index_capacity", Reply::Int(128)),
+                ("index_total", Reply::Int(0)),
+            ]),
+        ),
     ];
     if let Some(words) = &def.stopwords {
-        top.push(kv(
+        // RediSearch keeps them in a trie: sorted, once each.
+        let words: std::collections::BTreeSet<&String> = words.iter().collect();
+        top.push((
             "stopwords_list",
             Reply::Array(words.iter().map(|w| Reply::bulk(w.as_bytes())).collect()),
         ));
     }
-    top.push(kv(
+    let dialects = index.dialects.load(Ordering::Relaxed);
+    top.push((
         "dialect_stats",
         map((1..=4)
-            .map(|d| kv(&format!("dialect_{d}"), Reply::Int(0)))
+            .map(|d| {
+                let name = ["dialect_1", "dialect_2", "dialect_3", "dialect_4"][d - 1];
+                (name, Reply::Int(i64::from(dialects >> (d - 1) & 1)))
+            })
             .collect()),
     ));
+    top.push(("Index Errors", failures(&data.failures)));
+    top.push(("field statistics", Reply::Array(field_statistics)));
     Ok(map(top))
+}
+
+/// A VECTOR field's parameters as FT.INFO lists them after its type.
+fn vector_attributes(p: &VectorParams, pairs: &mut Vec<(&str, Reply)>) {
+    let word = |s: &str| Reply::Status(s.to_string().into());
+    let (algorithm, hnsw) = match p.algorithm {
+        Algorithm::Flat => ("FLAT", None),
+        Algorithm::Hnsw {
+            m, ef_construction, ..
+        } => ("HNSW", Some((m, ef_construction))),
+    };
+    pairs.push(("algorithm", word(algorithm)));
+    let element = match p.element {
+        ElementType::Float32 => "FLOAT32",
+        ElementType::Float64 => "FLOAT64",
+    };
+    pairs.push(("data_type", word(element)));
+    pairs.push(("dim", Reply::Int(p.dim as i64)));
+    let metric = match p.metric {
+        Metric::L2 => "L2",
+        Metric::Ip => "IP",
+        Metric::Cosine => "COSINE",
+    };
+    pairs.push(("distance_metric", word(metric)));
+    if let Some((m, ef_construction)) = hnsw {
+        pairs.push(("M", Reply::Int(m as i64)));
+        pairs.push(("ef_construction", Reply::Int(ef_construction as i64)));
+    }
 }
 
 /// FT.SEARCH's options.
@@ -679,12 +823,54 @@ fn parse_search_args(args: &[&[u8]], default_dialect: u32) -> Result<SearchArgs,
 pub(super) struct Hit {
     key: Bytes,
     score: f64,
-    /// KNN's distance field: (name, value).
-    distance: Option<(Bytes, Bytes)>,
+    /// The distances the query yields as fields (KNN's, each `VECTOR_RANGE`'s
+    /// `$YIELD_DISTANCE_AS`): (name, value), in the order they come first in the reply.
+    distances: Vec<(Bytes, Bytes)>,
     /// What the results are ordered by: the score (highest first), KNN's distance (nearest
     /// first) or SORTBY's value (None: the document has none). A cluster node merges its peers'
     /// results by it.
     pub(super) order: Option<SortValue>,
+}
+
+/// A distance the query yields as a field: its name and each matching document's value.
+struct Yield {
+    name: String,
+    by_id: HashMap<u32, f64>,
+}
+
+/// The `VECTOR_RANGE` nodes of `node` that name their distance (`$YIELD_DISTANCE_AS`), with
+/// every document's distance within their radius.
+fn range_yields(data: &Data, node: &Node, out: &mut Vec<Yield>) -> Result<(), Reply> {
+    match node {
+        Node::VectorRange {
+            field,
+            radius,
+            vector,
+            distance_as: Some(name),
+        } => {
+            let index = data
+                .def
+                .field(field)
+                .and_then(|(i, _)| data.vectors[i].as_ref());
+            // A missing or non-vector field was reported by the executor already.
+            if let Some(index) = index {
+                let by_id = index.range(vector, *radius, None).map_err(error)?;
+                out.push(Yield {
+                    name: name.clone(),
+                    by_id: by_id.into_iter().collect(),
+                });
+            }
+        }
+        Node::And(nodes) | Node::Or(nodes) => {
+            for n in nodes {
+                range_yields(data, n, out)?;
+            }
+        }
+        Node::Not(n) | Node::Optional(n) => range_yields(data, n, out)?,
+        Node::Fields { node, .. } => range_yields(data, node, out)?,
+        _ => {}
+    }
+    Ok(())
 }
 
 /// `a` before `b` in results sorted `ascending` or not, a missing value last either way.
@@ -757,9 +943,7 @@ pub(super) fn search_here(
     let default_dialect = registry(ctx).settings.read().default_dialect;
     let max_results = registry(ctx).settings.read().max_search_results;
     let name = text(args[1]);
-    let Some(index) = registry(ctx).get(&name) else {
-        return Err(error(format!("{name}: no such index")));
-    };
+    let index = index_or(ctx, args[1], &format!("{name}: no such index"))?;
     let s = parse_search_args(args, default_dialect)?;
     if s.limit as u64 > max_results || s.offset as u64 > max_results {
         return Err(error(format!("LIMIT exceeds maximum of {max_results}")));
@@ -767,6 +951,7 @@ pub(super) fn search_here(
     let query_text = String::from_utf8_lossy(args[2]).into_owned();
     let mut query =
         crate::search::query::parse(&query_text, &s.params, s.dialect).map_err(error)?;
+    index.queried_in(s.dialect);
     if !s.filters.is_empty() {
         let mut nodes = vec![query.filter];
         nodes.extend(s.filters.iter().cloned());
@@ -855,7 +1040,7 @@ fn run_search(
         ids = ids.intersection(&allowed).copied().collect();
     }
     // KNN: the k nearest of the filtered documents, nearest first, the distance a field.
-    let mut distances: Option<String> = None;
+    let mut knn_name: Option<String> = None;
     let mut ranked: Vec<(u32, f64)> = if let Some(knn) = &query.knn {
         let Some((i, _)) = data.def.field(&knn.field) else {
             return Err(error(format!("Unknown field `{}`", knn.field)));
@@ -872,7 +1057,7 @@ fn run_search(
         let nearest = vectors
             .knn(&knn.vector, knn.k, knn.ef_runtime, allow)
             .map_err(error)?;
-        distances = Some(
+        knn_name = Some(
             knn.score_as
                 .clone()
                 .unwrap_or_else(|| format!("__{}_score", knn.field)),
@@ -883,22 +1068,46 @@ fn run_search(
         let scores = exec::scores(data, &query.filter, &options, &ids, s.scorer);
         ids.into_iter().zip(scores).collect()
     };
+    let mut yields = Vec::new();
+    range_yields(data, &query.filter, &mut yields)?;
     match &s.sort_by {
-        Some((field, asc)) if distances.as_ref() == Some(field) => {
+        Some((field, asc)) if knn_name.as_ref() == Some(field) => {
             ranked.sort_by(|a, b| {
                 let o = a.1.total_cmp(&b.1);
                 let o = if *asc { o } else { o.reverse() };
                 o.then(a.0.cmp(&b.0))
             });
         }
-        None if distances.is_some() => {}
+        Some((field, asc)) if yields.iter().any(|y| y.name == *field) => {
+            let by_id = yields.iter().find(|y| y.name == *field).map(|y| &y.by_id);
+            let value = |id: &u32| by_id.and_then(|m| m.get(id)).copied();
+            ranked.sort_by(|a, b| {
+                let order = match (value(&a.0), value(&b.0)) {
+                    (Some(x), Some(y)) => {
+                        let o = x.total_cmp(&y);
+                        if *asc {
+                            o
+                        } else {
+                            o.reverse()
+                        }
+                    }
+                    // Documents without the distance (outside the range, in a union) come last.
+                    (Some(_), None) => std::cmp::Ordering::Less,
+                    (None, Some(_)) => std::cmp::Ordering::Greater,
+                    (None, None) => std::cmp::Ordering::Equal,
+                };
+                order.then(a.0.cmp(&b.0))
+            });
+        }
+        None if knn_name.is_some() => {}
         Some((field, asc)) => {
-            let Some((i, _)) = data.def.field(field) else {
+            let Some((i, f)) = data.def.field(field) else {
                 return Err(error(format!(
                     "Property `{field}` not loaded nor in schema"
                 )));
             };
-            let value = |id: &u32| data.docs.get(id).and_then(|d| d.sort_value(i));
+            let as_written = data.def.sorts_as_written(f);
+            let value = |id: &u32| data.docs.get(id).and_then(|d| d.sort_value(i, as_written));
             ranked.sort_by(|a, b| {
                 compare_order(&value(&a.0), &value(&b.0), *asc).then(a.0.cmp(&b.0))
             });
@@ -907,12 +1116,15 @@ fn run_search(
     }
     // What the order above compared, for a merge with other nodes' results.
     let sorted_by = match &s.sort_by {
-        Some((field, _)) if distances.as_ref() != Some(field) => data.def.field(field),
+        Some((field, _)) if knn_name.as_ref() != Some(field) => data
+            .def
+            .field(field)
+            .map(|(i, f)| (i, data.def.sorts_as_written(f))),
         _ => None,
     };
     let ascending = match &s.sort_by {
         Some((_, asc)) => *asc,
-        None => distances.is_some(),
+        None => knn_name.is_some(),
     };
     let total = ranked.len();
     let hits = ranked
@@ -920,19 +1132,27 @@ fn run_search(
         .skip(page.0)
         .take(page.1)
         .filter_map(|(id, score)| {
+            let field = |name: &str, distance: f64| {
+                let value = crate::search::aggregate::render(
+                    &crate::search::aggregate::Value::Number(distance),
+                );
+                (Bytes::copy_from_slice(name.as_bytes()), value)
+            };
+            let mut distances: Vec<(Bytes, Bytes)> = yields
+                .iter()
+                .filter_map(|y| y.by_id.get(&id).map(|d| field(&y.name, *d)))
+                .collect();
+            if let Some(name) = &knn_name {
+                distances.insert(0, field(name, score));
+            }
             data.docs.get(&id).map(|d| Hit {
                 order: match sorted_by {
-                    Some((i, _)) => d.sort_value(i),
+                    Some((i, as_written)) => d.sort_value(i, as_written),
                     None => Some(SortValue::Number(score)),
                 },
                 key: d.key.clone(),
                 score,
-                distance: distances.as_ref().map(|name| {
-                    let value = crate::search::aggregate::render(
-                        &crate::search::aggregate::Value::Number(score),
-                    );
-                    (Bytes::copy_from_slice(name.as_bytes()), value)
-                }),
+                distances,
             })
         })
         .collect();
@@ -1088,14 +1308,17 @@ pub(super) fn render_hit(
         load_fields(ctx, &hit.key, found.key_type, &found.fields, s)
     };
     let mut pairs = loaded.unwrap_or_default();
-    if let (Some(distance), false) = (&hit.distance, s.nocontent) {
-        let wanted = s
-            .returns
-            .as_ref()
-            .is_none_or(|r| r.iter().any(|(name, _)| name.as_bytes() == &distance.0[..]));
-        if wanted {
-            pairs.retain(|(k, _)| *k != distance.0);
-            pairs.insert(0, distance.clone());
+    if !s.nocontent {
+        // The distances come first, in the query's order, when RETURN names them or is absent.
+        for distance in hit.distances.iter().rev() {
+            let wanted = s
+                .returns
+                .as_ref()
+                .is_none_or(|r| r.iter().any(|(name, _)| name.as_bytes() == &distance.0[..]));
+            if wanted {
+                pairs.retain(|(k, _)| *k != distance.0);
+                pairs.insert(0, distance.clone());
+            }
         }
     }
     if resp3 {
@@ -1444,13 +1667,17 @@ pub fn aggregate(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
                     .sources
                     .iter()
                     .filter_map(|(_, s)| match s {
-                        Source::Sortable(i) => Some(doc.sort_value(*i).map(sort_value)),
+                        Source::Sortable(i) => Some(
+                            doc.sort_value(*i, data.def.sorts_as_written(&data.def.fields[*i]))
+                                .map(sort_value),
+                        ),
                         _ => None,
                     })
                     .collect();
                 let distance = hit
-                    .distance
-                    .as_ref()
+                    .distances
+                    .iter()
+                    .find(|(name, _)| Some(&name[..]) == distance.as_deref().map(str::as_bytes))
                     .and_then(|(_, v)| std::str::from_utf8(v).ok()?.parse().ok());
                 Some((
                     id,

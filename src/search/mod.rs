@@ -58,12 +58,32 @@ use index::Data;
 use parking_lot::RwLock;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
-/// One index: its name and its data behind its lock.
+/// One index: its name, its data behind its lock, and the usage FT.INFO reports.
 pub struct Index {
     pub name: String,
     pub data: RwLock<Data>,
+    /// FT.INFO's `number_of_uses`: the FT.* commands that named the index.
+    pub uses: AtomicU64,
+    /// FT.INFO's `dialect_stats`: bit `d - 1` set once a query ran in dialect `d`.
+    pub dialects: AtomicU8,
+}
+
+impl Index {
+    /// A command named the index.
+    pub fn used(&self) {
+        self.uses.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A query ran in `dialect` (1 to 4).
+    pub fn queried_in(&self, dialect: u32) {
+        if (1..=4).contains(&dialect) {
+            self.dialects
+                .fetch_or(1 << (dialect - 1), Ordering::Relaxed);
+        }
+    }
 }
 
 /// What was noted on this thread for the indexes, waiting for [`Registry::apply_pending`].
@@ -235,6 +255,8 @@ impl Registry {
         let index = Arc::new(Index {
             name: name.to_string(),
             data: RwLock::new(Data::new(def)),
+            uses: AtomicU64::new(0),
+            dialects: AtomicU8::new(0),
         });
         {
             let mut indexes = self.indexes.write();
@@ -354,6 +376,15 @@ impl Registry {
     /// so documents written right after FT.CREATE would come in another order than RediSearch's
     /// (which orders equal scores by id). FT.ALTER passes false: every key gains the new fields.
     pub fn scan(&self, index: Arc<Index>, skip_indexed: bool) {
+        // The index is registered, so every later write reaches it through the write path: with
+        // nothing stored there is nothing to scan, and FT.INFO shows it indexed at once, as
+        // RediSearch's does.
+        if self.store.db_len(0) == 0 {
+            let mut data = index.data.write();
+            data.indexing = false;
+            data.scanned = 1.0;
+            return;
+        }
         index.data.write().indexing = true;
         index.data.write().scanned = 0.0;
         let store = self.store.clone();
