@@ -912,12 +912,13 @@ fn load_fields(
                     .collect(),
             })
         }
-        (Value::Json(doc), KeyType::Json) => Some(match &s.returns {
+        (Value::Json(stored), KeyType::Json) => Some(match &s.returns {
             None => {
+                let doc = stored.tree();
                 let text = if s.dialect >= 3 {
-                    json::to_text(&[&**doc][..], Layout::default())
+                    json::to_text(&[doc][..], Layout::default())
                 } else {
-                    json::to_text(&**doc, Layout::default())
+                    json::to_text(doc, Layout::default())
                 };
                 let mut pairs = Vec::with_capacity(2);
                 // RediSearch loads the sort key before the document.
@@ -942,7 +943,7 @@ fn load_fields(
                         .find(|f| f.name == *name)
                         .map_or(name.as_str(), |f| f.path.as_str());
                     let path = JsonPath::parse(path).ok()?;
-                    let values = path.values(doc);
+                    let values = path.values(stored.tree());
                     let value = json_return(&values, s.dialect)?;
                     Some((Bytes::copy_from_slice(alias.as_bytes()), value))
                 })

@@ -380,9 +380,12 @@ pub fn extract(def: &Definition, value: &Value) -> Extracted {
                     .collect(),
             )
         }
-        (KeyType::Json, Value::Json(doc)) => {
-            Some(def.fields.iter().map(|f| from_json(f, doc)).collect())
-        }
+        (KeyType::Json, Value::Json(doc)) => Some(
+            def.fields
+                .iter()
+                .map(|f| from_json(f, doc.tree()))
+                .collect(),
+        ),
         _ => None,
     }
 }
@@ -593,7 +596,7 @@ mod tests {
         ));
         let doc: Json =
             serde_json::from_str(r#"{"name":"Ada","tags":["X","y"],"n":3}"#).expect("json");
-        data.update(b"j", Some(&Value::Json(Box::new(doc))));
+        data.update(b"j", Some(&Value::Json(Box::new(doc.into()))));
         let d = &data.docs[&1];
         assert_eq!(d.values[0], Values::Text(vec!["Ada".into()]));
         assert_eq!(d.values[1], Values::Tags(vec!["x".into(), "y".into()]));
