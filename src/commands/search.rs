@@ -1202,12 +1202,13 @@ fn load_fields(
                 .collect();
             Some(returned_pairs(all, fields, s))
         }
-        (Value::Json(doc), KeyType::Json) => Some(match &s.returns {
+        (Value::Json(stored), KeyType::Json) => Some(match &s.returns {
             None => {
+                let doc = stored.tree();
                 let text = if s.dialect >= 3 {
-                    json::to_text(&[&**doc][..], Layout::default())
+                    json::to_text(&[doc][..], Layout::default())
                 } else {
-                    json::to_text(&**doc, Layout::default())
+                    json::to_text(doc, Layout::default())
                 };
                 let mut pairs = Vec::with_capacity(2);
                 // RediSearch loads the sort key before the document.
@@ -1232,7 +1233,7 @@ fn load_fields(
                         .find(|f| f.name == *name)
                         .map_or(name.as_str(), |f| f.path.as_str());
                     let path = JsonPath::parse(path).ok()?;
-                    let values = path.values(doc);
+                    let values = path.values(stored.tree());
                     let value = json_return(&values, s.dialect)?;
                     Some((Bytes::copy_from_slice(alias.as_bytes()), value))
                 })
@@ -1495,8 +1496,12 @@ fn aggregate_row(
                 }
                 (Value::Json(doc), KeyType::Json) => {
                     let path = JsonPath::parse(path).ok()?;
-                    json_return(&path.values(doc), dialect)
+                    json_return(&path.values(doc.tree()), dialect)
                 }
+                (Value::Stm(entry), KeyType::Stm) => crate::search::stm_doc::fields(entry)
+                    .into_iter()
+                    .find(|(name, _)| *name == path)
+                    .map(|(_, v)| Bytes::from(v)),
                 _ => None,
             }
         };
@@ -1512,11 +1517,16 @@ fn aggregate_row(
                         whole.push((text(f), Bytes::copy_from_slice(v)));
                     }
                 }
+                (Some(Value::Stm(entry)), KeyType::Stm) => {
+                    for (f, v) in crate::search::stm_doc::fields(entry) {
+                        whole.push((f.to_string(), Bytes::from(v)));
+                    }
+                }
                 (Some(Value::Json(doc)), KeyType::Json) => {
                     let text = if dialect >= 3 {
-                        json::to_text(&[&**doc][..], Layout::default())
+                        json::to_text(&[doc.tree()][..], Layout::default())
                     } else {
-                        json::to_text(&**doc, Layout::default())
+                        json::to_text(doc.tree(), Layout::default())
                     };
                     whole.push(("$".into(), Bytes::from(text)));
                 }

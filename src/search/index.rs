@@ -556,7 +556,7 @@ pub fn extract(def: &Definition, value: &Value) -> Extracted {
                 .iter()
                 .enumerate()
                 .map(|(i, f)| {
-                    from_json(f, doc).map_err(|(message, per_field)| IndexError {
+                    from_json(f, doc.tree()).map_err(|(message, per_field)| IndexError {
                         field: i,
                         message,
                         per_field,
@@ -897,7 +897,7 @@ mod tests {
         ));
         let doc: Json =
             serde_json::from_str(r#"{"name":"Ada","tags":["X","y"],"n":3}"#).expect("json");
-        data.update(b"j", Some(&Value::Json(Box::new(doc))));
+        data.update(b"j", Some(&Value::Json(Box::new(doc.into()))));
         let d = &data.docs[&1];
         assert_eq!(d.values[0], Values::Text(vec!["Ada".into()]));
         assert_eq!(d.values[1], Values::Tags(vec!["x".into(), "y".into()]));
