@@ -861,7 +861,7 @@ mod tests {
         let mut data = Data::new(def("ON JSON SCHEMA $.n AS n NUMERIC $.t AS t TAG"));
         let json = |text: &str| {
             let doc: Json = serde_json::from_str(text).expect("json");
-            Value::Json(Box::new(doc))
+            Value::Json(Box::new(doc.into()))
         };
         data.update(b"j", Some(&json(r#"{"n":"x"}"#)));
         data.update(b"k", Some(&json(r#"{"t":[1]}"#)));
@@ -884,7 +884,7 @@ mod tests {
     fn a_json_tag_without_separator_is_one_tag() {
         let mut data = Data::new(def("ON JSON SCHEMA $.t AS t TAG $.s AS s TAG SEPARATOR ,"));
         let doc: Json = serde_json::from_str(r#"{"t":"A,b","s":"A,b"}"#).expect("json");
-        data.update(b"j", Some(&Value::Json(Box::new(doc))));
+        data.update(b"j", Some(&Value::Json(Box::new(doc.into()))));
         let d = &data.docs[&1];
         assert_eq!(d.values[0], Values::Tags(vec!["a,b".into()]));
         assert_eq!(d.values[1], Values::Tags(vec!["a".into(), "b".into()]));
