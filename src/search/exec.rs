@@ -10,6 +10,9 @@ use std::collections::{BTreeSet, HashSet};
 /// Doc ids, ascending.
 pub type Ids = BTreeSet<u32>;
 
+/// A condition tested on one document's values.
+type DocTest = Box<dyn Fn(&Doc) -> bool>;
+
 /// How the matches are scored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scorer {
@@ -403,7 +406,7 @@ impl Scope<'_> {
     /// A numeric or geo condition as a test of one document's values (a numeric condition on a
     /// field that is not NUMERIC matches nothing; a geo one on a field that is not GEO is an
     /// error, as in RediSearch).
-    fn value_test(&self, node: &Node) -> Result<Box<dyn Fn(&Doc) -> bool>, String> {
+    fn value_test(&self, node: &Node) -> Result<DocTest, String> {
         match node {
             Node::Numeric { field, min, max } => {
                 let Some((i, _)) = self
