@@ -45,6 +45,9 @@ impl crate::snapshot::Host for Shared {
     fn search(&self) -> &crate::search::Registry {
         &self.search
     }
+    fn indexes_changed(&self) {
+        self.events.set_indexing(self.search.any());
+    }
 }
 
 impl crate::aof::Host for Shared {
@@ -577,10 +580,9 @@ pub async fn run(
     let store = Arc::new(Store::with_databases(config.databases as usize));
     // The snapshot is in place before the warm start merges the scope rows over it.
     // With `appendonly`, the log holds the dataset (Redis ignores `dump.rdb` then).
-    let from_snapshot = !config.appendonly;
-    let loaded = if config.appendonly {
-        crate::aof::load::load(&config, &store, |functions| {
-            crate::commands::log_replay::LogReplay::over(&config, &store, local_addr, functions)
+    let mut loaded = if config.appendonly {
+        crate::aof::load::load(&config, &store, |base| {
+            crate::commands::log_replay::LogReplay::over(&config, &store, local_addr, base)
         })
     } else {
         crate::snapshot::load(&config, &store)
@@ -611,16 +613,9 @@ pub async fn run(
             )
             .map_err(|e| Error::Config(format!("cannot load the snapshot's functions: {e}")))?;
     }
-    // The snapshot's FT.* indexes, rebuilt over the keys just loaded (not from the append-only
-    // file: its FT.* commands replay into the replay's own state, which is not kept).
-    if from_snapshot {
-        for (name, args) in &loaded.search {
-            if let Err(why) = shared.search.restore(name, args) {
-                tracing::warn!(index = %name, %why, "index definition in the snapshot not restored");
-            }
-        }
-        shared.events.set_indexing(shared.search.any());
-    }
+    // The file's FT.* indexes: the append-only file's replay's, or the snapshot's definitions
+    // scanned again over the keys just loaded.
+    crate::snapshot::restore_indexes(&shared, &mut loaded);
     let shared = Arc::new(shared);
     let aof_log = crate::aof::open_at_start(&*shared).map_err(Error::Config)?;
     let aof_thread = crate::aof::spawn(shared.clone(), aof_log)?;

@@ -21,34 +21,54 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
-/// What snapshots reach of the server: the store, the configuration, their own state and the
-/// script engine (whose libraries a file carries). The server's shared state implements it, so
-/// this module never sees the server.
+/// What snapshots reach of the server: the store, the configuration, their own state, the
+/// script engine (whose libraries a file carries) and the search indexes (whose definitions it
+/// carries). The server's shared state implements it, so this module never sees the server.
 pub trait Host: Send + Sync + 'static {
     fn store(&self) -> &Store;
     fn config(&self) -> &RwLock<Config>;
     fn snapshots(&self) -> &Snapshots;
     fn scripting(&self) -> &Scripting;
     fn search(&self) -> &crate::search::Registry;
+    /// The set of search indexes changed: the store notes changes while any exists.
+    fn indexes_changed(&self);
 }
 
 /// The auxiliary field carrying one FT.* index definition: its name and FT.CREATE's arguments
 /// (RediSearch keeps them in its module's own record, which other servers cannot read; Redis
 /// skips an auxiliary field it does not know, so the file still loads there, without indexes).
 const SEARCH_INDEX_AUX: &str = "stmd-ft-index";
+/// The auxiliary field carrying one FT.ALIASADD: the alias, then the index's name. After every
+/// index's field in a file, so the index is there when its alias is read.
+const SEARCH_ALIAS_AUX: &str = "stmd-ft-alias";
 
-/// Each index definition as its auxiliary field's value. Read before any shard is locked: an
-/// index's lock comes before shard locks (`crate::search`'s lock order).
-fn search_aux(host: &impl Host) -> Vec<Vec<u8>> {
-    host.search()
-        .definitions()
-        .into_iter()
-        .map(|(name, args)| {
-            let mut words = vec![Bytes::from(name)];
-            words.extend(args);
-            encode_words(&words)
-        })
-        .collect()
+/// Each index definition, then each alias, as auxiliary fields. Read before any shard is
+/// locked: an index's lock comes before shard locks (`crate::search`'s lock order).
+fn search_aux(host: &impl Host) -> Vec<(&'static str, Vec<u8>)> {
+    let search = host.search();
+    let definitions = search.definitions().into_iter().map(|(name, args)| {
+        let mut words = vec![Bytes::from(name)];
+        words.extend(args);
+        (SEARCH_INDEX_AUX, encode_words(&words))
+    });
+    let aliases = search.aliases().into_iter().map(|(alias, name)| {
+        let words = [Bytes::from(alias), Bytes::from(name)];
+        (SEARCH_ALIAS_AUX, encode_words(&words))
+    });
+    definitions.chain(aliases).collect()
+}
+
+/// Puts the FT.* indexes `loaded` found in place of the server's: the registry an append-only
+/// file's replay built, or else the file's definitions and aliases, scanned again over the keys
+/// just loaded. For the load at start, DEBUG RELOAD and LOADAOF, a replica's full sync: each
+/// loads a whole dataset, indexes included, as RediSearch keeps its indexes through them.
+pub fn restore_indexes(host: &impl Host, loaded: &mut Loaded) {
+    let search = host.search();
+    match loaded.indexes.take() {
+        Some(replayed) => search.adopt(replayed),
+        None => search.restore_all(&loaded.search, &loaded.aliases),
+    }
+    host.indexes_changed();
 }
 
 /// What a shutdown does about the final save (SHUTDOWN SAVE / NOSAVE, or by the rules).
@@ -310,8 +330,8 @@ pub fn image<T>(host: &impl Host, at_instant: impl FnOnce() -> T) -> std::io::Re
     let locked = store.lock_dbs(&all);
     let instant = at_instant();
     let mut out = FileWriter::new(Vec::new(), &aux_fields());
-    for index in &indexes {
-        out.aux(SEARCH_INDEX_AUX, index);
+    for (name, value) in &indexes {
+        out.aux(name, value);
     }
     for code in engine.functions.codes() {
         out.function(&code);
@@ -337,8 +357,8 @@ fn write_to(host: &impl Host, functions: &[Bytes], walk: Walk, temp: &Path) -> s
     let store = host.store();
     let file = std::fs::File::create(temp)?;
     let mut out = FileWriter::new(BufWriter::with_capacity(1 << 20, file), &aux_fields());
-    for index in search_aux(host) {
-        out.aux(SEARCH_INDEX_AUX, &index);
+    for (name, value) in search_aux(host) {
+        out.aux(name, &value);
     }
     for code in functions {
         out.function(code);
@@ -490,6 +510,11 @@ pub struct Loaded {
     pub functions: Vec<Bytes>,
     /// The FT.* index definitions: name and FT.CREATE's arguments after it.
     pub search: Vec<(String, Vec<Bytes>)>,
+    /// The FT.* aliases: alias, index name.
+    pub aliases: Vec<(String, String)>,
+    /// The indexes an append-only file's replay built (its FT.* commands over its keys): taken
+    /// as they are rather than `search` and `aliases` scanned again.
+    pub indexes: Option<crate::search::Registry>,
     pub keys: u64,
     /// Keys whose expiry had passed: not loaded, as a primary does.
     pub expired: u64,
@@ -668,19 +693,25 @@ impl FileSink for Loader<'_, '_> {
     }
 
     fn aux(&mut self, name: &[u8], value: Bytes) -> Result<(), String> {
-        if name != SEARCH_INDEX_AUX.as_bytes() {
+        let field = if name == SEARCH_INDEX_AUX.as_bytes() {
+            SEARCH_INDEX_AUX
+        } else if name == SEARCH_ALIAS_AUX.as_bytes() {
+            SEARCH_ALIAS_AUX
+        } else {
             return Ok(());
+        };
+        let bad = || format!("Bad data format in the {field} field");
+        let mut words = decode_words(&value).ok_or_else(bad)?.into_iter();
+        let text = |word: Bytes| String::from_utf8_lossy(&word).into_owned();
+        let first = words.next().map(text).ok_or_else(bad)?;
+        if field == SEARCH_INDEX_AUX {
+            self.loaded.search.push((first, words.collect()));
+        } else {
+            let (Some(index), None) = (words.next(), words.next()) else {
+                return Err(bad());
+            };
+            self.loaded.aliases.push((first, text(index)));
         }
-        let mut words = decode_words(&value)
-            .filter(|words| !words.is_empty())
-            .ok_or_else(|| format!("Bad data format in the {SEARCH_INDEX_AUX} field"))?
-            .into_iter();
-        let name = words
-            .next()
-            .map(|n| String::from_utf8_lossy(&n).into_owned());
-        self.loaded
-            .search
-            .extend(name.map(|name| (name, words.collect())));
         Ok(())
     }
 }

@@ -322,14 +322,14 @@ def genpass(a, b, args):
 
 
 def acl_cat(a, b, args):
-    """Without a category: Redis's categories, then @json (RedisJSON's, which Redis 8 lists after
-    its own) and our @stm. With one: the command table differs (stmd has fewer commands; order is
+    """Without a category: Redis's categories, then @json and @search (the modules' categories,
+    which Redis 8 lists after its own) and our @stm. With one: the command table differs (stmd has fewer commands; order is
     Redis's dict order): errors exactly, else the kind."""
     if a.kind == "-" or b.kind == "-":
         return a.raw == b.raw
     if len(args) == 2:
         mine = [x.raw for x in a.value]
-        return mine[:-2] == [x.raw for x in b.value] and [x.value for x in a.value[-2:]] == [b"json", b"stm"]
+        return mine[:-3] == [x.raw for x in b.value] and [x.value for x in a.value[-3:]] == [b"json", b"search", b"stm"]
     return a.kind == b.kind
 
 
@@ -347,7 +347,7 @@ ALLOWED = {
     "ACL DRYRUN": (noperm_7_2, NOPERM_REASON),
     "ACL LOG": (acl_log, "entries: count, reason, context, object and username compared; age, client-info and 7.2's entry-id/timestamps not"),
     "ACL GENPASS": (genpass, "random passwords: the length is compared"),
-    "ACL CAT": (acl_cat, "the @json and our @stm categories, and our command table"),
+    "ACL CAT": (acl_cat, "the @json and @search categories, our @stm, and our command table"),
     "ACL LIST": (acl_rules, "command rules: Redis 7.2 keeps them as given (7.0 recomputes them from categories)"),
     "ACL GETUSER": (acl_rules, "command rules: Redis 7.2 keeps them as given (7.0 recomputes them from categories)"),
     "HELLO": (hello, "version (stmd reports 7.4.0: 7.2's replies and 7.4's commands) and client id differ"),
@@ -373,7 +373,7 @@ ALLOWED = {
     "LOLWUT": (errors_exact_else_kind, "the version line (7.4.0 vs the reference 7.0.x); stmd draws no art"),
     "BITCOUNT": (bit_range_args, "7.2 checks range arguments before the key (reference: 7.0)"),
     "BITPOS": (bit_range_args, "7.2 checks range arguments before the key (reference: 7.0)"),
-    "MODULE LIST": (same_kind, "stmd lists the modules it serves built in (ReJSON), as Redis 8 lists its bundled ones; the references load none"),
+    "MODULE LIST": (same_kind, "stmd lists the modules it serves built in (ReJSON, search), as Redis 8 lists its bundled ones; the references load none"),
     "SCAN": (scan_plain, "cursor values/order differ; [scan] cases compare the full key set"),
 }
 

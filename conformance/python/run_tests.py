@@ -2,8 +2,9 @@
 named by $CONF_RESULTS (for conformance/run). Skips are unsupported commands (stmd answered
 `ERR unknown command`), listed by pytest's -rs summary.
 
-`--libraries` runs the agent libraries' flows (test_libraries_*.py) instead, which need RediSearch
-(FT.*) and so are a part of their own (`conformance/run libraries`); without it they are left out."""
+`--libraries` runs the agent libraries' flows (test_libraries_*.py) instead, and `--agent-memory`
+agent-memory-server's (test_agent_memory_server.py): each has a venv of its own, and both are the
+part `libraries` of conformance/run; without either flag they are left out."""
 
 import glob
 import os
@@ -35,8 +36,11 @@ def main():
     if "--libraries" in extra:
         extra.remove("--libraries")
         paths = sorted(glob.glob(os.path.join(here, "test_libraries_*.py")))
+    elif "--agent-memory" in extra:
+        extra.remove("--agent-memory")
+        paths = [os.path.join(here, "test_agent_memory_server.py")]
     else:
-        paths = [here, "--ignore-glob=*test_libraries_*"]
+        paths = [here, "--ignore-glob=*test_libraries_*", "--ignore-glob=*test_agent_memory_*"]
     args = ["-q", "-rs", "-p", "no:cacheprovider"] + paths
     if os.environ.get("CONF_VERBOSE"):
         args.insert(0, "-v")

@@ -20,7 +20,7 @@ use std::time::Instant;
 pub fn load<R: Replayer>(
     config: &Config,
     store: &Store,
-    new_replayer: impl Fn(&[Bytes]) -> Result<R, String>,
+    new_replayer: impl Fn(&Loaded) -> Result<R, String>,
 ) -> Result<Loaded, String> {
     let names = Names::of(config);
     let Some(manifest) = names.read()? else {
@@ -42,7 +42,7 @@ pub fn load<R: Replayer>(
             loaded = crate::snapshot::load_bytes(&bytes, store, None)
                 .map_err(|why| format!("cannot load {}: {why}", base.name))?;
         } else {
-            let replay = replay.get_or_insert(Replay::new(new_replayer(&[])?));
+            let replay = replay.get_or_insert(Replay::new(new_replayer(&Loaded::default())?));
             let used = replay.run(&bytes, &base.name)?;
             if used < bytes.len() {
                 return Err(format!("the append only file {} is cut short", base.name));
@@ -51,7 +51,7 @@ pub fn load<R: Replayer>(
     }
     for (i, incr) in manifest.incrs.iter().enumerate() {
         let bytes = read(incr)?;
-        let replay = replay.get_or_insert(Replay::new(new_replayer(&loaded.functions)?));
+        let replay = replay.get_or_insert(Replay::new(new_replayer(&loaded)?));
         let used = replay.run(&bytes, &incr.name)?;
         if used < bytes.len() {
             let last = i + 1 == manifest.incrs.len();
@@ -69,8 +69,9 @@ pub fn load<R: Replayer>(
                 .map_err(|err| format!("cannot truncate {}: {err}", incr.name))?;
         }
     }
-    if let Some(replay) = replay {
+    if let Some(mut replay) = replay {
         loaded.functions = replay.commands.functions();
+        loaded.indexes = Some(replay.commands.indexes());
         loaded.keys = store.len() as u64;
     }
     tracing::info!(
@@ -94,6 +95,9 @@ pub trait Replayer {
     fn select_first_db(&mut self);
     /// The function libraries' codes after the replay.
     fn functions(&self) -> Vec<Bytes>;
+    /// The search indexes the replay built (its FT.* commands over its keys), taken once it
+    /// is over.
+    fn indexes(&mut self) -> crate::search::Registry;
 }
 
 /// Replays the log's files through a [`Replayer`].

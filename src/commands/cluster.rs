@@ -105,6 +105,8 @@ pub fn cluster(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 /// - `STM.RECENT <2|3> <STM.RECENT's arguments>`: this node's entries (see `stm::recent_peer`);
 /// - `STM.CONTEXT <STM.CONTEXT's arguments>`: this node's other-channel blocks (see
 ///   `stm_context::context_peer`);
+/// - `FT.SEARCH <2|3> <FT.SEARCH's arguments>`: this node's results (see
+///   `search_gather::search_peer`);
 /// - `STM.FORGET USER <user>`: deletes this node's entries of the user, answers the count;
 /// - `PUBLISH <channel> <message>`: delivers to this node's subscribers, answers their count;
 /// - `SLOTKEYS <slots as 0-99,200>`: the lowest of the slots in which this node holds a key, or
@@ -122,6 +124,8 @@ fn peer(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         super::stm::recent_peer(ctx, request)
     } else if is(op, "STM.CONTEXT") {
         super::stm_context::context_peer(ctx, request)
+    } else if is(op, "FT.SEARCH") && request.len() >= 2 {
+        super::search_gather::search_peer(ctx, request)
     } else if is(op, "STM.FORGET") && request.len() == 3 && is(request[1], "USER") {
         super::stm::forget_local(ctx, request)
     } else if is(op, "SLOTKEYS") && request.len() == 2 {

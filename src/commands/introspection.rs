@@ -267,7 +267,7 @@ pub(crate) fn value_size(value: &Value, samples: usize) -> usize {
             sampled(z.len(), z.iter().map(|(m, _)| m.len() + 8), samples) + z.len() * 16
         }),
         Value::Stream(s) => s.memory(),
-        Value::Json(doc) => crate::store::json::memory(doc),
+        Value::Json(doc) => doc.memory(),
         Value::Stm(e) => {
             std::mem::size_of_val(e.as_ref())
                 + e.messages().heap_bytes()

@@ -13,7 +13,7 @@ use super::args::is;
 use super::{CmdResult, Ctx};
 use crate::protocol::Reply;
 use crate::spec::wrong_arity;
-use crate::store::json::{self, Json, Layout, Query, Step, MAX_DEPTH};
+use crate::store::json::{self, Doc, Json, Layout, Query, Step, MAX_DEPTH};
 use crate::store::{Locked, Value};
 use serde_json::Number;
 
@@ -71,8 +71,9 @@ fn integer(arg: &[u8]) -> Result<i64, Reply> {
     crate::protocol::parse_i64_strict(arg).ok_or_else(|| error(NOT_INTEGER))
 }
 
-/// The document at `key`: None when there is none, WRONGTYPE-style error for another type.
-fn doc<'l>(locked: &'l mut Locked<'_>, key: &[u8]) -> Result<Option<&'l Json>, Reply> {
+/// The stored document at `key`: None when there is none, WRONGTYPE-style error for another
+/// type. Only whole-document answers and existence checks read it this way (no tree is built).
+fn stored<'l>(locked: &'l mut Locked<'_>, key: &[u8]) -> Result<Option<&'l Doc>, Reply> {
     match locked.get(key).map(|e| &e.value) {
         None => Ok(None),
         Some(Value::Json(doc)) => Ok(Some(doc)),
@@ -80,10 +81,16 @@ fn doc<'l>(locked: &'l mut Locked<'_>, key: &[u8]) -> Result<Option<&'l Json>, R
     }
 }
 
-/// The document at `key` for a change that was decided on (its version moves, its event fires).
+/// The tree of the document at `key`, for reading paths.
+fn doc<'l>(locked: &'l mut Locked<'_>, key: &[u8]) -> Result<Option<&'l Json>, Reply> {
+    Ok(stored(locked, key)?.map(Doc::tree))
+}
+
+/// The tree of the document at `key` for a change that was decided on (its version moves, its
+/// event fires, its stored text is dropped).
 fn doc_mut<'l>(locked: &'l mut Locked<'_>, key: &[u8]) -> Option<&'l mut Json> {
     match locked.get_mut(key).map(|e| &mut e.value) {
-        Some(Value::Json(doc)) => Some(doc),
+        Some(Value::Json(doc)) => Some(doc.tree_mut()),
         _ => None,
     }
 }
@@ -164,33 +171,39 @@ pub fn set(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         }
     }
     let mut locked = ctx.lock(&args[1..2]);
-    let exists = doc(&mut locked, key)?.is_some();
-    let new = value(args[3])?;
-    if !exists {
-        if xx {
+    let exists = stored(&mut locked, key)?.is_some();
+    if query.is_root() {
+        let new = whole(args[3])?;
+        if (exists && nx) || (!exists && xx) {
             return Ok(Reply::Nil);
         }
-        if !query.is_root() {
-            return Err(error(NOT_ROOT));
-        }
-        locked.set(key, Value::Json(Box::new(new)), 0);
+        put_root(&mut locked, key, new, exists);
         return Ok(Reply::OK);
     }
-    if query.is_root() {
-        if nx {
-            return Ok(Reply::Nil);
-        }
-        replace_root(&mut locked, key, new);
-        return Ok(Reply::OK);
+    let new = value(args[3])?;
+    if !exists {
+        return if xx {
+            Ok(Reply::Nil)
+        } else {
+            Err(error(NOT_ROOT))
+        };
     }
     let done = set_at(&mut locked, key, &query, new, !nx, !xx)?;
     Ok(if done { Reply::OK } else { Reply::Nil })
 }
 
-/// Replaces a whole document, keeping the key's expiry (as RedisJSON's in-place root write does).
-fn replace_root(locked: &mut Locked<'_>, key: &[u8], new: Json) {
-    if let Some(doc) = doc_mut(locked, key) {
-        *doc = new;
+/// A whole document's text as the root writes take it (see [`Doc::parse`]).
+fn whole(arg: &[u8]) -> Result<Doc, Reply> {
+    Doc::parse(arg).map_err(error)
+}
+
+/// Writes a whole document: a new key, or in place of the existing one keeping the key's expiry
+/// (as RedisJSON's in-place root write does).
+fn put_root(locked: &mut Locked<'_>, key: &[u8], new: Doc, exists: bool) {
+    if !exists {
+        locked.set(key, Value::Json(Box::new(new)), 0);
+    } else if let Some(Value::Json(doc)) = locked.get_mut(key).map(|e| &mut e.value) {
+        **doc = new;
     }
 }
 
@@ -260,6 +273,12 @@ fn set_at(
     Ok(true)
 }
 
+/// One checked JSON.MSET triplet: a whole document, or a value for a path below the root.
+enum Write {
+    Whole(Doc),
+    At(Query, Json),
+}
+
 /// JSON.MSET key path value [key path value ...]: every triplet is checked before any is written.
 pub fn mset(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     if (args.len() - 1) % 3 != 0 {
@@ -270,7 +289,7 @@ pub fn mset(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut triplets = Vec::new();
     for t in args[1..].chunks(3) {
         let query = path(t[1])?;
-        let exists = doc(&mut locked, t[0])?.is_some();
+        let exists = stored(&mut locked, t[0])?.is_some();
         if !exists && !query.is_root() {
             return Err(error(NOT_ROOT));
         }
@@ -280,18 +299,21 @@ pub fn mset(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
                 query.split_last().map_err(error)?;
             }
         }
-        triplets.push((t[0], query, value(t[2])?));
+        let new = if query.is_root() {
+            Write::Whole(whole(t[2])?)
+        } else {
+            Write::At(query, value(t[2])?)
+        };
+        triplets.push((t[0], new));
     }
     let mut all = true;
-    for (key, query, new) in triplets {
-        if query.is_root() {
-            if doc(&mut locked, key)?.is_some() {
-                replace_root(&mut locked, key, new);
-            } else {
-                locked.set(key, Value::Json(Box::new(new)), 0);
+    for (key, new) in triplets {
+        match new {
+            Write::Whole(doc) => {
+                let exists = stored(&mut locked, key)?.is_some();
+                put_root(&mut locked, key, doc, exists);
             }
-        } else {
-            all &= set_at(&mut locked, key, &query, new, true, true)?;
+            Write::At(query, tree) => all &= set_at(&mut locked, key, &query, tree, true, true)?,
         }
     }
     Ok(if all { Reply::OK } else { Reply::Nil })
@@ -305,15 +327,16 @@ pub fn merge(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         return Err(error("ERR syntax error"));
     }
     let mut locked = ctx.lock(&args[1..2]);
-    let exists = doc(&mut locked, key)?.is_some();
-    let patch = value(args[3])?;
+    let exists = stored(&mut locked, key)?.is_some();
     if !exists {
+        let patch = whole(args[3])?;
         if !query.is_root() {
             return Err(error(NOT_ROOT));
         }
         locked.set(key, Value::Json(Box::new(patch)), 0);
         return Ok(Reply::OK);
     }
+    let patch = value(args[3])?;
     let doc_now = doc(&mut locked, key)?.ok_or_else(|| error(NO_KEY))?;
     let found: Vec<(Vec<Step>, bool)> = query
         .select(doc_now)
@@ -389,10 +412,11 @@ pub fn get(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
         paths.push(b".");
     }
     let mut locked = ctx.lock(&args[1..2]);
-    let Some(doc) = doc(&mut locked, args[1])? else {
+    let Some(stored) = stored(&mut locked, args[1])? else {
         return Ok(Reply::Nil);
     };
     if let (true, Some(full)) = (resp3, expand) {
+        let doc = stored.tree();
         let mut out = Vec::new();
         for p in &paths {
             let q = path(p)?;
@@ -407,8 +431,9 @@ pub fn get(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     }
     if paths.len() == 1 {
         let q = path(paths[0])?;
-        return single_text(&q, doc, layout).ok_or_else(|| error(NO_PATH));
+        return single_text(&q, stored, layout).ok_or_else(|| error(NO_PATH));
     }
+    let doc = stored.tree();
     let legacy = paths.iter().all(|p| path(p).is_ok_and(|q| q.legacy));
     let mut map = serde_json::Map::new();
     for p in &paths {
@@ -427,9 +452,20 @@ pub fn get(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
 }
 
 /// One path's text: a legacy path's first match, a JSONPath's list of matches; None when a
-/// legacy path matches nothing.
-fn single_text(q: &Query, doc: &Json, layout: Layout<'_>) -> Option<Reply> {
-    let found = q.values(doc);
+/// legacy path matches nothing. The whole document in compact form is its stored text.
+fn single_text(q: &Query, doc: &Doc, layout: Layout<'_>) -> Option<Reply> {
+    if q.is_root() && layout.is_compact() {
+        let text = doc.text();
+        if q.legacy {
+            return Some(Reply::Bulk(text.clone()));
+        }
+        let mut list = Vec::with_capacity(text.len() + 2);
+        list.push(b'[');
+        list.extend_from_slice(text);
+        list.push(b']');
+        return Some(Reply::Bulk(list.into()));
+    }
+    let found = q.values(doc.tree());
     if q.legacy {
         found.first().map(|v| text_reply(*v, layout))
     } else {
@@ -473,7 +509,7 @@ pub fn mget(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let mut locked = ctx.lock(keys);
     let mut out = Vec::with_capacity(keys.len());
     for key in keys {
-        let reply = match (&query, doc(&mut locked, key)) {
+        let reply = match (&query, stored(&mut locked, key)) {
             (Some(q), Ok(Some(doc))) => {
                 single_text(q, doc, Layout::default()).unwrap_or(Reply::Nil)
             }
@@ -491,13 +527,14 @@ pub fn del(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let query = path(args.get(2).copied().unwrap_or(b"."))?;
     let key = args[1];
     let mut locked = ctx.lock(&args[1..2]);
-    let Some(doc_now) = doc(&mut locked, key)? else {
+    if stored(&mut locked, key)?.is_none() {
         return Ok(Reply::Int(0));
-    };
+    }
     if query.is_root() {
         locked.remove(key);
         return Ok(Reply::Int(1));
     }
+    let doc_now = doc(&mut locked, key)?.ok_or_else(|| error(NO_KEY))?;
     let mut found: Vec<Vec<Step>> = query
         .select(doc_now)
         .into_iter()

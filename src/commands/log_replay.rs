@@ -8,6 +8,7 @@ use super::{dispatch, ConnState, Ctx, Shared};
 use crate::clients::ClientInfo;
 use crate::config::Config;
 use crate::protocol::Reply;
+use crate::snapshot::Loaded;
 use crate::store::Store;
 use bytes::Bytes;
 use std::net::SocketAddr;
@@ -19,13 +20,15 @@ pub struct LogReplay {
 }
 
 impl LogReplay {
-    /// A server of its own over `store`, with the libraries of the log's base (`functions`).
+    /// A server of its own over `store`, with the function libraries and the search indexes of
+    /// the log's base (an RDB image's, in `base`).
     pub fn over(
         config: &Config,
         store: &Arc<Store>,
         addr: SocketAddr,
-        functions: &[Bytes],
+        base: &Loaded,
     ) -> Result<LogReplay, String> {
+        let functions = &base.functions;
         let shared = Shared::new(
             config.clone(),
             addr,
@@ -42,6 +45,11 @@ impl LogReplay {
                     crate::scripting::functions::RestorePolicy::Append,
                 )
                 .map_err(|e| format!("cannot load the base's functions: {e}"))?;
+        }
+        if !base.search.is_empty() {
+            // The increments' FT.* commands and writes apply to the base's indexes.
+            shared.search.restore_all(&base.search, &base.aliases);
+            shared.events.set_indexing(shared.search.any());
         }
         let addr = crate::clients::ClientAddr::Tcp(addr);
         let info = shared.clients.register(addr.clone(), addr, -1);
@@ -82,6 +90,11 @@ impl crate::aof::load::Replayer for LogReplay {
 
     fn functions(&self) -> Vec<Bytes> {
         self.shared.scripting.engine().functions.codes()
+    }
+
+    fn indexes(&mut self) -> crate::search::Registry {
+        let empty = crate::search::Registry::new(self.shared.store.clone());
+        std::mem::replace(&mut self.shared.search, empty)
     }
 }
 

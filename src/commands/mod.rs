@@ -34,6 +34,7 @@ pub mod pubsub;
 pub mod replication;
 pub mod scripting;
 pub mod search;
+pub mod search_gather;
 pub mod server;
 pub mod sets;
 mod shared;

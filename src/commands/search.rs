@@ -7,15 +7,19 @@
 use super::args::is;
 use super::{CmdResult, Ctx};
 use crate::protocol::Reply;
+use crate::search::aggregate::{render, set, Load, Plan, Row, Value as AggValue};
+use crate::search::cursor::{Chunk, Results};
 use crate::search::exec::{self, Options, Scorer};
 use crate::search::index::{Data, SortValue};
 use crate::search::query::{Bound, Node, Query};
 use crate::search::schema::{Field, KeyType, Kind};
+use crate::search::vector::{Algorithm, ElementType, Metric, VectorParams};
 use crate::search::{Index, Registry};
 use crate::store::json::{self as json, Json, Layout, Query as JsonPath};
 use crate::store::Value;
 use bytes::Bytes;
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 fn error(text: impl Into<String>) -> Reply {
@@ -52,11 +56,13 @@ fn arity(args: &[&[u8]], min: usize, max: usize) -> Result<(), Reply> {
     Ok(())
 }
 
-/// The index `name` (or the index it is an alias of), or `error`.
+/// The index `name` (or the index it is an alias of), counted as a use, or `error`.
 fn index_or(ctx: &Ctx<'_, '_>, name: &[u8], error_text: &str) -> Result<Arc<Index>, Reply> {
-    registry(ctx)
+    let index = registry(ctx)
         .get(&text(name))
-        .ok_or_else(|| error(error_text.to_string()))
+        .ok_or_else(|| error(error_text.to_string()))?;
+    index.used();
+    Ok(index)
 }
 
 /// FT.CREATE index [options] SCHEMA field type [options] ...
@@ -88,6 +94,13 @@ pub fn dropindex(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     propagate();
     if delete_docs {
         let keys = index.data.read().keys();
+        // The replicas and the log delete the same keys, whatever their own index holds (its
+        // scan may still be under way).
+        if !keys.is_empty() {
+            let mut del: Vec<&[u8]> = vec![b"DEL"];
+            del.extend(keys.iter().map(|k| k.as_ref()));
+            crate::replication::feed::propagate_as_all(&[&[b"FT.DROPINDEX", args[1]], &del]);
+        }
         for key in keys {
             ctx.lock(&[&key]).remove(&key);
         }
@@ -131,9 +144,8 @@ pub fn alter(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     {
         let mut data = index.data.write();
         let fields = data.def.parse_added(&added).map_err(error)?;
-        let mut given = vec![Bytes::from_static(b"ADD")];
-        given.extend(added.iter().cloned());
-        data.add_fields(fields, &given);
+        // The stored definition continues SCHEMA's field list (a snapshot re-parses it).
+        data.add_fields(fields, &added);
     }
     propagate();
     if !skip_scan {
@@ -275,137 +287,276 @@ pub fn profile(_ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     Err(error("FT.PROFILE is not served by stmd"))
 }
 
-/// FT.INFO index
+/// FT.INFO index: RediSearch 2.10's fields in its order (a map in RESP3, name/value pairs in
+/// RESP2). The memory figures are stmd's estimates of its own structures (0 for an empty index,
+/// as RediSearch's); the garbage-collector and cursor figures are RediSearch's idle values (stmd
+/// frees at once and serves no cursors on this path).
 pub fn info(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     arity(args, 2, usize::MAX)?;
     let index = index_or(ctx, args[1], "Unknown index name")?;
-    let aliases = registry(ctx).aliases_of(&index.name);
-    let _ = aliases;
+    let resp3 = ctx.conn.resp3;
     let data = index.data.read();
     let def = &data.def;
-    let kv = |k: &str, v: Reply| (Reply::Status(k.to_string().into()), v);
     let status = |s: &str| Reply::Status(s.to_string().into());
-    let map = |pairs: Vec<(Reply, Reply)>| Reply::Map(pairs);
+    // A map in RESP3; RESP2 flattens it, then `flags` (RESP3's last entry of an attribute) follow
+    // as bare words.
+    let map = |pairs: Vec<(&str, Reply)>| {
+        let pairs = pairs.into_iter().map(|(k, v)| (status(k), v));
+        if resp3 {
+            Reply::Map(pairs.collect())
+        } else {
+            Reply::Array(pairs.flat_map(|(k, v)| [k, v]).collect())
+        }
+    };
     let mut definition = vec![
-        kv("key_type", status(def.key_type.name())),
-        kv(
+        ("key_type", status(def.key_type.name())),
+        (
             "prefixes",
             Reply::Array(
                 def.prefixes
                     .iter()
-                    .map(|p| Reply::Bulk(p.clone()))
+                    .map(|p| status(&String::from_utf8_lossy(p)))
                     .collect(),
             ),
         ),
     ];
     if def.language != "english" {
-        definition.push(kv("default_language", status(&def.language)));
+        definition.push(("default_language", status(&def.language)));
     }
-    definition.push(kv("default_score", Reply::Double(def.score)));
+    if let Some(f) = &def.language_field {
+        definition.push(("language_field", status(f)));
+    }
+    definition.push(("default_score", Reply::Double(def.score)));
+    if let Some(f) = &def.score_field {
+        definition.push(("score_field", status(f)));
+    }
+    if let Some(f) = &def.payload_field {
+        definition.push(("payload_field", status(f)));
+    }
     let attributes = def
         .fields
         .iter()
         .map(|f| {
             let mut pairs = vec![
-                kv("identifier", status(&f.path)),
-                kv("attribute", status(&f.name)),
-                kv("type", status(f.kind.name())),
+                ("identifier", status(&f.path)),
+                ("attribute", status(&f.name)),
+                ("type", status(f.kind.name())),
             ];
             let mut flags = Vec::new();
             match &f.kind {
                 Kind::Text { weight, nostem } => {
-                    pairs.push(kv("WEIGHT", Reply::Double(*weight)));
+                    pairs.push(("WEIGHT", Reply::Double(*weight)));
                     if *nostem {
-                        flags.push(status("NOSTEM"));
+                        flags.push("NOSTEM");
                     }
                 }
                 Kind::Tag {
                     separator,
                     case_sensitive,
                 } => {
-                    pairs.push(kv("SEPARATOR", Reply::bulk([*separator])));
+                    let sep = separator
+                        .map(|s| (s as char).to_string())
+                        .unwrap_or_default();
+                    pairs.push(("SEPARATOR", status(&sep)));
                     if *case_sensitive {
-                        flags.push(status("CASESENSITIVE"));
+                        flags.push("CASESENSITIVE");
                     }
                 }
-                _ => {}
+                Kind::Vector(p) => vector_attributes(p, &mut pairs),
+                Kind::Numeric | Kind::Geo => {}
             }
             if f.sortable {
-                flags.insert(0, status("SORTABLE"));
+                // CASESENSITIVE comes first; NOSTEM after SORTABLE [UNF].
+                let at = usize::from(flags.first() == Some(&"CASESENSITIVE"));
+                flags.insert(at, "SORTABLE");
+                if def.sorts_as_written(f) {
+                    flags.insert(at + 1, "UNF");
+                }
             }
-            if f.noindex {
-                flags.push(status("NOINDEX"));
+            for (on, flag) in [
+                (f.noindex, "NOINDEX"),
+                (f.suffix_trie, "WITHSUFFIXTRIE"),
+                (f.index_empty, "INDEXEMPTY"),
+                (f.index_missing, "INDEXMISSING"),
+            ] {
+                if on {
+                    flags.push(flag);
+                }
             }
-            if f.index_empty {
-                flags.push(status("INDEXEMPTY"));
-            }
-            if f.index_missing {
-                flags.push(status("INDEXMISSING"));
-            }
-            if ctx.conn.resp3 {
-                pairs.push(kv("flags", Reply::Array(flags)));
+            let flags: Vec<Reply> = flags.into_iter().map(status).collect();
+            if resp3 {
+                pairs.push(("flags", Reply::Array(flags)));
                 map(pairs)
             } else {
-                let mut flat: Vec<Reply> = pairs.into_iter().flat_map(|(k, v)| [k, v]).collect();
-                flat.extend(flags);
-                Reply::Array(flat)
+                let flat = pairs.into_iter().flat_map(|(k, v)| [status(k), v]);
+                Reply::Array(flat.chain(flags).collect())
             }
         })
         .collect();
-    let docs = data.docs.len() as i64;
+    let docs = data.docs.len();
     let records = data.records as f64;
-    let per_doc = if docs == 0 {
-        f64::NAN
-    } else {
-        records / docs as f64
+    let per_doc = |n: f64| if docs == 0 { f64::NAN } else { n / docs as f64 };
+    let per_record = |n: f64| {
+        if records == 0.0 {
+            f64::NAN
+        } else {
+            n / records
+        }
     };
+    let mb = |bytes: usize| bytes as f64 / (1024.0 * 1024.0);
+    let memory = data.memory();
+    let failures = |f: &crate::search::index::Failures| {
+        let (text, key) = match &f.last {
+            Some((text, key)) => (status(text), Reply::Bulk(key.clone())),
+            None => (status("N/A"), Reply::bulk(b"N/A")),
+        };
+        map(vec![
+            ("indexing failures", Reply::Int(f.count as i64)),
+            ("last indexing error", text),
+            ("last indexing error key", key),
+        ])
+    };
+    let field_statistics = def
+        .fields
+        .iter()
+        .zip(&data.field_failures)
+        .map(|(f, failed)| {
+            map(vec![
+                ("identifier", status(&f.path)),
+                ("attribute", status(&f.name)),
+                ("Index Errors", failures(failed)),
+            ])
+        })
+        .collect();
+    let zero = || Reply::Double(0.0);
     let mut top = vec![
-        kv("index_name", status(&index.name)),
-        kv("index_options", Reply::Array(Vec::new())),
-        kv("index_definition", map(definition)),
-        kv("attributes", Reply::Array(attributes)),
-        kv("num_docs", Reply::Int(docs)),
-        kv("max_doc_id", Reply::Int(data.max_doc_id() as i64)),
-        kv("num_terms", Reply::Int(data.terms.len() as i64)),
-        kv("num_records", Reply::Int(data.records as i64)),
-        kv("inverted_sz_mb", Reply::Double(0.0)),
-        kv("vector_index_sz_mb", Reply::Double(0.0)),
-        kv(
+        ("index_name", status(&index.name)),
+        (
+            "index_options",
+            Reply::Array(def.options.iter().map(|o| status(o)).collect()),
+        ),
+        ("index_definition", map(definition)),
+        ("attributes", Reply::Array(attributes)),
+        ("num_docs", Reply::Int(docs as i64)),
+        ("max_doc_id", Reply::Int(data.max_doc_id() as i64)),
+        ("num_terms", Reply::Int(data.terms.len() as i64)),
+        ("num_records", Reply::Int(data.records as i64)),
+        ("inverted_sz_mb", Reply::Double(mb(memory.inverted))),
+        ("vector_index_sz_mb", Reply::Double(mb(memory.vectors))),
+        (
             "total_inverted_index_blocks",
             Reply::Int(data.terms.len() as i64),
         ),
-        kv("offset_vectors_sz_mb", Reply::Double(0.0)),
-        kv("doc_table_size_mb", Reply::Double(0.0)),
-        kv("sortable_values_size_mb", Reply::Double(0.0)),
-        kv("key_table_size_mb", Reply::Double(0.0)),
-        kv("tag_overhead_sz_mb", Reply::Double(0.0)),
-        kv("text_overhead_sz_mb", Reply::Double(0.0)),
-        kv("total_index_memory_sz_mb", Reply::Double(0.0)),
-        kv("geoshapes_sz_mb", Reply::Double(0.0)),
-        kv("records_per_doc_avg", Reply::Double(per_doc)),
-        kv("bytes_per_record_avg", Reply::Double(0.0)),
-        kv("offsets_per_term_avg", Reply::Double(0.0)),
-        kv("offset_bits_per_record_avg", Reply::Double(0.0)),
-        kv("hash_indexing_failures", Reply::Int(data.failures as i64)),
-        kv("total_indexing_time", Reply::Double(0.0)),
-        kv("indexing", Reply::Int(i64::from(data.indexing))),
-        kv("percent_indexed", Reply::Double(data.scanned)),
-        kv("number_of_uses", Reply::Int(0)),
-        kv("cleaning", Reply::Int(0)),
+        ("offset_vectors_sz_mb", Reply::Double(mb(memory.offsets))),
+        ("doc_table_size_mb", Reply::Double(mb(memory.docs))),
+        (
+            "sortable_values_size_mb",
+            Reply::Double(mb(memory.sortables)),
+        ),
+        ("key_table_size_mb", Reply::Double(mb(memory.keys))),
+        ("tag_overhead_sz_mb", Reply::Double(mb(memory.tags))),
+        ("text_overhead_sz_mb", Reply::Double(mb(memory.text))),
+        (
+            "total_index_memory_sz_mb",
+            Reply::Double(mb(memory.total())),
+        ),
+        ("geoshapes_sz_mb", zero()),
+        ("records_per_doc_avg", Reply::Double(per_doc(records))),
+        (
+            "bytes_per_record_avg",
+            Reply::Double(per_record(memory.inverted as f64)),
+        ),
+        (
+            "offsets_per_term_avg",
+            Reply::Double(per_record(memory.offsets as f64 / 4.0)),
+        ),
+        (
+            "offset_bits_per_record_avg",
+            Reply::Double(per_record(memory.offsets as f64 * 8.0)),
+        ),
+        (
+            "hash_indexing_failures",
+            Reply::Int(data.failures.count as i64),
+        ),
+        ("total_indexing_time", zero()),
+        ("indexing", Reply::Int(i64::from(data.indexing))),
+        ("percent_indexed", Reply::Double(data.scanned)),
+        (
+            "number_of_uses",
+            Reply::Int(index.uses.load(Ordering::Relaxed) as i64),
+        ),
+        ("cleaning", Reply::Int(0)),
+        (
+            "gc_stats",
+            map(vec![
+                ("bytes_collected", zero()),
+                ("total_ms_run", zero()),
+                ("total_cycles", zero()),
+                ("average_cycle_time_ms", Reply::Double(f64::NAN)),
+                ("last_run_time_ms", zero()),
+                ("gc_numeric_trees_missed", zero()),
+                ("gc_blocks_denied", zero()),
+            ]),
+        ),
+        (
+            "cursor_stats",
+            map(vec![
+                ("global_idle", Reply::Int(0)),
+                ("global_total", Reply::Int(0)),
+                ("index_capacity", Reply::Int(128)),
+                ("index_total", Reply::Int(0)),
+            ]),
+        ),
     ];
     if let Some(words) = &def.stopwords {
-        top.push(kv(
+        // RediSearch keeps them in a trie: sorted, once each.
+        let words: std::collections::BTreeSet<&String> = words.iter().collect();
+        top.push((
             "stopwords_list",
             Reply::Array(words.iter().map(|w| Reply::bulk(w.as_bytes())).collect()),
         ));
     }
-    top.push(kv(
+    let dialects = index.dialects.load(Ordering::Relaxed);
+    top.push((
         "dialect_stats",
         map((1..=4)
-            .map(|d| kv(&format!("dialect_{d}"), Reply::Int(0)))
+            .map(|d| {
+                let name = ["dialect_1", "dialect_2", "dialect_3", "dialect_4"][d - 1];
+                (name, Reply::Int(i64::from(dialects >> (d - 1) & 1)))
+            })
             .collect()),
     ));
+    top.push(("Index Errors", failures(&data.failures)));
+    top.push(("field statistics", Reply::Array(field_statistics)));
     Ok(map(top))
+}
+
+/// A VECTOR field's parameters as FT.INFO lists them after its type.
+fn vector_attributes(p: &VectorParams, pairs: &mut Vec<(&str, Reply)>) {
+    let word = |s: &str| Reply::Status(s.to_string().into());
+    let (algorithm, hnsw) = match p.algorithm {
+        Algorithm::Flat => ("FLAT", None),
+        Algorithm::Hnsw {
+            m, ef_construction, ..
+        } => ("HNSW", Some((m, ef_construction))),
+    };
+    pairs.push(("algorithm", word(algorithm)));
+    let element = match p.element {
+        ElementType::Float32 => "FLOAT32",
+        ElementType::Float64 => "FLOAT64",
+    };
+    pairs.push(("data_type", word(element)));
+    pairs.push(("dim", Reply::Int(p.dim as i64)));
+    let metric = match p.metric {
+        Metric::L2 => "L2",
+        Metric::Ip => "IP",
+        Metric::Cosine => "COSINE",
+    };
+    pairs.push(("distance_metric", word(metric)));
+    if let Some((m, ef_construction)) = hnsw {
+        pairs.push(("M", Reply::Int(m as i64)));
+        pairs.push(("ef_construction", Reply::Int(ef_construction as i64)));
+    }
 }
 
 /// FT.SEARCH's options.
@@ -669,15 +820,122 @@ fn parse_search_args(args: &[&[u8]], default_dialect: u32) -> Result<SearchArgs,
 }
 
 /// One result of a search, taken under the index's lock.
-struct Hit {
+pub(super) struct Hit {
     key: Bytes,
     score: f64,
-    /// KNN's distance field: (name, value).
-    distance: Option<(Bytes, Bytes)>,
+    /// The distances the query yields as fields (KNN's, each `VECTOR_RANGE`'s
+    /// `$YIELD_DISTANCE_AS`): (name, value), in the order they come first in the reply.
+    distances: Vec<(Bytes, Bytes)>,
+    /// What the results are ordered by: the score (highest first), KNN's distance (nearest
+    /// first) or SORTBY's value (None: the document has none). A cluster node merges its peers'
+    /// results by it.
+    pub(super) order: Option<SortValue>,
 }
 
-/// FT.SEARCH index query [options]
+/// A distance the query yields as a field: its name and each matching document's value.
+struct Yield {
+    name: String,
+    by_id: HashMap<u32, f64>,
+}
+
+/// The `VECTOR_RANGE` nodes of `node` that name their distance (`$YIELD_DISTANCE_AS`), with
+/// every document's distance within their radius.
+fn range_yields(data: &Data, node: &Node, out: &mut Vec<Yield>) -> Result<(), Reply> {
+    match node {
+        Node::VectorRange {
+            field,
+            radius,
+            vector,
+            distance_as: Some(name),
+        } => {
+            let index = data
+                .def
+                .field(field)
+                .and_then(|(i, _)| data.vectors[i].as_ref());
+            // A missing or non-vector field was reported by the executor already.
+            if let Some(index) = index {
+                let by_id = index.range(vector, *radius, None).map_err(error)?;
+                out.push(Yield {
+                    name: name.clone(),
+                    by_id: by_id.into_iter().collect(),
+                });
+            }
+        }
+        Node::And(nodes) | Node::Or(nodes) => {
+            for n in nodes {
+                range_yields(data, n, out)?;
+            }
+        }
+        Node::Not(n) | Node::Optional(n) => range_yields(data, n, out)?,
+        Node::Fields { node, .. } => range_yields(data, node, out)?,
+        _ => {}
+    }
+    Ok(())
+}
+
+/// `a` before `b` in results sorted `ascending` or not, a missing value last either way.
+pub(super) fn compare_order(
+    a: &Option<SortValue>,
+    b: &Option<SortValue>,
+    ascending: bool,
+) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    match (a, b) {
+        (Some(x), Some(y)) if ascending => compare_sort(x, y),
+        (Some(x), Some(y)) => compare_sort(x, y).reverse(),
+        (Some(_), None) => Ordering::Less,
+        (None, Some(_)) => Ordering::Greater,
+        (None, None) => Ordering::Equal,
+    }
+}
+
+/// A query run on this node: its arguments, the total, the page of results, the index's key
+/// type and fields (to load the documents), and the order of the results.
+pub(super) struct Searched {
+    s: SearchArgs,
+    pub(super) total: usize,
+    pub(super) hits: Vec<Hit>,
+    key_type: KeyType,
+    fields: Vec<Field>,
+    /// Results come lowest [`Hit::order`] first.
+    pub(super) ascending: bool,
+    /// KNN's k: the most results there are, however many nodes answer.
+    pub(super) knn: Option<usize>,
+}
+
+impl Searched {
+    pub(super) fn offset(&self) -> usize {
+        self.s.offset
+    }
+
+    pub(super) fn limit(&self) -> usize {
+        self.s.limit
+    }
+}
+
+/// FT.SEARCH index query [options]. In cluster mode every primary answers from its own index
+/// (`search_gather`).
 pub fn search(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    if let Some(cluster) = ctx.shared.cluster.clone() {
+        return super::search_gather::search(ctx, &cluster, args);
+    }
+    let found = search_here(ctx, args, false)?;
+    let resp3 = ctx.conn.resp3;
+    let items = found
+        .hits
+        .iter()
+        .flat_map(|hit| render_hit(ctx, &found, hit, resp3))
+        .collect();
+    Ok(assemble(resp3, found.total, items))
+}
+
+/// Runs FT.SEARCH's query on this node's index. `from_start`: the first offset + limit results
+/// rather than the page (a cluster node pages after merging every node's).
+pub(super) fn search_here(
+    ctx: &mut Ctx,
+    args: &[&[u8]],
+    from_start: bool,
+) -> Result<Searched, Reply> {
     arity(args, 2, usize::MAX)?;
     if args.len() == 2 {
         return Err(error("No query string provided"));
@@ -685,9 +943,7 @@ pub fn search(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let default_dialect = registry(ctx).settings.read().default_dialect;
     let max_results = registry(ctx).settings.read().max_search_results;
     let name = text(args[1]);
-    let Some(index) = registry(ctx).get(&name) else {
-        return Err(error(format!("{name}: no such index")));
-    };
+    let index = index_or(ctx, args[1], &format!("{name}: no such index"))?;
     let s = parse_search_args(args, default_dialect)?;
     if s.limit as u64 > max_results || s.offset as u64 > max_results {
         return Err(error(format!("LIMIT exceeds maximum of {max_results}")));
@@ -695,6 +951,7 @@ pub fn search(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     let query_text = String::from_utf8_lossy(args[2]).into_owned();
     let mut query =
         crate::search::query::parse(&query_text, &s.params, s.dialect).map_err(error)?;
+    index.queried_in(s.dialect);
     if !s.filters.is_empty() {
         let mut nodes = vec![query.filter];
         nodes.extend(s.filters.iter().cloned());
@@ -703,11 +960,23 @@ pub fn search(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     if let Some(slop) = s.slop {
         apply_slop(&mut query.filter, slop, s.in_order);
     }
-    let (total, hits, key_type, fields) = {
-        let data = read_index(ctx, &index)?;
-        run_search(&data, &query, &s)?
+    let page = match from_start {
+        true => (0, s.offset.saturating_add(s.limit)),
+        false => (s.offset, s.limit),
     };
-    reply_search(ctx, &s, total, hits, key_type, &fields)
+    let (total, hits, key_type, fields, ascending) = {
+        let data = read_index(ctx, &index)?;
+        run_search(&data, &query, &s, page)?
+    };
+    Ok(Searched {
+        s,
+        total,
+        hits,
+        key_type,
+        fields,
+        ascending,
+        knn: query.knn.as_ref().map(|knn| knn.k),
+    })
 }
 
 /// SLOP/INORDER given as options apply to every phrase without its own.
@@ -750,10 +1019,16 @@ fn read_index<'i>(
         })
 }
 
-type Found = (usize, Vec<Hit>, KeyType, Vec<Field>);
+type Found = (usize, Vec<Hit>, KeyType, Vec<Field>, bool);
 
-/// Runs the query and picks the page of results: (total, hits, the index's key type, its fields).
-fn run_search(data: &Data, query: &Query, s: &SearchArgs) -> Result<Found, Reply> {
+/// Runs the query and picks the `page` of results (offset, count): (total, hits, the index's key
+/// type, its fields, whether the results come lowest [`Hit::order`] first).
+fn run_search(
+    data: &Data,
+    query: &Query,
+    s: &SearchArgs,
+    page: (usize, usize),
+) -> Result<Found, Reply> {
     let options = Options {
         verbatim: s.verbatim,
         in_fields: s.in_fields.as_deref(),
@@ -765,7 +1040,7 @@ fn run_search(data: &Data, query: &Query, s: &SearchArgs) -> Result<Found, Reply
         ids = ids.intersection(&allowed).copied().collect();
     }
     // KNN: the k nearest of the filtered documents, nearest first, the distance a field.
-    let mut distances: Option<String> = None;
+    let mut knn_name: Option<String> = None;
     let mut ranked: Vec<(u32, f64)> = if let Some(knn) = &query.knn {
         let Some((i, _)) = data.def.field(&knn.field) else {
             return Err(error(format!("Unknown field `{}`", knn.field)));
@@ -782,7 +1057,7 @@ fn run_search(data: &Data, query: &Query, s: &SearchArgs) -> Result<Found, Reply
         let nearest = vectors
             .knn(&knn.vector, knn.k, knn.ef_runtime, allow)
             .map_err(error)?;
-        distances = Some(
+        knn_name = Some(
             knn.score_as
                 .clone()
                 .unwrap_or_else(|| format!("__{}_score", knn.field)),
@@ -793,34 +1068,30 @@ fn run_search(data: &Data, query: &Query, s: &SearchArgs) -> Result<Found, Reply
         let scores = exec::scores(data, &query.filter, &options, &ids, s.scorer);
         ids.into_iter().zip(scores).collect()
     };
+    let mut yields = Vec::new();
+    range_yields(data, &query.filter, &mut yields)?;
     match &s.sort_by {
-        Some((field, asc)) if distances.as_ref() == Some(field) => {
+        Some((field, asc)) if knn_name.as_ref() == Some(field) => {
             ranked.sort_by(|a, b| {
                 let o = a.1.total_cmp(&b.1);
                 let o = if *asc { o } else { o.reverse() };
                 o.then(a.0.cmp(&b.0))
             });
         }
-        None if distances.is_some() => {}
-        Some((field, asc)) => {
-            let Some((i, _)) = data.def.field(field) else {
-                return Err(error(format!(
-                    "Property `{field}` not loaded nor in schema"
-                )));
-            };
-            let value = |id: &u32| data.docs.get(id).and_then(|d| d.sort_value(i));
+        Some((field, asc)) if yields.iter().any(|y| y.name == *field) => {
+            let by_id = yields.iter().find(|y| y.name == *field).map(|y| &y.by_id);
+            let value = |id: &u32| by_id.and_then(|m| m.get(id)).copied();
             ranked.sort_by(|a, b| {
-                let (va, vb) = (value(&a.0), value(&b.0));
-                let order = match (&va, &vb) {
+                let order = match (value(&a.0), value(&b.0)) {
                     (Some(x), Some(y)) => {
-                        let o = compare_sort(x, y);
+                        let o = x.total_cmp(&y);
                         if *asc {
                             o
                         } else {
                             o.reverse()
                         }
                     }
-                    // Documents without the value come last either way.
+                    // Documents without the distance (outside the range, in a union) come last.
                     (Some(_), None) => std::cmp::Ordering::Less,
                     (None, Some(_)) => std::cmp::Ordering::Greater,
                     (None, None) => std::cmp::Ordering::Equal,
@@ -828,27 +1099,70 @@ fn run_search(data: &Data, query: &Query, s: &SearchArgs) -> Result<Found, Reply
                 order.then(a.0.cmp(&b.0))
             });
         }
+        None if knn_name.is_some() => {}
+        Some((field, asc)) => {
+            let Some((i, f)) = data.def.field(field) else {
+                return Err(error(format!(
+                    "Property `{field}` not loaded nor in schema"
+                )));
+            };
+            let as_written = data.def.sorts_as_written(f);
+            let value = |id: &u32| data.docs.get(id).and_then(|d| d.sort_value(i, as_written));
+            ranked.sort_by(|a, b| {
+                compare_order(&value(&a.0), &value(&b.0), *asc).then(a.0.cmp(&b.0))
+            });
+        }
         None => ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))),
     }
+    // What the order above compared, for a merge with other nodes' results.
+    let sorted_by = match &s.sort_by {
+        Some((field, _)) if knn_name.as_ref() != Some(field) => data
+            .def
+            .field(field)
+            .map(|(i, f)| (i, data.def.sorts_as_written(f))),
+        _ => None,
+    };
+    let ascending = match &s.sort_by {
+        Some((_, asc)) => *asc,
+        None => knn_name.is_some(),
+    };
     let total = ranked.len();
     let hits = ranked
         .into_iter()
-        .skip(s.offset)
-        .take(s.limit)
+        .skip(page.0)
+        .take(page.1)
         .filter_map(|(id, score)| {
+            let field = |name: &str, distance: f64| {
+                let value = crate::search::aggregate::render(
+                    &crate::search::aggregate::Value::Number(distance),
+                );
+                (Bytes::copy_from_slice(name.as_bytes()), value)
+            };
+            let mut distances: Vec<(Bytes, Bytes)> = yields
+                .iter()
+                .filter_map(|y| y.by_id.get(&id).map(|d| field(&y.name, *d)))
+                .collect();
+            if let Some(name) = &knn_name {
+                distances.insert(0, field(name, score));
+            }
             data.docs.get(&id).map(|d| Hit {
+                order: match sorted_by {
+                    Some((i, as_written)) => d.sort_value(i, as_written),
+                    None => Some(SortValue::Number(score)),
+                },
                 key: d.key.clone(),
                 score,
-                distance: distances.as_ref().map(|name| {
-                    let value = crate::search::aggregate::render(
-                        &crate::search::aggregate::Value::Number(score),
-                    );
-                    (Bytes::copy_from_slice(name.as_bytes()), value)
-                }),
+                distances,
             })
         })
         .collect();
-    Ok((total, hits, data.def.key_type, data.def.fields.clone()))
+    Ok((
+        total,
+        hits,
+        data.def.key_type,
+        data.def.fields.clone(),
+        ascending,
+    ))
 }
 
 fn compare_sort(a: &SortValue, b: &SortValue) -> std::cmp::Ordering {
@@ -875,49 +1189,26 @@ fn load_fields(
     match (&entry.value, key_type) {
         (Value::Hash(hash), KeyType::Hash) => {
             let now = crate::store::now_ms();
-            Some(match &s.returns {
-                None => {
-                    let mut pairs: Vec<(Bytes, Bytes)> = hash
-                        .iter_live(now)
-                        .map(|(f, v)| (Bytes::copy_from_slice(f), Bytes::copy_from_slice(v)))
-                        .collect();
-                    // RediSearch loads the sort key first, then the rest of the hash.
-                    let sort_path = s.sort_by.as_ref().and_then(|(name, _)| {
-                        fields
-                            .iter()
-                            .find(|f| f.name == *name)
-                            .map(|f| f.path.as_bytes())
-                    });
-                    if let Some(at) = sort_path.and_then(|p| pairs.iter().position(|(f, _)| f == p))
-                    {
-                        let first = pairs.remove(at);
-                        pairs.insert(0, first);
-                    }
-                    pairs
-                }
-                Some(wanted) => wanted
-                    .iter()
-                    .filter_map(|(name, alias)| {
-                        let path = fields
-                            .iter()
-                            .find(|f| f.name == *name)
-                            .map_or(name.as_str(), |f| f.path.as_str());
-                        hash.get_live(path.as_bytes(), now).map(|v| {
-                            (
-                                Bytes::copy_from_slice(alias.as_bytes()),
-                                Bytes::copy_from_slice(v),
-                            )
-                        })
-                    })
-                    .collect(),
-            })
+            let all = hash
+                .iter_live(now)
+                .map(|(f, v)| (Bytes::copy_from_slice(f), Bytes::copy_from_slice(v)))
+                .collect();
+            Some(returned_pairs(all, fields, s))
         }
-        (Value::Json(doc), KeyType::Json) => Some(match &s.returns {
+        (Value::Stm(entry), KeyType::Stm) => {
+            let all = crate::search::stm_doc::fields(entry)
+                .into_iter()
+                .map(|(name, v)| (Bytes::from_static(name.as_bytes()), Bytes::from(v)))
+                .collect();
+            Some(returned_pairs(all, fields, s))
+        }
+        (Value::Json(stored), KeyType::Json) => Some(match &s.returns {
             None => {
+                let doc = stored.tree();
                 let text = if s.dialect >= 3 {
-                    json::to_text(&[&**doc][..], Layout::default())
+                    json::to_text(&[doc][..], Layout::default())
                 } else {
-                    json::to_text(&**doc, Layout::default())
+                    json::to_text(doc, Layout::default())
                 };
                 let mut pairs = Vec::with_capacity(2);
                 // RediSearch loads the sort key before the document.
@@ -942,13 +1233,50 @@ fn load_fields(
                         .find(|f| f.name == *name)
                         .map_or(name.as_str(), |f| f.path.as_str());
                     let path = JsonPath::parse(path).ok()?;
-                    let values = path.values(doc);
+                    let values = path.values(stored.tree());
                     let value = json_return(&values, s.dialect)?;
                     Some((Bytes::copy_from_slice(alias.as_bytes()), value))
                 })
                 .collect(),
         }),
         _ => None,
+    }
+}
+
+/// What FT.SEARCH returns of a document given as field/value pairs (a hash, an STM entry): every
+/// pair, the sort key first as RediSearch loads it, or the RETURNed fields under their names.
+fn returned_pairs(
+    mut all: Vec<(Bytes, Bytes)>,
+    fields: &[Field],
+    s: &SearchArgs,
+) -> Vec<(Bytes, Bytes)> {
+    let path_of = |name: &str| -> String {
+        fields
+            .iter()
+            .find(|f| f.name == name)
+            .map_or(name, |f| f.path.as_str())
+            .to_string()
+    };
+    match &s.returns {
+        None => {
+            if let Some((name, _)) = &s.sort_by {
+                let path = path_of(name);
+                if let Some(at) = all.iter().position(|(f, _)| f == path.as_bytes()) {
+                    let first = all.remove(at);
+                    all.insert(0, first);
+                }
+            }
+            all
+        }
+        Some(wanted) => wanted
+            .iter()
+            .filter_map(|(name, alias)| {
+                let path = path_of(name);
+                all.iter()
+                    .find(|(f, _)| f == path.as_bytes())
+                    .map(|(_, v)| (Bytes::copy_from_slice(alias.as_bytes()), v.clone()))
+            })
+            .collect(),
     }
 }
 
@@ -965,24 +1293,25 @@ fn json_return(values: &[&Json], dialect: u32) -> Option<Bytes> {
     })
 }
 
-fn reply_search(
+/// One result as FT.SEARCH's reply gives it, its document loaded now (the index lock is
+/// released): RESP2, the id, the score (WITHSCORES) and the fields, each an item of the reply's
+/// array; RESP3, one map.
+pub(super) fn render_hit(
     ctx: &mut Ctx<'_, '_>,
-    s: &SearchArgs,
-    total: usize,
-    hits: Vec<Hit>,
-    key_type: KeyType,
-    fields: &[Field],
-) -> CmdResult {
-    let resp3 = ctx.conn.resp3;
-    let mut results = Vec::with_capacity(hits.len());
-    for hit in hits {
-        let loaded = if s.nocontent {
-            Some(Vec::new())
-        } else {
-            load_fields(ctx, &hit.key, key_type, fields, s)
-        };
-        let mut pairs = loaded.unwrap_or_default();
-        if let (Some(distance), false) = (&hit.distance, s.nocontent) {
+    found: &Searched,
+    hit: &Hit,
+    resp3: bool,
+) -> Vec<Reply> {
+    let s = &found.s;
+    let loaded = if s.nocontent {
+        Some(Vec::new())
+    } else {
+        load_fields(ctx, &hit.key, found.key_type, &found.fields, s)
+    };
+    let mut pairs = loaded.unwrap_or_default();
+    if !s.nocontent {
+        // The distances come first, in the query's order, when RETURN names them or is absent.
+        for distance in hit.distances.iter().rev() {
             let wanted = s
                 .returns
                 .as_ref()
@@ -992,37 +1321,41 @@ fn reply_search(
                 pairs.insert(0, distance.clone());
             }
         }
-        if resp3 {
-            let mut entry = vec![(Reply::Status("id".into()), Reply::Bulk(hit.key.clone()))];
-            if s.with_scores {
-                entry.push((Reply::Status("score".into()), Reply::Double(hit.score)));
-            }
-            if !s.nocontent {
-                let attrs = pairs
-                    .into_iter()
-                    .map(|(k, v)| (Reply::Bulk(k), Reply::Bulk(v)))
-                    .collect();
-                entry.push((Reply::Status("extra_attributes".into()), Reply::Map(attrs)));
-            }
-            entry.push((Reply::Status("values".into()), Reply::Array(Vec::new())));
-            results.push(Reply::Map(entry));
-        } else {
-            results.push(Reply::Bulk(hit.key.clone()));
-            if s.with_scores {
-                results.push(Reply::Double(hit.score));
-            }
-            if !s.nocontent {
-                results.push(Reply::Array(
-                    pairs
-                        .into_iter()
-                        .flat_map(|(k, v)| [Reply::Bulk(k), Reply::Bulk(v)])
-                        .collect(),
-                ));
-            }
-        }
     }
     if resp3 {
-        return Ok(Reply::Map(vec![
+        let mut entry = vec![(Reply::Status("id".into()), Reply::Bulk(hit.key.clone()))];
+        if s.with_scores {
+            entry.push((Reply::Status("score".into()), Reply::Double(hit.score)));
+        }
+        if !s.nocontent {
+            let attrs = pairs
+                .into_iter()
+                .map(|(k, v)| (Reply::Bulk(k), Reply::Bulk(v)))
+                .collect();
+            entry.push((Reply::Status("extra_attributes".into()), Reply::Map(attrs)));
+        }
+        entry.push((Reply::Status("values".into()), Reply::Array(Vec::new())));
+        return vec![Reply::Map(entry)];
+    }
+    let mut items = vec![Reply::Bulk(hit.key.clone())];
+    if s.with_scores {
+        items.push(Reply::Double(hit.score));
+    }
+    if !s.nocontent {
+        items.push(Reply::Array(
+            pairs
+                .into_iter()
+                .flat_map(|(k, v)| [Reply::Bulk(k), Reply::Bulk(v)])
+                .collect(),
+        ));
+    }
+    items
+}
+
+/// FT.SEARCH's reply from the total and the results' items ([`render_hit`]'s, in order).
+pub(super) fn assemble(resp3: bool, total: usize, results: Vec<Reply>) -> Reply {
+    if resp3 {
+        return Reply::Map(vec![
             (Reply::Status("attributes".into()), Reply::Array(Vec::new())),
             (
                 Reply::Status("total_results".into()),
@@ -1034,10 +1367,439 @@ fn reply_search(
             ),
             (Reply::Status("results".into()), Reply::Array(results)),
             (Reply::Status("warning".into()), Reply::Array(Vec::new())),
-        ]));
+        ]);
     }
     let mut out = Vec::with_capacity(results.len() + 1);
     out.push(Reply::Int(total as i64));
     out.extend(results);
-    Ok(Reply::Array(out))
+    Reply::Array(out)
+}
+
+/// Where one property of an aggregate's row comes from.
+enum Source {
+    /// `@__key`: the document's key.
+    Key,
+    /// ADDSCORES's `__score`.
+    Score,
+    /// The KNN distance.
+    Distance,
+    /// A SORTABLE field, read from the index (its value as SORTBY compares it: RediSearch
+    /// gives a referenced sortable field from its sorting vector).
+    Sortable(usize),
+    /// A hash field, or a JSONPath of a JSON document.
+    Stored(String),
+}
+
+/// FT.AGGREGATE's rows: each property's (name, source), the LOADed ones first unless `LOAD *`,
+/// which gives the document's fields after the others.
+struct RowShape {
+    sources: Vec<(String, Source)>,
+    all: bool,
+}
+
+impl RowShape {
+    fn new(plan: &Plan, data: &Data, distance: Option<&str>) -> RowShape {
+        let def = &data.def;
+        let stored = |name: &str| {
+            Source::Stored(
+                def.field(name)
+                    .map_or_else(|| name.to_string(), |(_, f)| f.path.clone()),
+            )
+        };
+        let mut sources: Vec<(String, Source)> = Vec::new();
+        if let Load::Fields(loaded) = &plan.load {
+            for (field, name) in loaded {
+                let source = if field == "__key" {
+                    Source::Key
+                } else {
+                    stored(field)
+                };
+                sources.push((name.clone(), source));
+            }
+        }
+        for name in plan.referenced_fields() {
+            if sources.iter().any(|(n, _)| *n == name) {
+                continue;
+            }
+            let source = match def.field(&name) {
+                _ if Some(name.as_str()) == distance => Source::Distance,
+                _ if name == "__score" && plan.add_scores => Source::Score,
+                _ if name == "__key" => Source::Key,
+                Some((i, f)) if f.sortable => Source::Sortable(i),
+                Some((_, f)) => Source::Stored(f.path.clone()),
+                None => continue,
+            };
+            sources.push((name, source));
+        }
+        if let Some(name) = distance {
+            if !sources.iter().any(|(n, _)| n == name) {
+                sources.push((name.to_string(), Source::Distance));
+            }
+        }
+        if plan.add_scores && !sources.iter().any(|(n, _)| n == "__score") {
+            sources.push(("__score".into(), Source::Score));
+        }
+        RowShape {
+            sources,
+            all: plan.load == Load::All,
+        }
+    }
+
+    /// Whether a row reads the document itself (after the index lock is released).
+    fn reads_store(&self) -> bool {
+        self.all
+            || self
+                .sources
+                .iter()
+                .any(|(_, s)| matches!(s, Source::Stored(_)))
+    }
+}
+
+/// One document an aggregate matched, with what the index gives of it.
+struct Matched {
+    key: Bytes,
+    score: f64,
+    distance: Option<f64>,
+    /// Per [`Source::Sortable`] of the shape, in order.
+    sortable: Vec<Option<AggValue>>,
+}
+
+fn sort_value(v: SortValue) -> AggValue {
+    match v {
+        SortValue::Number(n) => AggValue::Number(n),
+        SortValue::Text(t) => AggValue::Text(Bytes::from(t)),
+    }
+}
+
+/// One document's row, read from the store now (the index lock is released).
+fn aggregate_row(
+    ctx: &mut Ctx<'_, '_>,
+    shape: &RowShape,
+    m: Matched,
+    key_type: KeyType,
+    dialect: u32,
+) -> Row {
+    let mut row: Row = Vec::with_capacity(shape.sources.len());
+    let mut sortable = m.sortable.into_iter();
+    // Per source, the value read from the document ([`Source::Stored`] only); `LOAD *`'s fields.
+    let mut stored: Vec<Option<Bytes>> = vec![None; shape.sources.len()];
+    let mut whole: Vec<(String, Bytes)> = Vec::new();
+    if shape.reads_store() {
+        let locked = ctx.lock(&[&m.key]);
+        let entries = locked.entries_of(&[&m.key[..]]);
+        let now = crate::store::now_ms();
+        let value = entries.first().map(|(_, e)| &e.value);
+        let read = |path: &str| -> Option<Bytes> {
+            match (value?, key_type) {
+                (Value::Hash(h), KeyType::Hash) => {
+                    h.get_live(path.as_bytes(), now).map(Bytes::copy_from_slice)
+                }
+                (Value::Json(doc), KeyType::Json) => {
+                    let path = JsonPath::parse(path).ok()?;
+                    json_return(&path.values(doc.tree()), dialect)
+                }
+                (Value::Stm(entry), KeyType::Stm) => crate::search::stm_doc::fields(entry)
+                    .into_iter()
+                    .find(|(name, _)| *name == path)
+                    .map(|(_, v)| Bytes::from(v)),
+                _ => None,
+            }
+        };
+        for ((_, source), slot) in shape.sources.iter().zip(stored.iter_mut()) {
+            if let Source::Stored(path) = source {
+                *slot = read(path);
+            }
+        }
+        if shape.all {
+            match (value, key_type) {
+                (Some(Value::Hash(h)), KeyType::Hash) => {
+                    for (f, v) in h.iter_live(now) {
+                        whole.push((text(f), Bytes::copy_from_slice(v)));
+                    }
+                }
+                (Some(Value::Stm(entry)), KeyType::Stm) => {
+                    for (f, v) in crate::search::stm_doc::fields(entry) {
+                        whole.push((f.to_string(), Bytes::from(v)));
+                    }
+                }
+                (Some(Value::Json(doc)), KeyType::Json) => {
+                    let text = if dialect >= 3 {
+                        json::to_text(&[doc.tree()][..], Layout::default())
+                    } else {
+                        json::to_text(doc.tree(), Layout::default())
+                    };
+                    whole.push(("$".into(), Bytes::from(text)));
+                }
+                _ => {}
+            }
+        }
+    }
+    for ((name, source), from_store) in shape.sources.iter().zip(stored) {
+        let value = match source {
+            Source::Key => Some(AggValue::Text(m.key.clone())),
+            Source::Score => Some(AggValue::Number(m.score)),
+            Source::Distance => m.distance.map(AggValue::Number),
+            Source::Sortable(_) => sortable.next().flatten(),
+            Source::Stored(_) => from_store.map(AggValue::Text),
+        };
+        if let Some(v) = value {
+            set(&mut row, name, v);
+        }
+    }
+    // LOAD *: the document's fields after the others (a name already there keeps its place).
+    for (name, v) in whole {
+        set(&mut row, &name, AggValue::Text(v));
+    }
+    row
+}
+
+/// A row's value in a reply: text and numbers as bulk strings (numbers as RediSearch writes
+/// them), TOLIST's lists as arrays, null as nil.
+fn agg_value_reply(v: &AggValue) -> Reply {
+    match v {
+        AggValue::Null => Reply::Nil,
+        AggValue::List(items) => Reply::Array(items.iter().map(agg_value_reply).collect()),
+        other => Reply::Bulk(render(other)),
+    }
+}
+
+/// One chunk of an aggregate's rows as RediSearch replies it: RESP2 `[total, [k, v, …], …]`,
+/// RESP3 the map FT.SEARCH's has (each row's properties under `extra_attributes`).
+fn chunk_reply(resp3: bool, chunk: Chunk) -> Reply {
+    let total = Reply::Int(chunk.total as i64);
+    if resp3 {
+        let results = chunk
+            .rows
+            .iter()
+            .map(|row| {
+                let attrs = row
+                    .iter()
+                    .map(|(k, v)| (Reply::bulk(k.as_bytes()), agg_value_reply(v)))
+                    .collect();
+                Reply::Map(vec![
+                    (Reply::Status("extra_attributes".into()), Reply::Map(attrs)),
+                    (Reply::Status("values".into()), Reply::Array(Vec::new())),
+                ])
+            })
+            .collect();
+        let warnings = chunk
+            .warnings
+            .into_iter()
+            .map(|w| Reply::Status(w.into()))
+            .collect();
+        return Reply::Map(vec![
+            (Reply::Status("attributes".into()), Reply::Array(Vec::new())),
+            (Reply::Status("total_results".into()), total),
+            (
+                Reply::Status("format".into()),
+                Reply::Status("STRING".into()),
+            ),
+            (Reply::Status("results".into()), Reply::Array(results)),
+            (Reply::Status("warning".into()), Reply::Array(warnings)),
+        ]);
+    }
+    let mut out = Vec::with_capacity(chunk.rows.len() + 1);
+    out.push(total);
+    for row in &chunk.rows {
+        out.push(Reply::Array(
+            row.iter()
+                .flat_map(|(k, v)| [Reply::bulk(k.as_bytes()), agg_value_reply(v)])
+                .collect(),
+        ));
+    }
+    Reply::Array(out)
+}
+
+/// FT.AGGREGATE index query [LOAD …] [GROUPBY … REDUCE …] [APPLY …] [FILTER …] [SORTBY …]
+/// [LIMIT …] [WITHCURSOR …] [PARAMS …] [DIALECT n] …: the query through FT.SEARCH's matcher,
+/// then the pipeline (`crate::search::aggregate`) over the matched documents in index order
+/// (nearest first for a KNN query).
+pub fn aggregate(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    arity(args, 2, usize::MAX)?;
+    if args.len() == 2 {
+        return Err(error("No query string provided"));
+    }
+    let (default_dialect, max_idle_cap) = {
+        let settings = registry(ctx).settings.read();
+        (settings.default_dialect, settings.cursor_max_idle_ms)
+    };
+    let name = text(args[1]);
+    let Some(index) = registry(ctx).get(&name) else {
+        return Err(error(format!("{name}: no such index")));
+    };
+    let rest: Vec<Bytes> = args[3..]
+        .iter()
+        .map(|a| Bytes::copy_from_slice(a))
+        .collect();
+    let plan = Plan::parse(&rest).map_err(error)?;
+    let dialect = if plan.dialect_given {
+        plan.dialect
+    } else {
+        default_dialect
+    };
+    let query_text = String::from_utf8_lossy(args[2]).into_owned();
+    let query = crate::search::query::parse(&query_text, &plan.params, dialect).map_err(error)?;
+    let mut s = parse_search_args(&args[..3], dialect)?;
+    s.verbatim = plan.verbatim;
+    s.limit = usize::MAX;
+    if let Some(scorer) = &plan.scorer {
+        s.scorer = Scorer::parse(scorer).ok_or_else(|| error("Scoring function not found"))?;
+    }
+    let (shape, matched, key_type) = {
+        let data = read_index(ctx, &index)?;
+        let distance = query.knn.as_ref().map(|k| {
+            k.score_as
+                .clone()
+                .unwrap_or_else(|| format!("__{}_score", k.field))
+        });
+        let def = &data.def;
+        let loaded = |name: &str| match &plan.load {
+            Load::All => true,
+            Load::Fields(f) => f.iter().any(|(_, n)| n == name),
+            Load::Named => false,
+        };
+        let known = |name: &str| {
+            loaded(name)
+                || def.field(name).is_some_and(|(_, f)| f.sortable)
+                || (plan.add_scores && name == "__score")
+                || distance.as_deref() == Some(name)
+        };
+        let in_schema = |name: &str| def.field(name).is_some();
+        plan.validate(&known, &in_schema).map_err(error)?;
+        let shape = RowShape::new(&plan, &data, distance.as_deref());
+        let (_, hits, key_type, _, _) = run_search(&data, &query, &s, (0, usize::MAX))?;
+        let mut matched: Vec<(u32, Matched)> = hits
+            .into_iter()
+            .filter_map(|hit| {
+                let id = data.id_of(&hit.key)?;
+                let doc = data.docs.get(&id)?;
+                let sortable = shape
+                    .sources
+                    .iter()
+                    .filter_map(|(_, s)| match s {
+                        Source::Sortable(i) => Some(
+                            doc.sort_value(*i, data.def.sorts_as_written(&data.def.fields[*i]))
+                                .map(sort_value),
+                        ),
+                        _ => None,
+                    })
+                    .collect();
+                let distance = hit
+                    .distances
+                    .iter()
+                    .find(|(name, _)| Some(&name[..]) == distance.as_deref().map(str::as_bytes))
+                    .and_then(|(_, v)| std::str::from_utf8(v).ok()?.parse().ok());
+                Some((
+                    id,
+                    Matched {
+                        key: hit.key,
+                        score: hit.score,
+                        distance,
+                        sortable,
+                    },
+                ))
+            })
+            .collect();
+        if query.knn.is_none() {
+            matched.sort_by_key(|(id, _)| *id);
+        }
+        (shape, matched, key_type)
+    };
+    let count = matched.len();
+    let rows: Vec<Row> = matched
+        .into_iter()
+        .map(|(_, m)| aggregate_row(ctx, &shape, m, key_type, dialect))
+        .collect();
+    let ran = plan.run(rows).map_err(error)?;
+    let mut results = Results::new(ran, count);
+    let resp3 = ctx.conn.resp3;
+    let Some(cursor) = plan.cursor else {
+        return Ok(chunk_reply(resp3, results.next_chunk(usize::MAX)));
+    };
+    let chunk = results.next_chunk(cursor.count);
+    let id = if chunk.done {
+        0
+    } else {
+        let max_idle = cursor.max_idle_ms.min(max_idle_cap.max(1));
+        registry(ctx)
+            .cursors
+            .lock()
+            .open(&index.name, results, cursor.count, max_idle)
+            .map_err(error)?
+    };
+    Ok(Reply::Array(vec![
+        chunk_reply(resp3, chunk),
+        Reply::Int(id as i64),
+    ]))
+}
+
+/// FT.CURSOR READ index id [COUNT n] | DEL index id | GC index id
+pub fn cursor(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    arity(args, 4, usize::MAX)?;
+    let sub = args[1];
+    let id: u64 = std::str::from_utf8(args[3])
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| error("Bad cursor ID"))?;
+    // The cursor's index by the name given (an alias names its index).
+    let index = registry(ctx)
+        .get(&text(args[2]))
+        .map(|i| i.name.clone())
+        .unwrap_or_default();
+    let cursors = &registry(ctx).cursors;
+    if is(sub, "READ") {
+        let count = match args.get(4) {
+            None => None,
+            Some(word) => {
+                let n = args
+                    .get(5)
+                    .filter(|_| is(word, "COUNT"))
+                    .and_then(|n| std::str::from_utf8(n).ok()?.parse::<usize>().ok())
+                    .ok_or_else(|| error("Bad value for COUNT"))?;
+                // COUNT 0 reads the cursor's own count.
+                (n > 0).then_some(n)
+            }
+        };
+        let (chunk, next) = cursors.lock().read(&index, id, count).map_err(error)?;
+        return Ok(Reply::Array(vec![
+            chunk_reply(ctx.conn.resp3, chunk),
+            Reply::Int(next as i64),
+        ]));
+    }
+    if is(sub, "DEL") {
+        cursors.lock().delete(&index, id).map_err(error)?;
+        return Ok(Reply::OK);
+    }
+    if is(sub, "GC") {
+        let removed = cursors.lock().expire(std::time::Instant::now());
+        return Ok(Reply::Int(removed as i64));
+    }
+    Err(error("Unknown subcommand"))
+}
+
+/// FT.EXPLAIN index query [DIALECT n] [PARAMS …] / FT.EXPLAINCLI: the parsed query as
+/// RediSearch's plan text (`crate::search::explain`); EXPLAINCLI gives its lines as an array.
+pub fn explain(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    arity(args, 3, usize::MAX)?;
+    let default_dialect = registry(ctx).settings.read().default_dialect;
+    let name = text(args[1]);
+    let Some(index) = registry(ctx).get(&name) else {
+        return Err(error(format!("{name}: no such index")));
+    };
+    let s = parse_search_args(args, default_dialect)?;
+    let query_text = String::from_utf8_lossy(args[2]).into_owned();
+    let query = crate::search::query::parse(&query_text, &s.params, s.dialect).map_err(error)?;
+    let plan = {
+        let data = read_index(ctx, &index)?;
+        crate::search::explain::explain(&query, &data.def, &s.params, s.verbatim)
+    };
+    if is(args[0], "FT.EXPLAINCLI") {
+        let mut lines: Vec<Reply> = plan
+            .lines()
+            .map(|l| Reply::Status(l.to_string().into()))
+            .collect();
+        lines.push(Reply::Status(String::new().into()));
+        return Ok(Reply::Array(lines));
+    }
+    Ok(Reply::bulk(plan.as_bytes()))
 }

@@ -694,6 +694,14 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(1)", acl: cat::SEARCH;
     "ft.search", -1, READONLY, (0, 0, 0), "module", "1.0.0", search::search, "index query [NOCONTENT] [VERBATIM] [NOSTOPWORDS] [WITHSCORES] [FILTER numeric_field min max [FILTER numeric_field min max ...]] [GEOFILTER geo_field lon lat radius <m | km | mi | ft>] [INKEYS count key [key ...]] [INFIELDS count field [field ...]] [RETURN count identifier [AS property] [identifier [AS property] ...]] [SLOP slop] [TIMEOUT timeout] [INORDER] [LANGUAGE language] [SCORER scorer] [SORTBY sortby [ASC | DESC] [WITHCOUNT]] [LIMIT offset num] [PARAMS nargs name value [name value ...]] [DIALECT dialect]", "Searches the index with a textual query, returning either documents or just ids.",
         complexity: "O(N)", acl: cat::SEARCH;
+    "ft.aggregate", -1, READONLY, (0, 0, 0), "module", "1.1.0", search::aggregate, "index query [VERBATIM] [LOAD count field [field ...]] [TIMEOUT timeout] [GROUPBY nargs property [property ...] [REDUCE function nargs arg [arg ...] [AS name] [REDUCE function nargs arg [arg ...] [AS name] ...]] ...] [SORTBY nargs [property <ASC | DESC> [property <ASC | DESC> ...]] [MAX num]] [APPLY expression AS name [APPLY expression AS name ...]] [LIMIT offset num] [FILTER filter] [WITHCURSOR [COUNT read_size] [MAXIDLE idle_time]] [PARAMS nargs name value [name value ...]] [ADDSCORES] [DIALECT dialect]", "Run a search query on an index and perform aggregate transformations on the results.",
+        complexity: "O(1)", acl: cat::SEARCH;
+    "ft.cursor", -1, READONLY, (0, 0, 0), "module", "1.1.0", search::cursor, "<READ index cursor_id [COUNT read_size] | DEL index cursor_id>", "Reads from or deletes a cursor of FT.AGGREGATE's results.",
+        complexity: "O(1)", acl: cat::SEARCH;
+    "ft.explain", -1, READONLY, (0, 0, 0), "module", "1.0.0", search::explain, "index query [DIALECT dialect]", "Returns the execution plan for a complex query.",
+        complexity: "O(1)", acl: cat::SEARCH;
+    "ft.explaincli", -1, READONLY, (0, 0, 0), "module", "1.0.0", search::explain, "index query [DIALECT dialect]", "Returns the execution plan for a complex query, one line per element.",
+        complexity: "O(1)", acl: cat::SEARCH;
     "ft.profile", -1, READONLY, (0, 0, 0), "module", "2.2.0", search::profile, "index <SEARCH | AGGREGATE> [LIMITED] QUERY query", "Performs a FT.SEARCH or FT.AGGREGATE command and collects performance information.",
         complexity: "O(N)", acl: cat::SEARCH;
 ];

@@ -236,7 +236,7 @@ fn describe(value: &Value) -> Vec<String> {
         Value::ZSet(z) => z.iter().map(|(m, s)| format!("{m:?}={s:?}")).collect(),
         Value::Stm(entry) => vec![format!("{entry:?}")],
         Value::Stream(s) => vec![format!("{s:?}")],
-        Value::Json(doc) => vec![doc.to_string()],
+        Value::Json(doc) => vec![doc.tree().to_string()],
     }
 }
 
@@ -252,7 +252,9 @@ mod properties {
             crate::store::Value::Hash((0..3).map(|i| (format!("f{i}"), "x".repeat(70))).collect()),
             crate::store::Value::Stm(Box::new(stm::tests::sample_entry())),
             crate::store::Value::Stream(Box::new(sample_stream())),
-            crate::store::Value::Json(Box::new(serde_json::json!({"a": [1, 2.5, "x"], "b": null}))),
+            crate::store::Value::Json(Box::new(
+                serde_json::json!({"a": [1, 2.5, "x"], "b": null}).into(),
+            )),
         ];
         values.iter().map(encode_value).collect()
     }

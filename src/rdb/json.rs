@@ -8,7 +8,7 @@
 use super::decode::RdbReader;
 use super::encode::{put_len, put_string};
 use super::RdbError;
-use crate::store::json::Json;
+use crate::store::json::Doc;
 
 /// The module type's name, nine characters of Redis's module-id alphabet.
 const TYPE_NAME: &[u8; 9] = b"ReJSON-RL";
@@ -33,14 +33,14 @@ fn module_id(encver: u64) -> u64 {
     (name << 10) | encver
 }
 
-pub fn encode(out: &mut Vec<u8>, doc: &Json) {
+pub fn encode(out: &mut Vec<u8>, doc: &Doc) {
     put_len(out, module_id(ENCVER_TEXT));
     put_len(out, OPCODE_STRING);
-    put_string(out, &crate::store::json::to_text(doc, Default::default()));
+    put_string(out, doc.text());
     put_len(out, OPCODE_EOF);
 }
 
-pub fn decode(r: &mut RdbReader<'_>) -> Result<Json, RdbError> {
+pub fn decode(r: &mut RdbReader<'_>) -> Result<Doc, RdbError> {
     let id = r.len()?;
     if id >> 10 != module_id(0) >> 10 {
         return Err(RdbError::BadData);
@@ -62,7 +62,7 @@ pub fn decode(r: &mut RdbReader<'_>) -> Result<Json, RdbError> {
     if r.len()? != OPCODE_EOF {
         return Err(RdbError::BadData);
     }
-    crate::store::json::parse(&text).map_err(|_| RdbError::BadData)
+    Doc::parse(&text).map_err(|_| RdbError::BadData)
 }
 
 fn string_field(r: &mut RdbReader<'_>) -> Result<bytes::Bytes, RdbError> {
@@ -87,13 +87,15 @@ mod tests {
 
     #[test]
     fn documents_round_trip() {
-        let doc: Json = serde_json::from_str(r#"{"b":[1,2.5,"x",null,true],"a":{}}"#).unwrap();
-        let mut out = Vec::new();
-        encode(&mut out, &doc);
+        let text = r#"{"b":[1,2.5,"x",null,true],"a":{}}"#;
+        // A document held as its text, and one held as a tree, write the same payload.
+        let from_text = Doc::parse(text.as_bytes()).unwrap();
+        let tree: crate::store::json::Json = serde_json::from_str(text).unwrap();
+        let (mut out, mut out_tree) = (Vec::new(), Vec::new());
+        encode(&mut out, &from_text);
+        encode(&mut out_tree, &Doc::from(tree));
+        assert_eq!(out, out_tree);
         let back = decode(&mut RdbReader::new(&out)).unwrap();
-        assert_eq!(
-            serde_json::to_string(&back).unwrap(),
-            r#"{"b":[1,2.5,"x",null,true],"a":{}}"#
-        );
+        assert_eq!(serde_json::to_string(back.tree()).unwrap(), text);
     }
 }

@@ -360,11 +360,18 @@ pub fn arm(name: &str, db: Option<usize>, args: &[&[u8]], always: bool) {
 /// A handler whose command would not replay the same (SPOP's random picks, XADD's generated id)
 /// says what the replicas must run instead.
 pub fn propagate_as(args: &[&[u8]]) {
+    propagate_as_all(&[args]);
+}
+
+/// [`propagate_as`] for an effect that replays as several commands, run in this order.
+pub fn propagate_as_all(commands: &[&[&[u8]]]) {
     PENDING.with(|p| {
         let mut p = p.borrow_mut();
         if p.armed {
             p.frame.clear();
-            encode_into(&mut p.frame, args.iter().copied());
+            for args in commands {
+                encode_into(&mut p.frame, args.iter().copied());
+            }
         }
     });
 }

@@ -434,7 +434,7 @@ async fn read_payload(
 fn load_sync(host: &impl Host, payload: &[u8]) -> Result<u64, String> {
     let store = host.store();
     let dbs: Vec<usize> = (0..store.databases()).collect();
-    let loaded = {
+    let mut loaded = {
         let mut locked = store.lock_dbs(&dbs);
         for keys in locked.iter_mut() {
             keys.clear();
@@ -459,8 +459,11 @@ fn load_sync(host: &impl Host, payload: &[u8]) -> Result<u64, String> {
         )
         .map_err(|e| format!("cannot load the primary's functions: {e}"))?;
     host.snapshots().note_load(&loaded, store);
-    host.aof().rewrite_after_sync();
+    // The flush drops every index when it is applied here; the primary's come after it, before
+    // the log's new base is written (it carries their definitions).
     host.after_background_work();
+    crate::snapshot::restore_indexes(host, &mut loaded);
+    host.aof().rewrite_after_sync();
     Ok(loaded.keys)
 }
 

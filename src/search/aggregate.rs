@@ -432,7 +432,11 @@ impl Plan {
         }
         let mut max = None;
         if a.eat("MAX") {
+            // A 32-bit count, as RediSearch reads it: a larger number does not convert.
             let m = a.unsigned(0).map_err(|e| bad_args("MAX", e))?;
+            if m > u64::from(u32::MAX) {
+                return Err(bad_args("MAX", PARSE));
+            }
             max = Some(m as usize);
             if self.sortby_max.is_none() {
                 self.sortby_max = max;
@@ -511,10 +515,15 @@ impl Plan {
         out
     }
 
-    /// Checks every property a step reads exists at that point: given by `known` (the index's
-    /// fields and what LOAD loads) before the first GROUPBY, made by a GROUPBY or APPLY after.
-    /// RediSearch's texts for the first that does not.
-    pub fn validate(&self, known: &dyn Fn(&str) -> bool) -> Result<(), String> {
+    /// Checks every property a step reads exists at that point: before the first GROUPBY
+    /// given by `known` (what LOAD loads and the SORTABLE fields, which RediSearch reads from
+    /// its index) or, for GROUPBY and SORTBY, which load what they name, by `in_schema`; after
+    /// it made by a GROUPBY or APPLY. RediSearch's texts for the first that does not.
+    pub fn validate(
+        &self,
+        known: &dyn Fn(&str) -> bool,
+        in_schema: &dyn Fn(&str) -> bool,
+    ) -> Result<(), String> {
         let mut made: Option<HashSet<String>> = None;
         let mut applied: HashSet<String> = HashSet::new();
         let exists = |name: &str, made: &Option<HashSet<String>>, applied: &HashSet<String>| {
@@ -523,6 +532,9 @@ impl Plan {
                     Some(m) => m.contains(name),
                     None => known(name),
                 }
+        };
+        let loads = |name: &str, made: &Option<HashSet<String>>, applied: &HashSet<String>| {
+            exists(name, made, applied) || (made.is_none() && in_schema(name))
         };
         for step in &self.steps {
             match step {
@@ -550,16 +562,16 @@ impl Plan {
                     }
                 }
                 Step::Arrange { sort, .. } => {
-                    if let Some((p, _)) = sort.iter().find(|(p, _)| !exists(p, &made, &applied)) {
+                    if let Some((p, _)) = sort.iter().find(|(p, _)| !loads(p, &made, &applied)) {
                         return Err(format!("Property `{p}` not loaded nor in schema"));
                     }
                 }
                 Step::Group { keys, reducers } => {
-                    if let Some(k) = keys.iter().find(|k| !exists(k, &made, &applied)) {
+                    if let Some(k) = keys.iter().find(|k| !loads(k, &made, &applied)) {
                         return Err(format!("No such property `{k}`"));
                     }
                     for r in reducers {
-                        if let Some(s) = r.source.as_ref().filter(|s| !exists(s, &made, &applied)) {
+                        if let Some(s) = r.source.as_ref().filter(|s| !loads(s, &made, &applied)) {
                             return Err(format!(
                                 "Property is not present in document or pipeline: `{s}`"
                             ));
@@ -575,23 +587,57 @@ impl Plan {
         Ok(())
     }
 
-    /// Runs the steps over the rows, in order.
-    pub fn run(&self, mut rows: Vec<Row>) -> Result<Vec<Row>, String> {
+    /// Runs the steps over the rows (the documents', in the query's order), in order. A row an
+    /// APPLY or FILTER cannot evaluate for lack of a property is dropped with a warning, as
+    /// RediSearch does; any other evaluation error fails the whole run.
+    pub fn run(&self, rows: Vec<Row>) -> Result<Ran, String> {
+        let mut rows: Vec<(Option<usize>, Row)> = rows
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| (Some(i), r))
+            .collect();
+        let mut ran = Ran {
+            rows: Vec::new(),
+            ordinals: Vec::new(),
+            groups: None,
+            sorted: false,
+            warnings: Vec::new(),
+        };
+        let warn = |name: String, ran: &mut Ran| {
+            let w = format!("{name}: has no value, consider using EXISTS if applicable");
+            if !ran.warnings.contains(&w) {
+                ran.warnings.push(w);
+            }
+        };
         for step in &self.steps {
             rows = match step {
-                Step::Group { keys, reducers } => group(rows, keys, reducers),
+                Step::Group { keys, reducers } => {
+                    let grouped = group(rows.into_iter().map(|(_, r)| r).collect(), keys, reducers);
+                    ran.groups = Some(grouped.len());
+                    grouped.into_iter().map(|r| (None, r)).collect()
+                }
                 Step::Apply { expr, alias } => {
-                    for row in &mut rows {
-                        let v = expr.eval(row)?;
-                        set(row, alias, v);
+                    let mut kept = Vec::with_capacity(rows.len());
+                    for (at, mut row) in rows {
+                        match expr.eval(&row) {
+                            Ok(v) => {
+                                set(&mut row, alias, v);
+                                kept.push((at, row));
+                            }
+                            Err(Fail::Missing(name)) => warn(name, &mut ran),
+                            Err(Fail::Error(e)) => return Err(e),
+                        }
                     }
-                    rows
+                    kept
                 }
                 Step::Filter(expr) => {
                     let mut kept = Vec::with_capacity(rows.len());
-                    for row in rows {
-                        if truthy(&expr.eval(&row)?) {
-                            kept.push(row);
+                    for (at, row) in rows {
+                        match expr.eval(&row) {
+                            Ok(v) if truthy(&v) => kept.push((at, row)),
+                            Ok(_) => {}
+                            Err(Fail::Missing(name)) => warn(name, &mut ran),
+                            Err(Fail::Error(e)) => return Err(e),
                         }
                     }
                     kept
@@ -603,7 +649,8 @@ impl Plan {
                 } => {
                     let mut limit = *limit;
                     if !sort.is_empty() {
-                        rows.sort_by(|a, b| compare_rows(a, b, sort));
+                        ran.sorted = true;
+                        rows.sort_by(|a, b| compare_rows(&a.1, &b.1, sort));
                         if limit.is_none() {
                             limit = Some(DEFAULT_SORT_LIMIT.saturating_sub(*offset));
                         }
@@ -615,15 +662,70 @@ impl Plan {
                 }
             };
         }
-        Ok(rows)
+        let order = self.property_order();
+        let place = |name: &str| order.iter().position(|o| o == name).unwrap_or(usize::MAX);
+        for (at, mut row) in rows {
+            row.sort_by_key(|(name, _)| place(name));
+            ran.ordinals.push(at);
+            ran.rows.push(row);
+        }
+        Ok(ran)
     }
+
+    /// The order of a row's properties, as RediSearch gives them: the order in which the
+    /// pipeline first names them (LOAD's, then each step's inputs and outputs; a GROUPBY starts
+    /// over with its keys and reducers); a property never named (`LOAD *`'s fields, `__score`,
+    /// a KNN distance) comes after, in the order it was loaded.
+    fn property_order(&self) -> Vec<String> {
+        let mut order: Vec<String> = Vec::new();
+        fn add(order: &mut Vec<String>, name: &str) {
+            if !order.iter().any(|o| o == name) {
+                order.push(name.to_string());
+            }
+        }
+        if let Load::Fields(loaded) = &self.load {
+            loaded.iter().for_each(|(_, name)| add(&mut order, name));
+        }
+        for step in &self.steps {
+            match step {
+                Step::Apply { expr, alias } => {
+                    expr.properties(&mut |p| add(&mut order, p));
+                    add(&mut order, alias);
+                }
+                Step::Filter(expr) => expr.properties(&mut |p| add(&mut order, p)),
+                Step::Arrange { sort, .. } => sort.iter().for_each(|(p, _)| add(&mut order, p)),
+                Step::Group { keys, reducers } => {
+                    order.clear();
+                    keys.iter().for_each(|k| add(&mut order, k));
+                    reducers.iter().for_each(|r| add(&mut order, &r.alias));
+                }
+            }
+        }
+        order
+    }
+}
+
+/// What [`Plan::run`] gives.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ran {
+    pub rows: Vec<Row>,
+    /// Per row, the position of the document it came from among the input rows (None for a
+    /// GROUPBY's rows).
+    pub ordinals: Vec<Option<usize>>,
+    /// The number of groups the last GROUPBY made.
+    pub groups: Option<usize>,
+    /// True when a SORTBY sorted the rows.
+    pub sorted: bool,
+    /// RediSearch's warnings (RESP3's `warning`), one per property some row lacked.
+    pub warnings: Vec<String>,
 }
 
 fn get<'r>(row: &'r Row, name: &str) -> Option<&'r Value> {
     row.iter().find(|(k, _)| k == name).map(|(_, v)| v)
 }
 
-fn set(row: &mut Row, name: &str, value: Value) {
+/// Sets a row's property: in its place when the row has it, else last.
+pub fn set(row: &mut Row, name: &str, value: Value) {
     match row.iter_mut().find(|(k, _)| k == name) {
         Some(slot) => slot.1 = value,
         None => row.push((name.to_string(), value)),
@@ -924,16 +1026,13 @@ fn reduce(r: &Reducer, rows: &[Row]) -> Value {
         ReducerKind::CountDistinct | ReducerKind::CountDistinctish => {
             Value::Number(distinct().len() as f64)
         }
-        ReducerKind::Sum | ReducerKind::Avg => {
-            let (total, n) = numbers().fold((0.0, 0usize), |(t, n), x| (t + x, n + 1));
-            Value::Number(match (n, &r.kind) {
-                (0, _) => f64::NAN,
-                (_, ReducerKind::Avg) => total / n as f64,
-                _ => total,
-            })
-        }
-        ReducerKind::Min => Value::Number(numbers().fold(f64::INFINITY, f64::min)),
-        ReducerKind::Max => Value::Number(numbers().fold(f64::NEG_INFINITY, f64::max)),
+        // As RediSearch 2.10 (the stack reference) reduces: a group without a value sums,
+        // averages, minimizes and maximizes to 0, and AVG divides by every row of the group,
+        // those lacking the value too.
+        ReducerKind::Sum => Value::Number(numbers().sum()),
+        ReducerKind::Avg => Value::Number(numbers().sum::<f64>() / rows.len().max(1) as f64),
+        ReducerKind::Min => Value::Number(numbers().reduce(f64::min).unwrap_or(0.0)),
+        ReducerKind::Max => Value::Number(numbers().reduce(f64::max).unwrap_or(0.0)),
         ReducerKind::ToList => Value::List(distinct()),
         ReducerKind::StdDev => {
             let xs: Vec<f64> = numbers().collect();
@@ -947,13 +1046,13 @@ fn reduce(r: &Reducer, rows: &[Row]) -> Value {
         ReducerKind::Quantile(q) => {
             let mut xs: Vec<f64> = numbers().collect();
             if xs.is_empty() {
-                return Value::Number(f64::NAN);
+                return Value::Number(0.0);
             }
             xs.sort_by(|a, b| a.partial_cmp(b).unwrap_or(Ordering::Equal));
-            // The value at rank q·(n−1), interpolated between its neighbours.
-            let rank = q * (xs.len() - 1) as f64;
-            let (lo, hi) = (rank.floor() as usize, rank.ceil() as usize);
-            Value::Number(xs[lo] + (xs[hi] - xs[lo]) * (rank - lo as f64))
+            // The nearest rank, ⌈q·n⌉ (RediSearch 2.10's answer on small groups: the median
+            // of 30 and 40 is 30).
+            let rank = (q * xs.len() as f64).ceil() as usize;
+            Value::Number(xs[rank.clamp(1, xs.len()) - 1])
         }
         ReducerKind::FirstValue { by } => {
             let Some(source) = r.source.as_deref() else {
@@ -1248,11 +1347,23 @@ struct ExprParser {
 }
 
 impl ExprParser {
+    /// RediSearch's text: the offset of the failing token (of the last one at the end), `near`
+    /// the last value (number, string, property, name) up to it.
     fn error(&self) -> String {
-        match self.tokens.get(self.pos).or(self.tokens.last()) {
-            Some((_, at, raw)) => format!("Syntax error at offset {at} near '{raw}'"),
-            None => format!("Syntax error at offset {} near ''", self.len),
-        }
+        let at = self.pos.min(self.tokens.len().saturating_sub(1));
+        let Some((_, offset, _)) = self.tokens.get(at) else {
+            return format!("Syntax error at offset {} near ''", self.len);
+        };
+        let near = self.tokens[..=at]
+            .iter()
+            .rev()
+            .find_map(|(tok, _, raw)| match tok {
+                ETok::Op(_) => None,
+                ETok::Prop(name) => Some(name.as_str()),
+                _ => Some(raw.as_str()),
+            })
+            .unwrap_or("");
+        format!("Syntax error at offset {offset} near '{near}'")
     }
 
     fn eat(&mut self, op: &str) -> bool {
@@ -1421,11 +1532,25 @@ impl ExprParser {
     }
 }
 
-/// RediSearch's error for a property a row lacks.
-fn missing_value(name: &str) -> String {
-    format!(
-        "Could not find the value for a parameter name, consider using EXISTS if applicable for {name}"
-    )
+/// Why an expression has no value for a row.
+#[derive(Debug, PartialEq)]
+enum Fail {
+    /// The row lacks this property: RediSearch drops the row and warns.
+    Missing(String),
+    /// Anything else fails the command with this text.
+    Error(String),
+}
+
+impl From<String> for Fail {
+    fn from(e: String) -> Fail {
+        Fail::Error(e)
+    }
+}
+
+impl From<&str> for Fail {
+    fn from(e: &str) -> Fail {
+        Fail::Error(e.to_string())
+    }
 }
 
 const NOT_NUMERIC: &str = "Could not convert value to a number";
@@ -1465,12 +1590,12 @@ impl Expr {
         }
     }
 
-    fn eval(&self, row: &Row) -> Result<Value, String> {
+    fn eval(&self, row: &Row) -> Result<Value, Fail> {
         match self {
             Expr::Literal(v) => Ok(v.clone()),
             Expr::Property(p) => match get(row, p) {
                 Some(v) if *v != Value::Null => Ok(v.clone()),
-                _ => Err(missing_value(p)),
+                _ => Err(Fail::Missing(p.clone())),
             },
             Expr::Arith(op, a, b) => {
                 let (x, y) = (a.eval(row)?, b.eval(row)?);
@@ -1508,7 +1633,9 @@ impl Expr {
             }
             Expr::Call("exists", args) => match args[0].eval(row) {
                 Ok(v) => Ok(bool_value(v != Value::Null)),
-                Err(_) if matches!(args[0], Expr::Property(_)) => Ok(bool_value(false)),
+                Err(Fail::Missing(_)) if matches!(args[0], Expr::Property(_)) => {
+                    Ok(bool_value(false))
+                }
                 Err(e) => Err(e),
             },
             Expr::Call(name, args) => {
@@ -1516,7 +1643,7 @@ impl Expr {
                     .iter()
                     .map(|a| a.eval(row))
                     .collect::<Result<Vec<_>, _>>()?;
-                call(name, &values)
+                Ok(call(name, &values)?)
             }
         }
     }

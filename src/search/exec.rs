@@ -1,7 +1,7 @@
 //! Runs a query tree ([`super::query::Node`]) over one index's [`Data`]: set operations over doc
 //! ids, then the text score of each match (TFIDF, RediSearch 2.x's default, or BM25).
 
-use super::index::{Data, Ordered, Values};
+use super::index::{Data, Doc, Ordered, Values};
 use super::query::{Bound, Node, TagValue};
 use super::schema::Kind;
 use super::text;
@@ -9,6 +9,9 @@ use std::collections::{BTreeSet, HashSet};
 
 /// Doc ids, ascending.
 pub type Ids = BTreeSet<u32>;
+
+/// A condition tested on one document's values.
+type DocTest = Box<dyn Fn(&Doc) -> bool>;
 
 /// How the matches are scored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,8 +58,15 @@ pub fn run(data: &Data, node: &Node, options: &Options<'_>) -> Result<Ids, Strin
         verbatim: options.verbatim,
         matched: Vec::new(),
         scoring: true,
+        sets: true,
     };
-    Ok(scope.eval(node, fields.as_deref())?.unwrap_or_default())
+    let mut ids = scope.eval(node, fields.as_deref())?.unwrap_or_default();
+    // A key whose time has passed is no result, as GET finds no key, though its document stays
+    // until the expiry cycle or an access deletes the key.
+    for id in data.expired(crate::clock::command_time_ms()) {
+        ids.remove(&id);
+    }
+    Ok(ids)
 }
 
 /// The scores of `ids` for the text words of `node` (1 each when it has none).
@@ -73,40 +83,50 @@ pub fn scores(
         verbatim: options.verbatim,
         matched: Vec::new(),
         scoring: true,
+        sets: false,
     };
-    // Evaluating again collects the matched words; errors were reported by `run` already.
+    // Walking the tree again collects the matched words (no doc sets); errors were reported
+    // by `run` already.
     let _ = scope.eval(node, fields.as_deref());
     let matched = scope.matched;
     let total = data.docs.len().max(1) as f64;
-    let avg_len = if data.docs.is_empty() {
-        1.0
-    } else {
-        data.docs.values().map(|d| d.length as f64).sum::<f64>() / data.docs.len() as f64
-    };
+    let avg_len = data.average_length();
+    // Per matched word: the number of documents holding any of its terms.
+    let doc_freqs: Vec<f64> = matched
+        .iter()
+        .map(|m| {
+            let postings: Vec<_> = m.terms.iter().filter_map(|t| data.terms.get(t)).collect();
+            let df = match postings.as_slice() {
+                [one] => one.len(),
+                many => many
+                    .iter()
+                    .flat_map(|p| p.keys())
+                    .collect::<HashSet<_>>()
+                    .len(),
+            };
+            df.max(1) as f64
+        })
+        .collect();
+    let doc_score = data.def.score;
+    if scorer == Scorer::DocScore || matched.is_empty() {
+        let score = match scorer {
+            Scorer::Bm25 | Scorer::DisMax if matched.is_empty() => 0.0,
+            _ => doc_score,
+        };
+        return vec![score; ids.len()];
+    }
     ids.iter()
         .map(|id| {
             let Some(doc) = data.docs.get(id) else {
                 return 0.0;
             };
-            let doc_score = data.def.score;
-            if scorer == Scorer::DocScore {
-                return doc_score;
-            }
-            if matched.is_empty() {
-                return match scorer {
-                    Scorer::Bm25 | Scorer::DisMax => 0.0,
-                    _ => doc_score,
-                };
-            }
             let mut score = 0.0;
-            for m in &matched {
-                let mut df: HashSet<u32> = HashSet::new();
+            for (m, df) in matched.iter().zip(&doc_freqs) {
                 let mut tf = 0.0;
                 for term in &m.terms {
                     let Some(postings) = data.terms.get(term) else {
                         continue;
                     };
-                    df.extend(postings.keys().copied());
                     if let Some(occ) = postings.get(id) {
                         for (field, _) in occ {
                             if m.fields
@@ -121,7 +141,7 @@ pub fn scores(
                 if tf == 0.0 {
                     continue;
                 }
-                let df = df.len().max(1) as f64;
+                let df = *df;
                 score += match scorer {
                     Scorer::TfIdf | Scorer::TfIdfDocNorm => {
                         let idf = (1.0 + total / df).log2();
@@ -170,6 +190,8 @@ struct Scope<'a> {
     matched: Vec<Matched>,
     /// False below a NOT: its words do not score.
     scoring: bool,
+    /// False when only the matched words are wanted (scoring): no doc sets are built.
+    sets: bool,
 }
 
 impl Scope<'_> {
@@ -179,17 +201,36 @@ impl Scope<'_> {
 
     /// The docs matching `node`; None for a node that does not narrow (a stop word, `~x`).
     fn eval(&mut self, node: &Node, fields: Option<&[usize]>) -> Result<Option<Ids>, String> {
+        if !self.sets && !node.may_hold_words() {
+            return Ok(None);
+        }
         Ok(Some(match node {
             Node::All => self.all(),
             Node::And(nodes) => {
+                // Numeric and geo conditions filter what the others matched, document by
+                // document, rather than gathering every document in their range: a tag or word
+                // that matches a few documents bounds the work.
+                let (filters, sets): (Vec<&Node>, Vec<&Node>) = nodes
+                    .iter()
+                    .partition(|n| matches!(n, Node::Numeric { .. } | Node::Geo { .. }));
                 let mut acc: Option<Ids> = None;
-                for n in nodes {
+                for n in sets {
                     if let Some(ids) = self.eval(n, fields)? {
                         acc = Some(match acc {
                             None => ids,
                             Some(acc) => acc.intersection(&ids).copied().collect(),
                         });
                     }
+                }
+                for n in filters {
+                    acc = match acc {
+                        Some(mut acc) if self.sets => {
+                            let keep = self.value_test(n)?;
+                            acc.retain(|id| self.data.docs.get(id).is_some_and(&keep));
+                            Some(acc)
+                        }
+                        _ => self.eval(n, fields)?,
+                    };
                 }
                 return Ok(acc);
             }
@@ -212,8 +253,8 @@ impl Scope<'_> {
                 let excluded = self.eval(inner, fields);
                 self.scoring = scoring;
                 match excluded? {
-                    Some(ex) => self.all().difference(&ex).copied().collect(),
-                    None => Ids::new(),
+                    Some(ex) if self.sets => self.all().difference(&ex).copied().collect(),
+                    _ => Ids::new(),
                 }
             }
             Node::Optional(inner) => {
@@ -321,25 +362,12 @@ impl Scope<'_> {
                 }
                 numeric_range(&self.data.numbers[i], *min, *max)
             }
-            Node::Geo {
-                field,
-                lon,
-                lat,
-                radius_m,
-            } => {
-                let (i, f) = self.field_of(field)?;
-                if f.kind != Kind::Geo {
-                    return Err(format!("Field `{field}` is not a GEO field"));
-                }
+            Node::Geo { .. } => {
+                let keep = self.value_test(node)?;
                 self.data
                     .docs
                     .iter()
-                    .filter(|(_, d)| match &d.values[i] {
-                        Values::Points(points) => points
-                            .iter()
-                            .any(|(plon, plat)| distance_m(*lon, *lat, *plon, *plat) <= *radius_m),
-                        _ => false,
-                    })
+                    .filter(|(_, d)| keep(d))
                     .map(|(id, _)| *id)
                     .collect()
             }
@@ -373,6 +401,51 @@ impl Scope<'_> {
                 self.data.empty[i].clone()
             }
         }))
+    }
+
+    /// A numeric or geo condition as a test of one document's values (a numeric condition on a
+    /// field that is not NUMERIC matches nothing; a geo one on a field that is not GEO is an
+    /// error, as in RediSearch).
+    fn value_test(&self, node: &Node) -> Result<DocTest, String> {
+        match node {
+            Node::Numeric { field, min, max } => {
+                let Some((i, _)) = self
+                    .data
+                    .def
+                    .field(field)
+                    .filter(|(_, f)| f.kind == Kind::Numeric)
+                else {
+                    return Ok(Box::new(|_| false));
+                };
+                let (min, max) = (*min, *max);
+                Ok(Box::new(move |d: &Doc| match &d.values[i] {
+                    Values::Numbers(ns) => ns.iter().any(|n| {
+                        (*n > min.value || (min.inclusive && *n == min.value))
+                            && (*n < max.value || (max.inclusive && *n == max.value))
+                    }),
+                    _ => false,
+                }))
+            }
+            Node::Geo {
+                field,
+                lon,
+                lat,
+                radius_m,
+            } => {
+                let (i, f) = self.field_of(field)?;
+                if f.kind != Kind::Geo {
+                    return Err(format!("Field `{field}` is not a GEO field"));
+                }
+                let (lon, lat, radius_m) = (*lon, *lat, *radius_m);
+                Ok(Box::new(move |d: &Doc| match &d.values[i] {
+                    Values::Points(points) => points
+                        .iter()
+                        .any(|(plon, plat)| distance_m(lon, lat, *plon, *plat) <= radius_m),
+                    _ => false,
+                }))
+            }
+            _ => Ok(Box::new(|_| true)),
+        }
     }
 
     fn field_of(&self, name: &str) -> Result<(usize, &super::schema::Field), String> {
@@ -409,7 +482,7 @@ impl Scope<'_> {
     /// The docs where any of `terms` occurs in `fields`; remembers them for scoring.
     fn words(&mut self, terms: Vec<String>, fields: Option<&[usize]>) -> Ids {
         let mut ids = Ids::new();
-        for term in &terms {
+        for term in terms.iter().filter(|_| self.sets) {
             if let Some(postings) = self.data.terms.get(term) {
                 for (id, occ) in postings {
                     if occ
@@ -461,6 +534,9 @@ impl Scope<'_> {
             });
         }
         let candidates = candidates.unwrap_or_default();
+        if !self.sets {
+            return Ok(Ids::new());
+        }
         let in_order = in_order || slop.is_none();
         let slop = slop.unwrap_or(0);
         let mut out = Ids::new();

@@ -42,7 +42,44 @@ impl Values {
 
 /// A key's values for an index: None when the key is not a document of the index (another
 /// type), `Some(Err)` when a value cannot be indexed.
-pub type Extracted = Option<Result<Vec<Values>, ()>>;
+pub type Extracted = Option<Result<Vec<Values>, IndexError>>;
+
+/// Why a document could not be indexed, as FT.INFO's `Index Errors` report it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexError {
+    /// The schema field whose value failed.
+    pub field: usize,
+    /// RediSearch's text for it.
+    pub message: String,
+    /// False for a JSON value of the wrong type, which RediSearch counts for the index only, not
+    /// in the field's statistics.
+    pub per_field: bool,
+}
+
+impl IndexError {
+    fn value(field: usize, message: String) -> IndexError {
+        IndexError {
+            field,
+            message,
+            per_field: true,
+        }
+    }
+}
+
+/// FT.INFO's indexing failures of the index or of one field: how many, and the last one's text
+/// and key.
+#[derive(Debug, Clone, Default)]
+pub struct Failures {
+    pub count: u64,
+    pub last: Option<(String, Bytes)>,
+}
+
+impl Failures {
+    fn note(&mut self, message: &str, key: &[u8]) {
+        self.count += 1;
+        self.last = Some((message.to_string(), Bytes::copy_from_slice(key)));
+    }
+}
 
 /// What SORTBY compares: a field's first value.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,17 +98,51 @@ pub struct Doc {
     pub length: u32,
     /// The highest frequency of any term in the document (TFIDF's normalization).
     pub max_freq: u32,
+    /// When the key expires (Unix ms; 0: never), as it was when the document was read.
+    pub expire_at: u64,
 }
 
 impl Doc {
-    /// The value SORTBY compares for field `i`.
-    pub fn sort_value(&self, i: usize) -> Option<SortValue> {
+    /// The value SORTBY compares for field `i`; text case-folded unless `as_written`
+    /// ([`Definition::sorts_as_written`]).
+    pub fn sort_value(&self, i: usize, as_written: bool) -> Option<SortValue> {
         match self.values.get(i)? {
-            Values::Text(t) => t.first().map(|s| SortValue::Text(s.to_lowercase())),
+            Values::Text(t) => t.first().map(|s| {
+                SortValue::Text(if as_written {
+                    s.clone()
+                } else {
+                    s.to_lowercase()
+                })
+            }),
             Values::Tags(t) => t.first().map(|s| SortValue::Text(s.clone())),
             Values::Numbers(n) => n.first().map(|n| SortValue::Number(*n)),
             _ => None,
         }
+    }
+}
+
+/// Bytes per structure of one index (estimates, for FT.INFO).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Memory {
+    pub inverted: usize,
+    pub offsets: usize,
+    pub vectors: usize,
+    pub docs: usize,
+    pub keys: usize,
+    pub sortables: usize,
+    pub tags: usize,
+    pub text: usize,
+}
+
+impl Memory {
+    pub fn total(&self) -> usize {
+        self.inverted
+            + self.offsets
+            + self.docs
+            + self.keys
+            + self.sortables
+            + self.tags
+            + self.text
     }
 }
 
@@ -98,7 +169,8 @@ pub struct Data {
     pub def: Definition,
     next_id: u32,
     by_key: HashMap<Bytes, u32>,
-    pub docs: BTreeMap<u32, Doc>,
+    /// By doc id (a hash map: a query's matches are looked up one by one).
+    pub docs: HashMap<u32, Doc>,
     pub terms: BTreeMap<String, Postings>,
     /// Stem → the indexed terms with that stem (a query word matches all of them).
     pub stems: HashMap<String, BTreeSet<String>>,
@@ -112,10 +184,18 @@ pub struct Data {
     pub empty: Vec<BTreeSet<u32>>,
     /// Per field: the VECTOR fields' indexes.
     pub vectors: Vec<Option<VectorIndex>>,
-    /// Documents whose values could not be indexed (FT.INFO's `hash_indexing_failures`).
-    pub failures: u64,
+    /// Documents whose key has a time to live: (expiry, doc), soonest first, so a query drops
+    /// those whose time has passed without reading any key.
+    expiring: BTreeSet<(u64, u32)>,
+    /// Documents whose values could not be indexed (FT.INFO's `hash_indexing_failures` and
+    /// `Index Errors`).
+    pub failures: Failures,
+    /// Per field: its share of `failures` (FT.INFO's `field statistics`).
+    pub field_failures: Vec<Failures>,
     /// Term occurrences (FT.INFO's `num_records`).
     pub records: u64,
+    /// The documents' lengths added up (BM25's average length).
+    total_length: u64,
     /// The initial scan is under way.
     pub indexing: bool,
     /// Share of the initial scan done, 0 to 1.
@@ -131,17 +211,29 @@ impl Data {
             def,
             next_id: 0,
             by_key: HashMap::new(),
-            docs: BTreeMap::new(),
+            docs: HashMap::new(),
             terms: BTreeMap::new(),
             stems: HashMap::new(),
             tags: vec![BTreeMap::new(); n],
             numbers: vec![BTreeSet::new(); n],
             missing: vec![BTreeSet::new(); n],
             empty: vec![BTreeSet::new(); n],
-            failures: 0,
+            expiring: BTreeSet::new(),
+            failures: Failures::default(),
+            field_failures: vec![Failures::default(); n],
             records: 0,
+            total_length: 0,
             indexing: false,
             scanned: 1.0,
+        }
+    }
+
+    /// The documents' average length in words (1 with no documents).
+    pub fn average_length(&self) -> f64 {
+        if self.docs.is_empty() {
+            1.0
+        } else {
+            self.total_length as f64 / self.docs.len() as f64
         }
     }
 
@@ -163,6 +255,7 @@ impl Data {
             self.numbers.push(BTreeSet::new());
             self.missing.push(BTreeSet::new());
             self.empty.push(BTreeSet::new());
+            self.field_failures.push(Failures::default());
         }
         // The definition's arguments end with SCHEMA's field list: the new fields continue it.
         self.def.args.extend_from_slice(args);
@@ -171,34 +264,58 @@ impl Data {
     /// Drops every document (FLUSHALL/FLUSHDB emptied the keyspace).
     pub fn clear(&mut self) {
         let def = self.def.clone();
-        let (failures, indexing, scanned) = (self.failures, self.indexing, self.scanned);
+        let failures = std::mem::take(&mut self.failures);
+        let field_failures = std::mem::take(&mut self.field_failures);
+        let (indexing, scanned) = (self.indexing, self.scanned);
         *self = Data::new(def);
-        (self.failures, self.indexing, self.scanned) = (failures, indexing, scanned);
+        (self.failures, self.field_failures) = (failures, field_failures);
+        (self.indexing, self.scanned) = (indexing, scanned);
     }
 
-    /// Brings the document of `key` up to date with its current value (`None`: no key).
+    /// Brings the document of `key` up to date with its current value (`None`: no key), which
+    /// never expires.
     pub fn update(&mut self, key: &[u8], value: Option<&Value>) {
         let extracted = value.and_then(|v| extract(&self.def, v));
-        self.put(key, extracted);
+        self.put(key, extracted, 0);
+    }
+
+    /// The documents whose key's time (`expire_at`) has passed at `now`: a read must not see
+    /// them (as GET doesn't), though they stay indexed until the key is deleted.
+    pub fn expired(&self, now: u64) -> impl Iterator<Item = u32> + '_ {
+        self.expiring.range(..=(now, u32::MAX)).map(|&(_, id)| id)
     }
 
     /// Replaces the document of `key` by `extracted` (None: not a document of this index;
-    /// `Some(Err)`: a value that cannot be indexed, counted as a failure).
-    pub fn put(&mut self, key: &[u8], extracted: Extracted) {
+    /// `Some(Err)`: a value that cannot be indexed, counted as a failure), whose key expires at
+    /// `expire_at` (Unix ms, 0: never). When only the expiry changed (EXPIRE, PERSIST) the
+    /// document keeps its id, so its place among equal scores stays where its write put it.
+    pub fn put(&mut self, key: &[u8], extracted: Extracted, expire_at: u64) {
+        if let (Some(&id), Some(Ok(values))) = (self.by_key.get(key), &extracted) {
+            if let Some(doc) = self.docs.get_mut(&id).filter(|d| d.values == *values) {
+                if doc.expire_at != expire_at {
+                    self.expiring.remove(&(doc.expire_at, id));
+                    doc.expire_at = expire_at;
+                    if expire_at != 0 {
+                        self.expiring.insert((expire_at, id));
+                    }
+                }
+                return;
+            }
+        }
         if let Some(id) = self.by_key.remove(key) {
             self.remove_doc(id);
         }
         let values = match extracted {
             None => return,
-            Some(Err(())) => {
-                self.failures += 1;
+            Some(Err(e)) => {
+                self.note_failure(&e, key);
                 return;
             }
             Some(Ok(values)) => values,
         };
         let id = self.next_id + 1;
-        if self.insert_vectors(id, &values).is_err() {
-            self.failures += 1;
+        if let Err(e) = self.insert_vectors(id, &values) {
+            self.note_failure(&e, key);
             return;
         }
         self.next_id = id;
@@ -249,21 +366,37 @@ impl Data {
             *freqs.entry(word.as_str()).or_default() += 1;
         }
         let max_freq = freqs.values().copied().max().unwrap_or(0);
+        let any_nostem = self
+            .def
+            .fields
+            .iter()
+            .any(|f| matches!(f.kind, Kind::Text { nostem: true, .. }));
         for (word, field, position) in occurrences {
-            let stems = match &self.def.fields[field as usize].kind {
-                Kind::Text { nostem: false, .. } => Some(stemmer.stem(&word).into_owned()),
-                _ => None,
-            };
-            if let Some(stem) = stems {
+            self.records += 1;
+            let stemmed = matches!(
+                self.def.fields[field as usize].kind,
+                Kind::Text { nostem: false, .. }
+            );
+            if let Some(postings) = self.terms.get_mut(&word).filter(|_| !any_nostem) {
+                // A term already indexed has its stem recorded (with no NOSTEM field, every
+                // occurrence records it): stemming is paid once per new term.
+                postings.entry(id).or_default().push((field, position));
+                continue;
+            }
+            if stemmed {
+                let stem = stemmer.stem(&word).into_owned();
                 self.stems.entry(stem).or_default().insert(word.clone());
             }
-            self.records += 1;
             self.terms
                 .entry(word)
                 .or_default()
                 .entry(id)
                 .or_default()
                 .push((field, position));
+        }
+        self.total_length += u64::from(length);
+        if expire_at != 0 {
+            self.expiring.insert((expire_at, id));
         }
         self.docs.insert(
             id,
@@ -272,13 +405,23 @@ impl Data {
                 values,
                 length,
                 max_freq,
+                expire_at,
             },
         );
     }
 
+    fn note_failure(&mut self, e: &IndexError, key: &[u8]) {
+        self.failures.note(&e.message, key);
+        if e.per_field {
+            if let Some(f) = self.field_failures.get_mut(e.field) {
+                f.note(&e.message, key);
+            }
+        }
+    }
+
     /// Adds document `id`'s vectors to the VECTOR fields' indexes; on a vector of the wrong
     /// size, takes back those added and fails.
-    fn insert_vectors(&mut self, id: u32, values: &[Values]) -> Result<(), String> {
+    fn insert_vectors(&mut self, id: u32, values: &[Values]) -> Result<(), IndexError> {
         for (i, value) in values.iter().enumerate() {
             let Some(index) = self.vectors[i].as_mut() else {
                 continue;
@@ -292,7 +435,7 @@ impl Data {
                 for v in self.vectors.iter_mut().take(i).flatten() {
                     v.remove(id);
                 }
-                return Err(e);
+                return Err(IndexError::value(i, e));
             }
         }
         Ok(())
@@ -303,6 +446,8 @@ impl Data {
         let Some(doc) = self.docs.remove(&id) else {
             return;
         };
+        self.total_length = self.total_length.saturating_sub(u64::from(doc.length));
+        self.expiring.remove(&(doc.expire_at, id));
         for v in self.vectors.iter_mut().flatten() {
             v.remove(id);
         }
@@ -354,6 +499,30 @@ impl Data {
         }
     }
 
+    /// Estimates of the bytes each structure holds, for FT.INFO's memory figures.
+    pub fn memory(&self) -> Memory {
+        let postings: usize = self.terms.values().map(|p| p.len()).sum();
+        let numbers: usize = self.numbers.iter().map(|n| n.len()).sum();
+        let sortable = self.def.fields.iter().filter(|f| f.sortable).count();
+        Memory {
+            // An entry per (term, doc), a (field, position) pair per occurrence, a
+            // (value, doc) pair per number.
+            inverted: postings * 16 + self.records as usize * 6 + numbers * 12,
+            offsets: self.records as usize * 4,
+            vectors: self.vectors.iter().flatten().map(|v| v.memory()).sum(),
+            docs: self.docs.len() * std::mem::size_of::<Doc>(),
+            keys: self.by_key.keys().map(|k| k.len() + 16).sum(),
+            sortables: self.docs.len() * sortable * 16,
+            tags: self
+                .tags
+                .iter()
+                .flat_map(|t| t.iter())
+                .map(|(tag, docs)| tag.len() + 32 + docs.len() * 4)
+                .sum(),
+            text: self.terms.keys().map(|t| t.len() + 32).sum(),
+        }
+    }
+
     /// Every indexed key (FT.DROPINDEX DD).
     pub fn keys(&self) -> Vec<Bytes> {
         self.docs.values().map(|d| d.key.clone()).collect()
@@ -370,34 +539,66 @@ pub fn extract(def: &Definition, value: &Value) -> Extracted {
             Some(
                 def.fields
                     .iter()
-                    .map(|f| match hash.get_live(f.path.as_bytes(), now) {
+                    .enumerate()
+                    .map(|(i, f)| match hash.get_live(f.path.as_bytes(), now) {
                         None => Ok(Values::Missing),
                         Some(raw) if matches!(f.kind, Kind::Vector(_)) => {
                             Ok(Values::Blob(Bytes::copy_from_slice(raw)))
                         }
-                        Some(raw) => from_text(f, &String::from_utf8_lossy(raw)),
+                        Some(raw) => from_text(f, &String::from_utf8_lossy(raw))
+                            .map_err(|m| IndexError::value(i, m)),
                     })
                     .collect(),
             )
         }
-        (KeyType::Json, Value::Json(doc)) => {
-            Some(def.fields.iter().map(|f| from_json(f, doc)).collect())
+        (KeyType::Json, Value::Json(doc)) => Some(
+            def.fields
+                .iter()
+                .enumerate()
+                .map(|(i, f)| {
+                    from_json(f, doc.tree()).map_err(|(message, per_field)| IndexError {
+                        field: i,
+                        message,
+                        per_field,
+                    })
+                })
+                .collect(),
+        ),
+        (KeyType::Stm, Value::Stm(entry)) => {
+            let values = super::stm_doc::fields(entry);
+            Some(
+                def.fields
+                    .iter()
+                    .enumerate()
+                    .map(
+                        |(i, f)| match values.iter().find(|(name, _)| *name == f.path) {
+                            None => Ok(Values::Missing),
+                            Some((_, raw)) => {
+                                from_text(f, raw).map_err(|m| IndexError::value(i, m))
+                            }
+                        },
+                    )
+                    .collect(),
+            )
         }
         _ => None,
     }
 }
 
 /// A hash field's text as field `f` indexes it.
-fn from_text(f: &Field, raw: &str) -> Result<Values, ()> {
+fn from_text(f: &Field, raw: &str) -> Result<Values, String> {
     match &f.kind {
         Kind::Text { .. } => Ok(Values::Text(vec![raw.to_string()])),
         Kind::Tag {
             separator,
             case_sensitive,
         } => Ok(Values::Tags(split_tags(raw, *separator, *case_sensitive))),
-        Kind::Numeric => parse_number(raw).map(|n| Values::Numbers(vec![n])),
+        Kind::Numeric => parse_number(raw)
+            .map(|n| Values::Numbers(vec![n]))
+            .map_err(|()| format!("Invalid numeric value: '{raw}'")),
         Kind::Geo => parse_point(raw).map(|p| Values::Points(vec![p])),
-        Kind::Vector(_) => Err(()),
+        // A hash's vector is its bytes (`extract`).
+        Kind::Vector(_) => Ok(Values::Missing),
     }
 }
 
@@ -419,8 +620,13 @@ pub fn fold_tag(tag: &str, case_sensitive: bool) -> String {
     }
 }
 
-fn split_tags(raw: &str, separator: u8, case_sensitive: bool) -> Vec<String> {
-    raw.split(separator as char)
+fn split_tags(raw: &str, separator: Option<u8>, case_sensitive: bool) -> Vec<String> {
+    let parts: Vec<&str> = match separator {
+        Some(sep) => raw.split(sep as char).collect(),
+        None => vec![raw],
+    };
+    parts
+        .into_iter()
         .map(|t| fold_tag(t, case_sensitive))
         .filter(|t| !t.is_empty())
         .collect()
@@ -436,91 +642,138 @@ fn parse_number(raw: &str) -> Result<f64, ()> {
     t.parse::<f64>().ok().filter(|n| !n.is_nan()).ok_or(())
 }
 
-/// `lon,lat` (or `lon lat`) within the geohash bounds.
-fn parse_point(raw: &str) -> Result<(f64, f64), ()> {
+/// `lon,lat` (or `lon lat`) within the geohash bounds; Err: RediSearch's text.
+fn parse_point(raw: &str) -> Result<(f64, f64), String> {
+    let bad = || "Invalid geo string".to_string();
     let mut parts = raw.split([',', ' ']).filter(|p| !p.is_empty());
     let lon = parts
         .next()
         .and_then(|p| p.trim().parse::<f64>().ok())
-        .ok_or(())?;
+        .filter(|n| !n.is_nan())
+        .ok_or_else(bad)?;
     let lat = parts
         .next()
         .and_then(|p| p.trim().parse::<f64>().ok())
-        .ok_or(())?;
-    if parts.next().is_some()
-        || !(-180.0..=180.0).contains(&lon)
-        || !(-85.05112878..=85.05112878).contains(&lat)
-    {
-        return Err(());
+        .filter(|n| !n.is_nan())
+        .ok_or_else(bad)?;
+    if parts.next().is_some() {
+        return Err(bad());
+    }
+    if !(-180.0..=180.0).contains(&lon) || !(-85.05112878..=85.05112878).contains(&lat) {
+        return Err(format!("Invalid geo coordinates: {lon:.6}, {lat:.6}"));
     }
     Ok((lon, lat))
 }
 
-/// The values at field `f`'s JSONPath of `doc`.
-fn from_json(f: &Field, doc: &Json) -> Result<Values, ()> {
+/// The values at field `f`'s JSONPath of `doc`; Err: RediSearch's text, and whether the field's
+/// statistics count it (a geo value that does not parse) or only the index's (a value of the
+/// wrong JSON type).
+fn from_json(f: &Field, doc: &Json) -> Result<Values, (String, bool)> {
     let Ok(path) = JsonPath::parse(&f.path) else {
-        return Err(());
+        return Err(("Invalid JSONPath".into(), false));
     };
-    if let Kind::Vector(_) = f.kind {
-        let Some(value) = path.values(doc).into_iter().next() else {
+    let values = path.values(doc);
+    if let Kind::Vector(params) = &f.kind {
+        let Some(value) = values.into_iter().find(|v| !matches!(v, Json::Null)) else {
             return Ok(Values::Missing);
         };
         let Json::Array(items) = value else {
-            return Err(());
+            return Err((wrong_type(value), false));
         };
+        if items.len() != params.dim {
+            let message = format!(
+                "Invalid vector length. Expected {}, got {}",
+                params.dim,
+                items.len()
+            );
+            return Err((message, false));
+        }
         return items
             .iter()
-            .map(|v| v.as_f64().ok_or(()))
+            .map(|v| v.as_f64().ok_or_else(|| (wrong_type(v), false)))
             .collect::<Result<_, _>>()
             .map(Values::Vector);
     }
-    // An array value stands for its elements (RediSearch indexes each).
+    // An array value stands for its elements (RediSearch indexes each); its own texts for an
+    // element of the wrong type.
     let mut found: Vec<&Json> = Vec::new();
-    for v in path.values(doc) {
+    for v in values {
         match v {
-            Json::Array(items) => found.extend(items.iter()),
+            Json::Array(items) => {
+                for item in items.iter().filter(|i| !matches!(i, Json::Null)) {
+                    let fits = match &f.kind {
+                        Kind::Numeric => item.as_f64().is_some(),
+                        _ => matches!(item, Json::String(_)),
+                    };
+                    if !fits {
+                        let message = match &f.kind {
+                            Kind::Numeric => "NUMERIC fields can only contain numeric or nulls",
+                            _ => "TEXT/TAG fields can only contain strings or nulls",
+                        };
+                        return Err((message.into(), false));
+                    }
+                    found.push(item);
+                }
+            }
             Json::Null => {}
-            other => found.push(other),
+            other => {
+                let fits = match other {
+                    Json::String(_) => {
+                        matches!(f.kind, Kind::Text { .. } | Kind::Tag { .. } | Kind::Geo)
+                    }
+                    Json::Bool(_) => matches!(f.kind, Kind::Tag { .. }),
+                    Json::Object(_) => false,
+                    _ => matches!(f.kind, Kind::Numeric),
+                };
+                if !fits {
+                    return Err((wrong_type(other), false));
+                }
+                found.push(other);
+            }
         }
     }
     if found.is_empty() {
         return Ok(Values::Missing);
     }
-    match &f.kind {
-        Kind::Text { .. } => found
-            .iter()
-            .map(|v| match v {
-                Json::String(s) => Ok(s.clone()),
-                _ => Err(()),
-            })
-            .collect::<Result<_, _>>()
-            .map(Values::Text),
+    let text = |v: &&Json| match v {
+        Json::String(s) => s.clone(),
+        Json::Bool(b) => b.to_string(),
+        _ => String::new(),
+    };
+    Ok(match &f.kind {
+        Kind::Text { .. } => Values::Text(found.iter().map(text).collect()),
         Kind::Tag {
             separator,
             case_sensitive,
-        } => {
-            let mut tags = Vec::new();
-            for v in found {
-                match v {
-                    Json::String(s) => tags.extend(split_tags(s, *separator, *case_sensitive)),
-                    Json::Bool(b) => tags.push(b.to_string()),
-                    _ => return Err(()),
-                }
-            }
-            Ok(Values::Tags(tags))
-        }
-        Kind::Numeric => found
-            .iter()
-            .map(|v| v.as_f64().ok_or(()))
-            .collect::<Result<_, _>>()
-            .map(Values::Numbers),
-        Kind::Geo => found
-            .iter()
-            .map(|v| v.as_str().ok_or(()).and_then(parse_point))
-            .collect::<Result<_, _>>()
-            .map(Values::Points),
-        Kind::Vector(_) => Err(()),
-    }
+        } => Values::Tags(
+            found
+                .iter()
+                .flat_map(|v| split_tags(&text(v), *separator, *case_sensitive))
+                .collect(),
+        ),
+        Kind::Numeric => Values::Numbers(found.iter().filter_map(|v| v.as_f64()).collect()),
+        Kind::Geo => Values::Points(
+            found
+                .iter()
+                .map(|v| parse_point(&text(v)))
+                .collect::<Result<_, _>>()
+                .map_err(|m| (m, true))?,
+        ),
+        Kind::Vector(_) => Values::Missing,
+    })
+}
+
+/// RediSearch's text for a JSON value of a type the field cannot hold.
+fn wrong_type(v: &Json) -> String {
+    let what = match v {
+        Json::String(_) => "String type can represent only TEXT, TAG, GEO or GEOMETRY field",
+        Json::Bool(_) => "Boolean type can be represent only TAG field",
+        Json::Object(_) => "Object type can represent only GEOMETRY fields",
+        Json::Array(_) => "Array type cannot be indexed by this field",
+        Json::Null => "Null type cannot be indexed",
+        _ => "Numeric type can represent only NUMERIC field",
+    };
+    format!("Invalid JSON type: {what}")
 }
 
 #[cfg(test)]
@@ -574,9 +827,9 @@ mod tests {
         let mut data = Data::new(def("SCHEMA n NUMERIC"));
         data.update(b"k", Some(&hash(&[("n", "abc")])));
         assert!(data.docs.is_empty());
-        assert_eq!(data.failures, 1);
+        assert_eq!(data.failures.count, 1);
         data.update(b"s", Some(&Value::Str(b"x"[..].into())));
-        assert_eq!(data.failures, 1, "another type is not a failure");
+        assert_eq!(data.failures.count, 1, "another type is not a failure");
     }
 
     #[test]
@@ -587,13 +840,64 @@ mod tests {
     }
 
     #[test]
+    fn failures_keep_redisearch_texts_per_index_and_field() {
+        let mut data = Data::new(def("SCHEMA n NUMERIC g GEO"));
+        data.update(b"a", Some(&hash(&[("n", "abc")])));
+        data.update(b"b", Some(&hash(&[("g", "999,999")])));
+        data.update(b"c", Some(&hash(&[("g", "nowhere")])));
+        assert_eq!(data.failures.count, 3);
+        assert_eq!(
+            data.failures.last,
+            Some(("Invalid geo string".into(), Bytes::from("c")))
+        );
+        assert_eq!(data.field_failures[0].count, 1);
+        assert_eq!(
+            data.field_failures[0].last,
+            Some(("Invalid numeric value: 'abc'".into(), Bytes::from("a")))
+        );
+        assert_eq!(data.field_failures[1].count, 2);
+
+        // On JSON a value of the wrong type counts for the index only.
+        let mut data = Data::new(def("ON JSON SCHEMA $.n AS n NUMERIC $.t AS t TAG"));
+        let json = |text: &str| {
+            let doc: Json = serde_json::from_str(text).expect("json");
+            Value::Json(Box::new(doc.into()))
+        };
+        data.update(b"j", Some(&json(r#"{"n":"x"}"#)));
+        data.update(b"k", Some(&json(r#"{"t":[1]}"#)));
+        assert_eq!(data.failures.count, 2);
+        assert_eq!(
+            data.failures.last,
+            Some((
+                "TEXT/TAG fields can only contain strings or nulls".into(),
+                Bytes::from("k")
+            ))
+        );
+        assert_eq!(
+            data.field_failures[0].count + data.field_failures[1].count,
+            0
+        );
+        assert!(data.docs.is_empty());
+    }
+
+    #[test]
+    fn a_json_tag_without_separator_is_one_tag() {
+        let mut data = Data::new(def("ON JSON SCHEMA $.t AS t TAG $.s AS s TAG SEPARATOR ,"));
+        let doc: Json = serde_json::from_str(r#"{"t":"A,b","s":"A,b"}"#).expect("json");
+        data.update(b"j", Some(&Value::Json(Box::new(doc.into()))));
+        let d = &data.docs[&1];
+        assert_eq!(d.values[0], Values::Tags(vec!["a,b".into()]));
+        assert_eq!(d.values[1], Values::Tags(vec!["a".into(), "b".into()]));
+    }
+
+    #[test]
     fn json_fields_read_their_paths() {
         let mut data = Data::new(def(
             "ON JSON SCHEMA $.name AS name TEXT $.tags[*] AS tags TAG $.n AS n NUMERIC",
         ));
         let doc: Json =
             serde_json::from_str(r#"{"name":"Ada","tags":["X","y"],"n":3}"#).expect("json");
-        data.update(b"j", Some(&Value::Json(Box::new(doc))));
+        data.update(b"j", Some(&Value::Json(Box::new(doc.into()))));
         let d = &data.docs[&1];
         assert_eq!(d.values[0], Values::Text(vec!["Ada".into()]));
         assert_eq!(d.values[1], Values::Tags(vec!["x".into(), "y".into()]));

@@ -4,12 +4,15 @@
 //! - [`schema`]: an index's definition (FT.CREATE's arguments).
 //! - [`index`]: one index's documents and the structures queries read.
 //! - [`text`]: TEXT fields' tokenizer and stemmer.
+//! - [`stm_doc`]: an STM entry as a document (`FT.CREATE … ON STM`).
 //! - [`query`]: the query language (`FT.SEARCH`/`FT.AGGREGATE`'s first argument) parsed into a
 //!   tree, without knowing any index.
 //! - [`vector`]: the index of a VECTOR field (FLAT and HNSW), KNN and range queries.
 //! - [`exec`]: that tree run over an index: doc ids and their scores.
+//! - [`explain`]: that tree written as FT.EXPLAIN's text.
 //! - [`aggregate`]: `FT.AGGREGATE`'s pipeline (GROUPBY/REDUCE, APPLY, FILTER, SORTBY, LIMIT) over
 //!   rows of loaded fields.
+//! - [`cursor`]: `FT.AGGREGATE`'s results sent in chunks, and the cursors that keep them.
 //!
 //! ## Following the keyspace
 //!
@@ -18,7 +21,10 @@
 //! (the keys of database 0: RediSearch indexes only database 0). After a command, dispatch calls
 //! [`Registry::apply_pending`] (the expiry cycle and the memory meter do after their ticks): the
 //! keys noted are read again and each index that covers them is brought up to date before the
-//! reply goes out (FLUSHALL/FLUSHDB of database 0 drop every index, as in RediSearch 2.10), so a document is searchable as soon as its write is acknowledged. A command
+//! reply goes out (FLUSHALL/FLUSHDB of database 0 drop every index, as in RediSearch 2.10), so a
+//! document is searchable as soon as its write is acknowledged. A document keeps its key's
+//! expiry time, and a query leaves out those whose time has passed ([`index::Data::expired`]):
+//! an expired key is deleted only by the expiry cycle or an access, but no read sees it. A command
 //! run inside EXEC or a script holds shard locks: its keys wait in the thread's list until the
 //! EXEC or script ends and dispatch applies them. When no index exists the cost is the store's
 //! one relaxed load of `listening` (shared with keyspace notifications and tracking).
@@ -35,10 +41,13 @@
 //! whichever applies last reads the key's latest value.
 
 pub mod aggregate;
+pub mod cursor;
 pub mod exec;
+pub mod explain;
 pub mod index;
 pub mod query;
 pub mod schema;
+pub mod stm_doc;
 pub mod text;
 pub mod vector;
 
@@ -49,12 +58,32 @@ use index::Data;
 use parking_lot::RwLock;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
-/// One index: its name and its data behind its lock.
+/// One index: its name, its data behind its lock, and the usage FT.INFO reports.
 pub struct Index {
     pub name: String,
     pub data: RwLock<Data>,
+    /// FT.INFO's `number_of_uses`: the FT.* commands that named the index.
+    pub uses: AtomicU64,
+    /// FT.INFO's `dialect_stats`: bit `d - 1` set once a query ran in dialect `d`.
+    pub dialects: AtomicU8,
+}
+
+impl Index {
+    /// A command named the index.
+    pub fn used(&self) {
+        self.uses.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A query ran in `dialect` (1 to 4).
+    pub fn queried_in(&self, dialect: u32) {
+        if (1..=4).contains(&dialect) {
+            self.dialects
+                .fetch_or(1 << (dialect - 1), Ordering::Relaxed);
+        }
+    }
 }
 
 /// What was noted on this thread for the indexes, waiting for [`Registry::apply_pending`].
@@ -116,6 +145,8 @@ pub struct Registry {
     /// Alias → index name.
     aliases: RwLock<HashMap<String, String>>,
     pub settings: RwLock<Settings>,
+    /// FT.AGGREGATE's open cursors (of every index).
+    pub cursors: parking_lot::Mutex<cursor::Cursors>,
 }
 
 impl Registry {
@@ -125,6 +156,7 @@ impl Registry {
             indexes: RwLock::new(BTreeMap::new()),
             aliases: RwLock::new(HashMap::new()),
             settings: RwLock::new(Settings::default()),
+            cursors: parking_lot::Mutex::new(cursor::Cursors::default()),
         }
     }
 
@@ -161,6 +193,46 @@ impl Registry {
             .collect()
     }
 
+    /// Every alias and the index it names, for the snapshot.
+    pub fn aliases(&self) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = self
+            .aliases
+            .read()
+            .iter()
+            .map(|(a, t)| (a.clone(), t.clone()))
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// Replaces every index and alias by `other`'s (the registry an append-only file's replay
+    /// built over this registry's store): its indexes are up to date with the keys already, so
+    /// nothing is scanned again.
+    pub fn adopt(&self, other: Registry) {
+        let indexes = std::mem::take(&mut *other.indexes.write());
+        let aliases = std::mem::take(&mut *other.aliases.write());
+        *self.indexes.write() = indexes;
+        *self.aliases.write() = aliases;
+    }
+
+    /// Replaces every index and alias by those of a file's `definitions` (name, FT.CREATE's
+    /// arguments) and `aliases` (alias, index), each index scanning the keys in the background
+    /// (see [`Registry::restore`]). A definition that does not parse (a file of another
+    /// version) is skipped, named in the log.
+    pub fn restore_all(&self, definitions: &[(String, Vec<Bytes>)], aliases: &[(String, String)]) {
+        self.clear();
+        for (name, args) in definitions {
+            if let Err(why) = self.restore(name, args) {
+                tracing::warn!(index = %name, %why, "index definition in the file not restored");
+            }
+        }
+        for (alias, name) in aliases {
+            if let Err(why) = self.alias_add(alias, name, false) {
+                tracing::warn!(%alias, index = %name, %why, "index alias in the file not restored");
+            }
+        }
+    }
+
     /// Creates index `name` from FT.CREATE's arguments after the name, and starts its initial
     /// scan unless SKIPINITIALSCAN. `Err`: RediSearch's error text.
     pub fn create(&self, name: &str, args: &[Bytes]) -> Result<(), String> {
@@ -183,6 +255,8 @@ impl Registry {
         let index = Arc::new(Index {
             name: name.to_string(),
             data: RwLock::new(Data::new(def)),
+            uses: AtomicU64::new(0),
+            dialects: AtomicU8::new(0),
         });
         {
             let mut indexes = self.indexes.write();
@@ -201,6 +275,7 @@ impl Registry {
     pub fn drop_index(&self, name: &str) -> Option<Arc<Index>> {
         let index = self.indexes.write().remove(name)?;
         self.aliases.write().retain(|_, target| target != name);
+        self.cursors.lock().drop_index(name);
         Some(index)
     }
 
@@ -209,6 +284,7 @@ impl Registry {
     pub fn clear(&self) {
         self.indexes.write().clear();
         self.aliases.write().clear();
+        self.cursors.lock().clear();
     }
 
     pub fn aliases_of(&self, name: &str) -> Vec<String> {
@@ -282,14 +358,15 @@ impl Registry {
 
     /// Reads `key` of database 0 (its shard locked while the value is read) into `data`.
     fn reindex(&self, data: &mut Data, key: &[u8]) {
-        let extracted = {
+        let (extracted, expire_at) = {
             let locked = self.store.lock_one(0, key);
             let entries = locked.entries_of(&[key]);
-            entries
-                .first()
-                .and_then(|(_, entry)| index::extract(&data.def, &entry.value))
+            match entries.first() {
+                Some((_, entry)) => (index::extract(&data.def, &entry.value), entry.expire_at()),
+                None => (None, 0),
+            }
         };
-        data.put(key, extracted);
+        data.put(key, extracted, expire_at);
     }
 
     /// Indexes the keys already stored, one shard at a time under the index's lock, on a thread
@@ -299,6 +376,15 @@ impl Registry {
     /// so documents written right after FT.CREATE would come in another order than RediSearch's
     /// (which orders equal scores by id). FT.ALTER passes false: every key gains the new fields.
     pub fn scan(&self, index: Arc<Index>, skip_indexed: bool) {
+        // The index is registered, so every later write reaches it through the write path: with
+        // nothing stored there is nothing to scan, and FT.INFO shows it indexed at once, as
+        // RediSearch's does.
+        if self.store.db_len(0) == 0 {
+            let mut data = index.data.write();
+            data.indexing = false;
+            data.scanned = 1.0;
+            return;
+        }
         index.data.write().indexing = true;
         index.data.write().scanned = 0.0;
         let store = self.store.clone();
@@ -321,22 +407,23 @@ fn scan_all(store: &Store, index: &Index, skip_indexed: bool) {
     let shards = store.shard_count();
     for shard in 0..shards {
         let mut data = index.data.write();
-        let found: Vec<(Bytes, index::Extracted)> = {
+        let found: Vec<(Bytes, index::Extracted, u64)> = {
             let locked = store.lock_shard(0, shard);
             let mut found = Vec::new();
             locked.for_each_in_shard(shard, |key, entry| {
                 if data.def.covers(key) && !(skip_indexed && data.id_of(key).is_some()) {
                     let extracted = index::extract(&data.def, &entry.value);
                     if extracted.is_some() {
-                        found.push((Bytes::copy_from_slice(key), extracted));
+                        let key = Bytes::copy_from_slice(key);
+                        found.push((key, extracted, entry.expire_at()));
                     }
                 }
             });
             found
         };
         // Read under both locks, so the latest value: the write path cannot overtake it.
-        for (key, extracted) in found {
-            data.put(&key, extracted);
+        for (key, extracted, expire_at) in found {
+            data.put(&key, extracted, expire_at);
         }
         data.scanned = (shard + 1) as f64 / shards as f64;
     }

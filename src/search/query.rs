@@ -96,6 +96,23 @@ pub enum Node {
     EmptyValue(String),
 }
 
+impl Node {
+    /// True when the node is, or may contain, a text word (what scoring reads); tag, numeric,
+    /// geo, vector and missing/empty conditions hold none.
+    pub fn may_hold_words(&self) -> bool {
+        !matches!(
+            self,
+            Node::All
+                | Node::Tag { .. }
+                | Node::Numeric { .. }
+                | Node::Geo { .. }
+                | Node::VectorRange { .. }
+                | Node::Missing(_)
+                | Node::EmptyValue(_)
+        )
+    }
+}
+
 /// One value of a tag set.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TagValue {

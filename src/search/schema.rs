@@ -9,6 +9,8 @@ use bytes::Bytes;
 pub enum KeyType {
     Hash,
     Json,
+    /// STM entries, read through `search::stm_doc`'s fields (stmd's own type).
+    Stm,
 }
 
 impl KeyType {
@@ -16,6 +18,7 @@ impl KeyType {
         match self {
             KeyType::Hash => "HASH",
             KeyType::Json => "JSON",
+            KeyType::Stm => "STM",
         }
     }
 }
@@ -23,8 +26,15 @@ impl KeyType {
 /// A field's type and its type's options.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Kind {
-    Text { weight: f64, nostem: bool },
-    Tag { separator: u8, case_sensitive: bool },
+    Text {
+        weight: f64,
+        nostem: bool,
+    },
+    /// `separator` None: a value is one tag (a JSON field without `SEPARATOR`, as RediSearch).
+    Tag {
+        separator: Option<u8>,
+        case_sensitive: bool,
+    },
     Numeric,
     Geo,
     Vector(super::vector::VectorParams),
@@ -51,6 +61,9 @@ pub struct Field {
     pub name: String,
     pub kind: Kind,
     pub sortable: bool,
+    /// `UNF` given after `SORTABLE`.
+    pub unf: bool,
+    pub suffix_trie: bool,
     /// Stored and returned, never searched.
     pub noindex: bool,
     pub index_missing: bool,
@@ -68,6 +81,11 @@ pub struct Definition {
     /// None: RediSearch's default list.
     pub stopwords: Option<Vec<String>>,
     pub skip_initial_scan: bool,
+    /// FT.INFO's `index_options`: the index-wide flags given, in RediSearch's order.
+    pub options: Vec<&'static str>,
+    pub language_field: Option<String>,
+    pub score_field: Option<String>,
+    pub payload_field: Option<String>,
     pub fields: Vec<Field>,
     /// FT.CREATE's arguments after the index name, as given (plus FT.ALTER's added fields).
     pub args: Vec<Bytes>,
@@ -149,6 +167,9 @@ impl<'a> Args<'a> {
     }
 }
 
+/// FT.CREATE's index-wide flags, in the order FT.INFO lists them.
+const INDEX_FLAGS: &[&str] = &["NOFREQS", "NOFIELDS", "NOOFFSETS", "NOHL", "MAXTEXTFIELDS"];
+
 /// Parses FT.CREATE's arguments after the index name.
 pub fn parse(args: &[Bytes]) -> Result<Definition, String> {
     let mut a = Args { args, at: 0 };
@@ -159,15 +180,21 @@ pub fn parse(args: &[Bytes]) -> Result<Definition, String> {
         score: 1.0,
         stopwords: None,
         skip_initial_scan: false,
+        options: Vec::new(),
+        language_field: None,
+        score_field: None,
+        payload_field: None,
         fields: Vec::new(),
         args: args.to_vec(),
     };
+    let mut flags = Vec::new();
     loop {
         if a.take("ON") {
             let t = a.text("ON")?;
             def.key_type = match t.to_ascii_uppercase().as_str() {
                 "HASH" => KeyType::Hash,
                 "JSON" => KeyType::Json,
+                "STM" => KeyType::Stm,
                 _ => return Err(format!("Invalid rule type: {t}")),
             };
         } else if a.take("PREFIX") {
@@ -186,8 +213,12 @@ pub fn parse(args: &[Bytes]) -> Result<Definition, String> {
                 return Err("Invalid language".into());
             }
             def.language = l;
-        } else if a.take("LANGUAGE_FIELD") || a.take("SCORE_FIELD") || a.take("PAYLOAD_FIELD") {
-            a.text("field")?;
+        } else if a.take("LANGUAGE_FIELD") {
+            def.language_field = Some(a.text("LANGUAGE_FIELD")?);
+        } else if a.take("SCORE_FIELD") {
+            def.score_field = Some(a.text("SCORE_FIELD")?);
+        } else if a.take("PAYLOAD_FIELD") {
+            def.payload_field = Some(a.text("PAYLOAD_FIELD")?);
         } else if a.take("SCORE") {
             let s = a.text("SCORE")?;
             def.score = s
@@ -209,18 +240,23 @@ pub fn parse(args: &[Bytes]) -> Result<Definition, String> {
             a.count("TEMPORARY")?;
         } else if a.take("SKIPINITIALSCAN") {
             def.skip_initial_scan = true;
-        } else if a.take("MAXTEXTFIELDS")
-            || a.take("NOOFFSETS")
-            || a.take("NOHL")
-            || a.take("NOFIELDS")
-            || a.take("NOFREQS")
-            || a.take("ASYNC")
-            || a.take("NOSCOREIDX")
-        {
+        } else if let Some(flag) = INDEX_FLAGS.iter().find(|f| a.is(f)) {
+            a.at += 1;
+            flags.push(*flag);
+            if *flag == "NOOFFSETS" {
+                // Highlighting needs the offsets.
+                flags.push("NOHL");
+            }
+        } else if a.take("ASYNC") || a.take("NOSCOREIDX") {
         } else {
             break;
         }
     }
+    def.options = INDEX_FLAGS
+        .iter()
+        .filter(|f| flags.contains(f))
+        .copied()
+        .collect();
     if !a.take("SCHEMA") {
         return Err(match a.peek() {
             Some(bad) => format!("Unknown argument `{}`", String::from_utf8_lossy(bad)),
@@ -252,6 +288,12 @@ fn parse_fields(
             crate::store::json::Query::parse(&path)
                 .map_err(|_| format!("Invalid JSONPath '{path}'"))?;
         }
+        if key_type == KeyType::Stm && !super::stm_doc::is_field(&path) {
+            return Err(format!(
+                "Unknown STM field `{path}`: an STM index reads {}",
+                super::stm_doc::FIELDS.join(", ")
+            ));
+        }
         let name = if a.take("AS") {
             a.text("AS")?
         } else {
@@ -265,12 +307,15 @@ fn parse_fields(
         };
         let ty = String::from_utf8_lossy(ty).to_ascii_uppercase();
         let mut kind = match ty.as_str() {
+            "GEO" | "VECTOR" if key_type == KeyType::Stm => {
+                return Err(format!("An STM index has no {ty} field"))
+            }
             "TEXT" => Kind::Text {
                 weight: 1.0,
                 nostem: false,
             },
             "TAG" => Kind::Tag {
-                separator: b',',
+                separator: (key_type == KeyType::Hash).then_some(b','),
                 case_sensitive: false,
             },
             "NUMERIC" => Kind::Numeric,
@@ -288,6 +333,8 @@ fn parse_fields(
             name,
             kind: kind.clone(),
             sortable: false,
+            unf: false,
+            suffix_trie: false,
             noindex: false,
             index_missing: false,
             index_empty: false,
@@ -295,7 +342,7 @@ fn parse_fields(
         loop {
             if a.take("SORTABLE") {
                 field.sortable = true;
-                a.take("UNF");
+                field.unf = a.take("UNF");
             } else if a.take("NOINDEX") {
                 field.noindex = true;
             } else if a.take("INDEXMISSING") {
@@ -317,6 +364,7 @@ fn parse_fields(
                 } else if a.take("PHONETIC") {
                     return Err("PHONETIC matching is not served by stmd".into());
                 } else if a.take("WITHSUFFIXTRIE") {
+                    field.suffix_trie = true;
                 } else {
                     break;
                 }
@@ -335,10 +383,11 @@ fn parse_fields(
                             String::from_utf8_lossy(sep)
                         ));
                     }
-                    *separator = sep[0];
+                    *separator = Some(sep[0]);
                 } else if a.take("CASESENSITIVE") {
                     *case_sensitive = true;
                 } else if a.take("WITHSUFFIXTRIE") {
+                    field.suffix_trie = true;
                 } else {
                     break;
                 }
@@ -377,6 +426,22 @@ impl Definition {
     /// The field queries call `name` (its `AS` name or path).
     pub fn field(&self, name: &str) -> Option<(usize, &Field)> {
         self.fields.iter().enumerate().find(|(_, f)| f.name == name)
+    }
+
+    /// True when SORTBY compares field `f`'s values as written (FT.INFO's `UNF`): `UNF` given,
+    /// or always for numbers, JSON values and case-sensitive tags; other text sorts case-folded.
+    pub fn sorts_as_written(&self, f: &Field) -> bool {
+        f.sortable
+            && (f.unf
+                || self.key_type == KeyType::Json
+                || matches!(
+                    f.kind,
+                    Kind::Numeric
+                        | Kind::Tag {
+                            case_sensitive: true,
+                            ..
+                        }
+                ))
     }
 
     /// True when `word` is one of this index's stop words.
@@ -421,7 +486,7 @@ mod tests {
         assert_eq!(
             def.fields[1].kind,
             Kind::Tag {
-                separator: b';',
+                separator: Some(b';'),
                 case_sensitive: false
             }
         );

@@ -33,7 +33,7 @@ pub const REDIS_VERSION: &str = "7.4.0";
 /// clients check there before they send a module's commands (redis-py's test gates, redisvl's and
 /// redis-om's start-up checks). The versions are those of the Redis Stack that paired with
 /// Redis 7.4, whose commands these are.
-pub const BUILTIN_MODULES: &[(&str, u32)] = &[("ReJSON", 20800)];
+pub const BUILTIN_MODULES: &[(&str, u32)] = &[("ReJSON", 20800), ("search", 21005)];
 
 /// `ERR wrong number of arguments for 'get' command`.
 pub fn wrong_arity(name: &str) -> String {

@@ -83,7 +83,7 @@ pub fn value_into(sum: &mut Sum, entry: &Entry) {
             }
         }
         // The document's compact text: equal documents, equal digests.
-        Value::Json(doc) => mix(sum, &super::json::to_text(&**doc, Default::default())),
+        Value::Json(doc) => mix(sum, doc.text()),
         Value::Stm(stm) => {
             // What STM.CONTEXT reads back: the messages in order, the summary, the categories.
             for message in stm.messages().iter() {

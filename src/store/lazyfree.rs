@@ -76,7 +76,7 @@ pub fn free_value(value: Value) {
 pub fn free_effort(value: &Value) -> usize {
     match value {
         Value::Str(_) | Value::Stm(_) => 1,
-        Value::Json(doc) => crate::store::json::node_count(doc),
+        Value::Json(doc) => doc.free_effort(),
         Value::List(list) => list.len(),
         Value::Hash(h) if !h.is_packed() => h.len(),
         Value::Set(s) if !s.is_packed() => s.len(),

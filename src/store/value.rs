@@ -28,7 +28,7 @@ pub enum Value {
     Stm(Box<StmEntry>),
     Stream(Box<Stream>),
     /// A JSON document (the JSON.* commands), boxed as the STM entry is.
-    Json(Box<super::json::Json>),
+    Json(Box<super::json::Doc>),
 }
 
 impl Value {

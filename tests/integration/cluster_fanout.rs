@@ -35,7 +35,7 @@ fn channels_on(node: usize, count: usize) -> Vec<String> {
         .collect()
 }
 
-fn start_cluster(url: &str) -> [Node; 3] {
+pub(crate) fn start_cluster(url: &str) -> [Node; 3] {
     // A long node timeout: a peer stopped for a few seconds must not be failed over.
     let nodes = [
         Node::start("127.0.0.2", free_port("127.0.0.2"), url, 15000),

@@ -511,3 +511,226 @@ async fn index_definitions_survive_a_restart_from_the_snapshot() {
     );
     assert_eq!(search(&mut con, "late", "@tag:{red}", &[]).await.len(), 2);
 }
+
+/// The value after `name` in a RESP2 name/value list.
+fn field<'v>(list: &'v Value, name: &str) -> &'v Value {
+    let Value::Array(items) = list else {
+        panic!("not an array: {list:?}")
+    };
+    let at = items
+        .iter()
+        .step_by(2)
+        .position(|k| matches!(k, Value::SimpleString(_) | Value::BulkString(_)) && text(k) == name)
+        .unwrap_or_else(|| panic!("no {name} in {list:?}"));
+    &items[at * 2 + 1]
+}
+
+fn int(v: &Value) -> i64 {
+    match v {
+        Value::Int(n) => *n,
+        other => panic!("not an integer: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn ft_info_lists_vector_parameters_and_the_indexing_errors() {
+    let server = TestServer::start().await;
+    let mut con = server.client().await;
+    ok(
+        &mut con,
+        &[
+            "FT.CREATE",
+            "e",
+            "ON",
+            "HASH",
+            "PREFIX",
+            "1",
+            "d:",
+            "SCHEMA",
+            "n",
+            "NUMERIC",
+            "g",
+            "GEO",
+            "v",
+            "VECTOR",
+            "HNSW",
+            "10",
+            "TYPE",
+            "FLOAT32",
+            "DIM",
+            "2",
+            "DISTANCE_METRIC",
+            "COSINE",
+            "M",
+            "8",
+            "EF_CONSTRUCTION",
+            "100",
+            "t",
+            "TAG",
+        ],
+    )
+    .await;
+    ok(&mut con, &["HSET", "d:1", "n", "abc"]).await;
+    ok(&mut con, &["HSET", "d:2", "g", "999,999"]).await;
+    ok(&mut con, &["HSET", "d:3", "v", "abc"]).await;
+    let _: Value = redis::cmd("HSET")
+        .arg("d:4")
+        .arg("n")
+        .arg(7)
+        .arg("v")
+        .arg(f32_blob(&[1.0, 0.0]))
+        .query_async(&mut con)
+        .await
+        .expect("HSET");
+    let info = ok(&mut con, &["FT.INFO", "e"]).await;
+    assert_eq!(int(field(&info, "num_docs")), 1);
+    assert_eq!(int(field(&info, "hash_indexing_failures")), 3);
+
+    // redisvl reads a vector field's parameters from position 6 of its attribute list.
+    let Value::Array(attributes) = field(&info, "attributes") else {
+        panic!("attributes: {info:?}")
+    };
+    let Value::Array(v) = &attributes[2] else {
+        panic!("{attributes:?}")
+    };
+    let words: Vec<String> = v
+        .iter()
+        .map(|w| match w {
+            Value::Int(n) => n.to_string(),
+            other => text(other),
+        })
+        .collect();
+    assert_eq!(
+        words,
+        [
+            "identifier",
+            "v",
+            "attribute",
+            "v",
+            "type",
+            "VECTOR",
+            "algorithm",
+            "HNSW",
+            "data_type",
+            "FLOAT32",
+            "dim",
+            "2",
+            "distance_metric",
+            "COSINE",
+            "M",
+            "8",
+            "ef_construction",
+            "100"
+        ]
+    );
+
+    // The index's errors: the count and the last one; each field's own.
+    let errors = field(&info, "Index Errors");
+    assert_eq!(int(field(errors, "indexing failures")), 3);
+    assert_eq!(
+        text(field(errors, "last indexing error")),
+        "Could not add vector with blob size 3 (expected size 8)"
+    );
+    assert_eq!(text(field(errors, "last indexing error key")), "d:3");
+    let Value::Array(fields) = field(&info, "field statistics") else {
+        panic!("field statistics: {info:?}")
+    };
+    let last_errors: Vec<(i64, String)> = fields
+        .iter()
+        .map(|f| {
+            let e = field(f, "Index Errors");
+            (
+                int(field(e, "indexing failures")),
+                text(field(e, "last indexing error")),
+            )
+        })
+        .collect();
+    assert_eq!(
+        last_errors,
+        [
+            (1, "Invalid numeric value: 'abc'".to_string()),
+            (
+                1,
+                "Invalid geo coordinates: 999.000000, 999.000000".to_string()
+            ),
+            (
+                1,
+                "Could not add vector with blob size 3 (expected size 8)".to_string()
+            ),
+            (0, "N/A".to_string()),
+        ]
+    );
+    // Memory figures are estimates but not nothing once documents are indexed.
+    let total = text(field(&info, "total_index_memory_sz_mb"));
+    assert!(total.parse::<f64>().is_ok_and(|mb| mb > 0.0), "{total}");
+}
+
+#[tokio::test]
+async fn a_vector_range_distance_is_a_field_to_return_and_sort_on() {
+    let server = TestServer::start().await;
+    let mut con = server.client().await;
+    ok(
+        &mut con,
+        &[
+            "FT.CREATE",
+            "v",
+            "ON",
+            "HASH",
+            "PREFIX",
+            "1",
+            "v:",
+            "SCHEMA",
+            "v",
+            "VECTOR",
+            "FLAT",
+            "6",
+            "TYPE",
+            "FLOAT32",
+            "DIM",
+            "2",
+            "DISTANCE_METRIC",
+            "L2",
+        ],
+    )
+    .await;
+    for (key, point) in [
+        ("v:1", [0.0f32, 0.0]),
+        ("v:2", [1.0, 0.0]),
+        ("v:3", [0.0, 3.0]),
+    ] {
+        let _: Value = redis::cmd("HSET")
+            .arg(key)
+            .arg("v")
+            .arg(f32_blob(&point))
+            .query_async(&mut con)
+            .await
+            .expect("HSET");
+    }
+    // Squared L2 from (1, 0): v:2 0, v:1 1, v:3 10 (outside 5).
+    let reply: Value = redis::cmd("FT.SEARCH")
+        .arg("v")
+        .arg("@v:[VECTOR_RANGE 5 $q]=>{$YIELD_DISTANCE_AS: d}")
+        .arg("RETURN")
+        .arg(1)
+        .arg("d")
+        .arg("SORTBY")
+        .arg("d")
+        .arg("DESC")
+        .arg("PARAMS")
+        .arg(2)
+        .arg("q")
+        .arg(f32_blob(&[1.0, 0.0]))
+        .arg("DIALECT")
+        .arg(2)
+        .query_async(&mut con)
+        .await
+        .expect("range query");
+    let Value::Array(items) = &reply else {
+        panic!("{reply:?}")
+    };
+    assert_eq!(int(&items[0]), 2);
+    assert_eq!(text(&items[1]), "v:1");
+    assert_eq!(text(field(&items[2], "d")), "1");
+    assert_eq!(text(&items[3]), "v:2");
+    assert_eq!(text(field(&items[4], "d")), "0");
+}

@@ -40,6 +40,14 @@ async fn write_docs(con: &mut Conn) {
     ok(con, &["JSON.ARRAPPEND", "doc2", "$.list", "1", r#""x""#]).await;
 }
 
+/// MEMORY USAGE of `key`.
+async fn usage(con: &mut Conn, key: &str) -> i64 {
+    match ok(con, &["MEMORY", "USAGE", key]).await {
+        Value::Int(n) => n,
+        other => panic!("MEMORY USAGE {other:?}"),
+    }
+}
+
 /// The documents as [`write_docs`] left them, and the TTL still set.
 async fn check_docs(con: &mut Conn) {
     assert_eq!(ok(con, &["JSON.GET", "doc"]).await, bulk(DOC));
@@ -108,14 +116,93 @@ async fn dump_restore_and_copy_give_equal_documents() {
         .await;
     assert!(refused.is_err(), "{refused:?}");
     assert_eq!(ok(&mut con, &["EXISTS", "bad"]).await, Value::Int(0));
-    // MEMORY USAGE reports the document's size, more for a larger one.
-    let Value::Int(small) = ok(&mut con, &["MEMORY", "USAGE", "doc2"]).await else {
-        panic!("MEMORY USAGE");
-    };
-    let Value::Int(large) = ok(&mut con, &["MEMORY", "USAGE", "doc"]).await else {
-        panic!("MEMORY USAGE");
-    };
-    assert!(small > 0 && large > small, "{small} {large}");
+    // MEMORY USAGE reports what the document holds: its text (at least its length) while it was
+    // only written whole, more once a path read has built its tree beside it, and more for a
+    // larger document held the same way.
+    ok(&mut con, &["JSON.SET", "whole", "$", DOC]).await;
+    ok(&mut con, &["JSON.SET", "small", "$", r#"{"n":1}"#]).await;
+    let (text_only, small) = (
+        usage(&mut con, "whole").await,
+        usage(&mut con, "small").await,
+    );
+    assert!(
+        text_only >= DOC.len() as i64 && text_only > small,
+        "{text_only} {small}"
+    );
+    ok(&mut con, &["JSON.GET", "whole", "$.z"]).await;
+    ok(&mut con, &["JSON.GET", "small", "$.n"]).await;
+    let (both, small_both) = (
+        usage(&mut con, "whole").await,
+        usage(&mut con, "small").await,
+    );
+    assert!(
+        both > text_only && both > small_both,
+        "{both} {text_only} {small_both}"
+    );
+}
+
+/// A document written whole is kept as its compact text and answered from it, until a write
+/// changes it: after every kind of JSON.* write, the whole document (JSON.GET with no path, with
+/// `$`, JSON.MGET) is what the changed tree prints (JSON.GET with empty layout options prints the
+/// tree on every call) and what a fresh parse of it prints, and it differs from before the write.
+#[tokio::test]
+async fn every_write_shows_in_the_next_whole_read() {
+    let server = TestServer::start().await;
+    let mut con = server.client().await;
+    let writes: &[&[&str]] = &[
+        &["JSON.SET", "d", "$.z", "7"],
+        &["JSON.SET", "d", "$.new", r#"{"x":[1]}"#],
+        &["JSON.SET", "d", "$", r#"{"other":true}"#],
+        &["JSON.MSET", "d", "$.m.y", "2", "d", "$.z", "3"],
+        &["JSON.MERGE", "d", "$", r#"{"m":{"b":null},"q":1}"#],
+        &["JSON.DEL", "d", "$.a[1]"],
+        &["JSON.FORGET", "d", "$.z"],
+        &["JSON.ARRAPPEND", "d", "$.a", "3"],
+        &["JSON.ARRINSERT", "d", "$.a", "0", r#""first""#],
+        &["JSON.ARRPOP", "d", "$.a"],
+        &["JSON.ARRTRIM", "d", "$.a", "0", "1"],
+        &["JSON.CLEAR", "d", "$.m"],
+        &["JSON.TOGGLE", "d", "$.a[3]"],
+        &["JSON.NUMINCRBY", "d", "$.z", "1"],
+        &["JSON.NUMMULTBY", "d", "$.z", "1.5"],
+        &["JSON.STRAPPEND", "d", "$.a[1]", r#""!""#],
+    ];
+    for write in writes {
+        for read_path_first in [false, true] {
+            ok(&mut con, &["JSON.SET", "d", "$", DOC]).await;
+            assert_eq!(ok(&mut con, &["JSON.GET", "d"]).await, bulk(DOC));
+            if read_path_first {
+                // The tree is built beside the kept text before the write.
+                ok(&mut con, &["JSON.GET", "d", "$.a"]).await;
+            }
+            ok(&mut con, write).await;
+            let Value::BulkString(whole) = ok(&mut con, &["JSON.GET", "d"]).await else {
+                panic!("JSON.GET after {write:?}");
+            };
+            let whole = String::from_utf8(whole).expect("UTF-8");
+            assert_ne!(whole, DOC, "{write:?} changed the document");
+            let printed = ok(
+                &mut con,
+                &["JSON.GET", "d", "INDENT", "", "NEWLINE", "", "SPACE", ""],
+            )
+            .await;
+            assert_eq!(bulk(&whole), printed, "after {write:?}");
+            let reparsed: serde_json::Value = serde_json::from_str(&whole).expect("JSON");
+            assert_eq!(
+                serde_json::to_string(&reparsed).expect("print"),
+                whole,
+                "after {write:?}"
+            );
+            assert_eq!(
+                ok(&mut con, &["JSON.GET", "d", "$"]).await,
+                bulk(&format!("[{whole}]"))
+            );
+            assert_eq!(
+                ok(&mut con, &["JSON.MGET", "d", "."]).await,
+                Value::Array(vec![bulk(&whole)])
+            );
+        }
+    }
 }
 
 #[tokio::test]

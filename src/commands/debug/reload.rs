@@ -44,7 +44,7 @@ pub fn reload(ctx: &mut Ctx, options: &[&[u8]]) -> CmdResult {
             .map_err(|_| Reply::error("ERR"))?;
     }
     let path = crate::snapshot::file_path(shared);
-    let loaded = crate::worker::off_worker(|| {
+    let mut loaded = crate::worker::off_worker(|| {
         let bytes =
             std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         crate::snapshot::reload_bytes(shared, &bytes, flush, merge)
@@ -63,6 +63,7 @@ pub fn reload(ctx: &mut Ctx, options: &[&[u8]]) -> CmdResult {
         tracing::warn!(%why, "DEBUG RELOAD could not load the functions");
         Reply::error(LOAD_FAILED)
     })?;
+    restore_indexes(shared, &mut loaded);
     shared.snapshots.note_load(&loaded, &shared.store);
     tracing::info!("DB reloaded by DEBUG RELOAD");
     Ok(Reply::OK)
@@ -81,7 +82,7 @@ pub fn loadaof(ctx: &mut Ctx) -> CmdResult {
         return Err(Reply::error(AOF_LOAD_FAILED));
     }
     let config = shared.config.read().clone();
-    let loaded = crate::worker::off_worker(|| {
+    let mut loaded = crate::worker::off_worker(|| {
         {
             // Under every database's lock no command is between its write and the stream, so
             // the file gets everything applied so far, and nothing is applied after it.
@@ -93,8 +94,10 @@ pub fn loadaof(ctx: &mut Ctx) -> CmdResult {
                 crate::snapshot::clear_keeping_stm(keys);
             }
         }
-        crate::aof::load::load(&config, &shared.store, |functions| {
-            LogReplay::over(&config, &shared.store, shared.local_addr, functions)
+        // The flush goes out (invalidations, the indexes dropped) before the replay writes.
+        crate::events::after_background_work(shared);
+        crate::aof::load::load(&config, &shared.store, |base| {
+            LogReplay::over(&config, &shared.store, shared.local_addr, base)
         })
     })
     .map_err(|why| {
@@ -105,9 +108,18 @@ pub fn loadaof(ctx: &mut Ctx) -> CmdResult {
         tracing::warn!(%why, "DEBUG LOADAOF could not load the functions");
         Reply::error(AOF_LOAD_FAILED)
     })?;
+    restore_indexes(shared, &mut loaded);
     shared.snapshots.note_load(&loaded, &shared.store);
     tracing::info!("Append Only File loaded by DEBUG LOADAOF");
     Ok(Reply::OK)
+}
+
+/// Puts back the search indexes of the file just loaded, as RediSearch keeps its indexes
+/// through a reload. What the load noted (the flush above all, which drops every index) is
+/// published and applied first, so that it cannot drop the indexes put back after it.
+fn restore_indexes(shared: &crate::commands::Shared, loaded: &mut crate::snapshot::Loaded) {
+    crate::events::after_background_work(shared);
+    crate::snapshot::restore_indexes(shared, loaded);
 }
 
 fn restore_functions(

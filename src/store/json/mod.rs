@@ -4,12 +4,18 @@
 //! ([`path`]). Numbers are serde_json's: integers within i64/u64 stay integers, everything else
 //! is an f64 printed in its shortest form with a `.0` when whole (`1.0`, `1e300`), and a number
 //! no f64 holds (`1e400`) is a parse error, as in RedisJSON (which parses with serde_json too).
+//!
+//! A stored document is a [`Doc`]: its compact text, its tree, or both, each made from the
+//! other when first asked for ([`compact`] makes the text of a root JSON.SET without a tree).
 
+mod compact;
 pub mod path;
 
+use bytes::Bytes;
 pub use path::{Query, Step};
 pub use serde_json::Value as Json;
 use std::cmp::Ordering;
+use std::sync::OnceLock;
 
 /// RedisJSON's nesting limit: a document never gets this deep.
 pub const MAX_DEPTH: usize = 128;
@@ -18,6 +24,79 @@ pub const MAX_DEPTH: usize = 128;
 pub fn parse(text: &[u8]) -> Result<Json, String> {
     let text = std::str::from_utf8(text).map_err(|_| NOT_UTF8.to_string())?;
     serde_json::from_str(text).map_err(|e| e.to_string())
+}
+
+/// A stored document, held as its compact text (what a root JSON.GET answers, what RDB and
+/// DEBUG DIGEST read), as its tree (what a path needs), or as both; at least one is always
+/// there, and when both are, the text is the tree's print. Whichever is missing is made from the
+/// other the first time it is asked for and kept (a read holds the key shared, hence the cells):
+/// a document written whole and read whole never gets a tree, one changed by paths is printed
+/// once per change, not per read. Every change goes through [`Doc::tree_mut`], which drops the
+/// text, so a stale text cannot be answered.
+#[derive(Clone, Debug)]
+pub struct Doc {
+    text: OnceLock<Bytes>,
+    tree: OnceLock<Json>,
+}
+
+impl Doc {
+    /// Parses a document as JSON.SET takes it at the root: straight to its compact text where
+    /// [`compact`] can, else through the tree; the error is [`parse`]'s.
+    pub fn parse(text: &[u8]) -> Result<Doc, String> {
+        match compact::compact(text) {
+            Some(compact) => Ok(Doc {
+                text: OnceLock::from(Bytes::from(compact)),
+                tree: OnceLock::new(),
+            }),
+            None => parse(text).map(Doc::from),
+        }
+    }
+
+    /// The document's tree, parsed from its text the first time.
+    pub fn tree(&self) -> &Json {
+        self.tree.get_or_init(|| {
+            // The text is serde_json's own print of a value (or what `compact` proved equal to
+            // one) within serde_json's nesting limit, so parsing it back cannot fail.
+            let text = self.text.get().map_or(&b""[..], |t| &t[..]);
+            serde_json::from_slice(text).unwrap_or(Json::Null)
+        })
+    }
+
+    /// The tree for a change: the text is dropped (printed again when next asked for).
+    pub fn tree_mut(&mut self) -> &mut Json {
+        self.tree();
+        self.text = OnceLock::new();
+        self.tree
+            .get_mut()
+            .expect("tree() has just filled the cell")
+    }
+
+    /// The document's compact text (JSON.GET with no layout options), printed the first time.
+    pub fn text(&self) -> &Bytes {
+        self.text
+            .get_or_init(|| Bytes::from(to_text(self.tree(), Layout::default())))
+    }
+
+    /// The bytes the document holds (MEMORY USAGE): the text and the tree that are there.
+    pub fn memory(&self) -> usize {
+        std::mem::size_of::<Doc>()
+            + self.text.get().map_or(0, Bytes::len)
+            + self.tree.get().map_or(0, memory)
+    }
+
+    /// What freeing the document walks (UNLINK's effort): one buffer for a text alone.
+    pub fn free_effort(&self) -> usize {
+        self.tree.get().map_or(1, node_count)
+    }
+}
+
+impl From<Json> for Doc {
+    fn from(tree: Json) -> Doc {
+        Doc {
+            text: OnceLock::new(),
+            tree: OnceLock::from(tree),
+        }
+    }
 }
 
 /// RedisJSON's reply for an argument that is not UTF-8 text.
@@ -51,6 +130,13 @@ pub struct Layout<'a> {
     pub indent: Option<&'a [u8]>,
     pub newline: Option<&'a [u8]>,
     pub space: Option<&'a [u8]>,
+}
+
+impl Layout<'_> {
+    /// No option given: the compact text.
+    pub fn is_compact(&self) -> bool {
+        self.indent.is_none() && self.newline.is_none() && self.space.is_none()
+    }
 }
 
 /// The JSON text of anything serde can write (a value, a list of values, a map of path to
@@ -282,6 +368,7 @@ pub fn memory(v: &Json) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
 
     #[test]
@@ -302,6 +389,115 @@ mod tests {
             parse(b"{\"a\" 1}").unwrap_err(),
             "expected `:` at line 1 column 6"
         );
+    }
+
+    #[test]
+    fn a_document_is_its_text_until_a_path_needs_its_tree() {
+        let text = br#"{"a":[1,2.5,"x"],"b":{"c":null}}"#;
+        let doc = Doc::parse(text).unwrap();
+        assert_eq!(&doc.text()[..], &text[..]);
+        assert!(doc.tree.get().is_none(), "a whole write builds no tree");
+        assert_eq!(doc.free_effort(), 1);
+        let text_only = doc.memory();
+        assert_eq!(doc.tree(), &json!({"a": [1, 2.5, "x"], "b": {"c": null}}));
+        assert_eq!(doc.free_effort(), 7);
+        assert_eq!(doc.memory(), text_only + memory(doc.tree()));
+        // A change drops the text; the next whole read prints the changed tree.
+        let mut doc = doc;
+        doc.tree_mut()["b"]["c"] = json!(true);
+        assert!(doc.text.get().is_none());
+        assert_eq!(&doc.text()[..], br#"{"a":[1,2.5,"x"],"b":{"c":true}}"#);
+        // What the shortcut leaves to the full parse is held as a tree, printed when asked for.
+        let doc = Doc::parse(br#"{"a":1,"a":2}"#).unwrap();
+        assert!(doc.text.get().is_none());
+        assert_eq!(&doc.text()[..], br#"{"a":2}"#);
+        assert_eq!(
+            Doc::parse(b"[1,").unwrap_err(),
+            "EOF while parsing a value at line 1 column 3"
+        );
+        assert_eq!(Doc::parse(b"\"\xff\"").unwrap_err(), NOT_UTF8);
+    }
+
+    fn any_json() -> impl Strategy<Value = Json> {
+        let leaf = prop_oneof![
+            Just(Json::Null),
+            any::<bool>().prop_map(Json::from),
+            any::<i64>().prop_map(Json::from),
+            any::<u64>().prop_map(Json::from),
+            (-1e300..1e300f64).prop_map(Json::from),
+            "[a-c\"\\\\\n\u{1}é/]{0,4}".prop_map(Json::from),
+        ];
+        leaf.prop_recursive(4, 32, 5, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5).prop_map(Json::Array),
+                prop::collection::vec(("[a-d]{1,2}", inner), 0..5)
+                    .prop_map(|m| Json::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// One change a command can make, at the first container it finds.
+    #[derive(Debug, Clone)]
+    enum Change {
+        Replace(Json),
+        Push(Json),
+        Remove,
+    }
+
+    fn apply(doc: &mut Json, change: &Change) {
+        match (doc, change) {
+            (Json::Array(items), Change::Push(v)) => items.push(v.clone()),
+            (Json::Object(map), Change::Push(v)) => {
+                map.insert("new".into(), v.clone());
+            }
+            (Json::Array(items), Change::Remove) if !items.is_empty() => {
+                items.remove(0);
+            }
+            (Json::Object(map), Change::Remove) => {
+                if let Some(first) = map.keys().next().cloned() {
+                    map.swap_remove(&first);
+                }
+            }
+            (doc, Change::Replace(v)) => *doc = v.clone(),
+            _ => {}
+        }
+    }
+
+    proptest! {
+        /// However a document was written (pretty-printed text, compact text) and changed, its
+        /// whole text is what its tree prints and what a fresh parse of it prints.
+        #[test]
+        fn the_text_follows_every_change(
+            start in any_json(),
+            pretty in any::<bool>(),
+            changes in prop::collection::vec(prop_oneof![
+                any_json().prop_map(Change::Replace),
+                any_json().prop_map(Change::Push),
+                Just(Change::Remove),
+            ], 0..6),
+            read_between in any::<bool>(),
+        ) {
+            let written = if pretty {
+                serde_json::to_vec_pretty(&start).unwrap()
+            } else {
+                to_text(&start, Layout::default())
+            };
+            let mut doc = Doc::parse(&written).unwrap();
+            let mut model = parse(&written).unwrap();
+            prop_assert_eq!(&doc.text()[..], &to_text(&model, Layout::default())[..]);
+            // The tree built from the kept text is the one a full parse gives.
+            prop_assert_eq!(doc.tree(), &model);
+            for change in &changes {
+                if read_between {
+                    doc.text();
+                }
+                apply(doc.tree_mut(), change);
+                apply(&mut model, change);
+                let printed = to_text(&model, Layout::default());
+                prop_assert_eq!(&doc.text()[..], &printed[..]);
+                prop_assert_eq!(doc.tree(), &model);
+            }
+        }
     }
 
     #[test]
