@@ -42,8 +42,9 @@ const SEARCH_INDEX_AUX: &str = "stmd-ft-index";
 /// index's field in a file, so the index is there when its alias is read.
 const SEARCH_ALIAS_AUX: &str = "stmd-ft-alias";
 
-/// Each index definition, then each alias, as auxiliary fields. Read before any shard is
-/// locked: an index's lock comes before shard locks (`crate::search`'s lock order).
+/// Each index definition, then each alias, as auxiliary fields. [`image`] reads them with every
+/// database locked ([`crate::search::Registry::definitions`] takes no index data lock), so they
+/// belong to the image's instant: a definition command fed before the instant is in them.
 fn search_aux(host: &impl Host) -> Vec<(&'static str, Vec<u8>)> {
     let search = host.search();
     let definitions = search.definitions().into_iter().map(|(name, args)| {
@@ -324,11 +325,14 @@ fn put<W: std::io::Write>(out: &mut FileWriter<W>, name: &[u8], entry: &crate::s
 /// locks (a full sync reads the replication offset there). Off the tokio workers only.
 pub fn image<T>(host: &impl Host, at_instant: impl FnOnce() -> T) -> std::io::Result<(Vec<u8>, T)> {
     let store = host.store();
-    let indexes = search_aux(host);
     let engine = host.scripting().engine();
     let all: Vec<usize> = (0..store.databases()).collect();
     let locked = store.lock_dbs(&all);
     let instant = at_instant();
+    // At the instant: a definition command that changed the registry before it is in the image
+    // (and, when its feed came after the instant, in the stream too: replayed, it fails as a
+    // duplicate and changes nothing, as a load ignores such errors).
+    let indexes = search_aux(host);
     let mut out = FileWriter::new(Vec::new(), &aux_fields());
     for (name, value) in &indexes {
         out.aux(name, value);

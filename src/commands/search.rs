@@ -144,8 +144,8 @@ pub fn alter(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     {
         let mut data = index.data.write();
         let fields = data.def.parse_added(&added).map_err(error)?;
-        // The stored definition continues SCHEMA's field list (a snapshot re-parses it).
-        data.add_fields(fields, &added);
+        data.add_fields(fields);
+        index.extend_definition(&added);
     }
     propagate();
     if !skip_scan {
@@ -957,8 +957,8 @@ pub(super) fn search_here(
         nodes.extend(s.filters.iter().cloned());
         query.filter = Node::And(nodes);
     }
-    if let Some(slop) = s.slop {
-        apply_slop(&mut query.filter, slop, s.in_order);
+    if s.slop.is_some() || s.in_order {
+        apply_slop(&mut query.filter, s.slop, s.in_order);
     }
     let page = match from_start {
         true => (0, s.offset.saturating_add(s.limit)),
@@ -979,16 +979,36 @@ pub(super) fn search_here(
     })
 }
 
-/// SLOP/INORDER given as options apply to every phrase without its own.
-fn apply_slop(node: &mut Node, slop: u32, in_order: bool) {
+/// SLOP/INORDER given as options: an intersection of plain words becomes a phrase with them (as
+/// RediSearch's intersection honours them), and every phrase without a slop of its own takes the
+/// option's. INORDER without SLOP sets the order and no limit on the words between.
+fn apply_slop(node: &mut Node, slop: Option<u32>, in_order: bool) {
     match node {
+        Node::And(children)
+            if children.len() > 1 && children.iter().all(|c| matches!(c, Node::Term(_))) =>
+        {
+            let terms = children
+                .iter()
+                .filter_map(|c| match c {
+                    Node::Term(t) => Some(t.clone()),
+                    _ => None,
+                })
+                .collect();
+            // The widest gap positions can have: any distance.
+            let slop = slop.unwrap_or(u32::MAX / 4);
+            *node = Node::Phrase {
+                terms,
+                slop: Some(slop),
+                in_order,
+            };
+        }
         Node::Phrase {
             slop: s,
             in_order: o,
             ..
         } => {
             if s.is_none() {
-                *s = Some(slop);
+                *s = slop;
             }
             *o |= in_order;
         }
@@ -1080,23 +1100,10 @@ fn run_search(
         }
         Some((field, asc)) if yields.iter().any(|y| y.name == *field) => {
             let by_id = yields.iter().find(|y| y.name == *field).map(|y| &y.by_id);
-            let value = |id: &u32| by_id.and_then(|m| m.get(id)).copied();
+            // Documents without the distance (outside the range, in a union) come last.
+            let value = |id: &u32| by_id.and_then(|m| m.get(id)).map(|d| SortValue::Number(*d));
             ranked.sort_by(|a, b| {
-                let order = match (value(&a.0), value(&b.0)) {
-                    (Some(x), Some(y)) => {
-                        let o = x.total_cmp(&y);
-                        if *asc {
-                            o
-                        } else {
-                            o.reverse()
-                        }
-                    }
-                    // Documents without the distance (outside the range, in a union) come last.
-                    (Some(_), None) => std::cmp::Ordering::Less,
-                    (None, Some(_)) => std::cmp::Ordering::Greater,
-                    (None, None) => std::cmp::Ordering::Equal,
-                };
-                order.then(a.0.cmp(&b.0))
+                compare_order(&value(&a.0), &value(&b.0), *asc).then(a.0.cmp(&b.0))
             });
         }
         None if knn_name.is_some() => {}
@@ -1174,8 +1181,62 @@ fn compare_sort(a: &SortValue, b: &SortValue) -> std::cmp::Ordering {
     }
 }
 
+/// Whether `value` is a document of an index over `key_type` keys.
+fn is_document(value: &Value, key_type: KeyType) -> bool {
+    matches!(
+        (value, key_type),
+        (Value::Hash(_), KeyType::Hash)
+            | (Value::Json(_), KeyType::Json)
+            | (Value::Stm(_), KeyType::Stm)
+    )
+}
+
+/// A whole document as FT.SEARCH returns it and FT.AGGREGATE's `LOAD *` loads it: a hash's live
+/// fields, an STM entry's fields, a JSON document as its text under `$` (dialect 3 wraps it in
+/// an array). Empty for a value of another type.
+fn whole_document(value: &Value, dialect: u32) -> Vec<(Bytes, Bytes)> {
+    match value {
+        Value::Hash(hash) => hash
+            .iter_live(crate::store::now_ms())
+            .map(|(f, v)| (Bytes::copy_from_slice(f), Bytes::copy_from_slice(v)))
+            .collect(),
+        Value::Stm(entry) => crate::search::stm_doc::fields(entry)
+            .into_iter()
+            .map(|(name, v)| (Bytes::from_static(name.as_bytes()), Bytes::from(v)))
+            .collect(),
+        Value::Json(doc) => {
+            let text = if dialect >= 3 {
+                json::to_text(&[doc.tree()][..], Layout::default())
+            } else {
+                json::to_text(doc.tree(), Layout::default())
+            };
+            vec![(Bytes::from_static(b"$"), Bytes::from(text))]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// One field of a document, as RETURN and LOAD read it: a hash's or an STM entry's field by
+/// name, a JSON document's value at a JSONPath ([`json_return`]).
+fn document_field(value: &Value, path: &str, dialect: u32) -> Option<Bytes> {
+    match value {
+        Value::Hash(hash) => hash
+            .get_live(path.as_bytes(), crate::store::now_ms())
+            .map(Bytes::copy_from_slice),
+        Value::Json(doc) => {
+            let path = JsonPath::parse(path).ok()?;
+            json_return(&path.values(doc.tree()), dialect)
+        }
+        Value::Stm(entry) => crate::search::stm_doc::fields(entry)
+            .into_iter()
+            .find(|(name, _)| *name == path)
+            .map(|(_, v)| Bytes::from(v)),
+        _ => None,
+    }
+}
+
 /// The fields FT.SEARCH returns for one document, read from the store now (the index lock is
-/// released): None when the key is gone.
+/// released): None when the key is gone or holds another type.
 fn load_fields(
     ctx: &mut Ctx<'_, '_>,
     key: &[u8],
@@ -1186,61 +1247,40 @@ fn load_fields(
     let locked = ctx.lock(&[key]);
     let entries = locked.entries_of(&[key]);
     let (_, entry) = entries.first()?;
-    match (&entry.value, key_type) {
-        (Value::Hash(hash), KeyType::Hash) => {
-            let now = crate::store::now_ms();
-            let all = hash
-                .iter_live(now)
-                .map(|(f, v)| (Bytes::copy_from_slice(f), Bytes::copy_from_slice(v)))
-                .collect();
-            Some(returned_pairs(all, fields, s))
-        }
-        (Value::Stm(entry), KeyType::Stm) => {
-            let all = crate::search::stm_doc::fields(entry)
-                .into_iter()
-                .map(|(name, v)| (Bytes::from_static(name.as_bytes()), Bytes::from(v)))
-                .collect();
-            Some(returned_pairs(all, fields, s))
-        }
-        (Value::Json(stored), KeyType::Json) => Some(match &s.returns {
-            None => {
-                let doc = stored.tree();
-                let text = if s.dialect >= 3 {
-                    json::to_text(&[doc][..], Layout::default())
-                } else {
-                    json::to_text(doc, Layout::default())
-                };
-                let mut pairs = Vec::with_capacity(2);
-                // RediSearch loads the sort key before the document.
-                if let Some((name, _)) = &s.sort_by {
-                    let sort_value = fields
-                        .iter()
-                        .find(|f| f.name == *name)
-                        .and_then(|f| JsonPath::parse(&f.path).ok())
-                        .and_then(|path| json_return(&path.values(doc), 2));
-                    if let Some(value) = sort_value {
-                        pairs.push((Bytes::copy_from_slice(name.as_bytes()), value));
+    let value = &entry.value;
+    if !is_document(value, key_type) {
+        return None;
+    }
+    if key_type != KeyType::Json {
+        return Some(returned_pairs(whole_document(value, s.dialect), fields, s));
+    }
+    let path_of = |name: &str| {
+        fields
+            .iter()
+            .find(|f| f.name == name)
+            .map_or(name.to_string(), |f| f.path.clone())
+    };
+    Some(match &s.returns {
+        None => {
+            let mut pairs = whole_document(value, s.dialect);
+            // RediSearch loads the sort key before the document.
+            if let Some((name, _)) = &s.sort_by {
+                if fields.iter().any(|f| f.name == *name) {
+                    if let Some(v) = document_field(value, &path_of(name), 2) {
+                        pairs.insert(0, (Bytes::copy_from_slice(name.as_bytes()), v));
                     }
                 }
-                pairs.push((Bytes::from_static(b"$"), Bytes::from(text)));
-                pairs
             }
-            Some(wanted) => wanted
-                .iter()
-                .filter_map(|(name, alias)| {
-                    let path = fields
-                        .iter()
-                        .find(|f| f.name == *name)
-                        .map_or(name.as_str(), |f| f.path.as_str());
-                    let path = JsonPath::parse(path).ok()?;
-                    let values = path.values(stored.tree());
-                    let value = json_return(&values, s.dialect)?;
-                    Some((Bytes::copy_from_slice(alias.as_bytes()), value))
-                })
-                .collect(),
-        }),
-        _ => None,
-    }
+            pairs
+        }
+        Some(wanted) => wanted
+            .iter()
+            .filter_map(|(name, alias)| {
+                let v = document_field(value, &path_of(name), s.dialect)?;
+                Some((Bytes::copy_from_slice(alias.as_bytes()), v))
+            })
+            .collect(),
+    })
 }
 
 /// What FT.SEARCH returns of a document given as field/value pairs (a hash, an STM entry): every
@@ -1483,54 +1523,22 @@ fn aggregate_row(
     let mut sortable = m.sortable.into_iter();
     // Per source, the value read from the document ([`Source::Stored`] only); `LOAD *`'s fields.
     let mut stored: Vec<Option<Bytes>> = vec![None; shape.sources.len()];
-    let mut whole: Vec<(String, Bytes)> = Vec::new();
+    let mut whole: Vec<(Bytes, Bytes)> = Vec::new();
     if shape.reads_store() {
         let locked = ctx.lock(&[&m.key]);
         let entries = locked.entries_of(&[&m.key[..]]);
-        let now = crate::store::now_ms();
-        let value = entries.first().map(|(_, e)| &e.value);
-        let read = |path: &str| -> Option<Bytes> {
-            match (value?, key_type) {
-                (Value::Hash(h), KeyType::Hash) => {
-                    h.get_live(path.as_bytes(), now).map(Bytes::copy_from_slice)
+        let value = entries
+            .first()
+            .map(|(_, e)| &e.value)
+            .filter(|v| is_document(v, key_type));
+        if let Some(value) = value {
+            for ((_, source), slot) in shape.sources.iter().zip(stored.iter_mut()) {
+                if let Source::Stored(path) = source {
+                    *slot = document_field(value, path, dialect);
                 }
-                (Value::Json(doc), KeyType::Json) => {
-                    let path = JsonPath::parse(path).ok()?;
-                    json_return(&path.values(doc.tree()), dialect)
-                }
-                (Value::Stm(entry), KeyType::Stm) => crate::search::stm_doc::fields(entry)
-                    .into_iter()
-                    .find(|(name, _)| *name == path)
-                    .map(|(_, v)| Bytes::from(v)),
-                _ => None,
             }
-        };
-        for ((_, source), slot) in shape.sources.iter().zip(stored.iter_mut()) {
-            if let Source::Stored(path) = source {
-                *slot = read(path);
-            }
-        }
-        if shape.all {
-            match (value, key_type) {
-                (Some(Value::Hash(h)), KeyType::Hash) => {
-                    for (f, v) in h.iter_live(now) {
-                        whole.push((text(f), Bytes::copy_from_slice(v)));
-                    }
-                }
-                (Some(Value::Stm(entry)), KeyType::Stm) => {
-                    for (f, v) in crate::search::stm_doc::fields(entry) {
-                        whole.push((f.to_string(), Bytes::from(v)));
-                    }
-                }
-                (Some(Value::Json(doc)), KeyType::Json) => {
-                    let text = if dialect >= 3 {
-                        json::to_text(&[doc.tree()][..], Layout::default())
-                    } else {
-                        json::to_text(doc.tree(), Layout::default())
-                    };
-                    whole.push(("$".into(), Bytes::from(text)));
-                }
-                _ => {}
+            if shape.all {
+                whole = whole_document(value, dialect);
             }
         }
     }
@@ -1548,7 +1556,7 @@ fn aggregate_row(
     }
     // LOAD *: the document's fields after the others (a name already there keeps its place).
     for (name, v) in whole {
-        set(&mut row, &name, AggValue::Text(v));
+        set(&mut row, &text(&name), AggValue::Text(v));
     }
     row
 }

@@ -396,9 +396,20 @@ impl Scope<'_> {
                 }
                 self.data.missing[i].clone()
             }
-            Node::EmptyValue(field) => {
-                let (i, _) = self.field_of(field)?;
-                self.data.empty[i].clone()
+            Node::EmptyValue { field, tag_syntax } => {
+                let (i, f) = self.field_of(field)?;
+                if *tag_syntax != matches!(f.kind, Kind::Tag { .. }) {
+                    // `@tag:""` (text syntax on a tag field) or the reverse: nothing matches.
+                    Ids::new()
+                } else if !f.index_empty {
+                    return Err(
+                        "Use `INDEXEMPTY` in field creation in order to index and query \
+                                for empty strings"
+                            .into(),
+                    );
+                } else {
+                    self.data.empty[i].clone()
+                }
             }
         }))
     }
@@ -581,28 +592,22 @@ impl Scope<'_> {
 /// phrase's length plus `slop` (any order).
 fn near(positions: &[Vec<u32>], offsets: &[u32], slop: u32, in_order: bool) -> bool {
     if in_order {
-        fn walk(
-            positions: &[Vec<u32>],
-            offsets: &[u32],
-            at: usize,
-            prev: u32,
-            used: u32,
-            slop: u32,
-        ) -> bool {
-            if at == positions.len() {
-                return true;
-            }
-            let want_gap = offsets[at] - offsets[at - 1];
-            positions[at].iter().any(|&p| {
-                p >= prev + want_gap && {
-                    let extra = p - prev - want_gap;
-                    used + extra <= slop && walk(positions, offsets, at + 1, p, used + extra, slop)
+        // The extra words of a chain add up to its span less the phrase's: from each first
+        // position, the earliest possible next position at every step gives the narrowest
+        // chain, so one pass per first position decides (no search over every choice).
+        let phrase_span = u64::from(offsets.last().copied().unwrap_or(0) - offsets[0]);
+        positions[0].iter().any(|&first| {
+            let mut prev = u64::from(first);
+            for (at, list) in positions.iter().enumerate().skip(1) {
+                let want = prev + u64::from(offsets[at] - offsets[at - 1]);
+                let next = list.partition_point(|&p| u64::from(p) < want);
+                match list.get(next) {
+                    Some(&p) => prev = u64::from(p),
+                    None => return false,
                 }
-            })
-        }
-        positions[0]
-            .iter()
-            .any(|&p| walk(positions, offsets, 1, p, 0, slop))
+            }
+            prev - u64::from(first) <= phrase_span + u64::from(slop)
+        })
     } else {
         // Every choice is too many for long lists; a window over the merged positions suffices.
         let mut all: Vec<(u32, usize)> = positions
@@ -878,5 +883,22 @@ mod tests {
         assert!(s[0] > s[1], "{s:?}");
         let s = scores(&d, &term("hello"), &opts, &[1, 3], Scorer::Bm25);
         assert!(s[0] > s[1], "{s:?}");
+    }
+
+    #[test]
+    fn near_in_order_counts_the_words_between() {
+        // "a b" with `a` at 0 and 10, `b` at 3 and 12: the closest chain has 1 word between.
+        let positions = vec![vec![0, 10], vec![3, 12]];
+        assert!(!near(&positions, &[0, 1], 0, true));
+        assert!(near(&positions, &[0, 1], 1, true));
+        // In order only: `b` before `a` does not count.
+        assert!(!near(&[vec![5], vec![4]], &[0, 1], 100, true));
+        assert!(near(&[vec![5], vec![4]], &[0, 1], 0, false));
+        // Long lists of a common word decide in one pass per first position.
+        let many: Vec<u32> = (0..4000).map(|p| p * 2).collect();
+        let lists = vec![many.clone(); 12];
+        let offsets: Vec<u32> = (0..12).collect();
+        assert!(!near(&lists, &offsets, 10, true));
+        assert!(near(&lists, &offsets, 11, true));
     }
 }

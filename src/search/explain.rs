@@ -243,7 +243,9 @@ impl Writer<'_> {
                 )
             }
             Node::Missing(field) => self.line(depth, "", &format!("ISMISSING{{{field}}}"), out),
-            Node::EmptyValue(field) => self.line(depth, "", &format!("EMPTY{{{field}}}"), out),
+            Node::EmptyValue { field, .. } => {
+                self.line(depth, "", &format!("EMPTY{{{field}}}"), out)
+            }
         }
     }
 }

@@ -247,7 +247,7 @@ impl Data {
     }
 
     /// Adds fields (FT.ALTER) to the schema: the caller re-reads every document afterwards.
-    pub fn add_fields(&mut self, fields: Vec<Field>, args: &[Bytes]) {
+    pub fn add_fields(&mut self, fields: Vec<Field>) {
         for f in fields {
             self.vectors.push(vector_index(&f));
             self.def.fields.push(f);
@@ -257,8 +257,6 @@ impl Data {
             self.empty.push(BTreeSet::new());
             self.field_failures.push(Failures::default());
         }
-        // The definition's arguments end with SCHEMA's field list: the new fields continue it.
-        self.def.args.extend_from_slice(args);
     }
 
     /// Drops every document (FLUSHALL/FLUSHDB emptied the keyspace).

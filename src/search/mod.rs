@@ -65,6 +65,11 @@ use std::sync::Arc;
 pub struct Index {
     pub name: String,
     pub data: RwLock<Data>,
+    /// FT.CREATE's arguments after the index name, as given, then FT.ALTER's added fields (the
+    /// stored definition continues SCHEMA's field list). Behind a lock of its own that is taken
+    /// with no other lock acquired under it, so a snapshot reads the definitions while it holds
+    /// every shard (the data lock comes before shard locks: it cannot).
+    definition: parking_lot::Mutex<Vec<Bytes>>,
     /// FT.INFO's `number_of_uses`: the FT.* commands that named the index.
     pub uses: AtomicU64,
     /// FT.INFO's `dialect_stats`: bit `d - 1` set once a query ran in dialect `d`.
@@ -72,6 +77,11 @@ pub struct Index {
 }
 
 impl Index {
+    /// FT.ALTER's fields join the stored definition.
+    pub fn extend_definition(&self, added: &[Bytes]) {
+        self.definition.lock().extend_from_slice(added);
+    }
+
     /// A command named the index.
     pub fn used(&self) {
         self.uses.fetch_add(1, Ordering::Relaxed);
@@ -184,12 +194,14 @@ impl Registry {
         self.indexes.read().keys().cloned().collect()
     }
 
-    /// Every index with its FT.CREATE arguments (after the name), for the snapshot.
+    /// Every index with its FT.CREATE arguments (after the name), for the snapshot. Safe under
+    /// shard locks: the map's lock and each definition's are held briefly by everyone, with no
+    /// shard lock taken inside them, and no index's data lock is taken.
     pub fn definitions(&self) -> Vec<(String, Vec<Bytes>)> {
         self.indexes
             .read()
             .values()
-            .map(|i| (i.name.clone(), i.data.read().def.args.clone()))
+            .map(|i| (i.name.clone(), i.definition.lock().clone()))
             .collect()
     }
 
@@ -255,6 +267,7 @@ impl Registry {
         let index = Arc::new(Index {
             name: name.to_string(),
             data: RwLock::new(Data::new(def)),
+            definition: parking_lot::Mutex::new(args.to_vec()),
             uses: AtomicU64::new(0),
             dialects: AtomicU8::new(0),
         });

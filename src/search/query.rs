@@ -92,8 +92,8 @@ pub enum Node {
     },
     /// `ismissing(@field)` (indexes created with INDEXMISSING).
     Missing(String),
-    /// `@field:""` or `@field:{""}` (INDEXEMPTY).
-    EmptyValue(String),
+    /// `@field:""` (`tag_syntax` false) or `@field:{""}` (true): fields created with INDEXEMPTY.
+    EmptyValue { field: String, tag_syntax: bool },
 }
 
 impl Node {
@@ -108,7 +108,7 @@ impl Node {
                 | Node::Geo { .. }
                 | Node::VectorRange { .. }
                 | Node::Missing(_)
-                | Node::EmptyValue(_)
+                | Node::EmptyValue { .. }
         )
     }
 }
@@ -666,6 +666,10 @@ impl Parser<'_> {
         match tok {
             Tok::LParen => {
                 if self.peek() == Some(&Tok::Star) && self.peek_at(1) == Some(&Tok::RParen) {
+                    // Dialect 1 knows `*` only as a whole query.
+                    if self.dialect < 2 {
+                        return Err(self.syntax_error());
+                    }
                     self.pos += 2;
                     return Ok(Node::All);
                 }
@@ -757,7 +761,10 @@ impl Parser<'_> {
                 }
                 Some(Tok::Term(w)) if w.is_empty() => {
                     self.pos += 1;
-                    return Ok(Node::EmptyValue(fields.pop().unwrap_or_default()));
+                    return Ok(Node::EmptyValue {
+                        field: fields.pop().unwrap_or_default(),
+                        tag_syntax: false,
+                    });
                 }
                 _ => {}
             }
@@ -845,7 +852,10 @@ impl Parser<'_> {
             self.expect(&Tok::Or)?;
         }
         if values == [TagValue::Exact(String::new())] {
-            return Ok(Node::EmptyValue(field));
+            return Ok(Node::EmptyValue {
+                field,
+                tag_syntax: true,
+            });
         }
         Ok(Node::Tag { field, values })
     }

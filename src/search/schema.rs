@@ -87,8 +87,6 @@ pub struct Definition {
     pub score_field: Option<String>,
     pub payload_field: Option<String>,
     pub fields: Vec<Field>,
-    /// FT.CREATE's arguments after the index name, as given (plus FT.ALTER's added fields).
-    pub args: Vec<Bytes>,
 }
 
 /// RediSearch's default stop words.
@@ -185,7 +183,6 @@ pub fn parse(args: &[Bytes]) -> Result<Definition, String> {
         score_field: None,
         payload_field: None,
         fields: Vec::new(),
-        args: args.to_vec(),
     };
     let mut flags = Vec::new();
     loop {

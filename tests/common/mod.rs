@@ -5,6 +5,7 @@ pub mod cluster;
 pub mod postgres;
 pub mod real_redis;
 pub mod rows;
+pub mod search;
 pub mod stm;
 pub mod stm_context;
 
@@ -47,6 +48,18 @@ impl TestServer {
             stop: Some(stop),
             task: Some(task),
         }
+    }
+
+    /// Starts a server whose files (snapshot, append-only file when `appendonly`) live in `dir`,
+    /// with DEBUG enabled: the durability tests restart from, reload and inspect those files.
+    pub async fn start_in(dir: &std::path::Path, appendonly: bool) -> TestServer {
+        let dir = dir.to_path_buf();
+        Self::start_with(move |c| {
+            c.dir = dir;
+            c.appendonly = appendonly;
+            c.enable_debug_command = stmd::config::ProtectedCommand::Yes;
+        })
+        .await
     }
 
     pub fn url(&self) -> String {

@@ -17,15 +17,6 @@ use std::path::Path;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 
-async fn start_in(dir: &Path, appendonly: bool) -> TestServer {
-    let dir = dir.to_path_buf();
-    TestServer::start_with(move |c| {
-        c.dir = dir;
-        c.appendonly = appendonly;
-    })
-    .await
-}
-
 /// The `#TS:<seconds>` annotations in the increments of `dir`'s log.
 fn timestamps(dir: &Path) -> Vec<u64> {
     let mut found = Vec::new();
@@ -222,7 +213,7 @@ async fn logs_move_between_stmd_and_redis_both_ways() {
         !timestamps(copy.path()).is_empty(),
         "Redis wrote no annotation"
     );
-    let server = start_in(copy.path(), true).await;
+    let server = TestServer::start_in(copy.path(), true).await;
     let mut stmd = server.client().await;
     check_everything(&mut stmd, &mut from_redis, &keys).await;
     same_values(&mut stmd, &mut from_redis, MORE).await;
@@ -233,7 +224,7 @@ async fn logs_move_between_stmd_and_redis_both_ways() {
     synced(&mut stmd).await;
     drop(server);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let server = start_in(copy.path(), true).await;
+    let server = TestServer::start_in(copy.path(), true).await;
     let mut stmd = server.client().await;
     assert_eq!(
         ok(&mut stmd, &["GET", "after"]).await,
@@ -312,7 +303,7 @@ async fn nothing_acknowledged_is_lost_to_a_kill() {
 #[tokio::test]
 async fn config_set_and_bgrewriteaof_switch_files_as_redis_does() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = start_in(dir.path(), false).await;
+    let server = TestServer::start_in(dir.path(), false).await;
     let mut con = server.client().await;
     for (args, error) in [
         (&["WAITAOF", "1", "0", "0"][..], "ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled."),
@@ -384,7 +375,7 @@ async fn config_set_and_bgrewriteaof_switch_files_as_redis_does() {
     ok(&mut con, &["SET", "unlogged", "1"]).await;
     drop(server);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let server = start_in(dir.path(), true).await;
+    let server = TestServer::start_in(dir.path(), true).await;
     let mut con = server.client().await;
     assert_eq!(ok(&mut con, &["LLEN", "during"]).await, Value::Int(2000));
     assert_eq!(
@@ -400,7 +391,7 @@ async fn config_set_and_bgrewriteaof_switch_files_as_redis_does() {
 #[tokio::test]
 async fn a_log_cut_short_loads_up_to_its_last_whole_command() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = start_in(dir.path(), true).await;
+    let server = TestServer::start_in(dir.path(), true).await;
     let mut con = server.client().await;
     ok(&mut con, &["SET", "whole", "1"]).await;
     synced(&mut con).await;
@@ -435,7 +426,7 @@ async fn a_log_cut_short_loads_up_to_its_last_whole_command() {
     let err = stopped.expect_err("refused").to_string();
     assert!(err.contains("appendonly.aof.1.incr.aof"), "{err}");
     // By default it loads what is whole and cuts the file back to it (before the MULTI).
-    let server = start_in(dir.path(), true).await;
+    let server = TestServer::start_in(dir.path(), true).await;
     let mut con = server.client().await;
     assert_eq!(
         ok(&mut con, &["GET", "whole"]).await,
@@ -447,7 +438,7 @@ async fn a_log_cut_short_loads_up_to_its_last_whole_command() {
     synced(&mut con).await;
     drop(server);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let server = start_in(dir.path(), true).await;
+    let server = TestServer::start_in(dir.path(), true).await;
     let mut con = server.client().await;
     assert_eq!(
         ok(&mut con, &["EXISTS", "whole", "next", "half"]).await,
@@ -459,13 +450,13 @@ async fn a_log_cut_short_loads_up_to_its_last_whole_command() {
 async fn a_dump_rdb_becomes_the_first_base_when_the_log_is_turned_on() {
     // Redis would start empty here (and lose dump.rdb at its next save); stmd loads it.
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = start_in(dir.path(), false).await;
+    let server = TestServer::start_in(dir.path(), false).await;
     let mut con = server.client().await;
     ok(&mut con, &["SET", "from-rdb", "1"]).await;
     assert_eq!(ok(&mut con, &["SAVE"]).await, Value::Okay);
     drop(server);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let server = start_in(dir.path(), true).await;
+    let server = TestServer::start_in(dir.path(), true).await;
     let mut con = server.client().await;
     assert_eq!(
         ok(&mut con, &["GET", "from-rdb"]).await,
@@ -521,7 +512,7 @@ async fn a_replica_logs_what_it_applies() {
         );
     }
     // Restarted on its own (no primary), the log gives back what the stream brought.
-    let server = start_in(dir.path(), true).await;
+    let server = TestServer::start_in(dir.path(), true).await;
     let mut con = server.client().await;
     assert_eq!(
         ok(&mut con, &["GET", "synced"]).await,

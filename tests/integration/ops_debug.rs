@@ -12,18 +12,6 @@ use common::stm::{ok, run};
 use common::TestServer;
 use redis::aio::MultiplexedConnection as Conn;
 use redis::Value;
-use std::path::Path;
-use stmd::config::ProtectedCommand;
-
-async fn start_in(dir: &Path, appendonly: bool) -> TestServer {
-    let dir = dir.to_path_buf();
-    TestServer::start_with(move |c| {
-        c.dir = dir;
-        c.appendonly = appendonly;
-        c.enable_debug_command = ProtectedCommand::Yes;
-    })
-    .await
-}
 
 async fn digest(con: &mut Conn) -> Value {
     ok(con, &["DEBUG", "DIGEST"]).await
@@ -40,7 +28,7 @@ async fn replication(con: &mut Conn) -> String {
 #[tokio::test]
 async fn reload_keeps_every_type_and_the_digest_is_redis_s() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = start_in(dir.path(), false).await;
+    let server = TestServer::start_in(dir.path(), false).await;
     let mut con = server.client().await;
     let keys = fill_everything(&mut con).await;
     let redis_dir = tempfile::tempdir().expect("tempdir");
@@ -95,7 +83,7 @@ async fn reload_keeps_every_type_and_the_digest_is_redis_s() {
 #[tokio::test]
 async fn loadaof_keeps_everything_and_the_log_goes_on() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = start_in(dir.path(), true).await;
+    let server = TestServer::start_in(dir.path(), true).await;
     let mut con = server.client().await;
     let keys = fill_everything(&mut con).await;
     let redis_server = RealRedis::start();
@@ -115,7 +103,7 @@ async fn loadaof_keeps_everything_and_the_log_goes_on() {
     let after = digest(&mut con).await;
     drop(con);
     server.shutdown().await.expect("clean stop");
-    let server = start_in(dir.path(), true).await;
+    let server = TestServer::start_in(dir.path(), true).await;
     let mut con = server.client().await;
     assert_eq!(
         ok(&mut con, &["GET", "after-loadaof"]).await,
@@ -129,7 +117,7 @@ async fn loadaof_keeps_everything_and_the_log_goes_on() {
 #[tokio::test]
 async fn loadaof_with_the_log_off_fails_and_keeps_the_data() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = start_in(dir.path(), false).await;
+    let server = TestServer::start_in(dir.path(), false).await;
     let mut con = server.client().await;
     ok(&mut con, &["SET", "k", "v"]).await;
     let refused = run(&mut con, &["DEBUG", "LOADAOF"]).await;
@@ -148,7 +136,7 @@ async fn loadaof_with_the_log_off_fails_and_keeps_the_data() {
 #[tokio::test]
 async fn change_repl_id_draws_a_new_id_and_forgets_the_old() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = start_in(dir.path(), false).await;
+    let server = TestServer::start_in(dir.path(), false).await;
     let mut con = server.client().await;
     let before = replication(&mut con).await;
     assert_eq!(
@@ -166,7 +154,7 @@ async fn change_repl_id_draws_a_new_id_and_forgets_the_old() {
 #[tokio::test]
 async fn populate_fills_a_million_keys_and_refused_subcommands_do_no_harm() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = start_in(dir.path(), false).await;
+    let server = TestServer::start_in(dir.path(), false).await;
     let mut con = server.client().await;
     // A million keys take about a second on a loaded machine: past the client's default wait.
     con.set_response_timeout(std::time::Duration::from_secs(60));

@@ -5,35 +5,11 @@
 
 use crate::common;
 
-use common::stm::{ok, run};
+use common::search::{ids, search};
+use common::stm::{ok, run, text};
 use common::{until, TestServer};
 use redis::aio::MultiplexedConnection as Conn;
 use redis::Value;
-
-fn text(v: &Value) -> String {
-    common::stm::text(v)
-}
-
-/// The ids of an `FT.SEARCH … NOCONTENT` reply (RESP2: the total, then one id per document),
-/// checking that the total counts them all.
-fn ids(reply: &Value) -> Vec<String> {
-    let Value::Array(items) = reply else {
-        panic!("not an array: {reply:?}")
-    };
-    let Some(Value::Int(total)) = items.first() else {
-        panic!("no total: {reply:?}")
-    };
-    let ids: Vec<String> = items[1..].iter().map(text).collect();
-    assert_eq!(*total as usize, ids.len(), "{reply:?}");
-    ids
-}
-
-/// Runs `FT.SEARCH index query NOCONTENT [extra…]` and returns the ids in reply order.
-async fn search(con: &mut Conn, index: &str, query: &str, extra: &[&str]) -> Vec<String> {
-    let mut words = vec!["FT.SEARCH", index, query, "NOCONTENT"];
-    words.extend_from_slice(extra);
-    ids(&ok(con, &words).await)
-}
 
 async fn create_docs_index(con: &mut Conn) {
     ok(
@@ -430,15 +406,10 @@ async fn hostile_input_gets_errors_and_the_connection_answers() {
     );
 }
 
-async fn start_in(dir: &std::path::Path) -> TestServer {
-    let dir = dir.to_path_buf();
-    TestServer::start_with(move |c| c.dir = dir).await
-}
-
 #[tokio::test]
 async fn index_definitions_survive_a_restart_from_the_snapshot() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = start_in(dir.path()).await;
+    let server = TestServer::start_in(dir.path(), false).await;
     let mut con = server.client().await;
     create_docs_index(&mut con).await;
     // Created over no keys with SKIPINITIALSCAN: after the restart it still covers its documents.
@@ -480,7 +451,7 @@ async fn index_definitions_survive_a_restart_from_the_snapshot() {
     drop(con);
     server.shutdown().await.expect("shutdown");
 
-    let server = start_in(dir.path()).await;
+    let server = TestServer::start_in(dir.path(), false).await;
     let mut con = server.client().await;
     let mut names = common::stm::strings(&ok(&mut con, &["FT._LIST"]).await);
     names.sort();

@@ -5,14 +5,10 @@
 
 use crate::common;
 
-use common::stm::{ok, run};
+use common::stm::{ok, run, text};
 use common::TestServer;
 use redis::aio::MultiplexedConnection as Conn;
 use redis::Value;
-
-fn text(v: &Value) -> String {
-    common::stm::text(v)
-}
 
 /// `n` documents `d:0…` with `name` (`n0`…), `group` (i % 3) and a sortable `age` (= i).
 async fn people(con: &mut Conn, n: usize) {

@@ -4,6 +4,7 @@
 
 use crate::common;
 
+use common::search::search;
 use common::stm::{ok, run, strings};
 use common::TestServer;
 use redis::aio::MultiplexedConnection as Conn;
@@ -34,13 +35,9 @@ async fn capture(con: &mut Conn, user: &str, channel: &str, said: &str, reply: &
     .await;
 }
 
-/// The ids of an `FT.SEARCH … NOCONTENT` reply, sorted.
+/// The ids `FT.SEARCH mem query` finds, sorted.
 async fn found(con: &mut Conn, query: &str) -> Vec<String> {
-    let reply = ok(con, &["FT.SEARCH", "mem", query, "NOCONTENT"]).await;
-    let Value::Array(items) = reply else {
-        panic!("not an array: {reply:?}")
-    };
-    let mut ids = strings(&Value::Array(items[1..].to_vec()));
+    let mut ids = search(con, "mem", query, &[]).await;
     ids.sort();
     ids
 }

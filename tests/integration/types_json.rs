@@ -10,22 +10,11 @@ use common::stm::{ok, run};
 use common::TestServer;
 use redis::aio::MultiplexedConnection as Conn;
 use redis::Value;
-use std::path::Path;
 use std::time::Duration;
 use stmd::config::ProtectedCommand;
 
 /// A document with every JSON type, nested, with key order that is not alphabetical.
 const DOC: &str = r#"{"z":1,"a":[1.5,"two",null,true,{"k":[]}],"m":{"y":-3,"b":"é\n"},"big":18446744073709551615}"#;
-
-async fn start_in(dir: &Path, appendonly: bool) -> TestServer {
-    let dir = dir.to_path_buf();
-    TestServer::start_with(move |c| {
-        c.dir = dir;
-        c.appendonly = appendonly;
-        c.enable_debug_command = ProtectedCommand::Yes;
-    })
-    .await
-}
 
 fn bulk(text: &str) -> Value {
     Value::BulkString(text.as_bytes().to_vec())
@@ -208,7 +197,7 @@ async fn every_write_shows_in_the_next_whole_read() {
 #[tokio::test]
 async fn documents_survive_reload_restart_and_aof_rewrite() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = start_in(dir.path(), false).await;
+    let server = TestServer::start_in(dir.path(), false).await;
     let mut con = server.client().await;
     write_docs(&mut con).await;
     assert_eq!(ok(&mut con, &["DEBUG", "RELOAD"]).await, Value::Okay);
@@ -216,14 +205,14 @@ async fn documents_survive_reload_restart_and_aof_rewrite() {
     // The RDB file read by a fresh server.
     ok(&mut con, &["SAVE"]).await;
     server.shutdown().await.expect("shutdown");
-    let server = start_in(dir.path(), false).await;
+    let server = TestServer::start_in(dir.path(), false).await;
     let mut con = server.client().await;
     check_docs(&mut con).await;
     server.shutdown().await.expect("shutdown");
 
     // The append-only file: writes after the rewrite are in the increment, the rest in the base.
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = start_in(dir.path(), true).await;
+    let server = TestServer::start_in(dir.path(), true).await;
     let mut con = server.client().await;
     ok(&mut con, &["JSON.SET", "doc", "$", r#"{"old":true}"#]).await;
     ok(&mut con, &["BGREWRITEAOF"]).await;
@@ -244,7 +233,7 @@ async fn documents_survive_reload_restart_and_aof_rewrite() {
         Value::Array(vec![Value::Int(1), Value::Int(0)])
     );
     server.shutdown().await.expect("shutdown");
-    let server = start_in(dir.path(), true).await;
+    let server = TestServer::start_in(dir.path(), true).await;
     let mut con = server.client().await;
     assert_eq!(
         ok(&mut con, &["JSON.GET", "doc", "$.m"]).await,

@@ -207,6 +207,19 @@ fn dialect_1_union_is_tighter_than_intersection() {
 }
 
 #[test]
+fn a_parenthesised_star_is_dialect_2s() {
+    assert_eq!(
+        parse("(*)", &HashMap::new(), 2).map(|q| q.filter),
+        Ok(Node::All)
+    );
+    let refused = parse("(*)", &HashMap::new(), 1).map(|q| q.filter);
+    assert!(
+        refused.as_ref().is_err_and(|e| e.contains("Syntax error")),
+        "{refused:?}"
+    );
+}
+
+#[test]
 fn field_modifiers() {
     assert_eq!(q("@title:hello"), fields(&["title"], term("hello")));
     // Dialect 2: the modifier takes one atom; the next word is matched in every field.
@@ -238,7 +251,13 @@ fn field_modifiers() {
         ])
     );
     assert_eq!(q("@my\\-field:x"), fields(&["my-field"], term("x")));
-    assert_eq!(q("@f:\"\""), Node::EmptyValue("f".into()));
+    assert_eq!(
+        q("@f:\"\""),
+        Node::EmptyValue {
+            field: "f".into(),
+            tag_syntax: false
+        }
+    );
     assert_eq!(q("ismissing(@f)"), Node::Missing("f".into()));
     assert_eq!(
         q("-ismissing(@f)"),
@@ -278,7 +297,13 @@ fn tags() {
         )
     );
     assert_eq!(q("@t:{\"a b\"}"), tag("t", vec![exact("a b")]));
-    assert_eq!(q("@t:{\"\"}"), Node::EmptyValue("t".into()));
+    assert_eq!(
+        q("@t:{\"\"}"),
+        Node::EmptyValue {
+            field: "t".into(),
+            tag_syntax: true
+        }
+    );
     assert_eq!(q("@t:{MixedCase}"), tag("t", vec![exact("MixedCase")]));
     assert_eq!(
         q("-@t:{x}"),
