@@ -68,16 +68,6 @@ DESELECT = {
     "tests/test_asyncio/test_search.py::test_scorer": "SCORER values are stmd's own figures (docs/search.md)",
     "tests/test_search.py::test_aggregations_add_scores": "ADDSCORES gives stmd's own score figures (RediSearch: 0.2 for `*`; docs/search.md)",
     "tests/test_asyncio/test_search.py::test_aggregations_add_scores": "ADDSCORES gives stmd's own score figures (RediSearch: 0.2 for `*`; docs/search.md)",
-    "tests/test_search.py::test_client": "SLOP 0 INORDER counts: an FT.SEARCH/FT.INFO detail outside FT.AGGREGATE's work, left to the library flows' work",
-    "tests/test_asyncio/test_search.py::test_client": "SLOP 0 INORDER counts: an FT.SEARCH/FT.INFO detail outside FT.AGGREGATE's work, left to the library flows' work",
-    "tests/test_search.py::test_search_commands_in_pipeline": "FT.CREATE then HSET and FT.SEARCH in one pipeline finds nothing: an FT.SEARCH/FT.INFO detail outside FT.AGGREGATE's work, left to the library flows' work",
-    "tests/test_asyncio/test_search.py::test_search_commands_in_pipeline": "FT.CREATE then HSET and FT.SEARCH in one pipeline finds nothing: an FT.SEARCH/FT.INFO detail outside FT.AGGREGATE's work, left to the library flows' work",
-    "tests/test_search.py::test_dialect": "`(*)` in DIALECT 1 is no syntax error: an FT.SEARCH/FT.INFO detail outside FT.AGGREGATE's work, left to the library flows' work",
-    "tests/test_asyncio/test_search.py::test_dialect": "`(*)` in DIALECT 1 is no syntax error: an FT.SEARCH/FT.INFO detail outside FT.AGGREGATE's work, left to the library flows' work",
-    "tests/test_search.py::test_withsuffixtrie": "FT.INFO lists no WITHSUFFIXTRIE flag: an FT.SEARCH/FT.INFO detail outside FT.AGGREGATE's work, left to the library flows' work",
-    "tests/test_asyncio/test_search.py::test_withsuffixtrie": "FT.INFO lists no WITHSUFFIXTRIE flag: an FT.SEARCH/FT.INFO detail outside FT.AGGREGATE's work, left to the library flows' work",
-    "tests/test_search.py::test_search_empty_fields": "`@title:''` without INDEXEMPTY is no error: an FT.SEARCH/FT.INFO detail outside FT.AGGREGATE's work, left to the library flows' work",
-    "tests/test_asyncio/test_search.py::test_search_empty_fields": "`@title:''` without INDEXEMPTY is no error: an FT.SEARCH/FT.INFO detail outside FT.AGGREGATE's work, left to the library flows' work",
 }
 
 

@@ -564,6 +564,8 @@ struct SearchArgs {
     nocontent: bool,
     verbatim: bool,
     with_scores: bool,
+    /// WITHPAYLOADS: a null payload after each id (and score).
+    with_payloads: bool,
     in_keys: Option<Vec<Bytes>>,
     in_fields: Option<Vec<String>>,
     /// RETURN: (field name or path, reply name).
@@ -623,6 +625,7 @@ fn parse_search_args(args: &[&[u8]], default_dialect: u32) -> Result<SearchArgs,
         nocontent: false,
         verbatim: false,
         with_scores: false,
+        with_payloads: false,
         in_keys: None,
         in_fields: None,
         returns: None,
@@ -645,7 +648,8 @@ fn parse_search_args(args: &[&[u8]], default_dialect: u32) -> Result<SearchArgs,
             "NOCONTENT" => s.nocontent = true,
             "VERBATIM" => s.verbatim = true,
             "WITHSCORES" => s.with_scores = true,
-            "NOSTOPWORDS" | "WITHPAYLOADS" | "WITHSORTKEYS" | "EXPLAINSCORE" | "INORDER" => {
+            "WITHPAYLOADS" => s.with_payloads = true,
+            "NOSTOPWORDS" | "WITHSORTKEYS" | "EXPLAINSCORE" | "INORDER" => {
                 if word == "INORDER" {
                     s.in_order = true;
                 }
@@ -1021,22 +1025,44 @@ fn apply_slop(node: &mut Node, slop: Option<u32>, in_order: bool) {
     }
 }
 
-/// The index's data for reading. Inside EXEC or a script this thread holds shard locks, and the
-/// indexer may hold the index lock while it waits for one of them: wait a bounded time, then
-/// give up rather than deadlock.
+/// How long a command inside EXEC or a script waits for an index's lock: this thread holds shard
+/// locks, and the lock's holder may be an indexer waiting for one of them.
+const HOLDING_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
+
+fn busy_index() -> Reply {
+    error("ERR the index is being updated; retry outside MULTI/EXEC or the script")
+}
+
+/// The index's data for reading. Inside EXEC or a script this thread holds shard locks: the
+/// transaction's own writes so far reach the indexes first (RediSearch indexes every write as
+/// it happens, so a search queued after an HSET finds it), each key read through those locks,
+/// and a lock not had within [`HOLDING_WAIT`] is an error rather than a deadlock.
 fn read_index<'i>(
-    ctx: &Ctx<'_, '_>,
+    ctx: &mut Ctx<'_, '_>,
     index: &'i Index,
 ) -> Result<parking_lot::RwLockReadGuard<'i, Data>, Reply> {
     if ctx.held.is_none() {
         return Ok(index.data.read());
     }
-    index
-        .data
-        .try_read_for(std::time::Duration::from_millis(200))
-        .ok_or_else(|| {
-            error("ERR the index is being updated; retry outside MULTI/EXEC or the script")
-        })
+    let shared = ctx.shared;
+    let read = |def: &crate::search::schema::Definition, key: &[u8]| {
+        let Some(locked) = ctx.held_view(0) else {
+            return (None, 0);
+        };
+        match locked.entries_of(&[key]).first() {
+            Some((_, entry)) => (
+                crate::search::index::extract(def, &entry.value),
+                entry.expire_at(),
+            ),
+            None => (None, 0),
+        }
+    };
+    match shared.search.apply_pending_holding(HOLDING_WAIT, read) {
+        None => return Err(busy_index()),
+        Some(true) => shared.events.set_indexing(shared.search.any()),
+        Some(false) => {}
+    }
+    index.data.try_read_for(HOLDING_WAIT).ok_or_else(busy_index)
 }
 
 type Found = (usize, Vec<Hit>, KeyType, Vec<Field>, bool);
@@ -1367,6 +1393,10 @@ pub(super) fn render_hit(
         if s.with_scores {
             entry.push((Reply::Status("score".into()), Reply::Double(hit.score)));
         }
+        if s.with_payloads {
+            // Documents carry no payload here (FT.ADD's PAYLOAD is not served): null.
+            entry.push((Reply::Status("payload".into()), Reply::Nil));
+        }
         if !s.nocontent {
             let attrs = pairs
                 .into_iter()
@@ -1380,6 +1410,9 @@ pub(super) fn render_hit(
     let mut items = vec![Reply::Bulk(hit.key.clone())];
     if s.with_scores {
         items.push(Reply::Double(hit.score));
+    }
+    if s.with_payloads {
+        items.push(Reply::Nil);
     }
     if !s.nocontent {
         items.push(Reply::Array(

@@ -122,6 +122,14 @@ pub fn note(noted: &[Noted]) {
     });
 }
 
+/// Drops what was noted on this thread: the dataset it was noted of has just been replaced with
+/// its indexes (a replay's notes, a flush among them, belong to the replay's own registry and
+/// were left here when no index listened; applied later, the flush would drop the indexes put
+/// back).
+fn forget_pending() {
+    PENDING.with(|pending| pending.borrow_mut().clear());
+}
+
 /// FT.CONFIG's settings that change behaviour.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -221,6 +229,7 @@ impl Registry {
     /// built over this registry's store): its indexes are up to date with the keys already, so
     /// nothing is scanned again.
     pub fn adopt(&self, other: Registry) {
+        forget_pending();
         let indexes = std::mem::take(&mut *other.indexes.write());
         let aliases = std::mem::take(&mut *other.aliases.write());
         *self.indexes.write() = indexes;
@@ -232,6 +241,7 @@ impl Registry {
     /// (see [`Registry::restore`]). A definition that does not parse (a file of another
     /// version) is skipped, named in the log.
     pub fn restore_all(&self, definitions: &[(String, Vec<Bytes>)], aliases: &[(String, String)]) {
+        forget_pending();
         self.clear();
         for (name, args) in definitions {
             if let Err(why) = self.restore(name, args) {
@@ -341,9 +351,37 @@ impl Registry {
     /// drops every index, as RediSearch does on FLUSHALL/FLUSHDB: true then, and the caller
     /// lowers the store's change record when no index is left.
     pub fn apply_pending(&self) -> bool {
+        self.apply(
+            |index| Some(index.data.write()),
+            |def, key| self.read_stored(def, key),
+        )
+        .unwrap_or(false)
+    }
+
+    /// As [`Registry::apply_pending`], for a command inside EXEC or a script that reads an
+    /// index after the transaction's own writes (RediSearch indexes each write as it happens):
+    /// this thread holds shard locks, so `read` gives a key of database 0 (extracted for
+    /// `def`, with its expiry) through them, and each index's lock is waited for at most
+    /// `wait`, its holder being perhaps an indexer waiting for one of those shards. None when
+    /// one was not had: the notes stay for the end of the EXEC or script.
+    pub fn apply_pending_holding(
+        &self,
+        wait: std::time::Duration,
+        read: impl FnMut(&schema::Definition, &[u8]) -> (index::Extracted, u64),
+    ) -> Option<bool> {
+        self.apply(|index| index.data.try_write_for(wait), read)
+    }
+
+    /// The notes of this thread applied: each index locked by `lock` (None: give up, the notes
+    /// put back) and each noted key it covers read by `read`.
+    fn apply(
+        &self,
+        lock: impl for<'i> Fn(&'i Index) -> Option<parking_lot::RwLockWriteGuard<'i, Data>>,
+        mut read: impl FnMut(&schema::Definition, &[u8]) -> (index::Extracted, u64),
+    ) -> Option<bool> {
         let pending = PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
         if pending.is_empty() {
-            return false;
+            return Some(false);
         }
         let flushed = pending.iter().rposition(|p| matches!(p, Pending::Flushed));
         if flushed.is_some() {
@@ -353,7 +391,17 @@ impl Registry {
         let indexes: Vec<Arc<Index>> = self.indexes.read().values().cloned().collect();
         let mut keys: Vec<&Bytes> = Vec::new();
         for index in &indexes {
-            let mut data = index.data.write();
+            let Some(mut data) = lock(index) else {
+                // Applying a key twice changes nothing: every note goes back, the flush as
+                // done (the indexes it dropped are gone).
+                PENDING.with(|p| {
+                    let mut p = p.borrow_mut();
+                    let mut kept: Vec<Pending> = pending.into_iter().skip(after).collect();
+                    kept.append(&mut p);
+                    *p = kept;
+                });
+                return None;
+            };
             keys.clear();
             for p in &pending[after..] {
                 if let Pending::Key(key) = p {
@@ -363,23 +411,22 @@ impl Registry {
                 }
             }
             for key in &keys {
-                self.reindex(&mut data, key);
+                let (extracted, expire_at) = read(&data.def, key);
+                data.put(key, extracted, expire_at);
             }
         }
-        flushed.is_some()
+        Some(flushed.is_some())
     }
 
-    /// Reads `key` of database 0 (its shard locked while the value is read) into `data`.
-    fn reindex(&self, data: &mut Data, key: &[u8]) {
-        let (extracted, expire_at) = {
-            let locked = self.store.lock_one(0, key);
-            let entries = locked.entries_of(&[key]);
-            match entries.first() {
-                Some((_, entry)) => (index::extract(&data.def, &entry.value), entry.expire_at()),
-                None => (None, 0),
-            }
-        };
-        data.put(key, extracted, expire_at);
+    /// `key` of database 0 as `def` indexes it, with its expiry (its shard locked while the
+    /// value is read).
+    fn read_stored(&self, def: &schema::Definition, key: &[u8]) -> (index::Extracted, u64) {
+        let locked = self.store.lock_one(0, key);
+        let entries = locked.entries_of(&[key]);
+        match entries.first() {
+            Some((_, entry)) => (index::extract(def, &entry.value), entry.expire_at()),
+            None => (None, 0),
+        }
     }
 
     /// Indexes the keys already stored, one shard at a time under the index's lock, on a thread

@@ -537,6 +537,10 @@ impl Parser<'_> {
     }
 
     fn param(&self, name: &str) -> Result<&Bytes, String> {
+        // Parameters are dialect 2's: in dialect 1 `$name` is no syntax there is.
+        if self.dialect < 2 {
+            return Err(self.syntax_error());
+        }
         self.params
             .get(name)
             .ok_or_else(|| format!("No such parameter `{name}`"))

@@ -207,6 +207,17 @@ fn dialect_1_union_is_tighter_than_intersection() {
 }
 
 #[test]
+fn parameters_are_dialect_2s() {
+    let params = HashMap::from([("w".to_string(), Bytes::from_static(b"hello"))]);
+    assert_eq!(parse("$w", &params, 2).map(|q| q.filter), Ok(term("hello")));
+    let refused = parse("$w", &params, 1).map(|q| q.filter);
+    assert!(
+        refused.as_ref().is_err_and(|e| e.contains("Syntax error")),
+        "{refused:?}"
+    );
+}
+
+#[test]
 fn a_parenthesised_star_is_dialect_2s() {
     assert_eq!(
         parse("(*)", &HashMap::new(), 2).map(|q| q.filter),
