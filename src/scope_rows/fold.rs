@@ -25,23 +25,23 @@ pub struct Delta {
 }
 
 impl Delta {
-    fn apply(&mut self, op: &PersistOp) {
+    fn apply(&mut self, op: PersistOp) {
         match op {
             PersistOp::EnsureRow { .. } => {}
-            PersistOp::Tick { by, .. } => self.add_turns = self.add_turns.saturating_add(*by),
+            PersistOp::Tick { by, .. } => self.add_turns = self.add_turns.saturating_add(by),
             PersistOp::Summary {
                 lineage, summary, ..
             } => {
-                self.distilled_write(*lineage);
-                self.summary = Some(summary.clone());
+                self.distilled_write(lineage);
+                self.summary = Some(summary);
             }
             PersistOp::Categories {
                 lineage,
                 categories,
                 ..
             } => {
-                self.distilled_write(*lineage);
-                self.categories = Some(categories.clone());
+                self.distilled_write(lineage);
+                self.categories = Some(categories);
             }
             PersistOp::ForgetChannel { .. }
             | PersistOp::ForgetUser { .. }
@@ -64,56 +64,54 @@ pub enum Segment {
     Forget(PersistOp),
 }
 
-/// Closes the current run of deltas into a segment.
-fn flush(
-    order: &mut Vec<ScopeKey>,
-    deltas: &mut HashMap<ScopeKey, Delta>,
-    segments: &mut Vec<Segment>,
-) {
-    if !order.is_empty() {
-        let run = order
-            .drain(..)
-            .map(|k| {
-                let d = deltas.remove(&k).unwrap_or_default();
-                (k, d)
-            })
-            .collect();
-        segments.push(Segment::Deltas(run));
-    }
-}
-
-/// Folds `ops` (in the order commands emitted them) into segments.
+/// Folds `ops` (in the order commands emitted them) into segments. The current run keeps its
+/// deltas in first-seen order with a map from scope to position, so an operation on a scope
+/// already in the run costs one lookup and no copy of its key.
 pub fn fold(ops: Vec<PersistOp>) -> Vec<Segment> {
     let mut segments = Vec::new();
-    let mut order: Vec<ScopeKey> = Vec::new();
-    let mut deltas: HashMap<ScopeKey, Delta> = HashMap::default();
+    let mut run: Vec<(ScopeKey, Delta)> = Vec::new();
+    // Sized for a batch of distinct scopes (new conversations): no rehash while it fills.
+    let mut position: HashMap<ScopeKey, usize> =
+        HashMap::with_capacity_and_hasher(ops.len(), Default::default());
     for op in ops {
-        let scope = match &op {
+        let slot = match &op {
             PersistOp::EnsureRow { scope, .. }
             | PersistOp::Tick { scope, .. }
             | PersistOp::Summary { scope, .. }
-            | PersistOp::Categories { scope, .. } => scope.clone(),
+            | PersistOp::Categories { scope, .. } => match position.get(scope) {
+                Some(&slot) => slot,
+                None => {
+                    let insert_lineage = match &op {
+                        PersistOp::EnsureRow { lineage, .. } => *lineage,
+                        _ => None,
+                    };
+                    position.insert(scope.clone(), run.len());
+                    run.push((
+                        scope.clone(),
+                        Delta {
+                            insert_lineage,
+                            ..Delta::default()
+                        },
+                    ));
+                    run.len() - 1
+                }
+            },
             PersistOp::ForgetChannel { .. }
             | PersistOp::ForgetUser { .. }
             | PersistOp::ForgetScope { .. } => {
-                flush(&mut order, &mut deltas, &mut segments);
+                if !run.is_empty() {
+                    position.clear();
+                    segments.push(Segment::Deltas(std::mem::take(&mut run)));
+                }
                 segments.push(Segment::Forget(op));
                 continue;
             }
         };
-        let delta = deltas.entry(scope.clone()).or_insert_with(|| {
-            order.push(scope);
-            Delta {
-                insert_lineage: match &op {
-                    PersistOp::EnsureRow { lineage, .. } => *lineage,
-                    _ => None,
-                },
-                ..Delta::default()
-            }
-        });
-        delta.apply(&op);
+        run[slot].1.apply(op);
     }
-    flush(&mut order, &mut deltas, &mut segments);
+    if !run.is_empty() {
+        segments.push(Segment::Deltas(run));
+    }
     segments
 }
 

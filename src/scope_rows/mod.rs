@@ -10,11 +10,11 @@ pub mod retention;
 pub mod writer;
 
 use crate::config::Config;
-use crate::stm::ScopeKey;
+use crate::stm::{RowMark, ScopeKey};
 use crate::store::Store;
 use bytes::Bytes;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::{mpsc, watch};
 
@@ -86,6 +86,8 @@ impl PersistOp {
 }
 
 const KIND_NAMES: [&str; 5] = ["ensure", "tick", "summary", "categories", "forget"];
+/// The [`PersistOp::kind`] of the forgets.
+const FORGET_KIND: usize = 4;
 
 /// Counters of the sink and the writer, for `INFO stm`.
 #[derive(Default)]
@@ -131,6 +133,10 @@ pub struct PersistHandle {
     /// Set while this node is a cluster replica: its primary writes the rows of the scopes its
     /// stream changes here, so the replica sends none (they are counted as emitted only).
     muted: AtomicBool,
+    /// Advanced after every forget this process queues: a row ensured in an earlier epoch may
+    /// have been deleted since, so [`PersistHandle::ensure_row`] ensures it again. Starts at 1
+    /// (an entry's [`RowMark`] of 0 means never ensured).
+    forget_epoch: AtomicU32,
 }
 
 /// What [`start`] hands the server: the commands' sink, the writer task, and the warm start's
@@ -171,6 +177,7 @@ pub fn start(
         backend: db.kind(),
         stats: stats.clone(),
         muted: AtomicBool::new(false),
+        forget_epoch: AtomicU32::new(1),
     };
     tracing::info!(database = db.kind(), "scope rows go to the database");
     let (restored_tx, restored) = watch::channel(false);
@@ -203,6 +210,7 @@ impl PersistHandle {
             backend: "none",
             stats: Arc::new(PersistStats::default()),
             muted: AtomicBool::new(false),
+            forget_epoch: AtomicU32::new(1),
         }
     }
 
@@ -212,26 +220,58 @@ impl PersistHandle {
         self.muted.store(muted, Ordering::Relaxed);
     }
 
-    /// Hands `op` to the writer without waiting; a full queue drops it (counted).
-    pub fn send(&self, op: PersistOp) {
-        self.stats.emitted[op.kind()].fetch_add(1, Ordering::Relaxed);
-        let Some(queue) = self
-            .queue
-            .as_ref()
-            .filter(|_| !self.muted.load(Ordering::Relaxed))
-        else {
-            return;
-        };
-        match queue.try_send(op) {
-            Ok(()) => {
-                self.stats.queued.fetch_add(1, Ordering::Relaxed);
-            }
-            Err(_) => {
-                let dropped = self.stats.dropped.fetch_add(1, Ordering::Relaxed) + 1;
-                if dropped.is_power_of_two() {
-                    tracing::warn!(dropped, "scope-row queue full: operation dropped");
+    /// Hands `op` to the writer without waiting; a full queue drops it (counted). Returns false
+    /// when the operation will not reach the database although one is configured (dropped, or
+    /// this node is muted), true when it is queued or there is no database to write to.
+    pub fn send(&self, op: PersistOp) -> bool {
+        let kind = op.kind();
+        self.stats.emitted[kind].fetch_add(1, Ordering::Relaxed);
+        let sent = match &self.queue {
+            None => true,
+            Some(_) if self.muted.load(Ordering::Relaxed) => false,
+            Some(queue) => match queue.try_send(op) {
+                Ok(()) => {
+                    self.stats.queued.fetch_add(1, Ordering::Relaxed);
+                    true
                 }
-            }
+                Err(_) => {
+                    let dropped = self.stats.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+                    if dropped.is_power_of_two() {
+                        tracing::warn!(dropped, "scope-row queue full: operation dropped");
+                    }
+                    false
+                }
+            },
+        };
+        if kind == FORGET_KIND {
+            // After the forget is queued: an ensure that reads the new epoch is queued behind the
+            // delete, and one that read the old epoch is made again by the entry's next capture.
+            // Atomic, so two forgets at once advance it twice; 0 is skipped (never ensured).
+            let _ = self
+                .forget_epoch
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |epoch| {
+                    Some(epoch.wrapping_add(1).max(1))
+                });
+        }
+        sent
+    }
+
+    /// Ensures the row of `scope` unless this process already queued its ensure, as recorded in
+    /// the entry's `mark`, since the last forget. A capture calls it for every scope it writes:
+    /// the first capture of an entry queues the insert, later ones cost a comparison (the row
+    /// cannot have gone meanwhile: retention keeps the rows of live entries and forgets advance
+    /// the epoch). A dropped ensure leaves the mark, so the next capture tries again.
+    pub fn ensure_row(&self, mark: &mut RowMark, scope: &ScopeKey, lineage: Option<i64>) {
+        let epoch = self.forget_epoch.load(Ordering::Acquire);
+        if mark.0 == epoch {
+            return;
+        }
+        let op = PersistOp::EnsureRow {
+            scope: scope.clone(),
+            lineage,
+        };
+        if self.send(op) {
+            mark.0 = epoch;
         }
     }
 

@@ -208,6 +208,7 @@ pub fn apply(locked: &mut Locked, plan: &CapturePlan, ttls: Ttls, persist: &Pers
             let deadline = match entry_at(locked, &key) {
                 Ok(Some(entry)) => {
                     write_snapshot(entry, plan, *lineage, live, now);
+                    persist.ensure_row(&mut entry.row, scope, *lineage);
                     Some(ttls.deadline(entry, now))
                 }
                 _ => None,
@@ -219,14 +220,11 @@ pub fn apply(locked: &mut Locked, plan: &CapturePlan, ttls: Ttls, persist: &Pers
                 None => {
                     let mut entry = StmEntry::new(scope, now);
                     write_snapshot(&mut entry, plan, *lineage, live, now);
+                    persist.ensure_row(&mut entry.row, scope, *lineage);
                     let at = ttls.deadline(&entry, now);
                     locked.set(&key, Value::Stm(Box::new(entry)), at);
                 }
             }
-            persist.send(PersistOp::EnsureRow {
-                scope: scope.clone(),
-                lineage: *lineage,
-            });
             if live {
                 persist.send(PersistOp::Tick {
                     scope: scope.clone(),

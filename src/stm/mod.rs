@@ -233,6 +233,29 @@ pub struct StmEntry {
     pub last_updated: u64,
     /// Orders writes made in the same millisecond (STM.RECENT's newest-first).
     pub write_seq: u64,
+    /// Whether this process has already queued the ensure of this scope's row: captures then
+    /// skip it ([`PersistHandle::ensure_row`]). Never stored or copied.
+    pub row: RowMark,
+}
+
+/// The forget epoch ([`PersistHandle::ensure_row`]) in which this process queued the ensure of an
+/// entry's row; 0 for never. Transient process state, not part of the entry's value: a clone (a
+/// copied key, a dump, a replica's copy) starts at 0 and every entry compares equal whatever its
+/// mark, and nothing loaded from a file, a payload, a primary or the database carries one, so
+/// the first capture of an entry in a process always ensures its row.
+#[derive(Debug, Default)]
+pub struct RowMark(pub(crate) u32);
+
+impl Clone for RowMark {
+    fn clone(&self) -> RowMark {
+        RowMark::default()
+    }
+}
+
+impl PartialEq for RowMark {
+    fn eq(&self, _: &RowMark) -> bool {
+        true
+    }
 }
 
 impl StmEntry {
@@ -253,6 +276,7 @@ impl StmEntry {
             turns_since_refresh: 0,
             last_updated: now,
             write_seq: 0,
+            row: RowMark::default(),
         }
     }
 

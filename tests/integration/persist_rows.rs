@@ -224,6 +224,100 @@ async fn postgres_summaries_survive_a_restart() {
     summaries_survive_a_restart(Backend::Postgres(pg.url())).await;
 }
 
+async fn ensure_ops(con: &mut MultiplexedConnection) -> i64 {
+    info_field(con, "stm", "stm_persist_ensure_ops").await
+}
+
+/// A capture queues the ensure of a scope's row once per entry and process: later captures of a
+/// live conversation queue only the live scope's tick. An entry that is new again (forgotten,
+/// reloaded) ensures its row again, and so does every entry after a forget (which may have deleted
+/// rows of entries it did not remove).
+async fn a_row_is_ensured_once_per_entry(backend: Backend) {
+    let b = backend.clone();
+    let server = TestServer::start_with(move |c| {
+        b.configure(c);
+        c.enable_debug_command = stmd::config::ProtectedCommand::Yes;
+    })
+    .await;
+    let mut con = server.client().await;
+    capture(&mut con, "u1", "c1", "s1", "7").await;
+    assert_eq!(
+        ensure_ops(&mut con).await,
+        2,
+        "the user and the server scope"
+    );
+    capture(&mut con, "u1", "c1", "s1", "7").await;
+    capture(&mut con, "u1", "c1", "s1", "7").await;
+    assert_eq!(
+        ensure_ops(&mut con).await,
+        2,
+        "a live conversation's later captures ensure nothing"
+    );
+    assert_eq!(
+        info_field(&mut con, "stm", "stm_persist_tick_ops").await,
+        3,
+        "every capture still ticks the live scope"
+    );
+    capture(&mut con, "u2", "c1", "s1", "7").await;
+    assert_eq!(ensure_ops(&mut con).await, 3, "only the new user's scope");
+    wait_flushed(&mut con).await;
+    assert_eq!(
+        backend.rows().await,
+        [
+            "server s1 - c1 7 5 - {} 4 0",
+            "user s1 u1 c1 7 5 - {} 0 0",
+            "user s1 u2 c1 7 5 - {} 0 0",
+        ]
+    );
+
+    assert_eq!(
+        ok(&mut con, &["STM.FORGET", "KEY", "shortterm:user:u1:c1:7"]).await,
+        Value::Int(1)
+    );
+    wait_flushed(&mut con).await;
+    assert_eq!(
+        backend.rows().await.len(),
+        2,
+        "the forgotten row is deleted"
+    );
+    capture(&mut con, "u1", "c1", "s1", "7").await;
+    assert_eq!(
+        ensure_ops(&mut con).await,
+        5,
+        "after a forget: the new entry's row, and the server scope's again"
+    );
+    wait_flushed(&mut con).await;
+    assert_eq!(
+        backend.rows().await,
+        [
+            "server s1 - c1 7 5 - {} 5 0",
+            "user s1 u1 c1 7 5 - {} 0 0",
+            "user s1 u2 c1 7 5 - {} 0 0",
+        ],
+        "the forgotten scope's row is back"
+    );
+
+    // Entries loaded from a file carry no mark: their first capture ensures again.
+    assert_eq!(ok(&mut con, &["DEBUG", "RELOAD"]).await, Value::Okay);
+    capture(&mut con, "u2", "c1", "s1", "7").await;
+    capture(&mut con, "u2", "c1", "s1", "7").await;
+    assert_eq!(ensure_ops(&mut con).await, 7, "once after the reload");
+    wait_flushed(&mut con).await;
+    assert_eq!(backend.rows().await.len(), 3);
+}
+
+#[tokio::test]
+async fn sqlite_a_row_is_ensured_once_per_entry() {
+    let dir = tempfile::tempdir().expect("dir");
+    a_row_is_ensured_once_per_entry(Backend::Sqlite(dir.path().to_path_buf())).await;
+}
+
+#[tokio::test]
+async fn postgres_a_row_is_ensured_once_per_entry() {
+    let Some(pg) = PgCluster::start() else { return };
+    a_row_is_ensured_once_per_entry(Backend::Postgres(pg.url())).await;
+}
+
 /// Runs `n` captures on `con`, each on its own channel, returning the slowest command's time.
 async fn capture_many(con: &mut MultiplexedConnection, tag: &str, n: usize) -> Duration {
     let mut slowest = Duration::ZERO;
@@ -357,5 +451,20 @@ async fn a_full_queue_drops_and_counts_but_commands_succeed() {
         info_field(&mut con, "stm", "stm_entries").await,
         100,
         "memory is unaffected"
+    );
+
+    // A dropped ensure leaves its entry unmarked: once the database is back, the next capture of
+    // each conversation ensures the rows that never reached it (one at a time: the queue is 10).
+    pg.start_server();
+    wait_flushed(&mut con).await;
+    assert!(Backend::Postgres(pg.url()).rows().await.len() < 100);
+    for i in 0..50 {
+        capture(&mut con, "u", &format!("q{i}"), "s", "-").await;
+        wait_flushed(&mut con).await;
+    }
+    assert_eq!(
+        Backend::Postgres(pg.url()).rows().await.len(),
+        100,
+        "every scope has its row"
     );
 }

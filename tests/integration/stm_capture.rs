@@ -750,4 +750,36 @@ async fn capture_emits_row_operations_for_each_scope() {
         4,
         "a skip emits nothing"
     );
+    ok(
+        &mut con,
+        &[
+            "STM.CAPTURE",
+            "USER",
+            "u",
+            "CHANNEL",
+            "c",
+            "SERVER",
+            "s",
+            "MSG",
+            "user",
+            "-",
+            "x",
+            "REPLY",
+            "2",
+            "-",
+            "-",
+            "z",
+        ],
+    )
+    .await;
+    assert_eq!(
+        info_field(&mut con, "stm", "stm_persist_ensure_ops").await,
+        4,
+        "rows already ensured by this process are not ensured again"
+    );
+    assert_eq!(
+        info_field(&mut con, "stm", "stm_persist_tick_ops").await,
+        3,
+        "but the live scope ticks at every capture"
+    );
 }
