@@ -691,6 +691,23 @@ pub async fn run(
         })
     };
 
+    // Its own thread: compression is CPU work in milliseconds, not for a tokio worker.
+    let compress_thread = {
+        let rx = stop_rx.clone();
+        let shared = shared.clone();
+        std::thread::Builder::new()
+            .name("stm-compress".into())
+            .spawn(move || {
+                crate::stm::compress::run(
+                    &shared.store,
+                    &shared.stm.stats,
+                    || shared.config.read().stm_compress_after.saturating_mul(1000),
+                    // Stopped, or the server is gone (a test's runtime dropped it).
+                    || *rx.borrow() || rx.has_changed().is_err(),
+                )
+            })?
+    };
+
     let meter_task = {
         let mut rx = stop_rx.clone();
         let shared = shared.clone();
@@ -869,6 +886,7 @@ pub async fn run(
         tracing::warn!("some connections did not finish within the drain timeout");
     }
     let _ = expiry_task.await;
+    let _ = tokio::task::spawn_blocking(move || compress_thread.join()).await;
     let _ = meter_task.await;
     let _ = rates_task.await;
     let _ = client_eviction_task.await;

@@ -270,7 +270,7 @@ pub(crate) fn value_size(value: &Value, samples: usize) -> usize {
         Value::Json(doc) => doc.memory(),
         Value::Stm(e) => {
             std::mem::size_of_val(e.as_ref())
-                + e.messages().heap_bytes()
+                + e.block().heap_bytes()
                 + e.summary().map_or(0, str::len)
                 + e.categories()
                     .iter()

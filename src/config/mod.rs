@@ -541,6 +541,15 @@ settings! {
             help_heading = "Short-term memory",
         )]
         pub stm_summary_ttl: u64 = number(0, i64::MAX), live ["stm-summary-ttl"];
+        /// Seconds after its last capture an STM conversation's messages are compressed in the
+        /// background (0: never). Reads decompress a copy; the next capture stores plain text.
+        #[arg(
+            long,
+            env = "STMD_STM_COMPRESS_AFTER",
+            default_value_t = 30,
+            help_heading = "Short-term memory",
+        )]
+        pub stm_compress_after: u64 = number(0, i64::MAX), live ["stm-compress-after"];
         /// Characters kept of a summary or a category text.
         #[arg(
             long,

@@ -33,9 +33,9 @@ pub fn is_field(name: &str) -> bool {
 /// scope, the server of a direct message, no summary…) is left out.
 pub fn fields(entry: &StmEntry) -> Vec<(&'static str, String)> {
     let text = |s: &[u8]| String::from_utf8_lossy(s).into_owned();
+    let plain = entry.messages();
     let messages = |role: Option<Role>| {
-        entry
-            .messages()
+        plain
             .iter()
             .filter(|m| role.is_none_or(|r| m.role == r))
             .map(|m| m.content)
@@ -43,7 +43,7 @@ pub fn fields(entry: &StmEntry) -> Vec<(&'static str, String)> {
             .join("\n")
     };
     let mut speakers: Vec<&str> = Vec::new();
-    for m in entry.messages().iter() {
+    for m in plain.iter() {
         if let Some(s) = m.speaker.filter(|s| !speakers.contains(s)) {
             speakers.push(s);
         }

@@ -1,6 +1,7 @@
 //! Short-term memory: the entry type stored under `shortterm:…` keys, the key format and scopes.
 
 pub mod capture;
+pub mod compress;
 pub mod context;
 pub mod index;
 pub mod messages;
@@ -330,9 +331,25 @@ impl StmEntry {
         self.distilled = (distilled != Distilled::default()).then(|| Box::new(distilled));
     }
 
-    /// The messages, oldest first.
-    pub fn messages(&self) -> &Snapshot {
+    /// The messages, oldest first: the block itself, or a plain copy of it when the idle pass
+    /// has compressed it.
+    pub fn messages(&self) -> std::borrow::Cow<'_, Snapshot> {
+        self.snapshot.decompressed()
+    }
+
+    /// The block as held, compressed or not (its size for `MEMORY USAGE`, the idle pass).
+    pub fn block(&self) -> &Snapshot {
         &self.snapshot
+    }
+
+    /// Puts `to` in place of the block when it is still `from` (the idle pass compressed `from`
+    /// outside the shard's lock; a capture since then has replaced it). True when it did.
+    pub fn replace_block(&mut self, from: &Snapshot, to: &Snapshot) -> bool {
+        let same = self.snapshot.same_block(from);
+        if same {
+            self.snapshot = to.clone();
+        }
+        same
     }
 
     /// Takes a capture's snapshot (messages and parent), keeping this entry's user, server and
@@ -409,10 +426,14 @@ pub struct StmStats {
     pub summaries: AtomicU64,
     pub category_writes: AtomicU64,
     pub forgets: AtomicU64,
+    /// Blocks the idle pass compressed, and their bytes before and after.
+    pub compressions: AtomicU64,
+    pub compressed_bytes_in: AtomicU64,
+    pub compressed_bytes_out: AtomicU64,
 }
 
 impl StmStats {
-    fn counters(&self) -> [(&'static str, &AtomicU64); 10] {
+    fn counters(&self) -> [(&'static str, &AtomicU64); 13] {
         [
             ("stm_captures", &self.captures),
             ("stm_skipped_stop", &self.skipped_stop),
@@ -424,6 +445,9 @@ impl StmStats {
             ("stm_summaries", &self.summaries),
             ("stm_category_writes", &self.category_writes),
             ("stm_forgets", &self.forgets),
+            ("stm_compressions", &self.compressions),
+            ("stm_compressed_bytes_in", &self.compressed_bytes_in),
+            ("stm_compressed_bytes_out", &self.compressed_bytes_out),
         ]
     }
 }
@@ -500,7 +524,8 @@ mod tests {
         for scope in &scopes {
             let mut entry = StmEntry::new(scope, 5);
             entry.set_snapshot(&snapshot);
-            assert_eq!(entry.messages(), &snapshot, "shared as it is");
+            assert_eq!(*entry.messages(), snapshot, "shared as it is");
+            assert!(entry.block().same_block(&snapshot));
             assert_eq!(entry.scope_key(), *scope);
             assert_eq!(entry.parent(), Some(&b"p1"[..]));
             assert_eq!(entry.persona(), Some(2));

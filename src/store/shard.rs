@@ -243,6 +243,10 @@ impl Shard {
         self.table.iter()
     }
 
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut Node> {
+        self.table.iter_mut()
+    }
+
     /// Drops the nodes expired at `now`, passing each to `expired` first, and sets the expiry
     /// bound to the earliest expiry left; returns how many were dropped.
     pub fn remove_expired(&mut self, now: u64, mut expired: impl FnMut(&Node)) -> usize {

@@ -65,6 +65,7 @@ mod security_tls;
 mod security_tls_options;
 mod stm_capture;
 mod stm_commands;
+mod stm_compress;
 mod stm_context;
 mod stm_context_errors;
 mod stm_restart;
