@@ -56,6 +56,7 @@ use crate::store::Store;
 use bytes::Bytes;
 use index::Data;
 use parking_lot::RwLock;
+use smallvec::SmallVec;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
@@ -328,17 +329,36 @@ impl Registry {
     /// drops every index, as RediSearch does on FLUSHALL/FLUSHDB: true then, and the caller
     /// lowers the store's change record when no index is left.
     pub fn apply_pending(&self) -> bool {
-        let pending = PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
+        let mut pending = PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
         if pending.is_empty() {
             return false;
         }
+        let flushed = self.apply(&pending);
+        // The list goes back for the next command's keys, so that noting allocates only when
+        // a command changes more keys than any before it on this thread (up to a bound: one
+        // large write does not keep its list's memory for good).
+        pending.clear();
+        if pending.capacity() <= 1024 {
+            PENDING.with(|p| {
+                let mut p = p.borrow_mut();
+                if p.capacity() == 0 {
+                    *p = pending;
+                }
+            });
+        }
+        flushed
+    }
+
+    /// [`Registry::apply_pending`] for the keys taken from the thread's list.
+    fn apply(&self, pending: &[Pending]) -> bool {
         let flushed = pending.iter().rposition(|p| matches!(p, Pending::Flushed));
         if flushed.is_some() {
             self.clear();
         }
         let after = flushed.map_or(0, |at| at + 1);
-        let indexes: Vec<Arc<Index>> = self.indexes.read().values().cloned().collect();
-        let mut keys: Vec<&Bytes> = Vec::new();
+        // Inline vectors: a write to an indexed key allocates nothing here.
+        let indexes: SmallVec<[Arc<Index>; 4]> = self.indexes.read().values().cloned().collect();
+        let mut keys: SmallVec<[&Bytes; 16]> = SmallVec::new();
         for index in &indexes {
             let mut data = index.data.write();
             keys.clear();
