@@ -10,6 +10,7 @@ use crate::store::json::{Json, Query as JsonPath};
 use crate::store::Value;
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ops::Range;
 
 /// A field's values as one document gives them.
 #[derive(Debug, Clone, PartialEq)]
@@ -161,19 +162,23 @@ impl Ordered {
     }
 }
 
+/// The index's hash maps: ahash, not std's SipHash, which was a tenth of an indexed write's
+/// cost (keys and terms come from clients, and ahash's keys are random per map as SipHash's).
+pub type Map<K, V> = HashMap<K, V, ahash::RandomState>;
+
 /// Term → doc → (field, position) occurrences.
-pub type Postings = HashMap<u32, Vec<(u16, u32)>>;
+pub type Postings = Map<u32, Vec<(u16, u32)>>;
 
 /// The documents of one index and what queries read.
 pub struct Data {
     pub def: Definition,
     next_id: u32,
-    by_key: HashMap<Bytes, u32>,
+    by_key: Map<Bytes, u32>,
     /// By doc id (a hash map: a query's matches are looked up one by one).
-    pub docs: HashMap<u32, Doc>,
+    pub docs: Map<u32, Doc>,
     pub terms: BTreeMap<String, Postings>,
     /// Stem → the indexed terms with that stem (a query word matches all of them).
-    pub stems: HashMap<String, BTreeSet<String>>,
+    pub stems: Map<String, BTreeSet<String>>,
     /// Per field: tag → docs.
     pub tags: Vec<BTreeMap<String, BTreeSet<u32>>>,
     /// Per field: (value, doc).
@@ -210,10 +215,10 @@ impl Data {
             vectors,
             def,
             next_id: 0,
-            by_key: HashMap::new(),
-            docs: HashMap::new(),
+            by_key: Map::default(),
+            docs: Map::default(),
             terms: BTreeMap::new(),
-            stems: HashMap::new(),
+            stems: Map::default(),
             tags: vec![BTreeMap::new(); n],
             numbers: vec![BTreeSet::new(); n],
             missing: vec![BTreeSet::new(); n],
@@ -321,8 +326,11 @@ impl Data {
         self.by_key.insert(key.clone(), id);
         let stemmer = text::stemmer(&self.def.language);
         let mut length = 0u32;
-        let mut freqs: HashMap<&str, u32> = HashMap::new();
-        let mut occurrences: Vec<(String, u16, u32)> = Vec::new();
+        // Every word of the TEXT fields, one after another in one string; an occurrence is its
+        // word's range there, its field and its position.
+        let mut words = String::new();
+        let mut word = String::new();
+        let mut occurrences: Vec<(Range<usize>, u16, u32)> = Vec::new();
         for (i, (field, value)) in self.def.fields.iter().zip(&values).enumerate() {
             if field.index_missing && *value == Values::Missing {
                 self.missing[i].insert(id);
@@ -337,19 +345,32 @@ impl Data {
                 Values::Text(texts) => {
                     let mut position = 0u32;
                     for t in texts {
-                        for word in text::tokenize(t) {
+                        // Room for the text's words up front: no buffer grows word by word.
+                        word.reserve(t.len());
+                        words.reserve(t.len());
+                        occurrences.reserve(t.len() / 4 + 1);
+                        text::each_word(t, &mut word, |w| {
                             position += 1;
-                            if self.def.is_stopword(&word) {
-                                continue;
+                            if !self.def.is_stopword(w) {
+                                let from = words.len();
+                                words.push_str(w);
+                                occurrences.push((from..words.len(), i as u16, position));
                             }
-                            occurrences.push((word, i as u16, position));
-                        }
+                        });
                     }
                     length += position;
                 }
                 Values::Tags(tags) => {
                     for tag in tags {
-                        self.tags[i].entry(tag.clone()).or_default().insert(id);
+                        // The tag's string is copied only for a new tag.
+                        match self.tags[i].get_mut(tag) {
+                            Some(docs) => {
+                                docs.insert(id);
+                            }
+                            None => {
+                                self.tags[i].insert(tag.clone(), BTreeSet::from([id]));
+                            }
+                        }
                     }
                 }
                 Values::Numbers(ns) => {
@@ -360,37 +381,40 @@ impl Data {
                 _ => {}
             }
         }
-        for (word, _, _) in &occurrences {
-            *freqs.entry(word.as_str()).or_default() += 1;
-        }
-        let max_freq = freqs.values().copied().max().unwrap_or(0);
+        let max_freq = max_frequency(&words, &occurrences);
         let any_nostem = self
             .def
             .fields
             .iter()
             .any(|f| matches!(f.kind, Kind::Text { nostem: true, .. }));
-        for (word, field, position) in occurrences {
+        for (at, field, position) in occurrences {
+            let word = &words[at];
             self.records += 1;
             let stemmed = matches!(
                 self.def.fields[field as usize].kind,
                 Kind::Text { nostem: false, .. }
             );
-            if let Some(postings) = self.terms.get_mut(&word).filter(|_| !any_nostem) {
+            if let Some(postings) = self.terms.get_mut(word).filter(|_| !any_nostem) {
                 // A term already indexed has its stem recorded (with no NOSTEM field, every
                 // occurrence records it): stemming is paid once per new term.
                 postings.entry(id).or_default().push((field, position));
                 continue;
             }
             if stemmed {
-                let stem = stemmer.stem(&word).into_owned();
-                self.stems.entry(stem).or_default().insert(word.clone());
+                let stem = stemmer.stem(word).into_owned();
+                if let Some(set) = self.stems.get_mut(&stem) {
+                    if !set.contains(word) {
+                        set.insert(word.to_string());
+                    }
+                } else {
+                    self.stems.insert(stem, BTreeSet::from([word.to_string()]));
+                }
             }
-            self.terms
-                .entry(word)
-                .or_default()
-                .entry(id)
-                .or_default()
-                .push((field, position));
+            let postings = match self.terms.get_mut(word) {
+                Some(postings) => postings,
+                None => self.terms.entry(word.to_string()).or_default(),
+            };
+            postings.entry(id).or_default().push((field, position));
         }
         self.total_length += u64::from(length);
         if expire_at != 0 {
@@ -527,6 +551,21 @@ impl Data {
     }
 }
 
+/// How often the most frequent word of a document's occurrences (ranges of `words`) occurs:
+/// counted in runs of the sorted words (no hashing; a document has few words).
+fn max_frequency(words: &str, occurrences: &[(Range<usize>, u16, u32)]) -> u32 {
+    let mut sorted: Vec<&str> = occurrences
+        .iter()
+        .map(|(at, _, _)| &words[at.clone()])
+        .collect();
+    sorted.sort_unstable();
+    sorted
+        .chunk_by(|a, b| a == b)
+        .map(|run| run.len() as u32)
+        .max()
+        .unwrap_or(0)
+}
+
 /// The values `value` gives each field of `def`: None when the key is not a document of this
 /// index (another type), `Some(Err)` when a value cannot be indexed (a NUMERIC field that is not
 /// a number…), as RediSearch then leaves the whole document out.
@@ -619,23 +658,21 @@ pub fn fold_tag(tag: &str, case_sensitive: bool) -> String {
 }
 
 fn split_tags(raw: &str, separator: Option<u8>, case_sensitive: bool) -> Vec<String> {
-    let parts: Vec<&str> = match separator {
-        Some(sep) => raw.split(sep as char).collect(),
-        None => vec![raw],
-    };
-    parts
-        .into_iter()
-        .map(|t| fold_tag(t, case_sensitive))
-        .filter(|t| !t.is_empty())
-        .collect()
+    let fold = |t| Some(fold_tag(t, case_sensitive)).filter(|t| !t.is_empty());
+    match separator {
+        Some(sep) => raw.split(sep as char).filter_map(fold).collect(),
+        None => fold(raw).into_iter().collect(),
+    }
 }
 
 fn parse_number(raw: &str) -> Result<f64, ()> {
     let t = raw.trim();
-    match t.to_ascii_lowercase().as_str() {
-        "inf" | "+inf" | "infinity" => return Ok(f64::INFINITY),
-        "-inf" | "-infinity" => return Ok(f64::NEG_INFINITY),
-        _ => {}
+    let is = |word: &str| t.eq_ignore_ascii_case(word);
+    if is("inf") || is("+inf") || is("infinity") {
+        return Ok(f64::INFINITY);
+    }
+    if is("-inf") || is("-infinity") {
+        return Ok(f64::NEG_INFINITY);
     }
     t.parse::<f64>().ok().filter(|n| !n.is_nan()).ok_or(())
 }

@@ -56,6 +56,7 @@ use crate::store::Store;
 use bytes::Bytes;
 use index::Data;
 use parking_lot::RwLock;
+use smallvec::SmallVec;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
@@ -97,6 +98,7 @@ impl Index {
 }
 
 /// What was noted on this thread for the indexes, waiting for [`Registry::apply_pending`].
+#[derive(Clone)]
 enum Pending {
     Key(Bytes),
     /// Database 0 was emptied: every index is dropped.
@@ -351,7 +353,7 @@ impl Registry {
     /// drops every index, as RediSearch does on FLUSHALL/FLUSHDB: true then, and the caller
     /// lowers the store's change record when no index is left.
     pub fn apply_pending(&self) -> bool {
-        self.apply(
+        self.apply_noted(
             |index| Some(index.data.write()),
             |def, key| self.read_stored(def, key),
         )
@@ -369,34 +371,58 @@ impl Registry {
         wait: std::time::Duration,
         read: impl FnMut(&schema::Definition, &[u8]) -> (index::Extracted, u64),
     ) -> Option<bool> {
-        self.apply(|index| index.data.try_write_for(wait), read)
+        self.apply_noted(|index| index.data.try_write_for(wait), read)
     }
 
     /// The notes of this thread applied: each index locked by `lock` (None: give up, the notes
     /// put back) and each noted key it covers read by `read`.
-    fn apply(
+    fn apply_noted(
         &self,
         lock: impl for<'i> Fn(&'i Index) -> Option<parking_lot::RwLockWriteGuard<'i, Data>>,
-        mut read: impl FnMut(&schema::Definition, &[u8]) -> (index::Extracted, u64),
+        read: impl FnMut(&schema::Definition, &[u8]) -> (index::Extracted, u64),
     ) -> Option<bool> {
-        let pending = PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
+        let mut pending = PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
         if pending.is_empty() {
             return Some(false);
         }
+        let flushed = self.apply(&pending, lock, read);
+        // The list goes back for the next command's keys, so that noting allocates only when
+        // a command changes more keys than any before it on this thread (up to a bound: one
+        // large write does not keep its list's memory for good).
+        pending.clear();
+        if pending.capacity() <= 1024 {
+            PENDING.with(|p| {
+                let mut p = p.borrow_mut();
+                if p.capacity() == 0 {
+                    *p = pending;
+                }
+            });
+        }
+        flushed
+    }
+
+    /// [`Registry::apply_noted`] for the keys taken from the thread's list.
+    fn apply(
+        &self,
+        pending: &[Pending],
+        lock: impl for<'i> Fn(&'i Index) -> Option<parking_lot::RwLockWriteGuard<'i, Data>>,
+        mut read: impl FnMut(&schema::Definition, &[u8]) -> (index::Extracted, u64),
+    ) -> Option<bool> {
         let flushed = pending.iter().rposition(|p| matches!(p, Pending::Flushed));
         if flushed.is_some() {
             self.clear();
         }
         let after = flushed.map_or(0, |at| at + 1);
-        let indexes: Vec<Arc<Index>> = self.indexes.read().values().cloned().collect();
-        let mut keys: Vec<&Bytes> = Vec::new();
+        // Inline vectors: a write to an indexed key allocates nothing here.
+        let indexes: SmallVec<[Arc<Index>; 4]> = self.indexes.read().values().cloned().collect();
+        let mut keys: SmallVec<[&Bytes; 16]> = SmallVec::new();
         for index in &indexes {
             let Some(mut data) = lock(index) else {
                 // Applying a key twice changes nothing: every note goes back, the flush as
                 // done (the indexes it dropped are gone).
                 PENDING.with(|p| {
                     let mut p = p.borrow_mut();
-                    let mut kept: Vec<Pending> = pending.into_iter().skip(after).collect();
+                    let mut kept: Vec<Pending> = pending[after..].to_vec();
                     kept.append(&mut p);
                     *p = kept;
                 });

@@ -445,7 +445,8 @@ impl Definition {
     pub fn is_stopword(&self, word: &str) -> bool {
         match &self.stopwords {
             Some(list) => list.iter().any(|w| w == word),
-            None => DEFAULT_STOPWORDS.contains(&word),
+            // No default stopword is longer than five bytes: most words skip the list.
+            None => word.len() <= 5 && DEFAULT_STOPWORDS.contains(&word),
         }
     }
 }
