@@ -523,15 +523,16 @@ impl Scope<'_> {
         in_order: bool,
         fields: Option<&[usize]>,
     ) -> Result<Ids, String> {
-        // (offset in the phrase, the terms the word stands for); stop words keep their place.
+        // (offset in the phrase, the terms the word stands for); stop words are left out and
+        // take no place, as in the indexed text.
         let mut parts: Vec<(u32, Vec<String>)> = Vec::new();
-        for (offset, w) in words.iter().enumerate() {
+        for w in words {
             let w = text::fold(w);
             if self.data.def.is_stopword(&w) {
                 continue;
             }
             let terms = self.expand(&w);
-            parts.push((offset as u32, terms));
+            parts.push((parts.len() as u32, terms));
         }
         if parts.is_empty() {
             return Ok(Ids::new());
@@ -551,34 +552,25 @@ impl Scope<'_> {
         let in_order = in_order || slop.is_none();
         let slop = slop.unwrap_or(0);
         let mut out = Ids::new();
+        let offsets: Vec<u32> = parts.iter().map(|(o, _)| *o).collect();
         for id in candidates {
-            // Per field, each part's positions.
-            let field_ids: BTreeSet<u16> = parts[0]
-                .1
+            // Each part's positions in the document, in the fields allowed: positions run on
+            // from one TEXT field to the next, so a match may span two of them (RediSearch's).
+            let positions: Vec<Vec<u32>> = parts
                 .iter()
-                .filter_map(|t| self.data.terms.get(t)?.get(&id))
-                .flatten()
-                .map(|(f, _)| *f)
-                .filter(|f| fields.is_none_or(|fs| fs.contains(&(*f as usize))))
+                .map(|(_, terms)| {
+                    let mut p: Vec<u32> = terms
+                        .iter()
+                        .filter_map(|t| self.data.terms.get(t)?.get(&id))
+                        .flatten()
+                        .filter(|(f, _)| fields.is_none_or(|fs| fs.contains(&(*f as usize))))
+                        .map(|(_, p)| *p)
+                        .collect();
+                    p.sort_unstable();
+                    p
+                })
                 .collect();
-            let hit = field_ids.iter().any(|field| {
-                let positions: Vec<Vec<u32>> = parts
-                    .iter()
-                    .map(|(_, terms)| {
-                        let mut p: Vec<u32> = terms
-                            .iter()
-                            .filter_map(|t| self.data.terms.get(t)?.get(&id))
-                            .flatten()
-                            .filter(|(f, _)| f == field)
-                            .map(|(_, p)| *p)
-                            .collect();
-                        p.sort_unstable();
-                        p
-                    })
-                    .collect();
-                let offsets: Vec<u32> = parts.iter().map(|(o, _)| *o).collect();
-                near(&positions, &offsets, slop, in_order)
-            });
+            let hit = near(&positions, &offsets, slop, in_order);
             if hit {
                 out.insert(id);
             }

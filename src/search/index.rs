@@ -325,12 +325,14 @@ impl Data {
         let key = Bytes::copy_from_slice(key);
         self.by_key.insert(key.clone(), id);
         let stemmer = text::stemmer(&self.def.language);
-        let mut length = 0u32;
         // Every word of the TEXT fields, one after another in one string; an occurrence is its
         // word's range there, its field and its position.
         let mut words = String::new();
         let mut word = String::new();
         let mut occurrences: Vec<(Range<usize>, u16, u32)> = Vec::new();
+        // One count of positions through the TEXT fields in schema order, as RediSearch's
+        // tokenizer numbers a document's words: a phrase or SLOP match may span two fields.
+        let mut position = 0u32;
         for (i, (field, value)) in self.def.fields.iter().zip(&values).enumerate() {
             if field.index_missing && *value == Values::Missing {
                 self.missing[i].insert(id);
@@ -343,22 +345,23 @@ impl Data {
             }
             match value {
                 Values::Text(texts) => {
-                    let mut position = 0u32;
                     for t in texts {
                         // Room for the text's words up front: no buffer grows word by word.
                         word.reserve(t.len());
                         words.reserve(t.len());
                         occurrences.reserve(t.len() / 4 + 1);
+                        // Stop words are not indexed and take no position (RediSearch's
+                        // tokenizer): "henry the iv" holds the phrase "henry iv", and a
+                        // document's length counts the other words only.
                         text::each_word(t, &mut word, |w| {
-                            position += 1;
                             if !self.def.is_stopword(w) {
+                                position += 1;
                                 let from = words.len();
                                 words.push_str(w);
                                 occurrences.push((from..words.len(), i as u16, position));
                             }
                         });
                     }
-                    length += position;
                 }
                 Values::Tags(tags) => {
                     for tag in tags {
@@ -416,6 +419,7 @@ impl Data {
             };
             postings.entry(id).or_default().push((field, position));
         }
+        let length = position;
         self.total_length += u64::from(length);
         if expire_at != 0 {
             self.expiring.insert((expire_at, id));

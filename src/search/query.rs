@@ -155,6 +155,7 @@ pub fn parse(text: &str, params: &HashMap<String, Bytes>, dialect: u32) -> Resul
         params,
         dialect,
         text_len: text.len(),
+        field_depth: 0,
     };
     parser.query()
 }
@@ -474,6 +475,8 @@ struct Parser<'a> {
     params: &'a HashMap<String, Bytes>,
     dialect: u32,
     text_len: usize,
+    /// Field modifiers open around the current token: dialect 2 refuses one inside another.
+    field_depth: u32,
 }
 
 impl Parser<'_> {
@@ -682,6 +685,11 @@ impl Parser<'_> {
                 Ok(node)
             }
             Tok::Star => Ok(Node::All),
+            Tok::Field(_) if self.dialect >= 2 && self.field_depth > 0 => {
+                // `@title:(@num:[0 10])`: dialect 1 lets the inner modifier win.
+                self.pos -= 1;
+                Err(self.syntax_error())
+            }
             Tok::Field(name) => self.field_body(name),
             Tok::NumOp(field, op, value) => self.numeric_op(field, op, &value),
             Tok::Term(word)
@@ -773,10 +781,12 @@ impl Parser<'_> {
                 _ => {}
             }
         }
-        let node = self.text_unary()?;
+        self.field_depth += 1;
+        let node = self.text_unary();
+        self.field_depth -= 1;
         Ok(Node::Fields {
             fields,
-            node: Box::new(node),
+            node: Box::new(node?),
         })
     }
 

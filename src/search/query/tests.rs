@@ -651,3 +651,25 @@ proptest! {
         let _ = parse(&text, &params(&[("p", b"1"), ("v", b"abcd")]), 2);
     }
 }
+
+#[test]
+fn a_field_modifier_inside_another_is_dialect_1s() {
+    let none = HashMap::new();
+    // Dialect 1: the inner modifier wins.
+    let inner = parse("@title:(@num:[0 10])", &none, 1).map(|q| q.filter);
+    assert!(
+        matches!(&inner, Ok(Node::Fields { node, .. }) if matches!(**node, Node::Numeric { .. })),
+        "{inner:?}"
+    );
+    // Dialect 2: RediSearch's error at the inner `@`.
+    assert_eq!(
+        parse("@title:(@num:[0 10])", &none, 2).map(|q| q.filter),
+        Err("Syntax error at offset 8 near num".to_string())
+    );
+    assert_eq!(
+        parse("@title:(hello @num:[0 10])", &none, 2).map(|q| q.filter),
+        Err("Syntax error at offset 14 near num".to_string())
+    );
+    // Side by side is no nesting.
+    assert!(parse("@title:hello @num:[0 10]", &none, 2).is_ok());
+}
