@@ -271,7 +271,7 @@ mod tests {
         let stats = StmStats::default();
         // A short xorshift stream as text: Brotli's code tables cost more than they save.
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let noise: String = (0..140)
+        let noise: String = (0..220)
             .map(|_| {
                 x ^= x << 13;
                 x ^= x >> 7;
