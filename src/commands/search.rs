@@ -108,6 +108,21 @@ pub fn dropindex(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
     Ok(Reply::OK)
 }
 
+/// FT.DEL index key [DD]: RediSearch 2's deprecated command, which redis-py's
+/// `delete_document` still sends. As RediSearch 2.10 does, it deletes the key whatever it holds
+/// once the index exists: 1, or 0 for no key; `DD` changes nothing. Replicated and logged as
+/// the DEL it did.
+pub fn del(ctx: &mut Ctx, args: &[&[u8]]) -> CmdResult {
+    arity(args, 3, 4)?;
+    index_or(ctx, args[1], "Unknown Index name")?;
+    let key = args[2];
+    if ctx.lock(&[key]).remove(key).is_none() {
+        return Ok(Reply::Int(0));
+    }
+    crate::replication::feed::propagate_as(&[b"DEL", key]);
+    Ok(Reply::Int(1))
+}
+
 /// FT._LIST
 pub fn list(ctx: &mut Ctx, _args: &[&[u8]]) -> CmdResult {
     let names = registry(ctx).names();

@@ -676,6 +676,8 @@ pub static COMMANDS: &[Command] = commands![
         complexity: "O(K) at creation where K is the number of fields, O(N) if scanning the keyspace is triggered, where N is the number of keys in the keyspace", acl: cat::SEARCH;
     "ft.dropindex", -1, WRITE, (0, 0, 0), "module", "2.0.0", search::dropindex, "index [DD]", "Deletes the index.",
         complexity: "O(1) or O(N) if documents are deleted, where N is the number of keys in the keyspace", acl: cat::SEARCH;
+    "ft.del", -1, WRITE, (0, 0, 0), "module", "1.0.0", search::del, "index key [DD]", "Deletes a key once the index exists (deprecated in RediSearch 2).",
+        complexity: "O(1)", acl: cat::SEARCH;
     "ft.alter", -1, WRITE | DENYOOM, (0, 0, 0), "module", "1.0.0", search::alter, "index [SKIPINITIALSCAN] SCHEMA ADD field options", "Adds a new field to the index.",
         complexity: "O(N) where N is the number of keys in the keyspace", acl: cat::SEARCH;
     "ft.aliasadd", -1, WRITE | DENYOOM, (0, 0, 0), "module", "1.0.0", search::aliasadd, "alias index", "Adds an alias to the index.",
